@@ -1,0 +1,31 @@
+# The two commands: `make demo` (analyse a bundled sample, write the HTML report) and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench bench-batch clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	@mkdir -p out
+	-@$(BIN)/hami-analyzer analyze sample_bundles/annotation-health-omitted --format html -o out/report.html >/dev/null
+	@echo "Report written to $(CURDIR)/out/report.html"
+	@$(BIN)/hami-analyzer analyze sample_bundles/annotation-health-omitted || true
+
+test: $(STAMP)
+	$(BIN)/ruff format --check analyzer tests
+	$(BIN)/ruff check analyzer tests
+	$(BIN)/hami-analyzer rules lint
+	$(BIN)/pytest
+
+bench: $(STAMP)
+	$(BIN)/python -m analyzer.bench
+
+clean:
+	rm -rf $(VENV) out build dist *.egg-info

@@ -1,0 +1,1 @@
+"""Reading a bundle: inputs to files on disk, recognised by content."""

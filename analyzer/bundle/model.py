@@ -1,0 +1,37 @@
+"""Typed records handed from the bundle stage to the parsers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class BundleFile:
+    """One input file, materialised on disk (archive members in a private temp folder)."""
+
+    name: str  # display name inside the bundle, e.g. "ticket.tgz!logs/dp.log"
+    path: Path  # where the (decompressed) bytes are on disk; read-only for us
+    size: int
+    mtime: float | None = None  # from the archive member or the file system
+
+
+@dataclass(frozen=True)
+class Artefact:
+    """A recognised piece of a file: the whole file, or a segment of a mixed paste."""
+
+    file: BundleFile
+    kind: str  # e.g. node, device-plugin-log, scheduler-log, pod-describe, unrecognised
+    reason: str  # why it was recognised (or not)
+    first_line: int = 1  # 1-based line of the segment inside the file
+    text: str | None = None  # decoded text for small artefacts; None means stream from file
+    container: str | None = None  # from `kubectl logs --prefix` or a pasted command
+
+
+@dataclass
+class Inventory:
+    """Everything the reader saw, including what it could not use."""
+
+    files: list[BundleFile] = field(default_factory=list)
+    artefacts: list[Artefact] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)

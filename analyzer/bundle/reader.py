@@ -1,0 +1,258 @@
+"""Turn the user's inputs (folders, archives, files, stdin) into files on disk, safely.
+
+Archive members are copied into a private temporary folder under generated names, so no member
+name ever becomes a path we write to; links and devices are never followed; member count and
+uncompressed size are capped. Inputs are only ever opened for reading.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import stat
+import sys
+import tarfile
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO
+
+from analyzer.bundle.model import BundleFile, Inventory
+from analyzer.errors import BundleError
+
+COPY_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps for archives and stdin; defaults fit real support bundles with room to spare."""
+
+    max_members: int = 5000
+    max_total_bytes: int = 4 << 30  # uncompressed bytes taken from archives/stdin/gzip
+    max_depth: int = 2  # archives inside archives
+
+
+class _Budget:
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self.members = 0
+        self.bytes = 0
+
+    def add_member(self, name: str) -> None:
+        self.members += 1
+        if self.members > self.limits.max_members:
+            raise BundleError(
+                f"archive has more than {self.limits.max_members} members (at {name!r}); "
+                "raise --max-members if this bundle is genuine"
+            )
+
+    def add_bytes(self, n: int, name: str) -> None:
+        self.bytes += n
+        if self.bytes > self.limits.max_total_bytes:
+            raise BundleError(
+                f"uncompressed size exceeds {self.limits.max_total_bytes >> 20} MiB at member "
+                f"{name!r} (possible archive bomb); raise --max-bytes if this bundle is genuine"
+            )
+
+
+def _sniff_container(head: bytes) -> str | None:
+    if head.startswith(b"\x1f\x8b"):
+        return "gzip"
+    if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
+        return "zip"
+    if len(head) >= 262 and head[257:262] == b"ustar":
+        return "tar"
+    if head.startswith(b"BZh") or head.startswith(b"\xfd7zXZ"):
+        return "tar"  # tarfile's r:* handles bz2/xz compressed tars
+    return None
+
+
+def _read_head(path: Path, n: int = 512) -> bytes:
+    with path.open("rb") as fh:
+        return fh.read(n)
+
+
+def _copy_limited(src: BinaryIO, dst: Path, budget: _Budget, name: str) -> int:
+    total = 0
+    with dst.open("wb") as out:
+        while True:
+            chunk = src.read(COPY_CHUNK)
+            if not chunk:
+                break
+            total += len(chunk)
+            budget.add_bytes(len(chunk), name)
+            out.write(chunk)
+    return total
+
+
+def _safe_member_name(name: str) -> str:
+    parts = PurePosixPath(name.replace("\\", "/")).parts
+    if name.startswith(("/", "\\")) or ".." in parts or (parts and parts[0].endswith(":")):
+        raise BundleError(f"unsafe archive member name {name!r} (absolute or '..' path)")
+    return "/".join(p for p in parts if p not in ("", "."))
+
+
+class BundleReader:
+    """Collects BundleFiles from inputs; owns the temp folder for the life of the analysis."""
+
+    def __init__(self, limits: Limits | None = None):
+        self.limits = limits or Limits()
+        self.budget = _Budget(self.limits)
+        self.tmp = Path(tempfile.mkdtemp(prefix="hami-bundle-"))
+        self._counter = 0
+        self.inventory = Inventory()
+
+    def close(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def _tmpfile(self) -> Path:
+        self._counter += 1
+        return self.tmp / f"m{self._counter:05d}"
+
+    # ---- entry points -------------------------------------------------------------------
+    def add_input(self, spec: str) -> None:
+        if spec == "-":
+            self._add_stream(sys.stdin.buffer, "<stdin>", None, depth=0)
+            return
+        path = Path(spec)
+        if path.is_symlink() and not path.exists():
+            raise BundleError(f"{spec}: broken symbolic link")
+        if not path.exists():
+            raise BundleError(f"{spec}: no such file or directory")
+        if path.is_dir():
+            self._add_dir(path)
+        elif path.is_file():
+            self._add_path(path, path.name, depth=0)
+        else:
+            raise BundleError(f"{spec}: not a regular file or directory")
+
+    def add_bytes(self, name: str, data: bytes) -> None:
+        """For tests and the issue bot: a named in-memory file."""
+        dst = self._tmpfile()
+        dst.write_bytes(data)
+        self._register(dst, name, None, depth=0)
+
+    # ---- internals ----------------------------------------------------------------------
+    def _add_dir(self, root: Path) -> None:
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+            dirnames.sort()
+            for fname in sorted(filenames):
+                p = Path(dirpath) / fname
+                rel = p.relative_to(root).as_posix()
+                if p.is_symlink():
+                    self.inventory.warnings.append(f"{rel}: symbolic link not followed")
+                    continue
+                if not p.is_file():
+                    continue
+                self._add_path(p, rel, depth=0)
+
+    def _add_path(self, path: Path, name: str, depth: int) -> None:
+        try:
+            head = _read_head(path)
+        except OSError as exc:
+            self.inventory.warnings.append(f"{name}: unreadable ({exc.strerror or exc})")
+            return
+        self._register(path, name, path.stat().st_mtime, depth, head)
+
+    def _add_stream(self, stream: BinaryIO, name: str, mtime: float | None, depth: int) -> None:
+        dst = self._tmpfile()
+        _copy_limited(stream, dst, self.budget, name)
+        self._register(dst, name, mtime, depth)
+
+    def _register(
+        self, path: Path, name: str, mtime: float | None, depth: int, head: bytes | None = None
+    ) -> None:
+        head = head if head is not None else _read_head(path)
+        kind = _sniff_container(head)
+        if kind and depth >= self.limits.max_depth:
+            self.inventory.warnings.append(f"{name}: archive nested too deep, not opened")
+            kind = None
+        try:
+            if kind == "gzip":
+                self._add_gzip(path, name, mtime, depth)
+                return
+            if kind == "zip":
+                self._add_zip(path, name, depth)
+                return
+            if kind == "tar":
+                self._add_tar(path, name, depth)
+                return
+        except BundleError:
+            raise
+        except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile, gzip.BadGzipFile) as exc:
+            self.inventory.warnings.append(f"{name}: corrupt {kind} archive ({exc})")
+            return
+        size = path.stat().st_size
+        self.inventory.files.append(BundleFile(name=name, path=path, size=size, mtime=mtime))
+
+    def _add_gzip(self, path: Path, name: str, mtime: float | None, depth: int) -> None:
+        inner = name[:-3] if name.endswith(".gz") else name[:-4] + ".tar" if name.endswith(".tgz") else name
+        dst = self._tmpfile()
+        with gzip.open(path, "rb") as src:
+            _copy_limited(src, dst, self.budget, name)
+        self._register(dst, inner, mtime, depth + 1)
+
+    def _add_tar(self, path: Path, name: str, depth: int) -> None:
+        with tarfile.open(path, mode="r:*") as tf:
+            for member in tf:
+                mname = _safe_member_name(member.name)
+                display = f"{name}!{mname}"
+                self.budget.add_member(display)
+                if member.isdir():
+                    continue
+                if not member.isreg():
+                    what = "link" if member.issym() or member.islnk() else "special file"
+                    self.inventory.warnings.append(f"{display}: {what} member not followed")
+                    continue
+                src = tf.extractfile(member)
+                if src is None:
+                    continue
+                dst = self._tmpfile()
+                _copy_limited(src, dst, self.budget, display)
+                self._register(dst, display, float(member.mtime) or None, depth + 1)
+
+    def _add_zip(self, path: Path, name: str, depth: int) -> None:
+        with zipfile.ZipFile(path) as zf:
+            for info in zf.infolist():
+                mname = _safe_member_name(info.filename)
+                display = f"{name}!{mname}"
+                self.budget.add_member(display)
+                if info.is_dir():
+                    continue
+                mode = info.external_attr >> 16
+                if mode and not stat.S_ISREG(mode):
+                    self.inventory.warnings.append(f"{display}: link or special member not followed")
+                    continue
+                if info.flag_bits & 0x1:
+                    self.inventory.warnings.append(f"{display}: encrypted member skipped")
+                    continue
+                dst = self._tmpfile()
+                with zf.open(info) as src:
+                    _copy_limited(src, dst, self.budget, display)
+                ts = _zip_mtime(info)
+                self._register(dst, display, ts, depth + 1)
+
+
+def _zip_mtime(info: zipfile.ZipInfo) -> float | None:
+    import datetime as dt
+
+    try:
+        return dt.datetime(*info.date_time, tzinfo=dt.UTC).timestamp()
+    except ValueError:
+        return None
+
+
+@contextmanager
+def open_bundle(inputs: list[str], limits: Limits | None = None) -> Iterator[BundleReader]:
+    """Read all inputs as one bundle; the temp folder is removed on exit."""
+    reader = BundleReader(limits)
+    try:
+        for spec in inputs:
+            reader.add_input(spec)
+        yield reader
+    finally:
+        reader.close()

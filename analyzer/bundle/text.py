@@ -1,0 +1,89 @@
+"""Bytes to clean text: BOMs, non-UTF-8 bytes, CRLF, ANSI colours, terminal hard-wraps."""
+
+from __future__ import annotations
+
+import codecs
+
+import regex
+
+ANSI_RE = regex.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
+# Shared by the Python path (small files) and the polars path (big logs): Rust-regex compatible.
+LINE_PREFIX_PATTERN = (
+    r"^(?:\[pod/[^/\]\s]+/(?P<container>[^\]\s]+)\] )?"
+    r"(?:(?P<rfc>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) "
+    r"(?:(?:stdout|stderr) [FP] )?)?"
+)
+KLOG_HEADER_PATTERN = (
+    r"^(?P<sev>[IWEF])(?P<mm>\d\d)(?P<dd>\d\d) (?P<clock>\d\d:\d\d:\d\d(?:\.\d{1,9})?)\s+"
+    r"(?P<pid>\d+) (?P<src>[^\s\]]+?:\d+)\] ?(?P<msg>.*)$"
+)
+PREFIX_RE = regex.compile(LINE_PREFIX_PATTERN)
+KLOG_RE = regex.compile(KLOG_HEADER_PATTERN)
+
+
+def decode(data: bytes) -> tuple[str, list[str]]:
+    """Decode bytes leniently; return the text and warnings about what had to be repaired."""
+    warnings: list[str] = []
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[3:]
+    elif data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        try:
+            return data.decode("utf-16"), ["decoded as UTF-16"]
+        except UnicodeDecodeError:
+            pass
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("utf-8", errors="replace")
+        warnings.append("non-UTF-8 bytes replaced with U+FFFD")
+    return text, warnings
+
+
+def looks_binary(head: bytes) -> bool:
+    """Binary junk: NUL bytes or a high share of control characters in the first block."""
+    if not head:
+        return False
+    if b"\x00" in head[:8192]:
+        return True
+    sample = head[:8192]
+    controls = sum(1 for b in sample if b < 9 or 13 < b < 32 and b != 27)
+    return controls / len(sample) > 0.05
+
+
+def clean(text: str) -> str:
+    """Line endings to LF, ANSI escape sequences removed."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if "\x1b" in text:
+        text = ANSI_RE.sub("", text)
+    return text
+
+
+def rejoin_hard_wraps(lines: list[str]) -> tuple[list[str], list[int], int]:
+    """Undo fixed-width terminal wrapping.
+
+    A terminal copy wraps every long line at the same column W, so several lines have exactly
+    length W; the line after each of them is its continuation. Returns the joined lines, the
+    1-based source line of each, and how many joins were made.
+    """
+    lengths: dict[int, int] = {}
+    for line in lines:
+        if len(line) >= 60:
+            lengths[len(line)] = lengths.get(len(line), 0) + 1
+    width = max(lengths, key=lambda w: (lengths[w], w), default=0)
+    if not width or lengths[width] < 3 or lengths[width] * 4 < sum(lengths.values()):
+        return lines, list(range(1, len(lines) + 1)), 0
+    out: list[str] = []
+    numbers: list[int] = []
+    joins = 0
+    i = 0
+    while i < len(lines):
+        cur, start = lines[i], i + 1
+        while len(lines[i]) == width and i + 1 < len(lines) and not KLOG_RE.match(lines[i + 1]):
+            i += 1
+            cur += lines[i]
+            joins += 1
+        out.append(cur)
+        numbers.append(start)
+        i += 1
+    return out, numbers, joins

@@ -1,0 +1,225 @@
+"""Command line: analyze, inspect, timeline, rules {list,show,lint,test}.
+
+Heavy modules (polars, jinja2) are imported inside commands so `--help` starts fast.
+Errors the user can fix print one line and exit 2; faults found exit 1.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from analyzer import __version__
+from analyzer.errors import AnalyzerError, RuleLoadError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Diagnose HAMi GPU node support bundles offline.")
+rules_app = typer.Typer(no_args_is_help=True, help="List, show, lint and test the rules.")
+app.add_typer(rules_app, name="rules")
+
+
+class Format(str, Enum):
+    terminal = "terminal"
+    json = "json"
+    markdown = "markdown"
+    html = "html"
+
+
+RulesOpt = Annotated[list[Path] | None, typer.Option("--rules", help="Extra rule directory (may repeat).")]
+NodeOpt = Annotated[str | None, typer.Option("--node", help="Analyse only this node of a node List.")]
+MaxBytes = Annotated[int, typer.Option("--max-bytes", help="Archive/stdin uncompressed size cap (MiB).")]
+MaxMembers = Annotated[int, typer.Option("--max-members", help="Archive member count cap.")]
+
+
+def _fail(msg: str) -> None:
+    typer.echo(f"error: {msg}", err=True)
+    raise typer.Exit(2)
+
+
+def _ruleset(extra: list[Path] | None):
+    from analyzer.rules.loader import load_ruleset
+
+    try:
+        return load_ruleset(list(extra or []))
+    except RuleLoadError as exc:
+        for p in exc.problems:
+            typer.echo(f"error: {p}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _limits(max_bytes: int, max_members: int):
+    from analyzer.bundle.reader import Limits
+
+    return Limits(max_members=max_members, max_total_bytes=max_bytes << 20)
+
+
+def _write(text: str, output: Path | None) -> None:
+    if output is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
+    tmp = output.with_name(output.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(output)
+
+
+@app.command()
+def analyze(
+    inputs: Annotated[list[str], typer.Argument(help="Bundle: folder, archive, file(s), issue .md/.json, or - for stdin.")],
+    format: Annotated[Format, typer.Option("--format", "-f")] = Format.terminal,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
+    node: NodeOpt = None,
+    rules: RulesOpt = None,
+    from_issue: Annotated[bool, typer.Option("--from-issue", help="Treat the input as GitHub issue text/JSON.")] = False,
+    max_bytes: MaxBytes = 4096,
+    max_members: MaxMembers = 5000,
+) -> None:
+    """Diagnose a bundle. Exit 0: no fault, 1: a fault fired, 2: usage or input error."""
+    from analyzer.analyze import analyze as run
+
+    ruleset = _ruleset(rules)
+    try:
+        if from_issue or any(_is_issue(i) for i in inputs):
+            from analyzer.bundle.issue import issue_inputs
+
+            with issue_inputs(inputs) as paths:
+                _bundle, diags = run(paths, ruleset, node, _limits(max_bytes, max_members))
+        else:
+            _bundle, diags = run(inputs, ruleset, node, _limits(max_bytes, max_members))
+    except AnalyzerError as exc:
+        _fail(str(exc))
+        return
+    if format is Format.json:
+        from analyzer.render.jsonout import render_json
+
+        text = render_json(diags)
+    elif format is Format.markdown:
+        from analyzer.render.markdown import render_markdown
+
+        text = render_markdown(diags, digest_source=inputs)
+    elif format is Format.html:
+        from analyzer.render.html import render_html
+
+        text = render_html(diags)
+    else:
+        from analyzer.render.terminal import render_terminal
+
+        text = render_terminal(diags)
+    _write(text, output)
+    raise typer.Exit(1 if any(d.faults() for d in diags) else 0)
+
+
+def _is_issue(spec: str) -> bool:
+    return spec.endswith((".md", ".markdown")) or spec.endswith(".json") and "issue" in Path(spec).name
+
+
+@app.command()
+def inspect(
+    inputs: Annotated[list[str], typer.Argument(help="Bundle: folder, archive, file(s) or - for stdin.")],
+    format: Annotated[str, typer.Option("--format", "-f", help="text or json")] = "text",
+    node: NodeOpt = None,
+    rules: RulesOpt = None,
+    max_bytes: MaxBytes = 4096,
+    max_members: MaxMembers = 5000,
+) -> None:
+    """Show what was found: files and kinds, node facts, GPU table, handshake, log statistics."""
+    from analyzer.analyze import analyze as run
+    from analyzer.render.inspect import render_inspect, render_inspect_json
+
+    ruleset = _ruleset(rules)
+    try:
+        _bundle, diags = run(inputs, ruleset, node, _limits(max_bytes, max_members))
+    except AnalyzerError as exc:
+        _fail(str(exc))
+        return
+    _write(render_inspect_json(diags) if format == "json" else render_inspect(diags), None)
+
+
+@app.command()
+def timeline(
+    inputs: Annotated[list[str], typer.Argument(help="Bundle: folder, archive, file(s) or - for stdin.")],
+    format: Annotated[str, typer.Option("--format", "-f", help="text, csv, json or parquet")] = "text",
+    output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
+    source: Annotated[list[str] | None, typer.Option("--source", help="Only these source kinds.")] = None,
+    severity: Annotated[str | None, typer.Option("--severity", help="Minimum severity: I, W, E or F.")] = None,
+    since: Annotated[str | None, typer.Option("--since", help="ISO time, inclusive.")] = None,
+    until: Annotated[str | None, typer.Option("--until", help="ISO time, inclusive.")] = None,
+    rules: RulesOpt = None,
+) -> None:
+    """The merged, timestamped events of every log and the node object."""
+    from analyzer.analyze import analyze_parsed
+    from analyzer.pipeline import parse_bundle
+    from analyzer.timeline import build_timeline, filter_timeline, write_timeline
+
+    ruleset = _ruleset(rules)
+    try:
+        bundle = parse_bundle(inputs, ruleset)
+        diags = analyze_parsed(bundle, ruleset)
+    except AnalyzerError as exc:
+        _fail(str(exc))
+        return
+    frame = build_timeline(bundle, diags[0])
+    try:
+        frame = filter_timeline(frame, source, severity, since, until)
+    except ValueError as exc:
+        _fail(str(exc))
+    if format == "parquet" and output is None:
+        _fail("--format parquet needs --output FILE")
+    write_timeline(frame, format, output)
+
+
+@rules_app.command("list")
+def rules_list(rules: RulesOpt = None) -> None:
+    """One line per rule: id, kind, severity, category, title."""
+    rs = _ruleset(rules)
+    for r in sorted(rs.rules.values(), key=lambda r: (r.category, r.id)):
+        typer.echo(f"{r.id:42} {r.kind:6} {r.severity:8} {r.category:30} {r.title}")
+    typer.echo(f"{len(rs.rules)} rules, {len(rs.signatures)} signatures")
+
+
+@rules_app.command("show")
+def rules_show(rule_id: str, rules: RulesOpt = None) -> None:
+    """The rule's page: what it detects, why, evidence it uses, fix, references."""
+    from analyzer.render.rulepage import render_rule_page
+
+    rs = _ruleset(rules)
+    if rule_id not in rs.rules and rule_id not in rs.signatures:
+        _fail(f"no rule or signature {rule_id!r} (see `hami-analyzer rules list`)")
+    typer.echo(render_rule_page(rs, rule_id))
+
+
+@rules_app.command("lint")
+def rules_lint(rules: RulesOpt = None) -> None:
+    """Validate every rule file; exit 2 with file:line messages on problems."""
+    rs = _ruleset(rules)
+    typer.echo(f"ok: {len(rs.rules)} rules and {len(rs.signatures)} signatures in {len(rs.files)} files")
+
+
+@rules_app.command("test")
+def rules_test(rule_id: Annotated[str | None, typer.Argument()] = None, rules: RulesOpt = None) -> None:
+    """Run every rule's own test cases and every signature's examples."""
+    from analyzer.rules.selftest import run_rule_tests
+
+    rs = _ruleset(rules)
+    results = run_rule_tests(rs, rule_id)
+    failed = [r for r in results if not r.ok]
+    for r in failed:
+        typer.echo(f"FAIL {r.rule_id} {r.case}: {r.detail}")
+    typer.echo(f"{len(results) - len(failed)} passed, {len(failed)} failed")
+    raise typer.Exit(1 if failed else 0)
+
+
+@app.command()
+def version() -> None:
+    """Print the analyzer version."""
+    typer.echo(__version__)
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        sys.exit(130)

@@ -1,0 +1,1 @@
+"""Parsers: artefacts into typed facts (node, pods, configs) and log line frames."""

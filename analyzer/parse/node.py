@@ -1,0 +1,169 @@
+"""Node objects (-o yaml / -o json / List) and `kubectl describe node` text into NodeFacts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import regex
+
+from analyzer.bundle.model import Artefact
+from analyzer.parse.structured import load_documents
+
+
+@dataclass
+class NodeFacts:
+    name: str | None
+    file: str
+    first_line: int
+    form: str  # yaml | describe
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    elided: set[str] = field(default_factory=set)  # annotation values cut by kubectl describe
+    taints: list[dict[str, str]] = field(default_factory=list)
+    capacity: dict[str, str] = field(default_factory=dict)
+    allocatable: dict[str, str] = field(default_factory=dict)
+    conditions: list[dict[str, str]] = field(default_factory=list)
+    created: str | None = None
+    unschedulable: bool = False
+    images: list[str] = field(default_factory=list)
+    node_info: dict[str, str] = field(default_factory=dict)
+    line_of: dict[str, int] = field(default_factory=dict)  # key -> 1-based line in the file
+    warnings: list[str] = field(default_factory=list)
+
+
+def _locate(text: str, first_line: int, keys: list[str]) -> dict[str, int]:
+    """Where each key first appears in the text (for evidence citations)."""
+    out: dict[str, int] = {}
+    for i, line in enumerate(text.split("\n")):
+        for k in keys:
+            if k not in out and k in line:
+                out[k] = first_line + i
+    return out
+
+
+def _str_map(value: Any) -> dict[str, str]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): "" if v is None else str(v) for k, v in value.items()}
+
+
+def parse_node(artefact: Artefact) -> list[NodeFacts]:
+    if artefact.kind == "node-describe":
+        return [_parse_describe(artefact)]
+    docs, warnings = load_documents(artefact.text or "")
+    objs: list[dict] = []
+    for d in docs:
+        if isinstance(d, dict) and d.get("kind") == "List":
+            objs.extend(i for i in d.get("items") or [] if isinstance(i, dict))
+        elif isinstance(d, dict):
+            objs.append(d)
+    nodes = []
+    for obj in objs:
+        if obj.get("kind") not in ("Node", None):
+            continue
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+        n = NodeFacts(
+            name=str(meta["name"]) if meta.get("name") else None,
+            file=artefact.file.name,
+            first_line=artefact.first_line,
+            form="yaml",
+            labels=_str_map(meta.get("labels")),
+            annotations=_str_map(meta.get("annotations")),
+            capacity=_str_map(status.get("capacity")),
+            allocatable=_str_map(status.get("allocatable")),
+            created=str(meta["creationTimestamp"]) if meta.get("creationTimestamp") else None,
+            unschedulable=bool(spec.get("unschedulable")),
+            node_info=_str_map(status.get("nodeInfo")),
+            warnings=list(warnings),
+        )
+        for t in spec.get("taints") or []:
+            if isinstance(t, dict):
+                n.taints.append({k: str(v) for k, v in t.items() if v is not None})
+        for c in status.get("conditions") or []:
+            if isinstance(c, dict):
+                n.conditions.append({k: str(v) for k, v in c.items() if v is not None})
+        for img in status.get("images") or []:
+            if isinstance(img, dict):
+                n.images.extend(str(x) for x in img.get("names") or [])
+        n.line_of = _locate(artefact.text or "", artefact.first_line, list(n.annotations))
+        nodes.append(n)
+    if not nodes:
+        n = NodeFacts(None, artefact.file.name, artefact.first_line, "yaml", warnings=warnings)
+        n.warnings.append("no Node object could be read")
+        nodes.append(n)
+    return nodes
+
+
+_SECTION_RE = regex.compile(r"^([A-Z][A-Za-z ]*):\s*(.*)$")
+
+
+def _parse_describe(artefact: Artefact) -> NodeFacts:
+    text = artefact.text or ""
+    n = NodeFacts(None, artefact.file.name, artefact.first_line, "describe")
+    section = None
+    last_key: str | None = None
+    for i, raw in enumerate(text.split("\n")):
+        lineno = artefact.first_line + i
+        m = _SECTION_RE.match(raw)
+        if m and not raw.startswith(" "):
+            section, rest = m.group(1), m.group(2).strip()
+            last_key = None
+            if section == "Name":
+                n.name = rest
+            elif section == "CreationTimestamp":
+                n.created = rest
+            elif section == "Unschedulable":
+                n.unschedulable = rest == "true"
+            if rest and rest != "<none>":
+                _describe_item(n, section, rest, lineno)
+                last_key = _last_annotation(n, section)
+            continue
+        body = raw.strip()
+        if not body or section is None:
+            continue
+        if section == "Annotations" and last_key and raw.startswith(" " * 22) and ":" not in body[:60].split(" ")[0]:
+            n.annotations[last_key] = (n.annotations[last_key] + " " + body).strip()
+            if body.endswith("...") or body.endswith("…"):
+                n.elided.add(last_key)
+            continue
+        _describe_item(n, section, body, lineno)
+        last_key = _last_annotation(n, section)
+    for k, v in n.annotations.items():
+        if v.endswith(("...", "…")):
+            n.elided.add(k)
+    return n
+
+
+def _last_annotation(n: NodeFacts, section: str) -> str | None:
+    return next(reversed(n.annotations), None) if section == "Annotations" and n.annotations else None
+
+
+def _describe_item(n: NodeFacts, section: str, body: str, lineno: int) -> None:
+    if section == "Labels" and "=" in body:
+        k, _, v = body.partition("=")
+        n.labels[k.strip()] = v.strip()
+    elif section == "Annotations":
+        k, sep, v = body.partition(": ")
+        if not sep and body.endswith(":"):
+            k, v = body[:-1], ""
+        elif not sep:
+            return
+        n.annotations[k.strip()] = v.strip()
+        n.line_of.setdefault(k.strip(), lineno)
+    elif section == "Taints" and body != "<none>":
+        m = regex.match(r"^([^=:\s]+)(?:=([^:]*))?:(\w+)$", body)
+        if m:
+            n.taints.append({"key": m[1], "value": m[2] or "", "effect": m[3]})
+    elif section in ("Capacity", "Allocatable"):
+        k, sep, v = body.partition(":")
+        if sep:
+            target = n.capacity if section == "Capacity" else n.allocatable
+            target[k.strip()] = v.strip()
+            n.line_of.setdefault(f"{section.lower()}.{k.strip()}", lineno)
+    elif section == "Conditions":
+        parts = regex.split(r"\s{2,}", body)
+        if len(parts) >= 2 and parts[0] not in ("Type", "----"):
+            n.conditions.append({"type": parts[0], "status": parts[1]})

@@ -1,0 +1,188 @@
+"""`kubectl describe pod` text and Pod YAML/JSON into PodFacts (state, events, HAMi annotations)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import regex
+
+from analyzer.bundle.model import Artefact
+from analyzer.parse.structured import load_documents
+
+_EVENT_RE = regex.compile(
+    r"^\s*(?P<type>Normal|Warning)\s+(?P<reason>\S+)\s+(?P<age>\S.*?)\s{2,}(?P<src>\S+)\s{2,}(?P<msg>.*)$"
+)
+_FIELD_RE = regex.compile(r"^(?P<indent>\s*)(?P<key>[A-Za-z][\w ./-]*?):\s*(?P<value>.*)$")
+_ANNOTATION_RE = regex.compile(
+    r"^\s*(?P<key>(?:[\w.-]+/)?[\w.-]+):\s+(?P<value>.*)$"
+)
+
+
+@dataclass
+class PodEvent:
+    type: str
+    reason: str
+    age: str
+    source: str
+    message: str
+    line: int
+
+
+@dataclass
+class ContainerState:
+    name: str
+    state: str | None = None
+    reason: str | None = None
+    message: str | None = None
+    last_reason: str | None = None
+    last_message: str | None = None
+    limits: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class PodFacts:
+    file: str
+    first_line: int
+    form: str
+    name: str | None = None
+    namespace: str | None = None
+    node: str | None = None
+    status: str | None = None
+    scheduler_name: str | None = None
+    runtime_class: str | None = None
+    annotations: dict[str, str] = field(default_factory=dict)
+    containers: list[ContainerState] = field(default_factory=list)
+    events: list[PodEvent] = field(default_factory=list)
+    line_of: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def limits(self) -> dict[str, str]:
+        merged: dict[str, str] = {}
+        for c in self.containers:
+            merged.update(c.limits)
+        return merged
+
+
+def parse_pod(artefact: Artefact) -> list[PodFacts]:
+    if artefact.kind == "pod":
+        return _parse_yaml(artefact)
+    return [_parse_describe(artefact)]
+
+
+def _parse_yaml(artefact: Artefact) -> list[PodFacts]:
+    docs, warnings = load_documents(artefact.text or "")
+    objs: list[dict[str, Any]] = []
+    for d in docs:
+        if isinstance(d, dict) and d.get("kind") == "List":
+            objs.extend(i for i in d.get("items") or [] if isinstance(i, dict))
+        elif isinstance(d, dict):
+            objs.append(d)
+    pods = []
+    for obj in objs:
+        if obj.get("kind") != "Pod":
+            continue
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+        p = PodFacts(artefact.file.name, artefact.first_line, "yaml", warnings=list(warnings))
+        p.name, p.namespace = meta.get("name"), meta.get("namespace")
+        p.annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
+        p.node = spec.get("nodeName")
+        p.scheduler_name = spec.get("schedulerName")
+        p.runtime_class = spec.get("runtimeClassName")
+        p.status = status.get("phase")
+        statuses = {s.get("name"): s for s in status.get("containerStatuses") or [] if isinstance(s, dict)}
+        for c in spec.get("containers") or []:
+            if not isinstance(c, dict):
+                continue
+            cs = ContainerState(str(c.get("name")))
+            res = c.get("resources") if isinstance(c.get("resources"), dict) else {}
+            cs.limits = {str(k): str(v) for k, v in (res.get("limits") or {}).items()}
+            st = statuses.get(c.get("name"), {})
+            for state_name, detail in (st.get("state") or {}).items():
+                cs.state, cs.reason, cs.message = state_name, detail.get("reason"), detail.get("message")
+            for _name, detail in (st.get("lastState") or {}).items():
+                cs.last_reason, cs.last_message = detail.get("reason"), detail.get("message")
+            p.containers.append(cs)
+        pods.append(p)
+    if not pods:
+        pods.append(PodFacts(artefact.file.name, artefact.first_line, "yaml", warnings=warnings))
+    return pods
+
+
+def _parse_describe(artefact: Artefact) -> PodFacts:
+    p = PodFacts(artefact.file.name, artefact.first_line, "describe")
+    section: str | None = None
+    container: ContainerState | None = None
+    sub: str | None = None
+    for i, raw in enumerate((artefact.text or "").split("\n")):
+        lineno = artefact.first_line + i
+        ev = _EVENT_RE.match(raw)
+        if ev:
+            p.events.append(
+                PodEvent(ev["type"], ev["reason"], ev["age"].strip(), ev["src"], ev["msg"].strip(), lineno)
+            )
+            continue
+        m = _FIELD_RE.match(raw)
+        if not m:
+            continue
+        indent, key, value = len(m["indent"]), m["key"].strip(), m["value"].strip()
+        if indent == 0:
+            section, sub = key, None
+            low = key.lower()
+            if low == "name":
+                p.name = value
+            elif low == "namespace":
+                p.namespace = value
+            elif low == "node":
+                p.node = value.split("/")[0] or None
+            elif low == "status":
+                p.status = value
+            elif low == "runtime class name":
+                p.runtime_class = value
+            elif low in ("annotations", "labels") and value:
+                _add_annotation(p, value, lineno, low)
+            continue
+        if section and section.lower() == "annotations" or section and section.lower() == "labels":
+            am = _ANNOTATION_RE.match(raw)
+            if am and indent <= 24:
+                _add_annotation(p, f"{am['key']}: {am['value']}", lineno, section.lower())
+            continue
+        if section == "Containers" and indent == 2 and not value:
+            container = ContainerState(key)
+            p.containers.append(container)
+            sub = None
+            continue
+        if container is None:
+            continue
+        if key in ("State", "Last State"):
+            sub = key
+            if key == "State":
+                container.state = value
+            continue
+        if key == "Reason":
+            if sub == "Last State":
+                container.last_reason = value
+            else:
+                container.reason = value
+        elif key == "Message":
+            if sub == "Last State":
+                container.last_message = value
+            else:
+                container.message = value
+        elif key in ("Limits", "Requests"):
+            sub = key
+        elif sub == "Limits" and "/" in key or sub == "Limits" and key in ("cpu", "memory"):
+            container.limits[key] = value
+    return p
+
+
+def _add_annotation(p: PodFacts, body: str, lineno: int, section: str) -> None:
+    if section == "labels":
+        return
+    k, sep, v = body.partition(": ")
+    if not sep:
+        k, v = body.rstrip(":"), ""
+    p.annotations[k.strip()] = v.strip().strip('"')
+    p.line_of.setdefault(k.strip(), lineno)

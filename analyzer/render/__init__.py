@@ -1,0 +1,1 @@
+"""Renderers take a Diagnosis only; they never look at the bundle."""

@@ -1,0 +1,109 @@
+"""HAMi version ranges: parse '>=2.8.0,<2.10.0', intersect evidence, test applicability."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import regex
+
+Version = tuple[int, int, int]
+LOW: Version = (0, 0, 0)
+HIGH: Version = (999, 0, 0)
+_CONSTRAINT_RE = regex.compile(r"^\s*(>=|<=|>|<|==|=)?\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?\s*$")
+
+
+def parse_version(text: str) -> Version | None:
+    m = regex.search(r"v?(\d+)\.(\d+)(?:\.(\d+))?", text or "")
+    if not m:
+        return None
+    return int(m[1]), int(m[2]), int(m[3] or 0)
+
+
+def fmt(v: Version) -> str:
+    return f"v{v[0]}.{v[1]}.{v[2]}"
+
+
+@dataclass(frozen=True)
+class Range:
+    """Half-open [lo, hi) interval of versions."""
+
+    lo: Version = LOW
+    hi: Version = HIGH
+
+    @classmethod
+    def parse(cls, spec: str) -> Range:
+        lo, hi = LOW, HIGH
+        for part in str(spec).split(","):
+            if not part.strip():
+                continue
+            m = _CONSTRAINT_RE.match(part)
+            if not m:
+                raise ValueError(f"bad version constraint {part.strip()!r}")
+            op = m[1] or "=="
+            v = (int(m[2]), int(m[3] or 0), int(m[4] or 0))
+            nxt = (v[0], v[1], v[2] + 1)
+            if op == ">=":
+                lo = max(lo, v)
+            elif op == ">":
+                lo = max(lo, nxt)
+            elif op == "<":
+                hi = min(hi, v)
+            elif op == "<=":
+                hi = min(hi, nxt)
+            else:
+                lo, hi = max(lo, v), min(hi, nxt)
+        return cls(lo, hi)
+
+    def empty(self) -> bool:
+        return self.lo >= self.hi
+
+    def intersect(self, other: Range) -> Range:
+        return Range(max(self.lo, other.lo), min(self.hi, other.hi))
+
+    def overlaps(self, other: Range) -> bool:
+        return not self.intersect(other).empty()
+
+    def __str__(self) -> str:
+        if self.lo == LOW and self.hi == HIGH:
+            return "any"
+        if self.hi == (self.lo[0], self.lo[1], self.lo[2] + 1):
+            return fmt(self.lo)
+        parts = []
+        if self.lo != LOW:
+            parts.append(f">={fmt(self.lo)}")
+        if self.hi != HIGH:
+            parts.append(f"<{fmt(self.hi)}")
+        return ",".join(parts)
+
+
+@dataclass
+class VersionEvidence:
+    range: Range
+    reason: str
+    where: str  # file:line or fact path
+
+
+@dataclass
+class VersionInference:
+    """The HAMi version range the bundle is consistent with, and why."""
+
+    range: Range = field(default_factory=Range)
+    evidence: list[VersionEvidence] = field(default_factory=list)
+    conflicts: list[VersionEvidence] = field(default_factory=list)
+
+    def add(self, ev: VersionEvidence) -> None:
+        merged = self.range.intersect(ev.range)
+        if merged.empty():
+            self.conflicts.append(ev)  # e.g. plugin and scheduler on different versions
+            return
+        self.range = merged
+        self.evidence.append(ev)
+
+    @property
+    def known(self) -> bool:
+        return bool(self.evidence)
+
+    def describe(self) -> str:
+        if not self.evidence:
+            return "unknown (no version evidence in the bundle)"
+        return f"{self.range} (from {len(self.evidence)} clue(s))"

@@ -146,7 +146,7 @@ def collect_matches(bundle: ParsedBundle, ruleset: RuleSet) -> tuple[dict[str, l
                     continue
                 if not m:
                     continue  # Rust and Python regex dialects disagreed; trust the stricter
-                caps = {k: v for k, v in m.groupdict().items() if v is not None}
+                caps = {k: v or "" for k, v in m.groupdict().items()}
                 matches.setdefault(sid, []).append(
                     Match(sid, log.artefact.file.name, line, text, ts, caps, m.span())
                 )
@@ -154,9 +154,12 @@ def collect_matches(bundle: ParsedBundle, ruleset: RuleSet) -> tuple[dict[str, l
 
 
 def _gpu_int(resources: dict[str, str], name: str = "nvidia.com/gpu") -> int | None:
+    """None when the bundle has no such block (unknown); 0 when the block lacks the resource."""
+    if not resources:
+        return None
     v = resources.get(name)
     if v is None:
-        return None
+        return 0
     try:
         return int(str(v).strip())
     except ValueError:

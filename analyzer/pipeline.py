@@ -23,7 +23,7 @@ CONFIG_KINDS = {
     "configmap",
     "deployment",
 }
-NOT_TEXT = {"binary", "empty", "unreadable", "unrecognised", "node", "pod"} | CONFIG_KINDS
+NOT_TEXT = {"binary", "empty", "unreadable", "unrecognised", "node"} | CONFIG_KINDS
 
 
 @dataclass

@@ -120,7 +120,8 @@ class Evaluator:
         if "signature" in cond:
             ms = self.matches_for(cond)
             count = len(ms)
-            if not cond.get("where"):
+            if not cond.get("where") and not self.rs.signatures[cond["signature"]].node_capture:
+                # big logs keep only samples of each signature; the scan counted every line
                 count = max(count, self.ctx.sig_counts.get(cond["signature"], 0))
             ok = count >= int(cond.get("count_ge", 1))
             if "count_le" in cond:

@@ -1,4 +1,4 @@
-"""Command line: analyze, inspect, timeline, rules {list,show,lint,test}.
+"""Command line: analyze, inspect, rules {list,show,lint,test}.
 
 Heavy modules (polars, jinja2) are imported inside commands so `--help` starts fast.
 Errors the user can fix print one line and exit 2; faults found exit 1.
@@ -24,7 +24,6 @@ app.add_typer(rules_app, name="rules")
 class Format(str, Enum):
     terminal = "terminal"
     json = "json"
-    markdown = "markdown"
     html = "html"
 
 
@@ -67,12 +66,11 @@ def _write(text: str, output: Path | None) -> None:
 
 @app.command()
 def analyze(
-    inputs: Annotated[list[str], typer.Argument(help="Bundle: folder, archive, file(s), issue .md/.json, or - for stdin.")],
+    inputs: Annotated[list[str], typer.Argument(help="Bundle: folder, archive, file(s), or - for stdin.")],
     format: Annotated[Format, typer.Option("--format", "-f")] = Format.terminal,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
     node: NodeOpt = None,
     rules: RulesOpt = None,
-    from_issue: Annotated[bool, typer.Option("--from-issue", help="Treat the input as GitHub issue text/JSON.")] = False,
     max_bytes: MaxBytes = 4096,
     max_members: MaxMembers = 5000,
 ) -> None:
@@ -81,13 +79,7 @@ def analyze(
 
     ruleset = _ruleset(rules)
     try:
-        if from_issue or any(_is_issue(i) for i in inputs):
-            from analyzer.bundle.issue import issue_inputs
-
-            with issue_inputs(inputs) as paths:
-                _bundle, diags = run(paths, ruleset, node, _limits(max_bytes, max_members))
-        else:
-            _bundle, diags = run(inputs, ruleset, node, _limits(max_bytes, max_members))
+        _bundle, diags = run(inputs, ruleset, node, _limits(max_bytes, max_members))
     except AnalyzerError as exc:
         _fail(str(exc))
         return
@@ -95,10 +87,6 @@ def analyze(
         from analyzer.render.jsonout import render_json
 
         text = render_json(diags)
-    elif format is Format.markdown:
-        from analyzer.render.markdown import render_markdown
-
-        text = render_markdown(diags, digest_source=inputs)
     elif format is Format.html:
         from analyzer.render.html import render_html
 
@@ -109,10 +97,6 @@ def analyze(
         text = render_terminal(diags)
     _write(text, output)
     raise typer.Exit(1 if any(d.faults() for d in diags) else 0)
-
-
-def _is_issue(spec: str) -> bool:
-    return spec.endswith((".md", ".markdown")) or spec.endswith(".json") and "issue" in Path(spec).name
 
 
 @app.command()
@@ -135,39 +119,6 @@ def inspect(
         _fail(str(exc))
         return
     _write(render_inspect_json(diags) if format == "json" else render_inspect(diags), None)
-
-
-@app.command()
-def timeline(
-    inputs: Annotated[list[str], typer.Argument(help="Bundle: folder, archive, file(s) or - for stdin.")],
-    format: Annotated[str, typer.Option("--format", "-f", help="text, csv, json or parquet")] = "text",
-    output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
-    source: Annotated[list[str] | None, typer.Option("--source", help="Only these source kinds.")] = None,
-    severity: Annotated[str | None, typer.Option("--severity", help="Minimum severity: I, W, E or F.")] = None,
-    since: Annotated[str | None, typer.Option("--since", help="ISO time, inclusive.")] = None,
-    until: Annotated[str | None, typer.Option("--until", help="ISO time, inclusive.")] = None,
-    rules: RulesOpt = None,
-) -> None:
-    """The merged, timestamped events of every log and the node object."""
-    from analyzer.analyze import analyze_parsed
-    from analyzer.pipeline import parse_bundle
-    from analyzer.timeline import build_timeline, filter_timeline, write_timeline
-
-    ruleset = _ruleset(rules)
-    try:
-        bundle = parse_bundle(inputs, ruleset)
-        diags = analyze_parsed(bundle, ruleset)
-    except AnalyzerError as exc:
-        _fail(str(exc))
-        return
-    frame = build_timeline(bundle, diags[0])
-    try:
-        frame = filter_timeline(frame, source, severity, since, until)
-    except ValueError as exc:
-        _fail(str(exc))
-    if format == "parquet" and output is None:
-        _fail("--format parquet needs --output FILE")
-    write_timeline(frame, format, output)
 
 
 @rules_app.command("list")

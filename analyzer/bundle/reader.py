@@ -8,6 +8,7 @@ uncompressed size are capped. Inputs are only ever opened for reading.
 from __future__ import annotations
 
 import gzip
+import zlib
 import os
 import shutil
 import stat
@@ -183,18 +184,21 @@ class BundleReader:
                 return
         except BundleError:
             raise
-        except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile, gzip.BadGzipFile) as exc:
+        except (OSError, EOFError, zlib.error, tarfile.TarError, zipfile.BadZipFile, gzip.BadGzipFile) as exc:
             self.inventory.warnings.append(f"{name}: corrupt {kind} archive ({exc})")
             return
         size = path.stat().st_size
         self.inventory.files.append(BundleFile(name=name, path=path, size=size, mtime=mtime))
 
     def _add_gzip(self, path: Path, name: str, mtime: float | None, depth: int) -> None:
-        inner = name[:-3] if name.endswith(".gz") else name[:-4] + ".tar" if name.endswith(".tgz") else name
+        """A gzip layer is a compression, not a nesting level: `x.log.gz` reads as `x.log`."""
+        inner = name[:-3] if name.endswith(".gz") and not name.endswith(".tar.gz") else name
         dst = self._tmpfile()
         with gzip.open(path, "rb") as src:
             _copy_limited(src, dst, self.budget, name)
-        self._register(dst, inner, mtime, depth + 1)
+        if _sniff_container(_read_head(dst)) == "gzip":
+            raise BundleError(f"{name}: gzip inside gzip (possible bomb)")
+        self._register(dst, inner, mtime, depth)
 
     def _add_tar(self, path: Path, name: str, depth: int) -> None:
         with tarfile.open(path, mode="r:*") as tf:
@@ -224,7 +228,7 @@ class BundleReader:
                 if info.is_dir():
                     continue
                 mode = info.external_attr >> 16
-                if mode and not stat.S_ISREG(mode):
+                if stat.S_IFMT(mode) not in (0, stat.S_IFREG):
                     self.inventory.warnings.append(f"{display}: link or special member not followed")
                     continue
                 if info.flag_bits & 0x1:

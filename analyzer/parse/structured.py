@@ -49,16 +49,17 @@ def load_documents(text: str) -> tuple[list[Any], list[str]]:
 def load_documents_yaml(text: str) -> tuple[list[Any], list[str]]:
     warnings: list[str] = []
     lines = text.split("\n")
-    for _attempt in range(4):
+    for _attempt in range(6):
         try:
             return _load_all("\n".join(lines)), warnings
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             line = mark.line if mark else 0
             warnings.append(f"YAML error at line {line + 1}: {exc.problem or exc}; parsed the part before it")
-            if line <= 0 or line >= len(lines):
+            cut = min(line, len(lines) - 1)
+            if cut <= 0:
                 return [], warnings
-            lines = lines[:line]
+            lines = lines[:cut]
         except (yaml.YAMLError, RecursionError, ValueError) as exc:
             warnings.append(f"YAML rejected: {str(exc).splitlines()[0]}")
             return [], warnings

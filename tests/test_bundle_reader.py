@@ -1,0 +1,135 @@
+"""Reading inputs: directories, archives, stdin, and hostile archives."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import tarfile
+import zipfile
+
+import pytest
+
+from analyzer.bundle.reader import Limits, open_bundle
+from analyzer.errors import BundleError
+
+LOG = b"I0815 09:04:51.202341  412873 main.go:275] Start working on node gpu-node-2\n"
+
+
+def _tar(path, members: dict[str, bytes], mode="w:gz"):
+    with tarfile.open(path, mode) as tf:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mtime = 1786000000
+            tf.addfile(info, io.BytesIO(data))
+
+
+def _names(reader):
+    return sorted(f.name for f in reader.inventory.files)
+
+
+def test_directory_and_loose_files(tmp_path):
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "dp.log").write_bytes(LOG)
+    (tmp_path / "node.yaml").write_text("kind: Node\n")
+    with open_bundle([str(tmp_path)]) as r:
+        assert _names(r) == ["logs/dp.log", "node.yaml"]
+
+
+def test_tgz_zip_and_gz_members(tmp_path):
+    _tar(tmp_path / "b.tgz", {"a/dp.log.gz": gzip.compress(LOG), "a/node.yaml": b"kind: Node\n"})
+    with zipfile.ZipFile(tmp_path / "b.zip", "w") as zf:
+        zf.writestr("sched.log", LOG)
+    with open_bundle([str(tmp_path / "b.tgz"), str(tmp_path / "b.zip")]) as r:
+        names = _names(r)
+        assert "b.tgz!a/dp.log" in names and "b.tgz!a/node.yaml" in names and "b.zip!sched.log" in names
+        dp = next(f for f in r.inventory.files if f.name == "b.tgz!a/dp.log")
+        assert dp.path.read_bytes() == LOG
+        assert dp.mtime == 1786000000
+
+
+def test_inputs_are_not_modified(tmp_path):
+    _tar(tmp_path / "b.tar.gz", {"dp.log": LOG})
+    before = hashlib.sha256((tmp_path / "b.tar.gz").read_bytes()).hexdigest()
+    with open_bundle([str(tmp_path)]):
+        pass
+    assert hashlib.sha256((tmp_path / "b.tar.gz").read_bytes()).hexdigest() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.tar.gz"]
+
+
+def test_path_traversal_member_is_refused(tmp_path):
+    _tar(tmp_path / "evil.tgz", {"../../etc/passwd": b"x"})
+    with pytest.raises(BundleError, match=r"unsafe archive member name '\.\./\.\./etc/passwd'"):
+        with open_bundle([str(tmp_path / "evil.tgz")]):
+            pass
+
+
+def test_absolute_zip_member_is_refused(tmp_path):
+    with zipfile.ZipFile(tmp_path / "evil.zip", "w") as zf:
+        zf.writestr("/abs/file.log", LOG)
+    with pytest.raises(BundleError, match="unsafe archive member"):
+        with open_bundle([str(tmp_path / "evil.zip")]):
+            pass
+
+
+def test_links_and_devices_are_not_followed(tmp_path):
+    with tarfile.open(tmp_path / "l.tar", "w") as tf:
+        sym = tarfile.TarInfo("link")
+        sym.type = tarfile.SYMTYPE
+        sym.linkname = "/etc/shadow"
+        tf.addfile(sym)
+        hard = tarfile.TarInfo("hard")
+        hard.type = tarfile.LNKTYPE
+        hard.linkname = "link"
+        tf.addfile(hard)
+        dev = tarfile.TarInfo("dev")
+        dev.type = tarfile.CHRTYPE
+        tf.addfile(dev)
+    with open_bundle([str(tmp_path / "l.tar")]) as r:
+        assert r.inventory.files == []
+        assert len([w for w in r.inventory.warnings if "not followed" in w]) == 3
+
+
+def test_member_count_limit(tmp_path):
+    _tar(tmp_path / "many.tgz", {f"f{i}.log": b"x" for i in range(30)})
+    with pytest.raises(BundleError, match="more than 10 members"):
+        with open_bundle([str(tmp_path / "many.tgz")], Limits(max_members=10)):
+            pass
+
+
+def test_gzip_bomb_hits_size_limit(tmp_path):
+    (tmp_path / "bomb.log.gz").write_bytes(gzip.compress(b"\0" * (8 << 20)))
+    with pytest.raises(BundleError, match="uncompressed size exceeds 1 MiB"):
+        with open_bundle([str(tmp_path / "bomb.log.gz")], Limits(max_total_bytes=1 << 20)):
+            pass
+
+
+def test_nested_archive_depth(tmp_path):
+    inner = tmp_path / "inner.tgz"
+    _tar(inner, {"dp.log": LOG})
+    _tar(tmp_path / "outer.tgz", {"inner.tgz": inner.read_bytes()})
+    with open_bundle([str(tmp_path / "outer.tgz")]) as r:
+        assert _names(r) == ["outer.tgz!inner.tgz!dp.log"]
+    with open_bundle([str(tmp_path / "outer.tgz")], Limits(max_depth=1)) as r:
+        assert any("nested too deep" in w for w in r.inventory.warnings)
+
+
+def test_corrupt_archive_is_a_warning(tmp_path):
+    (tmp_path / "bad.tgz").write_bytes(gzip.compress(bytes(range(256)) * 64)[:300])
+    with open_bundle([str(tmp_path / "bad.tgz")]) as r:
+        assert any("corrupt" in w for w in r.inventory.warnings)
+
+
+def test_missing_path_is_one_line_error(tmp_path):
+    with pytest.raises(BundleError, match="no such file or directory"):
+        with open_bundle([str(tmp_path / "nope")]):
+            pass
+
+
+def test_temp_folder_removed(tmp_path):
+    _tar(tmp_path / "b.tgz", {"dp.log": LOG})
+    with open_bundle([str(tmp_path / "b.tgz")]) as r:
+        tmp = r.tmp
+        assert tmp.exists()
+    assert not tmp.exists()

@@ -1,0 +1,73 @@
+"""The rule set: it loads clean, every rule's own cases pass, custom rules override."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analyzer.rules.loader import load_ruleset
+from analyzer.rules.model import CATEGORIES
+from analyzer.rules.selftest import run_rule_tests
+from conftest import diagnose_texts, fired
+
+
+def test_every_rule_and_signature_self_test_passes(ruleset):
+    results = run_rule_tests(ruleset)
+    failed = [f"{r.rule_id} {r.case}: {r.detail}" for r in results if not r.ok]
+    assert failed == []
+    assert len(results) > 100
+
+
+def test_every_rule_is_documented_and_tested(ruleset):
+    for r in ruleset.rules.values():
+        assert r.explanation, r.id
+        assert r.tests.get("fires") and r.tests.get("silent"), r.id
+        assert r.category in CATEGORIES
+        if r.kind == "fault" and r.category != "inconclusive":
+            assert r.remediation, f"{r.id} has no remediation"
+        assert r.references, r.id
+
+
+def test_every_guide_case_has_a_fault_rule(ruleset):
+    cases = {r.case for r in ruleset.rules.values() if r.kind == "fault"}
+    assert {1, 2, 3, 4, 5} <= cases
+
+
+def test_custom_rule_replaces_builtin(tmp_path: Path, ruleset):
+    (tmp_path / "mine.yaml").write_text(
+        "rules:\n"
+        "  - id: no-gpu-label\n"
+        "    title: Custom label check\n"
+        "    severity: warning\n"
+        "    kind: fault\n"
+        "    category: no-device-plugin-pod\n"
+        "    requires: [node]\n"
+        "    when: {fact: node.labels.pool, eq: gpu}\n"
+        "    explanation: custom\n"
+    )
+    rs = load_ruleset([tmp_path])
+    assert rs.rules["no-gpu-label"].title == "Custom label check"
+    node = "kind: Node\nmetadata: {name: n, labels: {pool: gpu}}\n"
+    d = diagnose_texts(rs, {"node.yaml": node})
+    assert "no-gpu-label" in fired(d) and d[0].primary.severity == "warning"
+
+
+def test_not_evaluated_lists_collect_commands(ruleset):
+    d = diagnose_texts(ruleset, {"node.yaml": "kind: Node\nmetadata: {name: gpu-7, labels: {gpu: 'on'}}\nstatus: {allocatable: {nvidia.com/gpu: '10'}}\n"})[0]
+    missing = {n.rule_id for n in d.not_evaluated}
+    assert "rbac-patch-forbidden" in missing
+    cmds = {c.source: c.command for c in d.collect}
+    assert "spec.nodeName=gpu-7" in cmds["device-plugin-log"]
+    assert cmds["scheduler-log"].startswith("kubectl logs -n kube-system deploy/hami-scheduler -c vgpu-scheduler-extender")
+
+
+def test_version_out_of_range_is_not_applicable(ruleset):
+    # A v2.10-only JSON annotation (no devicepairscore) rules out the <2.10 handshake rule.
+    node = (
+        "kind: Node\nmetadata:\n  name: n\n  annotations:\n"
+        "    hami.io/node-handshake: 'Deleted_2026-08-15 09:13:59'\n"
+        "    hami.io/node-nvidia-register: '[{\"id\":\"GPU-1\",\"count\":10,\"health\":true}]'\n"
+        "status: {allocatable: {nvidia.com/gpu: '10'}}\n"
+    )
+    d = diagnose_texts(ruleset, {"node.yaml": node})[0]
+    assert d.version["range"] is not None
+    assert "handshake-deleted-stuck" in d.not_applicable

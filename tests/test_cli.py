@@ -1,0 +1,54 @@
+"""The command line: exit codes, formats, one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from analyzer.cli import app
+from conftest import SAMPLES
+
+runner = CliRunner()
+
+
+def test_analyze_json_and_exit_codes():
+    res = runner.invoke(app, ["analyze", str(SAMPLES / "rbac-patch-forbidden"), "--format", "json"])
+    assert res.exit_code == 1
+    doc = json.loads(res.stdout)
+    assert doc["schema_version"] == "1.0"
+    assert doc["primary"]["rule_id"] == "rbac-patch-forbidden"
+    assert doc["primary"]["category"] == "rbac-patch-forbidden"
+    f = next(f for f in doc["findings"] if f["rule_id"] == "rbac-patch-forbidden")
+    assert {"rule_id", "category", "severity", "kind", "evidence"} <= set(f)
+    assert f["evidence"][0]["file"] == "device-plugin.log" and f["evidence"][0]["line"] > 0
+    healthy = runner.invoke(app, ["analyze", str(SAMPLES / "healthy-single-gpu"), "-f", "json"])
+    assert healthy.exit_code == 0
+    assert json.loads(healthy.stdout)["primary"]["category"] == "healthy"
+
+
+def test_terminal_output_and_missing_input(tmp_path):
+    res = runner.invoke(app, ["analyze", str(SAMPLES / "no-gpu-label")])
+    assert res.exit_code == 1
+    assert "kubectl label node gpu-node-4 gpu=on --overwrite" in res.stdout
+    bad = runner.invoke(app, ["analyze", str(tmp_path / "missing")])
+    assert bad.exit_code == 2
+    assert bad.stderr.strip().count("\n") == 0 and "no such file or directory" in bad.stderr
+
+
+def test_inspect_text_and_json():
+    res = runner.invoke(app, ["inspect", str(SAMPLES / "annotation-health-omitted")])
+    assert res.exit_code == 0
+    assert "absent health means unhealthy" in res.stdout
+    js = json.loads(runner.invoke(app, ["inspect", str(SAMPLES / "annotation-health-omitted"), "-f", "json"]).stdout)
+    devs = js[0]["register"]["devices"]
+    assert [d["health"] for d in devs] == [True, False] and "health" in devs[1]["absent"]
+
+
+def test_rules_commands():
+    assert runner.invoke(app, ["rules", "lint"]).exit_code == 0
+    listing = runner.invoke(app, ["rules", "list"])
+    assert "rbac-patch-forbidden" in listing.stdout
+    page = runner.invoke(app, ["rules", "show", "unhealthy-gpu-in-annotation"])
+    assert "## What it detects" in page.stdout and "## Fix" in page.stdout
+    assert runner.invoke(app, ["rules", "show", "nope"]).exit_code == 2

@@ -19,8 +19,8 @@ demo: $(STAMP)
 	@$(BIN)/hami-analyzer analyze sample_bundles/annotation-health-omitted || true
 
 test: $(STAMP)
-	$(BIN)/ruff format --check analyzer tests
-	$(BIN)/ruff check analyzer tests
+	$(BIN)/ruff format --check analyzer tests tools
+	$(BIN)/ruff check analyzer tests tools
 	$(BIN)/hami-analyzer rules lint
 	$(BIN)/pytest
 

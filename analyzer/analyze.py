@@ -10,11 +10,15 @@ from analyzer.rules.engine import diagnose
 from analyzer.rules.model import RuleSet
 
 
-def analyze_parsed(bundle: ParsedBundle, ruleset: RuleSet, node: str | None = None) -> list[Diagnosis]:
+def analyze_parsed(
+    bundle: ParsedBundle, ruleset: RuleSet, node: str | None = None
+) -> list[Diagnosis]:
     contexts = build_contexts(bundle, ruleset, node)
     return [diagnose(ruleset, ctx, bundle) for ctx in contexts]
 
 
-def analyze(inputs: list[str], ruleset: RuleSet, node: str | None = None, limits: Limits | None = None) -> tuple[ParsedBundle, list[Diagnosis]]:
+def analyze(
+    inputs: list[str], ruleset: RuleSet, node: str | None = None, limits: Limits | None = None
+) -> tuple[ParsedBundle, list[Diagnosis]]:
     bundle = parse_bundle(inputs, ruleset, limits)
     return bundle, analyze_parsed(bundle, ruleset, node)

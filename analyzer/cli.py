@@ -7,7 +7,7 @@ Errors the user can fix print one line and exit 2; faults found exit 1.
 from __future__ import annotations
 
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -16,20 +16,30 @@ import typer
 from analyzer import __version__
 from analyzer.errors import AnalyzerError, RuleLoadError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Diagnose HAMi GPU node support bundles offline.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Diagnose HAMi GPU node support bundles offline.",
+)
 rules_app = typer.Typer(no_args_is_help=True, help="List, show, lint and test the rules.")
 app.add_typer(rules_app, name="rules")
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     terminal = "terminal"
     json = "json"
     html = "html"
 
 
-RulesOpt = Annotated[list[Path] | None, typer.Option("--rules", help="Extra rule directory (may repeat).")]
-NodeOpt = Annotated[str | None, typer.Option("--node", help="Analyse only this node of a node List.")]
-MaxBytes = Annotated[int, typer.Option("--max-bytes", help="Archive/stdin uncompressed size cap (MiB).")]
+RulesOpt = Annotated[
+    list[Path] | None, typer.Option("--rules", help="Extra rule directory (may repeat).")
+]
+NodeOpt = Annotated[
+    str | None, typer.Option("--node", help="Analyse only this node of a node List.")
+]
+MaxBytes = Annotated[
+    int, typer.Option("--max-bytes", help="Archive/stdin uncompressed size cap (MiB).")
+]
 MaxMembers = Annotated[int, typer.Option("--max-members", help="Archive member count cap.")]
 
 
@@ -66,9 +76,13 @@ def _write(text: str, output: Path | None) -> None:
 
 @app.command()
 def analyze(
-    inputs: Annotated[list[str], typer.Argument(help="Bundle: folder, archive, file(s), or - for stdin.")],
+    inputs: Annotated[
+        list[str], typer.Argument(help="Bundle: folder, archive, file(s), or - for stdin.")
+    ],
     format: Annotated[Format, typer.Option("--format", "-f")] = Format.terminal,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+    ] = None,
     node: NodeOpt = None,
     rules: RulesOpt = None,
     max_bytes: MaxBytes = 4096,
@@ -101,7 +115,9 @@ def analyze(
 
 @app.command()
 def inspect(
-    inputs: Annotated[list[str], typer.Argument(help="Bundle: folder, archive, file(s) or - for stdin.")],
+    inputs: Annotated[
+        list[str], typer.Argument(help="Bundle: folder, archive, file(s) or - for stdin.")
+    ],
     format: Annotated[str, typer.Option("--format", "-f", help="text or json")] = "text",
     node: NodeOpt = None,
     rules: RulesOpt = None,
@@ -145,11 +161,15 @@ def rules_show(rule_id: str, rules: RulesOpt = None) -> None:
 def rules_lint(rules: RulesOpt = None) -> None:
     """Validate every rule file; exit 2 with file:line messages on problems."""
     rs = _ruleset(rules)
-    typer.echo(f"ok: {len(rs.rules)} rules and {len(rs.signatures)} signatures in {len(rs.files)} files")
+    typer.echo(
+        f"ok: {len(rs.rules)} rules and {len(rs.signatures)} signatures in {len(rs.files)} files"
+    )
 
 
 @rules_app.command("test")
-def rules_test(rule_id: Annotated[str | None, typer.Argument()] = None, rules: RulesOpt = None) -> None:
+def rules_test(
+    rule_id: Annotated[str | None, typer.Argument()] = None, rules: RulesOpt = None
+) -> None:
     """Run every rule's own test cases and every signature's examples."""
     from analyzer.rules.selftest import run_rule_tests
 

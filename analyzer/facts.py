@@ -10,7 +10,6 @@ import polars as pl
 import regex
 
 from analyzer.parse.annotations import Handshake, RegisterAnnotation
-from analyzer.parse.logs import ParsedLog
 from analyzer.parse.node import NodeFacts
 from analyzer.pipeline import ParsedBundle
 from analyzer.rules.model import RuleSet
@@ -103,8 +102,12 @@ def infer_clock(bundle: ParsedBundle, ruleset: RuleSet) -> Clock:
         t = dt.datetime.fromtimestamp(max(bundle.member_mtimes), dt.UTC)
         candidates.append((t, "archive member modification times"))
     if not candidates:
-        return Clock(None, None, "no clue to the year or collection time in the bundle; "
-                     "klog times are shown without a year and ages are not evaluated")
+        return Clock(
+            None,
+            None,
+            "no clue to the year or collection time in the bundle; "
+            "klog times are shown without a year and ages are not evaluated",
+        )
     when, why = max(candidates)
     return Clock(when, when.year, f"collection time {when:%Y-%m-%d %H:%M:%S} UTC from {why}")
 
@@ -113,10 +116,14 @@ def _timestamp_expr(year: int, collected: dt.datetime | None) -> pl.Expr:
     """Vectorised klog time; a month after the collection month belongs to the previous year."""
     y = pl.lit(year)
     if collected is not None:
-        y = pl.when(pl.col("mm").cast(pl.Int32, strict=False) > collected.month).then(year - 1).otherwise(year)
-    klog = pl.concat_str([y.cast(pl.String), pl.col("mm"), pl.col("dd"), pl.lit(" "), pl.col("clock")]).str.to_datetime(
-        "%Y%m%d %H:%M:%S%.f", strict=False, time_zone="UTC", time_unit="us"
-    )
+        y = (
+            pl.when(pl.col("mm").cast(pl.Int32, strict=False) > collected.month)
+            .then(year - 1)
+            .otherwise(year)
+        )
+    klog = pl.concat_str(
+        [y.cast(pl.String), pl.col("mm"), pl.col("dd"), pl.lit(" "), pl.col("clock")]
+    ).str.to_datetime("%Y%m%d %H:%M:%S%.f", strict=False, time_zone="UTC", time_unit="us")
     rfc = pl.col("rfc").str.to_datetime(strict=False, time_zone="UTC", time_unit="us")
     return pl.coalesce(rfc, klog).alias("ts")
 
@@ -128,7 +135,9 @@ def stamp_logs(bundle: ParsedBundle, clock: Clock) -> None:
             log.frame = log.frame.with_columns(_timestamp_expr(year, clock.collected_at))
 
 
-def collect_matches(bundle: ParsedBundle, ruleset: RuleSet) -> tuple[dict[str, list[Match]], dict[str, int], list[str]]:
+def collect_matches(
+    bundle: ParsedBundle, ruleset: RuleSet
+) -> tuple[dict[str, list[Match]], dict[str, int], list[str]]:
     matches: dict[str, list[Match]] = {}
     counts: dict[str, int] = {}
     errors: list[str] = []
@@ -142,7 +151,9 @@ def collect_matches(bundle: ParsedBundle, ruleset: RuleSet) -> tuple[dict[str, l
                 try:
                     m = sig.compiled.search(text, timeout=CAPTURE_TIMEOUT)
                 except TimeoutError:
-                    errors.append(f"signature {sid}: regex timed out on {log.artefact.file.name}:{line}")
+                    errors.append(
+                        f"signature {sid}: regex timed out on {log.artefact.file.name}:{line}"
+                    )
                     continue
                 if not m:
                     continue  # Rust and Python regex dialects disagreed; trust the stricter
@@ -166,7 +177,9 @@ def _gpu_int(resources: dict[str, str], name: str = "nvidia.com/gpu") -> int | N
         return None
 
 
-def build_contexts(bundle: ParsedBundle, ruleset: RuleSet, node_name: str | None = None) -> list[NodeContext]:
+def build_contexts(
+    bundle: ParsedBundle, ruleset: RuleSet, node_name: str | None = None
+) -> list[NodeContext]:
     clock = infer_clock(bundle, ruleset)
     stamp_logs(bundle, clock)
     all_matches, counts, errors = collect_matches(bundle, ruleset)
@@ -175,7 +188,10 @@ def build_contexts(bundle: ParsedBundle, ruleset: RuleSet, node_name: str | None
         nodes = [n for n in nodes if n.name == node_name] or [None]
     if not nodes:
         nodes = [None]
-    return [_context(bundle, ruleset, n, clock, all_matches, counts, errors, len(bundle.nodes)) for n in nodes]
+    return [
+        _context(bundle, ruleset, n, clock, all_matches, counts, errors, len(bundle.nodes))
+        for n in nodes
+    ]
 
 
 def _node_guess(matches: dict[str, list[Match]]) -> str | None:
@@ -228,9 +244,19 @@ def _context(bundle, ruleset, node, clock, all_matches, counts, errors, node_cou
     for sid, ms in sorted(matches.items()):
         sig = ruleset.signatures[sid]
         if sig.implies_version and not sig.versions.empty():
-            version.add(VersionEvidence(sig.versions, f"log line '{sid}' exists only in {sig.versions}", f"{ms[0].file}:{ms[0].line}"))
+            version.add(
+                VersionEvidence(
+                    sig.versions,
+                    f"log line '{sid}' exists only in {sig.versions}",
+                    f"{ms[0].file}:{ms[0].line}",
+                )
+            )
     for k, v in facts.items():
-        if k.startswith("config.helm-values.") and k.endswith(("imageTag", "image.tag")) and isinstance(v, str):
+        if (
+            k.startswith("config.helm-values.")
+            and k.endswith(("imageTag", "image.tag"))
+            and isinstance(v, str)
+        ):
             _tag_evidence(version, v, k)
     if node is not None:
         for img in node.images:
@@ -239,13 +265,17 @@ def _context(bundle, ruleset, node, clock, all_matches, counts, errors, node_cou
     facts["version.known"] = version.known
     facts["version.range"] = str(version.range) if version.known else None
     facts["version.conflict"] = bool(version.conflicts)
-    return NodeContext(node, facts, matches, counts, register, handshake, version, clock, sources, list(errors))
+    return NodeContext(
+        node, facts, matches, counts, register, handshake, version, clock, sources, list(errors)
+    )
 
 
 def _tag_evidence(version: VersionInference, tag: str, where: str) -> None:
     m = regex.match(r"v?(\d+)\.(\d+)\.(\d+)$", tag.strip())
     if m:
-        version.add(VersionEvidence(Range.parse(f"=={m[1]}.{m[2]}.{m[3]}"), f"image tag {tag}", where))
+        version.add(
+            VersionEvidence(Range.parse(f"=={m[1]}.{m[2]}.{m[3]}"), f"image tag {tag}", where)
+        )
 
 
 def _node_facts(node: NodeFacts) -> dict[str, Any]:
@@ -266,11 +296,15 @@ def _node_facts(node: NodeFacts) -> dict[str, Any]:
         f[f"node.capacity.{res}"] = v
     f["node.allocatable.gpu"] = _gpu_int(node.allocatable)
     f["node.capacity.gpu"] = _gpu_int(node.capacity)
-    f["node.hami_annotation_keys"] = sorted(k for k in node.annotations if k.startswith(("hami.io/", "4pd.io/")))
+    f["node.hami_annotation_keys"] = sorted(
+        k for k in node.annotations if k.startswith(("hami.io/", "4pd.io/"))
+    )
     return f
 
 
-def _annotations(node, spec, facts, clock, version) -> tuple[RegisterAnnotation | None, Handshake | None]:
+def _annotations(
+    node, spec, facts, clock, version
+) -> tuple[RegisterAnnotation | None, Handshake | None]:
     register = handshake = None
     others, other_hs = [], []
     for key, value in node.annotations.items():
@@ -301,7 +335,9 @@ def _annotations(node, spec, facts, clock, version) -> tuple[RegisterAnnotation 
                 "register.text": register.text,
                 "register.device_count": len(devs),
                 "register.unhealthy_count": sum(1 for d in devs if not d.health),
-                "register.health_absent_count": sum(1 for d in devs if "health" in d.absent and register.format == "json"),
+                "register.health_absent_count": sum(
+                    1 for d in devs if "health" in d.absent and register.format == "json"
+                ),
                 "register.split_total": sum(d.count for d in devs),
                 "register.split_counts": sorted({d.count for d in devs}),
                 "register.types": sorted({d.type for d in devs}),
@@ -310,12 +346,20 @@ def _annotations(node, spec, facts, clock, version) -> tuple[RegisterAnnotation 
                     if facts.get("node.allocatable.gpu") is not None and devs
                     else None
                 ),
-                "register.index_or_numa_absent": sum(1 for d in devs if {"index", "numa"} & set(d.absent) and register.format == "json"),
+                "register.index_or_numa_absent": sum(
+                    1
+                    for d in devs
+                    if {"index", "numa"} & set(d.absent) and register.format == "json"
+                ),
             }
         )
         where = f"{node.file}:{node.line_of.get(register.key, node.first_line)}"
         if register.versions is not None:
-            version.add(VersionEvidence(register.versions, f"register annotation format {register.format}", where))
+            version.add(
+                VersionEvidence(
+                    register.versions, f"register annotation format {register.format}", where
+                )
+            )
         for rng, why in register.version_reasons:
             version.add(VersionEvidence(rng, why, where))
     facts["handshake.present"] = handshake is not None
@@ -327,7 +371,11 @@ def _annotations(node, spec, facts, clock, version) -> tuple[RegisterAnnotation 
             facts["handshake.age_seconds"] = (clock.collected_at - handshake.time).total_seconds()
         if handshake.versions is not None and handshake.state != "other":
             where = f"{node.file}:{node.line_of.get(handshake.key, node.first_line)}"
-            version.add(VersionEvidence(handshake.versions, f"handshake value form {handshake.state}", where))
+            version.add(
+                VersionEvidence(
+                    handshake.versions, f"handshake value form {handshake.state}", where
+                )
+            )
     return register, handshake
 
 

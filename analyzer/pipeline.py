@@ -66,7 +66,11 @@ def parse_files(reader, ruleset: RuleSet) -> ParsedBundle:
             out.configs.append(cf)
             inv.warnings.extend(f"{a.file.name}: {w}" for w in cf.warnings)
         if a.kind not in NOT_TEXT:
-            sigs = [(s.id, s.pattern) for s in ruleset.signatures.values() if _applies(s.sources, a.kind)]
+            sigs = [
+                (s.id, s.pattern)
+                for s in ruleset.signatures.values()
+                if _applies(s.sources, a.kind)
+            ]
             out.logs.append(parse_log(a, sigs))
     return out
 

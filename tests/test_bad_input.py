@@ -5,13 +5,16 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from conftest import diagnose_texts, fired, parse_texts
+
 from analyzer.errors import RuleLoadError
 from analyzer.rules.loader import load_ruleset
-from conftest import diagnose_texts, fired, parse_texts
 
 
 def test_malformed_yaml_node_is_a_warning(ruleset):
-    b = parse_texts(ruleset, {"node.yaml": "kind: Node\nmetadata:\n  name: n1\n  labels: {gpu: on\n  bad: [\n"})
+    b = parse_texts(
+        ruleset, {"node.yaml": "kind: Node\nmetadata:\n  name: n1\n  labels: {gpu: on\n  bad: [\n"}
+    )
     assert any("YAML error" in w for w in b.inventory.warnings)
     assert b.nodes and b.nodes[0].name == "n1"  # the part before the error was kept
 
@@ -27,14 +30,16 @@ def test_yaml_alias_bomb_is_refused(ruleset):
 
 
 def test_truncated_and_wrongly_typed_annotation(ruleset):
-    node = "kind: Node\nmetadata:\n  name: n1\n  annotations:\n    hami.io/node-nvidia-register: '[{\"id\":\"GPU-1\",\"count\":10,\"health\":\"yes\"}]'\n"
+    node = 'kind: Node\nmetadata:\n  name: n1\n  annotations:\n    hami.io/node-nvidia-register: \'[{"id":"GPU-1","count":10,"health":"yes"}]\'\n'
     d = diagnose_texts(ruleset, {"node.yaml": node})[0]
     assert d.register["status"] == "invalid" and "health" in d.register["error"]
     assert "register-annotation-invalid" in fired([d])
 
 
 def test_binary_junk_and_empty_files(ruleset):
-    d = diagnose_texts(ruleset, {"junk.bin": bytes(range(256)) * 100, "empty.log": b"", "blank.txt": b"\n\n  \n"})[0]
+    d = diagnose_texts(
+        ruleset, {"junk.bin": bytes(range(256)) * 100, "empty.log": b"", "blank.txt": b"\n\n  \n"}
+    )[0]
     kinds = {a["file"]: a["kind"] for a in d.inventory}
     assert kinds == {"junk.bin": "binary", "empty.log": "empty", "blank.txt": "empty"}
     assert d.primary.category == "inconclusive"
@@ -42,7 +47,10 @@ def test_binary_junk_and_empty_files(ruleset):
 
 def test_single_huge_line(ruleset):
     start = time.monotonic()
-    d = diagnose_texts(ruleset, {"big.log": "I0815 09:04:51.202341  412873 main.go:275] " + "A" * (50 << 20) + "\n"})[0]
+    d = diagnose_texts(
+        ruleset,
+        {"big.log": "I0815 09:04:51.202341  412873 main.go:275] " + "A" * (50 << 20) + "\n"},
+    )[0]
     assert time.monotonic() - start < 60
     assert d.log_stats and d.log_stats[0]["lines"] == 1
 

@@ -43,7 +43,11 @@ def test_tgz_zip_and_gz_members(tmp_path):
         zf.writestr("sched.log", LOG)
     with open_bundle([str(tmp_path / "b.tgz"), str(tmp_path / "b.zip")]) as r:
         names = _names(r)
-        assert "b.tgz!a/dp.log" in names and "b.tgz!a/node.yaml" in names and "b.zip!sched.log" in names
+        assert (
+            "b.tgz!a/dp.log" in names
+            and "b.tgz!a/node.yaml" in names
+            and "b.zip!sched.log" in names
+        )
         dp = next(f for f in r.inventory.files if f.name == "b.tgz!a/dp.log")
         assert dp.path.read_bytes() == LOG
         assert dp.mtime == 1786000000

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
+from conftest import SAMPLES
 from typer.testing import CliRunner
 
 from analyzer.cli import app
-from conftest import SAMPLES
 
 runner = CliRunner()
 
@@ -40,7 +40,11 @@ def test_inspect_text_and_json():
     res = runner.invoke(app, ["inspect", str(SAMPLES / "annotation-health-omitted")])
     assert res.exit_code == 0
     assert "absent health means unhealthy" in res.stdout
-    js = json.loads(runner.invoke(app, ["inspect", str(SAMPLES / "annotation-health-omitted"), "-f", "json"]).stdout)
+    js = json.loads(
+        runner.invoke(
+            app, ["inspect", str(SAMPLES / "annotation-health-omitted"), "-f", "json"]
+        ).stdout
+    )
     devs = js[0]["register"]["devices"]
     assert [d["health"] for d in devs] == [True, False] and "health" in devs[1]["absent"]
 

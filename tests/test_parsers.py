@@ -5,9 +5,9 @@ from __future__ import annotations
 import datetime as dt
 
 import polars as pl
+from conftest import diagnose_texts, parse_texts
 
 from analyzer.bundle import recognise as recognise_mod
-from conftest import diagnose_texts, parse_texts
 
 DP = """I0815 09:04:51.202341  412873 main.go:275] Start working on node gpu-node-2
 I0815 09:04:51.517733  412873 server.go:329] Registered device plugin for 'nvidia.com/gpu' with Kubelet
@@ -25,7 +25,12 @@ def test_klog_fields_and_continuations(ruleset):
     assert log.artefact.kind == "device-plugin-log"
     first = f.row(0, named=True)
     assert (first["sev"], first["mm"], first["dd"], first["clock"], first["pid"], first["src"]) == (
-        "I", "08", "15", "09:04:51.202341", "412873", "main.go:275"
+        "I",
+        "08",
+        "15",
+        "09:04:51.202341",
+        "412873",
+        "main.go:275",
     )
     assert first["msg"] == "Start working on node gpu-node-2"
     panic = f.filter(pl.col("text") == "panic: 0").row(0, named=True)
@@ -53,9 +58,13 @@ def test_kubectl_prefix_timestamps_and_cri(ruleset):
 def test_streamed_big_log_matches_small_path(ruleset, tmp_path, monkeypatch):
     lines = []
     for i in range(3000):
-        lines.append(f"I0815 09:{i // 60 % 60:02d}:{i % 60:02d}.000001  412873 register.go:204] Registered device id=0, memory=24564MB, type=NVIDIA L40S, numa=0, health=true")
+        lines.append(
+            f"I0815 09:{i // 60 % 60:02d}:{i % 60:02d}.000001  412873 register.go:204] Registered device id=0, memory=24564MB, type=NVIDIA L40S, numa=0, health=true"
+        )
         if i % 100 == 0:
-            lines.append(f'E0815 09:{i // 60 % 60:02d}:{i % 60:02d}.000002  412873 register.go:168] "failed to get numa information from sysfs" idx=0')
+            lines.append(
+                f'E0815 09:{i // 60 % 60:02d}:{i % 60:02d}.000002  412873 register.go:168] "failed to get numa information from sysfs" idx=0'
+            )
         if i % 700 == 0:
             lines.append("E0815 09:00:00.000003  412873 other.go:1] unmatched error line")
     text = "\n".join(lines) + "\n"
@@ -66,7 +75,10 @@ def test_streamed_big_log_matches_small_path(ruleset, tmp_path, monkeypatch):
     assert big.stats.lines == small.stats.lines
     assert big.stats.severities == small.stats.severities
     assert big.stats.sig_counts == small.stats.sig_counts
-    assert big.stats.first_clock == small.stats.first_clock and big.stats.last_clock == small.stats.last_clock
+    assert (
+        big.stats.first_clock == small.stats.first_clock
+        and big.stats.last_clock == small.stats.last_clock
+    )
     assert big.frame.height < small.frame.height  # only samples of the periodic line are kept
     assert big.frame.filter(pl.col("msg") == "unmatched error line").height == 5
 
@@ -86,11 +98,22 @@ def test_register_json_omitempty(ruleset):
 
 def test_register_legacy_csv_generations(ruleset):
     spec = ruleset.annotations
-    nine = spec.decode_register("hami.io/node-nvidia-register", "GPU-a,10,24564,100,NVIDIA-NVIDIA GeForce RTX 4090,0,true,0,hami-core:GPU-b,10,24564,100,NVIDIA-NVIDIA GeForce RTX 4090,1,false,1,hami-core:")
-    assert nine.format == "csv-9" and [d.health for d in nine.devices] == [True, False] and nine.devices[1].index == 1
-    seven = spec.decode_register("hami.io/node-nvidia-register", "GPU-a,10,15360,100,NVIDIA-Tesla T4,0,true:")
+    nine = spec.decode_register(
+        "hami.io/node-nvidia-register",
+        "GPU-a,10,24564,100,NVIDIA-NVIDIA GeForce RTX 4090,0,true,0,hami-core:GPU-b,10,24564,100,NVIDIA-NVIDIA GeForce RTX 4090,1,false,1,hami-core:",
+    )
+    assert (
+        nine.format == "csv-9"
+        and [d.health for d in nine.devices] == [True, False]
+        and nine.devices[1].index == 1
+    )
+    seven = spec.decode_register(
+        "hami.io/node-nvidia-register", "GPU-a,10,15360,100,NVIDIA-Tesla T4,0,true:"
+    )
     assert seven.format == "csv-7" and seven.devices[0].type == "NVIDIA-Tesla T4"
-    five = spec.decode_register("hami.io/node-nvidia-register", "GPU-a,10,24564,NVIDIA-NVIDIA RTX A5000,false:")
+    five = spec.decode_register(
+        "hami.io/node-nvidia-register", "GPU-a,10,24564,NVIDIA-NVIDIA RTX A5000,false:"
+    )
     assert five.format == "csv-5" and five.devices[0].devmem == 24564
     assert str(seven.versions) == "<v2.5.0"
 
@@ -109,13 +132,20 @@ def test_register_invalid_and_empty(ruleset):
 def test_handshake_states(ruleset):
     spec = ruleset.annotations
     old = spec.decode_handshake("hami.io/node-handshake", "Requesting_2024.05.20 11:44:46")
-    assert old.state == "Requesting" and old.time == dt.datetime(2024, 5, 20, 11, 44, 46, tzinfo=dt.UTC)
+    assert old.state == "Requesting" and old.time == dt.datetime(
+        2024, 5, 20, 11, 44, 46, tzinfo=dt.UTC
+    )
     assert str(old.versions) == "<v2.5.0"
     new = spec.decode_handshake("hami.io/node-handshake", "Requesting_2025-08-07 11:28:25")
     assert str(new.versions) == ">=v2.5.0"
-    rep = spec.decode_handshake("hami.io/node-handshake", "Reported 2024-08-14 11:17:32.68 +0000 UTC m=+1419629.49")
+    rep = spec.decode_handshake(
+        "hami.io/node-handshake", "Reported 2024-08-14 11:17:32.68 +0000 UTC m=+1419629.49"
+    )
     assert rep.state == "Reported" and rep.time.year == 2024
-    assert spec.decode_handshake("hami.io/node-handshake-dcu", "Deleted_2025-08-01 08:13:35").vendor == "dcu"
+    assert (
+        spec.decode_handshake("hami.io/node-handshake-dcu", "Deleted_2025-08-01 08:13:35").vendor
+        == "dcu"
+    )
     assert spec.handshake_vendor("hami.io/node-handshake") == "nvidia"
     assert spec.register_vendor("hami.io/node-dcu-register") == "dcu"
     assert spec.register_vendor("hami.io/node-register-xpu") == "xpu"
@@ -151,7 +181,9 @@ def test_node_list_and_selection(ruleset):
     b = parse_texts(ruleset, {"nodes.yaml": NODE_LIST})
     a = b.nodes[0]
     assert a.taints == [{"key": "sku", "value": "gpu", "effect": "NoSchedule"}]
-    assert a.allocatable["nvidia.com/gpu"] == "10" and a.line_of["hami.io/node-nvidia-register"] == 10
+    assert (
+        a.allocatable["nvidia.com/gpu"] == "10" and a.line_of["hami.io/node-nvidia-register"] == 10
+    )
     assert diags[0].clock["year"] == 2026
 
 
@@ -203,19 +235,37 @@ Events:
 
 def test_pod_describe(ruleset):
     p = parse_texts(ruleset, {"pod.txt": POD_DESCRIBE}).pods[0]
-    assert (p.name, p.namespace, p.node, p.runtime_class, p.status) == ("gpu-pod", "default", "n1", "nvidia", "Running")
+    assert (p.name, p.namespace, p.node, p.runtime_class, p.status) == (
+        "gpu-pod",
+        "default",
+        "n1",
+        "nvidia",
+        "Running",
+    )
     assert p.annotations["hami.io/bind-phase"] == "success"
     c = p.containers[0]
-    assert (c.name, c.reason, c.last_reason, c.last_message) == ("ubuntu", "CrashLoopBackOff", "StartError", "failed to inject CDI devices")
+    assert (c.name, c.reason, c.last_reason, c.last_message) == (
+        "ubuntu",
+        "CrashLoopBackOff",
+        "StartError",
+        "failed to inject CDI devices",
+    )
     assert c.limits == {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "10240"}
-    assert [(e.reason, e.source, e.age) for e in p.events] == [("Scheduled", "hami-scheduler", "2m"), ("Failed", "kubelet", "50s (x4 over 2m)")]
+    assert [(e.reason, e.source, e.age) for e in p.events] == [
+        ("Scheduled", "hami-scheduler", "2m"),
+        ("Failed", "kubelet", "50s (x4 over 2m)"),
+    ]
     assert p.events[1].line == 22
 
 
 def test_pod_yaml(ruleset):
     y = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns, annotations: {hami.io/vgpu-node: n1}}\nspec:\n  schedulerName: hami-scheduler\n  runtimeClassName: nvidia-legacy\n  containers:\n  - name: c\n    resources: {limits: {nvidia.com/gpu: 1}}\nstatus: {phase: Pending}\n"
     p = parse_texts(ruleset, {"p.yaml": y}).pods[0]
-    assert (p.scheduler_name, p.runtime_class, p.status) == ("hami-scheduler", "nvidia-legacy", "Pending")
+    assert (p.scheduler_name, p.runtime_class, p.status) == (
+        "hami-scheduler",
+        "nvidia-legacy",
+        "Pending",
+    )
     assert p.limits() == {"nvidia.com/gpu": "1"}
 
 

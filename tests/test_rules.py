@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conftest import diagnose_texts, fired
+
 from analyzer.rules.loader import load_ruleset
 from analyzer.rules.model import CATEGORIES
 from analyzer.rules.selftest import run_rule_tests
-from conftest import diagnose_texts, fired
 
 
 def test_every_rule_and_signature_self_test_passes(ruleset):
@@ -52,12 +53,19 @@ def test_custom_rule_replaces_builtin(tmp_path: Path, ruleset):
 
 
 def test_not_evaluated_lists_collect_commands(ruleset):
-    d = diagnose_texts(ruleset, {"node.yaml": "kind: Node\nmetadata: {name: gpu-7, labels: {gpu: 'on'}}\nstatus: {allocatable: {nvidia.com/gpu: '10'}}\n"})[0]
+    d = diagnose_texts(
+        ruleset,
+        {
+            "node.yaml": "kind: Node\nmetadata: {name: gpu-7, labels: {gpu: 'on'}}\nstatus: {allocatable: {nvidia.com/gpu: '10'}}\n"
+        },
+    )[0]
     missing = {n.rule_id for n in d.not_evaluated}
     assert "rbac-patch-forbidden" in missing
     cmds = {c.source: c.command for c in d.collect}
     assert "spec.nodeName=gpu-7" in cmds["device-plugin-log"]
-    assert cmds["scheduler-log"].startswith("kubectl logs -n kube-system deploy/hami-scheduler -c vgpu-scheduler-extender")
+    assert cmds["scheduler-log"].startswith(
+        "kubectl logs -n kube-system deploy/hami-scheduler -c vgpu-scheduler-extender"
+    )
 
 
 def test_version_out_of_range_is_not_applicable(ruleset):
@@ -65,7 +73,7 @@ def test_version_out_of_range_is_not_applicable(ruleset):
     node = (
         "kind: Node\nmetadata:\n  name: n\n  annotations:\n"
         "    hami.io/node-handshake: 'Deleted_2026-08-15 09:13:59'\n"
-        "    hami.io/node-nvidia-register: '[{\"id\":\"GPU-1\",\"count\":10,\"health\":true}]'\n"
+        '    hami.io/node-nvidia-register: \'[{"id":"GPU-1","count":10,"health":true}]\'\n'
         "status: {allocatable: {nvidia.com/gpu: '10'}}\n"
     )
     d = diagnose_texts(ruleset, {"node.yaml": node})[0]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from conftest import SAMPLES
 
 from analyzer.analyze import analyze
-from conftest import SAMPLES
 
 SAMPLE_DIRS = sorted(p for p in SAMPLES.iterdir() if (p / "expected.yaml").is_file())
 
@@ -32,8 +32,16 @@ def test_sample_diagnosis(ruleset, sample):
                 assert e.file and e.line and e.text
 
 
-@pytest.mark.parametrize("sample", [s for s in SAMPLE_DIRS if yaml.safe_load((s / "expected.yaml").read_text()).get("healthy")], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "sample",
+    [s for s in SAMPLE_DIRS if yaml.safe_load((s / "expected.yaml").read_text()).get("healthy")],
+    ids=lambda p: p.name,
+)
 def test_no_fault_on_healthy_samples(ruleset, sample):
     _, diags = analyze([str(sample)], ruleset)
     assert [f.rule_id for f in diags[0].faults()] == []
-    assert {ln.link: ln.state for ln in diags[0].links} == {"count": "ok", "spec": "ok", "liveness": "ok"}
+    assert {ln.link: ln.state for ln in diags[0].links} == {
+        "count": "ok",
+        "spec": "ok",
+        "liveness": "ok",
+    }

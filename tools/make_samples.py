@@ -40,7 +40,15 @@ def dev(i, health=True, typ="NVIDIA L40S", mem=46068, numa=0):
     return d
 
 
-def node_yaml(name, *, labels=None, annotations=None, allocatable=None, taints=None, heartbeat="2026-08-15T10:20:00Z"):
+def node_yaml(
+    name,
+    *,
+    labels=None,
+    annotations=None,
+    allocatable=None,
+    taints=None,
+    heartbeat="2026-08-15T10:20:00Z",
+):
     labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **(labels or {})}
     alloc = {"cpu": "64", "memory": "527915648Ki", "pods": "110", **(allocatable or {})}
     obj = {
@@ -50,17 +58,37 @@ def node_yaml(name, *, labels=None, annotations=None, allocatable=None, taints=N
             "name": name,
             "creationTimestamp": "2026-03-02T08:11:09Z",
             "labels": labels,
-            "annotations": {"node.alpha.kubernetes.io/ttl": "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true", **(annotations or {})},
+            "annotations": {
+                "node.alpha.kubernetes.io/ttl": "0",
+                "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+                **(annotations or {}),
+            },
         },
         "spec": {"podCIDR": "10.244.3.0/24", **({"taints": taints} if taints else {})},
         "status": {
             "allocatable": alloc,
             "capacity": dict(alloc),
             "conditions": [
-                {"type": "MemoryPressure", "status": "False", "lastHeartbeatTime": heartbeat, "lastTransitionTime": "2026-03-02T08:11:09Z", "reason": "KubeletHasSufficientMemory"},
-                {"type": "Ready", "status": "True", "lastHeartbeatTime": heartbeat, "lastTransitionTime": "2026-08-01T07:00:12Z", "reason": "KubeletReady"},
+                {
+                    "type": "MemoryPressure",
+                    "status": "False",
+                    "lastHeartbeatTime": heartbeat,
+                    "lastTransitionTime": "2026-03-02T08:11:09Z",
+                    "reason": "KubeletHasSufficientMemory",
+                },
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "lastHeartbeatTime": heartbeat,
+                    "lastTransitionTime": "2026-08-01T07:00:12Z",
+                    "reason": "KubeletReady",
+                },
             ],
-            "nodeInfo": {"kubeletVersion": "v1.30.4", "containerRuntimeVersion": "containerd://1.7.20", "osImage": "Ubuntu 22.04.4 LTS"},
+            "nodeInfo": {
+                "kubeletVersion": "v1.30.4",
+                "containerRuntimeVersion": "containerd://1.7.20",
+                "osImage": "Ubuntu 22.04.4 LTS",
+            },
             "images": [{"names": ["docker.io/projecthami/hami:v2.10.0"], "sizeBytes": 412345678}],
         },
     }
@@ -79,11 +107,18 @@ def ts(sec):
 
 def dp_start(node, t=0.0, pid=PID):
     L = []
-    add = lambda sev, src, msg, dt=0.0001: L.append(f"{sev}0815 {ts(t + dt * len(L))} {pid:>7} {src}] {msg}")
+
+    def add(sev, src, msg, dt=0.0001):
+        return L.append(f"{sev}0815 {ts(t + dt * len(L))} {pid:>7} {src}] {msg}")
+
     add("I", "flags.go:36", 'FLAG: --v="4"')
     add("I", "flags.go:36", f'FLAG: --node-name="{node}"')
     add("I", "flags.go:36", 'FLAG: --device-split-count="10"')
-    add("I", "client.go:103", "BuildConfigFromFlags failed for file /root/.kube/config: stat /root/.kube/config: no such file or directory. Using in-cluster config.")
+    add(
+        "I",
+        "client.go:103",
+        "BuildConfigFromFlags failed for file /root/.kube/config: stat /root/.kube/config: no such file or directory. Using in-cluster config.",
+    )
     add("I", "main.go:267", "Starting FS watcher for /var/lib/kubelet/device-plugins")
     add("I", "main.go:275", f"Start working on node {node}")
     add("I", "main.go:276", "Starting OS watcher.")
@@ -94,7 +129,11 @@ def dp_start(node, t=0.0, pid=PID):
     add("I", "main.go:381", "Updating config with default resource matching patterns.")
     add("I", "main.go:395", "Retrieving plugins.")
     add("I", "config.go:113", "Initializing NVIDIA device")
-    add("I", "device.go:164", '"initializing nvidia device" resourceName="nvidia.com/gpu" resourceMem="nvidia.com/gpumem" DefaultGPUNum=1')
+    add(
+        "I",
+        "device.go:164",
+        '"initializing nvidia device" resourceName="nvidia.com/gpu" resourceMem="nvidia.com/gpumem" DefaultGPUNum=1',
+    )
     add("I", "config.go:257", "All devices initialized successfully")
     return L
 
@@ -113,19 +152,37 @@ def dp_scan(t, devs, *, changed, pid=PID, numa_err=False, health=None):
     L = []
     for i, d in enumerate(devs):
         if numa_err:
-            L.append(f'E0815 {ts(t + 0.01 * i)} {pid:>7} register.go:168] "failed to get numa information from sysfs" idx={d.get("index", 0)}')
+            L.append(
+                f'E0815 {ts(t + 0.01 * i)} {pid:>7} register.go:168] "failed to get numa information from sysfs" idx={d.get("index", 0)}'
+            )
         h = "true" if d.get("health") else "false"
-        L.append(f"I0815 {ts(t + 0.01 * i + 0.005)} {pid:>7} register.go:204] Registered device id={d.get('index', 0)}, memory={d['devmem']}MB, type={d['type']}, numa={d.get('numa', 0)}, health={h}")
+        L.append(
+            f"I0815 {ts(t + 0.01 * i + 0.005)} {pid:>7} register.go:204] Registered device id={d.get('index', 0)}, memory={d['devmem']}MB, type={d['type']}, numa={d.get('numa', 0)}, health={h}"
+        )
     t2 = t + 0.01 * len(devs) + 0.01
-    L.append(f"I0815 {ts(t2)} {pid:>7} register.go:262] Discovered {len(devs)} device(s) for registration")
+    L.append(
+        f"I0815 {ts(t2)} {pid:>7} register.go:262] Discovered {len(devs)} device(s) for registration"
+    )
     if changed:
-        L.append(f'I0815 {ts(t2 + 0.001)} {pid:>7} register.go:297] "patch nvidia topo score to node" hami.io/node-nvidia-score=""')
-        L.append(f"I0815 {ts(t2 + 0.002)} {pid:>7} register.go:302] Updating node annotations with {len(devs)} device(s)")
-        L.append(f"I0815 {ts(t2 + 0.003)} {pid:>7} register.go:303] Annotation content: map[hami.io/node-nvidia-register:{reg(devs)}]")
-        L.append(f"I0815 {ts(t2 + 0.02)} {pid:>7} register.go:344] Successfully updated node annotation. Next check in 30s...")
+        L.append(
+            f'I0815 {ts(t2 + 0.001)} {pid:>7} register.go:297] "patch nvidia topo score to node" hami.io/node-nvidia-score=""'
+        )
+        L.append(
+            f"I0815 {ts(t2 + 0.002)} {pid:>7} register.go:302] Updating node annotations with {len(devs)} device(s)"
+        )
+        L.append(
+            f"I0815 {ts(t2 + 0.003)} {pid:>7} register.go:303] Annotation content: map[hami.io/node-nvidia-register:{reg(devs)}]"
+        )
+        L.append(
+            f"I0815 {ts(t2 + 0.02)} {pid:>7} register.go:344] Successfully updated node annotation. Next check in 30s..."
+        )
     else:
-        L.append(f"I0815 {ts(t2 + 0.001)} {pid:>7} register.go:273] Device info unchanged, skipping annotation update")
-        L.append(f"I0815 {ts(t2 + 0.002)} {pid:>7} register.go:346] No device changes detected. Next check in 30s...")
+        L.append(
+            f"I0815 {ts(t2 + 0.001)} {pid:>7} register.go:273] Device info unchanged, skipping annotation update"
+        )
+        L.append(
+            f"I0815 {ts(t2 + 0.002)} {pid:>7} register.go:346] No device changes detected. Next check in 30s..."
+        )
     return L
 
 
@@ -133,13 +190,18 @@ def healthy_dp(node, devs, scans=6, numa_err=False, shuffle=False):
     L = dp_start(node) + dp_serve(0.3)
     for k in range(scans):
         order = devs if not shuffle or k % 2 == 0 else list(reversed(devs))
-        L += dp_scan(0.4 + 30 * k, order, changed=(k == 0 or (shuffle and k % 2 == 1)), numa_err=numa_err)
+        L += dp_scan(
+            0.4 + 30 * k, order, changed=(k == 0 or (shuffle and k % 2 == 1)), numa_err=numa_err
+        )
     return L
 
 
 def sched_start(t=10.0, selector=""):
     rows = [
-        ("nodelock.go:124", '"Node lock expiration time set from environment variable" duration="5m0s"'),
+        (
+            "nodelock.go:124",
+            '"Node lock expiration time set from environment variable" duration="5m0s"',
+        ),
         ("flags.go:27", 'FLAG: --v="4"'),
         ("main.go:115", '"Set node lock timeout" timeout="5m0s"'),
         ("config.go:286", "Loading device configuration from file: /device-config.yaml"),
@@ -157,11 +219,15 @@ def sched_start(t=10.0, selector=""):
 
 
 def sched_leader(t):
-    return [f'I0815 {ts(t)}       1 scheduler.go:585] "Successfully patched leader label to hami scheduler pod" namespace="kube-system" pod="hami-scheduler-6d8f9c7b5-x2k4q"']
+    return [
+        f'I0815 {ts(t)}       1 scheduler.go:585] "Successfully patched leader label to hami scheduler pod" namespace="kube-system" pod="hami-scheduler-6d8f9c7b5-x2k4q"'
+    ]
 
 
 def sched_health(t, node, current, reported):
-    return [f'I0815 {ts(t)}       1 device.go:245] "checking device health for node" nodeName="{node}" deviceType="NVIDIA" currentDevices={current} reportedDevices={reported}']
+    return [
+        f'I0815 {ts(t)}       1 device.go:245] "checking device health for node" nodeName="{node}" deviceType="NVIDIA" currentDevices={current} reportedDevices={reported}'
+    ]
 
 
 def sched_added(t, node, devs):
@@ -169,7 +235,9 @@ def sched_added(t, node, devs):
         f"{{ID:{d['id']} Index:{d.get('index', 0)} Count:{d['count']} Devmem:{d['devmem']} Devcore:{d['devcore']} Type:{d['type']} Numa:{d.get('numa', 0)} Mode:hami-core MIGProfiles:[] MIGTemplate:[] Health:{str(bool(d.get('health'))).lower()} DeviceVendor:NVIDIA CustomInfo:map[] DevicePairScore:{{ID: Scores:map[]}}}}"
         for d in devs
     )
-    return [f'I0815 {ts(t)}       1 scheduler.go:541] "Node device added" nodeName="{node}" deviceVendor="NVIDIA" nodeInfo=&{{ID:{node} Node:0xc000a1c008 Devices:map[NVIDIA:[{inner}]]}}']
+    return [
+        f'I0815 {ts(t)}       1 scheduler.go:541] "Node device added" nodeName="{node}" deviceVendor="NVIDIA" nodeInfo=&{{ID:{node} Node:0xc000a1c008 Devices:map[NVIDIA:[{inner}]]}}'
+    ]
 
 
 def healthy_sched(node, devs, loops=8):
@@ -189,271 +257,536 @@ def write(name, files: dict[str, str], expected: dict):
     for fname, content in files.items():
         text = content if isinstance(content, str) else "\n".join(content) + "\n"
         (d / fname).write_text(text, encoding="utf-8")
-    (d / "expected.yaml").write_text(yaml.safe_dump(expected, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8")
+    (d / "expected.yaml").write_text(
+        yaml.safe_dump(expected, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8"
+    )
 
 
 NORMAL_FAULTS = [
-    "no-gpu-label", "untolerated-taint", "nvml-init-failed", "no-nvml-in-container", "nvml-device-call-failed",
-    "toolkit-ready-wait", "node-name-unset", "plugin-restarted", "kubelet-register-failed",
-    "no-allocatable-plugin-running", "register-annotation-absent", "register-annotation-invalid",
-    "register-annotation-empty", "rbac-patch-forbidden", "unhealthy-gpu-in-annotation", "xid-marked-unhealthy",
-    "allocatable-register-mismatch", "scheduler-decode-failed", "node-cleaned-up", "handshake-deleted-stuck",
+    "no-gpu-label",
+    "untolerated-taint",
+    "nvml-init-failed",
+    "no-nvml-in-container",
+    "nvml-device-call-failed",
+    "toolkit-ready-wait",
+    "node-name-unset",
+    "plugin-restarted",
+    "kubelet-register-failed",
+    "no-allocatable-plugin-running",
+    "register-annotation-absent",
+    "register-annotation-invalid",
+    "register-annotation-empty",
+    "rbac-patch-forbidden",
+    "unhealthy-gpu-in-annotation",
+    "xid-marked-unhealthy",
+    "allocatable-register-mismatch",
+    "scheduler-decode-failed",
+    "node-cleaned-up",
+    "handshake-deleted-stuck",
 ]
 
 
 def main():
     one = [dev(0)]
     # 1. healthy single GPU
-    write("healthy-single-gpu", {
-        "node.yaml": node_yaml("gpu-node-1", labels={"gpu": "on"}, annotations={
-            "hami.io/node-handshake": "Requesting_2026-08-01 07:02:11",
-            "hami.io/node-nvidia-register": reg(one)}, allocatable={"nvidia.com/gpu": "10"}),
-        "device-plugin.log": healthy_dp("gpu-node-1", one),
-        "scheduler.log": healthy_sched("gpu-node-1", one),
-    }, {
-        "description": "One L40S, chart defaults, v2.10: all three links intact. The handshake is two weeks old, which is normal.",
-        "primary_category": "healthy",
-        "must_fire": ["count-link-ok", "spec-link-ok", "liveness-link-ok", "stale-handshake-is-normal", "scaled-allocatable-is-normal", "index-numa-absent-is-normal", "annotation-unchanged-is-normal"],
-        "must_not_fire": NORMAL_FAULTS,
-        "healthy": True,
-    })
+    write(
+        "healthy-single-gpu",
+        {
+            "node.yaml": node_yaml(
+                "gpu-node-1",
+                labels={"gpu": "on"},
+                annotations={
+                    "hami.io/node-handshake": "Requesting_2026-08-01 07:02:11",
+                    "hami.io/node-nvidia-register": reg(one),
+                },
+                allocatable={"nvidia.com/gpu": "10"},
+            ),
+            "device-plugin.log": healthy_dp("gpu-node-1", one),
+            "scheduler.log": healthy_sched("gpu-node-1", one),
+        },
+        {
+            "description": "One L40S, chart defaults, v2.10: all three links intact. The handshake is two weeks old, which is normal.",
+            "primary_category": "healthy",
+            "must_fire": [
+                "count-link-ok",
+                "spec-link-ok",
+                "liveness-link-ok",
+                "stale-handshake-is-normal",
+                "scaled-allocatable-is-normal",
+                "index-numa-absent-is-normal",
+                "annotation-unchanged-is-normal",
+            ],
+            "must_not_fire": NORMAL_FAULTS,
+            "healthy": True,
+        },
+    )
     # 2. looks scary but healthy: 8 GPUs, numa errors, re-patches, other vendor Deleted_ handshake
-    eight = [dev(i, numa=(1 if i >= 4 else 0), typ="NVIDIA A800 80GB PCIe", mem=81920) for i in range(8)]
-    write("scary-but-healthy", {
-        "node.yaml": node_yaml("gpu-node-8", labels={"gpu": "on"}, annotations={
-            "hami.io/node-handshake": "Requesting_2026-07-20 03:15:40",
-            "hami.io/node-handshake-dcu": "Deleted_2026-06-01 08:13:35",
-            "hami.io/node-nvidia-register": reg(eight)}, allocatable={"nvidia.com/gpu": "80"}),
-        "device-plugin.log": healthy_dp("gpu-node-8", eight, scans=8, numa_err=True, shuffle=True),
-        "scheduler.log": healthy_sched("gpu-node-8", eight),
-    }, {
-        "description": "8-GPU node that looks alarming (E lines every scan, re-patches, a Deleted_ DCU handshake, a month-old handshake) but is healthy.",
-        "primary_category": "healthy",
-        "must_fire": ["numa-sysfs-error-is-benign", "frequent-repatch-is-normal", "stale-handshake-is-normal", "no-nvidia-suffix-handshake-is-normal", "scaled-allocatable-is-normal", "index-numa-absent-is-normal"],
-        "must_not_fire": NORMAL_FAULTS,
-        "healthy": True,
-    })
+    eight = [
+        dev(i, numa=(1 if i >= 4 else 0), typ="NVIDIA A800 80GB PCIe", mem=81920) for i in range(8)
+    ]
+    write(
+        "scary-but-healthy",
+        {
+            "node.yaml": node_yaml(
+                "gpu-node-8",
+                labels={"gpu": "on"},
+                annotations={
+                    "hami.io/node-handshake": "Requesting_2026-07-20 03:15:40",
+                    "hami.io/node-handshake-dcu": "Deleted_2026-06-01 08:13:35",
+                    "hami.io/node-nvidia-register": reg(eight),
+                },
+                allocatable={"nvidia.com/gpu": "80"},
+            ),
+            "device-plugin.log": healthy_dp(
+                "gpu-node-8", eight, scans=8, numa_err=True, shuffle=True
+            ),
+            "scheduler.log": healthy_sched("gpu-node-8", eight),
+        },
+        {
+            "description": "8-GPU node that looks alarming (E lines every scan, re-patches, a Deleted_ DCU handshake, a month-old handshake) but is healthy.",
+            "primary_category": "healthy",
+            "must_fire": [
+                "numa-sysfs-error-is-benign",
+                "frequent-repatch-is-normal",
+                "stale-handshake-is-normal",
+                "no-nvidia-suffix-handshake-is-normal",
+                "scaled-allocatable-is-normal",
+                "index-numa-absent-is-normal",
+            ],
+            "must_not_fire": NORMAL_FAULTS,
+            "healthy": True,
+        },
+    )
     # 3. health omitted (demo)
     two = [dev(0), dev(1, health=False)]
-    write("annotation-health-omitted", {
-        "node.yaml": node_yaml("gpu-node-2", labels={"gpu": "on"}, annotations={
-            "hami.io/node-handshake": "Requesting_2026-08-10 11:00:00",
-            "hami.io/node-nvidia-register": reg(two)}, allocatable={"nvidia.com/gpu": "10"}),
-        "device-plugin.log": dp_start("gpu-node-2") + dp_serve(0.3) + dp_scan(0.4, two, changed=True) + dp_scan(30.4, two, changed=False),
-    }, {
-        "description": "Second GPU has no health key (omitempty: unhealthy); allocatable is 10, not 20.",
-        "primary_category": "device-unhealthy",
-        "must_fire": ["unhealthy-gpu-in-annotation", "allocatable-register-mismatch", "count-link-ok"],
-        "must_not_fire": ["spec-link-ok", "no-gpu-label", "register-annotation-absent"],
-    })
+    write(
+        "annotation-health-omitted",
+        {
+            "node.yaml": node_yaml(
+                "gpu-node-2",
+                labels={"gpu": "on"},
+                annotations={
+                    "hami.io/node-handshake": "Requesting_2026-08-10 11:00:00",
+                    "hami.io/node-nvidia-register": reg(two),
+                },
+                allocatable={"nvidia.com/gpu": "10"},
+            ),
+            "device-plugin.log": dp_start("gpu-node-2")
+            + dp_serve(0.3)
+            + dp_scan(0.4, two, changed=True)
+            + dp_scan(30.4, two, changed=False),
+        },
+        {
+            "description": "Second GPU has no health key (omitempty: unhealthy); allocatable is 10, not 20.",
+            "primary_category": "device-unhealthy",
+            "must_fire": [
+                "unhealthy-gpu-in-annotation",
+                "allocatable-register-mismatch",
+                "count-link-ok",
+            ],
+            "must_not_fire": ["spec-link-ok", "no-gpu-label", "register-annotation-absent"],
+        },
+    )
     # 4. no gpu label
-    write("no-gpu-label", {
-        "node.yaml": node_yaml("gpu-node-4", labels={"nvidia.com/gpu.present": "true"}),
-    }, {
-        "description": "GPU node without gpu=on: no device-plugin pod, nothing registered (case 1).",
-        "primary_category": "no-device-plugin-pod",
-        "must_fire": ["no-gpu-label"],
-        "must_not_fire": ["count-link-ok", "untolerated-taint", "register-annotation-absent"],
-    })
+    write(
+        "no-gpu-label",
+        {
+            "node.yaml": node_yaml("gpu-node-4", labels={"nvidia.com/gpu.present": "true"}),
+        },
+        {
+            "description": "GPU node without gpu=on: no device-plugin pod, nothing registered (case 1).",
+            "primary_category": "no-device-plugin-pod",
+            "must_fire": ["no-gpu-label"],
+            "must_not_fire": ["count-link-ok", "untolerated-taint", "register-annotation-absent"],
+        },
+    )
     # 5. taint
-    write("untolerated-taint", {
-        "node.yaml": node_yaml("gpu-node-5", labels={"gpu": "on"}, taints=[{"key": "sku", "value": "gpu", "effect": "NoSchedule"}]),
-    }, {
-        "description": "gpu=on but tainted sku=gpu:NoSchedule without a toleration (case 1).",
-        "primary_category": "no-device-plugin-pod",
-        "must_fire": ["untolerated-taint"],
-        "must_not_fire": ["no-gpu-label", "count-link-ok"],
-    })
+    write(
+        "untolerated-taint",
+        {
+            "node.yaml": node_yaml(
+                "gpu-node-5",
+                labels={"gpu": "on"},
+                taints=[{"key": "sku", "value": "gpu", "effect": "NoSchedule"}],
+            ),
+        },
+        {
+            "description": "gpu=on but tainted sku=gpu:NoSchedule without a toleration (case 1).",
+            "primary_category": "no-device-plugin-pod",
+            "must_fire": ["untolerated-taint"],
+            "must_not_fire": ["no-gpu-label", "count-link-ok"],
+        },
+    )
     # 6. nvml init error crash loop
     crash = []
     for k in range(3):
         crash += dp_start("gpu-node-6", t=60 * k, pid=PID + k) + [
             f"E0815 {ts(60 * k + 0.5)} {PID + k:>7} register.go:96] nvml Init err:  ERROR_LIBRARY_NOT_FOUND",
-            "panic: 0", "", "goroutine 58 [running]:",
+            "panic: 0",
+            "",
+            "goroutine 58 [running]:",
             "github.com/Project-HAMi/HAMi/pkg/device-plugin/nvidiadevice/nvinternal/plugin.(*NvidiaDevicePlugin).getAPIDevices(0xc0004b8000)",
-            "\t/k8s-vgpu/pkg/device-plugin/nvidiadevice/nvinternal/plugin/register.go:97 +0x1e0c"]
-    write("nvml-init-error", {
-        "node.yaml": node_yaml("gpu-node-6", labels={"gpu": "on"}, allocatable={}),
-        "device-plugin.log": crash,
-    }, {
-        "description": "NVML cannot be loaded (runtime not nvidia); the plugin panics on every start (case 2).",
-        "primary_category": "plugin-crash-nvml",
-        "must_fire": ["nvml-init-failed", "plugin-restarted"],
-        "must_not_fire": ["count-link-ok", "spec-link-ok", "no-gpu-label"],
-    })
+            "\t/k8s-vgpu/pkg/device-plugin/nvidiadevice/nvinternal/plugin/register.go:97 +0x1e0c",
+        ]
+    write(
+        "nvml-init-error",
+        {
+            "node.yaml": node_yaml("gpu-node-6", labels={"gpu": "on"}, allocatable={}),
+            "device-plugin.log": crash,
+        },
+        {
+            "description": "NVML cannot be loaded (runtime not nvidia); the plugin panics on every start (case 2).",
+            "primary_category": "plugin-crash-nvml",
+            "must_fire": ["nvml-init-failed", "plugin-restarted"],
+            "must_not_fire": ["count-link-ok", "spec-link-ok", "no-gpu-label"],
+        },
+    )
     # 7. incompatible platform
-    write("no-nvml-in-container", {
-        "device-plugin.log": dp_start("gpu-node-7")[:13] + [
-            "I0815 09:00:00.310000  412873 factory.go:123] Detected non-NVML platform: could not load NVML library: libnvidia-ml.so.1: cannot open shared object file: No such file or directory",
-            "I0815 09:00:00.310100  412873 factory.go:123] Detected non-Tegra platform: /sys/devices/soc0/family file not found",
-            "E0815 09:00:00.310200  412873 factory.go:135] Incompatible strategy detected auto",
-            "E0815 09:00:00.310300  412873 factory.go:136] If this is a GPU node, did you configure the NVIDIA Container Toolkit?",
-            "E0815 09:00:00.310900  412873 main.go:201] error starting plugins: error getting plugins: unable to create plugins: failed to construct resource managers: invalid device discovery strategy"],
-    }, {
-        "description": "k3s-style node: the plugin runs under runc, no NVML in the container (case 2).",
-        "primary_category": "plugin-crash-nvml",
-        "must_fire": ["no-nvml-in-container"],
-        "must_not_fire": ["count-link-ok", "kubelet-register-failed"],
-    })
+    write(
+        "no-nvml-in-container",
+        {
+            "device-plugin.log": dp_start("gpu-node-7")[:13]
+            + [
+                "I0815 09:00:00.310000  412873 factory.go:123] Detected non-NVML platform: could not load NVML library: libnvidia-ml.so.1: cannot open shared object file: No such file or directory",
+                "I0815 09:00:00.310100  412873 factory.go:123] Detected non-Tegra platform: /sys/devices/soc0/family file not found",
+                "E0815 09:00:00.310200  412873 factory.go:135] Incompatible strategy detected auto",
+                "E0815 09:00:00.310300  412873 factory.go:136] If this is a GPU node, did you configure the NVIDIA Container Toolkit?",
+                "E0815 09:00:00.310900  412873 main.go:201] error starting plugins: error getting plugins: unable to create plugins: failed to construct resource managers: invalid device discovery strategy",
+            ],
+        },
+        {
+            "description": "k3s-style node: the plugin runs under runc, no NVML in the container (case 2).",
+            "primary_category": "plugin-crash-nvml",
+            "must_fire": ["no-nvml-in-container"],
+            "must_not_fire": ["count-link-ok", "kubelet-register-failed"],
+        },
+    )
     # 8. toolkit wait
-    write("toolkit-ready-wait", {
-        "node.yaml": node_yaml("gpu-node-8b", labels={"gpu": "on"}),
-        "toolkit-validation.log": ["Waiting for NVIDIA Toolkit to be ready..."] + ["Waiting for /run/nvidia/validations/toolkit-ready..."] * 40,
-    }, {
-        "description": "gpuOperatorToolkitReady enabled without GPU Operator: init container waits forever (case 2).",
-        "primary_category": "plugin-init-toolkit-wait",
-        "must_fire": ["toolkit-ready-wait"],
-        "must_not_fire": ["count-link-ok"],
-    })
+    write(
+        "toolkit-ready-wait",
+        {
+            "node.yaml": node_yaml("gpu-node-8b", labels={"gpu": "on"}),
+            "toolkit-validation.log": ["Waiting for NVIDIA Toolkit to be ready..."]
+            + ["Waiting for /run/nvidia/validations/toolkit-ready..."] * 40,
+        },
+        {
+            "description": "gpuOperatorToolkitReady enabled without GPU Operator: init container waits forever (case 2).",
+            "primary_category": "plugin-init-toolkit-wait",
+            "must_fire": ["toolkit-ready-wait"],
+            "must_not_fire": ["count-link-ok"],
+        },
+    )
     # 9. node name unset
     nn = dp_start("", t=0)
     nn = [x.replace('FLAG: --node-name=""', 'FLAG: --node-name=""') for x in nn]
-    write("node-name-unset", {
-        "node.yaml": node_yaml("gpu-node-9", labels={"gpu": "on"}, allocatable={"nvidia.com/gpu": "10"}),
-        "device-plugin.log": nn + dp_serve(0.3) + [f"E0815 {ts(0.5)} {PID:>7} register.go:268] get node error  resource name may not be empty"],
-    }, {
-        "description": "Old chart with new image: NODE_NAME is not set, the plugin cannot patch its node (case 2).",
-        "primary_category": "plugin-nodename",
-        "must_fire": ["node-name-unset", "register-annotation-absent"],
-        "must_not_fire": ["spec-link-ok"],
-    })
+    write(
+        "node-name-unset",
+        {
+            "node.yaml": node_yaml(
+                "gpu-node-9", labels={"gpu": "on"}, allocatable={"nvidia.com/gpu": "10"}
+            ),
+            "device-plugin.log": nn
+            + dp_serve(0.3)
+            + [
+                f"E0815 {ts(0.5)} {PID:>7} register.go:268] get node error  resource name may not be empty"
+            ],
+        },
+        {
+            "description": "Old chart with new image: NODE_NAME is not set, the plugin cannot patch its node (case 2).",
+            "primary_category": "plugin-nodename",
+            "must_fire": ["node-name-unset", "register-annotation-absent"],
+            "must_not_fire": ["spec-link-ok"],
+        },
+    )
     # 10. kubelet socket
-    ks = dp_start("gpu-node-10") + [
-        f"I0815 {ts(0.3)} {PID:>7} server.go:538] Starting GRPC server for 'nvidia.com/gpu'",
-        f"I0815 {ts(0.31)} {PID:>7} server.go:321] Starting to serve 'nvidia.com/gpu' on /var/lib/kubelet/device-plugins/nvidia-gpu.sock",
-        f'I0815 {ts(5.32)} {PID:>7} server.go:325] Could not register device plugin: rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial unix /var/lib/kubelet/device-plugins/kubelet.sock: connect: no such file or directory"',
-        f"I0815 {ts(5.33)} {PID:>7} main.go:299] Failed to start one or more plugins. Retrying in 30s...",
-    ] + dp_scan(6, one, changed=True)
-    write("kubelet-socket-path", {
-        "node.yaml": node_yaml("gpu-node-10", labels={"gpu": "on"}, annotations={"hami.io/node-nvidia-register": reg(one)}),
-        "device-plugin.log": ks,
-    }, {
-        "description": "kubelet uses a custom root-dir; the plugin's socket is where the kubelet never looks (case 3).",
-        "primary_category": "no-allocatable-kubelet-socket",
-        "must_fire": ["kubelet-register-failed", "no-allocatable-plugin-running"],
-        "must_not_fire": ["count-link-ok", "no-gpu-label"],
-    })
+    ks = (
+        dp_start("gpu-node-10")
+        + [
+            f"I0815 {ts(0.3)} {PID:>7} server.go:538] Starting GRPC server for 'nvidia.com/gpu'",
+            f"I0815 {ts(0.31)} {PID:>7} server.go:321] Starting to serve 'nvidia.com/gpu' on /var/lib/kubelet/device-plugins/nvidia-gpu.sock",
+            f'I0815 {ts(5.32)} {PID:>7} server.go:325] Could not register device plugin: rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial unix /var/lib/kubelet/device-plugins/kubelet.sock: connect: no such file or directory"',
+            f"I0815 {ts(5.33)} {PID:>7} main.go:299] Failed to start one or more plugins. Retrying in 30s...",
+        ]
+        + dp_scan(6, one, changed=True)
+    )
+    write(
+        "kubelet-socket-path",
+        {
+            "node.yaml": node_yaml(
+                "gpu-node-10",
+                labels={"gpu": "on"},
+                annotations={"hami.io/node-nvidia-register": reg(one)},
+            ),
+            "device-plugin.log": ks,
+        },
+        {
+            "description": "kubelet uses a custom root-dir; the plugin's socket is where the kubelet never looks (case 3).",
+            "primary_category": "no-allocatable-kubelet-socket",
+            "must_fire": ["kubelet-register-failed", "no-allocatable-plugin-running"],
+            "must_not_fire": ["count-link-ok", "no-gpu-label"],
+        },
+    )
     # 11. annotation deleted
-    write("annotation-deleted", {
-        "node.yaml": node_yaml("gpu-node-11", labels={"gpu": "on"}, annotations={"hami.io/node-handshake": "Requesting_2026-08-01 07:02:11"}, allocatable={"nvidia.com/gpu": "10"}),
-        "device-plugin.log": healthy_dp("gpu-node-11", one, scans=4),
-    }, {
-        "description": "Someone deleted the register annotation; the plugin's cache says unchanged, so it is not rewritten (case 4).",
-        "primary_category": "annotation-missing-or-stale",
-        "must_fire": ["register-annotation-absent", "count-link-ok", "annotation-unchanged-is-normal"],
-        "must_not_fire": ["spec-link-ok", "no-gpu-label"],
-    })
+    write(
+        "annotation-deleted",
+        {
+            "node.yaml": node_yaml(
+                "gpu-node-11",
+                labels={"gpu": "on"},
+                annotations={"hami.io/node-handshake": "Requesting_2026-08-01 07:02:11"},
+                allocatable={"nvidia.com/gpu": "10"},
+            ),
+            "device-plugin.log": healthy_dp("gpu-node-11", one, scans=4),
+        },
+        {
+            "description": "Someone deleted the register annotation; the plugin's cache says unchanged, so it is not rewritten (case 4).",
+            "primary_category": "annotation-missing-or-stale",
+            "must_fire": [
+                "register-annotation-absent",
+                "count-link-ok",
+                "annotation-unchanged-is-normal",
+            ],
+            "must_not_fire": ["spec-link-ok", "no-gpu-label"],
+        },
+    )
     # 12. annotation invalid (hand-edited)
-    write("annotation-invalid", {
-        "node.yaml": node_yaml("gpu-node-12", labels={"gpu": "on"}, annotations={"hami.io/node-nvidia-register": '[{"id":"GPU-fc28df76-54d2-c387-e52e-5f0a9495968c","count":10,"devmem":"46068"'}, allocatable={"nvidia.com/gpu": "10"}),
-        "scheduler.log": sched_start() + sched_leader(12.5) + [
-            f'E0815 {ts(12.6 + 15 * k)}       1 device.go:309] "failed to decode node devices" err="unexpected end of JSON input" node="gpu-node-12" device annotation="[{{\\"id\\":\\"GPU-fc28df76-54d2-c387-e52e-5f0a9495968c\\",\\"count\\":10"' for k in range(4)],
-    }, {
-        "description": "A hand-edited, truncated register annotation; the scheduler cannot decode it (case 4/5).",
-        "primary_category": "annotation-missing-or-stale",
-        "must_fire": ["register-annotation-invalid", "scheduler-decode-failed"],
-        "must_not_fire": ["spec-link-ok", "liveness-link-ok"],
-    })
+    write(
+        "annotation-invalid",
+        {
+            "node.yaml": node_yaml(
+                "gpu-node-12",
+                labels={"gpu": "on"},
+                annotations={
+                    "hami.io/node-nvidia-register": '[{"id":"GPU-fc28df76-54d2-c387-e52e-5f0a9495968c","count":10,"devmem":"46068"'
+                },
+                allocatable={"nvidia.com/gpu": "10"},
+            ),
+            "scheduler.log": sched_start()
+            + sched_leader(12.5)
+            + [
+                f'E0815 {ts(12.6 + 15 * k)}       1 device.go:309] "failed to decode node devices" err="unexpected end of JSON input" node="gpu-node-12" device annotation="[{{\\"id\\":\\"GPU-fc28df76-54d2-c387-e52e-5f0a9495968c\\",\\"count\\":10"'
+                for k in range(4)
+            ],
+        },
+        {
+            "description": "A hand-edited, truncated register annotation; the scheduler cannot decode it (case 4/5).",
+            "primary_category": "annotation-missing-or-stale",
+            "must_fire": ["register-annotation-invalid", "scheduler-decode-failed"],
+            "must_not_fire": ["spec-link-ok", "liveness-link-ok"],
+        },
+    )
     # 13. annotation empty
-    write("annotation-empty", {
-        "node.yaml": node_yaml("gpu-node-13", labels={"gpu": "on"}, annotations={"hami.io/node-nvidia-register": "[]"}, allocatable={"nvidia.com/gpu": "0"}),
-        "scheduler.log": sched_start() + sched_leader(12.5) + [f'I0815 {ts(12.6 + 15 * k)}       1 device.go:313] "no nvidia gpu device found" node="gpu-node-13" device annotation="[]"' for k in range(3)],
-    }, {
-        "description": "All GPUs filtered out by the node config: the annotation is an empty list (case 5).",
-        "primary_category": "scheduler-not-seeing-node",
-        "must_fire": ["register-annotation-empty", "scheduler-no-device-found"],
-        "must_not_fire": ["spec-link-ok", "count-link-ok"],
-    })
+    write(
+        "annotation-empty",
+        {
+            "node.yaml": node_yaml(
+                "gpu-node-13",
+                labels={"gpu": "on"},
+                annotations={"hami.io/node-nvidia-register": "[]"},
+                allocatable={"nvidia.com/gpu": "0"},
+            ),
+            "scheduler.log": sched_start()
+            + sched_leader(12.5)
+            + [
+                f'I0815 {ts(12.6 + 15 * k)}       1 device.go:313] "no nvidia gpu device found" node="gpu-node-13" device annotation="[]"'
+                for k in range(3)
+            ],
+        },
+        {
+            "description": "All GPUs filtered out by the node config: the annotation is an empty list (case 5).",
+            "primary_category": "scheduler-not-seeing-node",
+            "must_fire": ["register-annotation-empty", "scheduler-no-device-found"],
+            "must_not_fire": ["spec-link-ok", "count-link-ok"],
+        },
+    )
     # 14. RBAC
-    rb = dp_start("gpu-node-14") + dp_serve(0.3) + [
-        f"I0815 {ts(0.4)} {PID:>7} register.go:302] Updating node annotations with 1 device(s)",
-        f"I0815 {ts(0.41)} {PID:>7} util.go:157] annotations= map[hami.io/node-nvidia-register:{reg(one)}]",
-        f'E0815 {ts(0.42)} {PID:>7} register.go:307] patch node error  nodes "gpu-node-14" is forbidden: User "system:serviceaccount:kube-system:hami-device-plugin" cannot patch resource "nodes" in API group "" at the cluster scope',
-        f'E0815 {ts(0.43)} {PID:>7} register.go:340] Failed to register annotation: nodes "gpu-node-14" is forbidden: User "system:serviceaccount:kube-system:hami-device-plugin" cannot patch resource "nodes" in API group "" at the cluster scope. Retrying in 5s...',
-        f"I0815 {ts(5.5)} {PID:>7} register.go:273] Device info unchanged, skipping annotation update"]
-    write("rbac-patch-forbidden", {
-        "node.yaml": node_yaml("gpu-node-14", labels={"gpu": "on"}, allocatable={"nvidia.com/gpu": "10"}),
-        "device-plugin.log": rb,
-    }, {
-        "description": "The plugin's ServiceAccount cannot patch nodes after a partial upgrade (case 4).",
-        "primary_category": "rbac-patch-forbidden",
-        "must_fire": ["rbac-patch-forbidden", "register-annotation-absent"],
-        "must_not_fire": ["spec-link-ok"],
-    })
+    rb = (
+        dp_start("gpu-node-14")
+        + dp_serve(0.3)
+        + [
+            f"I0815 {ts(0.4)} {PID:>7} register.go:302] Updating node annotations with 1 device(s)",
+            f"I0815 {ts(0.41)} {PID:>7} util.go:157] annotations= map[hami.io/node-nvidia-register:{reg(one)}]",
+            f'E0815 {ts(0.42)} {PID:>7} register.go:307] patch node error  nodes "gpu-node-14" is forbidden: User "system:serviceaccount:kube-system:hami-device-plugin" cannot patch resource "nodes" in API group "" at the cluster scope',
+            f'E0815 {ts(0.43)} {PID:>7} register.go:340] Failed to register annotation: nodes "gpu-node-14" is forbidden: User "system:serviceaccount:kube-system:hami-device-plugin" cannot patch resource "nodes" in API group "" at the cluster scope. Retrying in 5s...',
+            f"I0815 {ts(5.5)} {PID:>7} register.go:273] Device info unchanged, skipping annotation update",
+        ]
+    )
+    write(
+        "rbac-patch-forbidden",
+        {
+            "node.yaml": node_yaml(
+                "gpu-node-14", labels={"gpu": "on"}, allocatable={"nvidia.com/gpu": "10"}
+            ),
+            "device-plugin.log": rb,
+        },
+        {
+            "description": "The plugin's ServiceAccount cannot patch nodes after a partial upgrade (case 4).",
+            "primary_category": "rbac-patch-forbidden",
+            "must_fire": ["rbac-patch-forbidden", "register-annotation-absent"],
+            "must_not_fire": ["spec-link-ok"],
+        },
+    )
     # 15. mixed versions: CSV annotation from a v2.7 plugin, v2.10 scheduler
     csv = f"{UUIDS[0]},10,46068,100,NVIDIA-NVIDIA L40S,0,true,0,hami-core:"
-    write("mixed-versions-csv", {
-        "node.yaml": node_yaml("gpu-node-15", labels={"gpu": "on"}, annotations={"hami.io/node-nvidia-register": csv, "hami.io/node-handshake": "Reported 2026-08-15 10:19:44.123456789 +0000 UTC m=+3600.012345678"}, allocatable={"nvidia.com/gpu": "10"}),
-        "scheduler.log": sched_start() + sched_leader(12.5) + [
-            f'E0815 {ts(12.6 + 15 * k)}       1 device.go:309] "failed to decode node devices" err="invalid character \'G\' looking for beginning of value" node="gpu-node-15" device annotation="{csv}"' for k in range(4)],
-    }, {
-        "description": "A v2.7 device plugin (CSV annotation, Reported handshake) with a v2.10 scheduler (JSON only) (case 5).",
-        "primary_category": "scheduler-not-seeing-node",
-        "must_fire": ["scheduler-decode-failed", "mixed-hami-versions", "count-link-ok"],
-        "must_not_fire": ["register-annotation-invalid", "liveness-link-ok"],
-    })
+    write(
+        "mixed-versions-csv",
+        {
+            "node.yaml": node_yaml(
+                "gpu-node-15",
+                labels={"gpu": "on"},
+                annotations={
+                    "hami.io/node-nvidia-register": csv,
+                    "hami.io/node-handshake": "Reported 2026-08-15 10:19:44.123456789 +0000 UTC m=+3600.012345678",
+                },
+                allocatable={"nvidia.com/gpu": "10"},
+            ),
+            "scheduler.log": sched_start()
+            + sched_leader(12.5)
+            + [
+                f'E0815 {ts(12.6 + 15 * k)}       1 device.go:309] "failed to decode node devices" err="invalid character \'G\' looking for beginning of value" node="gpu-node-15" device annotation="{csv}"'
+                for k in range(4)
+            ],
+        },
+        {
+            "description": "A v2.7 device plugin (CSV annotation, Reported handshake) with a v2.10 scheduler (JSON only) (case 5).",
+            "primary_category": "scheduler-not-seeing-node",
+            "must_fire": ["scheduler-decode-failed", "mixed-hami-versions", "count-link-ok"],
+            "must_not_fire": ["register-annotation-invalid", "liveness-link-ok"],
+        },
+    )
     # 16. label selector
-    write("label-selector-excludes", {
-        "node.yaml": node_yaml("gpu-node-16", labels={"gpu": "on"}, annotations={"hami.io/node-nvidia-register": reg(one)}, allocatable={"nvidia.com/gpu": "10"}),
-        "scheduler.log": sched_start(selector="pool=a100") + sched_leader(12.5) + sched_health(12.6, "gpu-node-a100-1", 80, 0) + sched_added(12.61, "gpu-node-a100-1", [dev(3)]),
-    }, {
-        "description": "scheduler.nodeLabelSelector=pool=a100 and the node lacks that label (case 5 cause A).",
-        "primary_category": "scheduler-not-seeing-node",
-        "must_fire": ["label-selector-excludes-node", "count-link-ok", "spec-link-ok"],
-        "must_not_fire": ["liveness-link-ok", "register-annotation-absent"],
-    })
+    write(
+        "label-selector-excludes",
+        {
+            "node.yaml": node_yaml(
+                "gpu-node-16",
+                labels={"gpu": "on"},
+                annotations={"hami.io/node-nvidia-register": reg(one)},
+                allocatable={"nvidia.com/gpu": "10"},
+            ),
+            "scheduler.log": sched_start(selector="pool=a100")
+            + sched_leader(12.5)
+            + sched_health(12.6, "gpu-node-a100-1", 80, 0)
+            + sched_added(12.61, "gpu-node-a100-1", [dev(3)]),
+        },
+        {
+            "description": "scheduler.nodeLabelSelector=pool=a100 and the node lacks that label (case 5 cause A).",
+            "primary_category": "scheduler-not-seeing-node",
+            "must_fire": ["label-selector-excludes-node", "count-link-ok", "spec-link-ok"],
+            "must_not_fire": ["liveness-link-ok", "register-annotation-absent"],
+        },
+    )
     # 17. follower log
-    write("scheduler-follower-log", {
-        "node.yaml": node_yaml("gpu-node-17", labels={"gpu": "on"}, annotations={"hami.io/node-nvidia-register": reg(one), "hami.io/node-handshake": "Requesting_2026-08-01 07:02:11"}, allocatable={"nvidia.com/gpu": "10"}),
-        "scheduler.log": sched_start() + [f'I0815 {ts(25 + 10 * k)}       1 route.go:182] Scheduler extender has not become leader yet' for k in range(6)],
-    }, {
-        "description": "Two scheduler replicas; the user attached the follower's log, which is quiet by design (case 5 cause B).",
-        "primary_category": "scheduler-not-leader",
-        "must_fire": ["scheduler-log-from-follower", "quiet-follower-is-normal", "count-link-ok", "spec-link-ok"],
-        "must_not_fire": ["liveness-link-ok", "register-annotation-absent"],
-    })
+    write(
+        "scheduler-follower-log",
+        {
+            "node.yaml": node_yaml(
+                "gpu-node-17",
+                labels={"gpu": "on"},
+                annotations={
+                    "hami.io/node-nvidia-register": reg(one),
+                    "hami.io/node-handshake": "Requesting_2026-08-01 07:02:11",
+                },
+                allocatable={"nvidia.com/gpu": "10"},
+            ),
+            "scheduler.log": sched_start()
+            + [
+                f"I0815 {ts(25 + 10 * k)}       1 route.go:182] Scheduler extender has not become leader yet"
+                for k in range(6)
+            ],
+        },
+        {
+            "description": "Two scheduler replicas; the user attached the follower's log, which is quiet by design (case 5 cause B).",
+            "primary_category": "scheduler-not-leader",
+            "must_fire": [
+                "scheduler-log-from-follower",
+                "quiet-follower-is-normal",
+                "count-link-ok",
+                "spec-link-ok",
+            ],
+            "must_not_fire": ["liveness-link-ok", "register-annotation-absent"],
+        },
+    )
     # 18. XID 79 (reference example)
     ref = Path(__file__).resolve().parent.parent.parent / "shared" / "reference"
-    two_ref = [dev(1, typ="NVIDIA GeForce RTX 4090", mem=24564, numa=1), {**dev(0, typ="NVIDIA GeForce RTX 4090", mem=24564), "id": UUIDS[2]}]
+    two_ref = [
+        dev(1, typ="NVIDIA GeForce RTX 4090", mem=24564, numa=1),
+        {**dev(0, typ="NVIDIA GeForce RTX 4090", mem=24564), "id": UUIDS[2]},
+    ]
     two_ref[0]["id"] = UUIDS[1]
     if (ref / "example-v2.10-xid79.device-plugin.log").exists():
-        write("xid79-gpu-lost", {
-            "node.yaml": node_yaml("gpu-node-2", labels={"gpu": "on"}, annotations={"hami.io/node-nvidia-register": reg(two_ref)}, allocatable={"nvidia.com/gpu": "0"}, heartbeat="2026-08-15T09:07:30Z"),
-            "device-plugin.log": (ref / "example-v2.10-xid79.device-plugin.log").read_text(),
-            "scheduler.log": (ref / "example-v2.10-xid79.scheduler.log").read_text(),
-        }, {
-            "description": "XID 79 marks GPU1 unhealthy, the next NVML call fails (GPU is lost), the plugin panics, allocatable drops to 0 and the scheduler cleans the node up (reference example).",
-            "primary_category": "device-unhealthy",
-            "must_fire": ["xid-marked-unhealthy", "nvml-device-call-failed", "node-cleaned-up", "plugin-restarted"],
-            "must_not_fire": ["count-link-ok", "no-gpu-label", "rbac-patch-forbidden"],
-        })
+        write(
+            "xid79-gpu-lost",
+            {
+                "node.yaml": node_yaml(
+                    "gpu-node-2",
+                    labels={"gpu": "on"},
+                    annotations={"hami.io/node-nvidia-register": reg(two_ref)},
+                    allocatable={"nvidia.com/gpu": "0"},
+                    heartbeat="2026-08-15T09:07:30Z",
+                ),
+                "device-plugin.log": (ref / "example-v2.10-xid79.device-plugin.log").read_text(),
+                "scheduler.log": (ref / "example-v2.10-xid79.scheduler.log").read_text(),
+            },
+            {
+                "description": "XID 79 marks GPU1 unhealthy, the next NVML call fails (GPU is lost), the plugin panics, allocatable drops to 0 and the scheduler cleans the node up (reference example).",
+                "primary_category": "device-unhealthy",
+                "must_fire": [
+                    "xid-marked-unhealthy",
+                    "nvml-device-call-failed",
+                    "node-cleaned-up",
+                    "plugin-restarted",
+                ],
+                "must_not_fire": ["count-link-ok", "no-gpu-label", "rbac-patch-forbidden"],
+            },
+        )
     # 19. handshake Deleted_ stuck (v2.9)
-    write("handshake-deleted-stuck", {
-        "node.yaml": node_yaml("gpu-node-19", labels={"gpu": "on"}, annotations={"hami.io/node-handshake": "Deleted_2026-08-14 22:10:04", "hami.io/node-nvidia-register": reg([{**dev(0), "devicepairscore": {}}])}, allocatable={"nvidia.com/gpu": "10"}),
-    }, {
-        "description": "v2.8/2.9 node cleaned up once (Deleted_ handshake) though it advertises its GPU again.",
-        "primary_category": "handshake-misread",
-        "must_fire": ["handshake-deleted-stuck", "count-link-ok", "spec-link-ok"],
-        "must_not_fire": ["register-annotation-absent", "stale-handshake-is-normal"],
-    })
+    write(
+        "handshake-deleted-stuck",
+        {
+            "node.yaml": node_yaml(
+                "gpu-node-19",
+                labels={"gpu": "on"},
+                annotations={
+                    "hami.io/node-handshake": "Deleted_2026-08-14 22:10:04",
+                    "hami.io/node-nvidia-register": reg([{**dev(0), "devicepairscore": {}}]),
+                },
+                allocatable={"nvidia.com/gpu": "10"},
+            ),
+        },
+        {
+            "description": "v2.8/2.9 node cleaned up once (Deleted_ handshake) though it advertises its GPU again.",
+            "primary_category": "handshake-misread",
+            "must_fire": ["handshake-deleted-stuck", "count-link-ok", "spec-link-ok"],
+            "must_not_fire": ["register-annotation-absent", "stale-handshake-is-normal"],
+        },
+    )
     # 20. CDI unresolvable (field report)
-    write("cdi-unresolvable", {
-        "pod-describe.txt": CDI_DESCRIBE,
-    }, {
-        "description": "Field report: pod bound by HAMi (bind-phase success), container start fails with unresolvable CDI device management.nvidia.com/gpu=GPU-... under runtimeClassName nvidia.",
-        "primary_category": "cdi-unresolvable",
-        "must_fire": ["cdi-unresolvable-device"],
-        "must_not_fire": ["pod-not-scheduled-by-hami", "filtering-failed-registration-ok"],
-    })
+    write(
+        "cdi-unresolvable",
+        {
+            "pod-describe.txt": CDI_DESCRIBE,
+        },
+        {
+            "description": "Field report: pod bound by HAMi (bind-phase success), container start fails with unresolvable CDI device management.nvidia.com/gpu=GPU-... under runtimeClassName nvidia.",
+            "primary_category": "cdi-unresolvable",
+            "must_fire": ["cdi-unresolvable-device"],
+            "must_not_fire": ["pod-not-scheduled-by-hami", "filtering-failed-registration-ok"],
+        },
+    )
     # 21. default scheduler
-    write("pod-not-scheduled-by-hami", {
-        "pod-describe.txt": DEFAULT_SCHED_DESCRIBE,
-    }, {
-        "description": "The webhook did not rewrite schedulerName; default-scheduler reports Insufficient nvidia.com/gpumem.",
-        "primary_category": "scheduling-other",
-        "must_fire": ["pod-not-scheduled-by-hami"],
-        "must_not_fire": ["filtering-failed-registration-ok", "cdi-unresolvable-device"],
-    })
+    write(
+        "pod-not-scheduled-by-hami",
+        {
+            "pod-describe.txt": DEFAULT_SCHED_DESCRIBE,
+        },
+        {
+            "description": "The webhook did not rewrite schedulerName; default-scheduler reports Insufficient nvidia.com/gpumem.",
+            "primary_category": "scheduling-other",
+            "must_fire": ["pod-not-scheduled-by-hami"],
+            "must_not_fire": ["filtering-failed-registration-ok", "cdi-unresolvable-device"],
+        },
+    )
 
 
 CDI_DESCRIBE = """Name:                gpu-pod

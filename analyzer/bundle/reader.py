@@ -8,7 +8,6 @@ uncompressed size are capped. Inputs are only ever opened for reading.
 from __future__ import annotations
 
 import gzip
-import zlib
 import os
 import shutil
 import stat
@@ -16,6 +15,7 @@ import sys
 import tarfile
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -184,7 +184,14 @@ class BundleReader:
                 return
         except BundleError:
             raise
-        except (OSError, EOFError, zlib.error, tarfile.TarError, zipfile.BadZipFile, gzip.BadGzipFile) as exc:
+        except (
+            OSError,
+            EOFError,
+            zlib.error,
+            tarfile.TarError,
+            zipfile.BadZipFile,
+            gzip.BadGzipFile,
+        ) as exc:
             self.inventory.warnings.append(f"{name}: corrupt {kind} archive ({exc})")
             return
         size = path.stat().st_size
@@ -229,7 +236,9 @@ class BundleReader:
                     continue
                 mode = info.external_attr >> 16
                 if stat.S_IFMT(mode) not in (0, stat.S_IFREG):
-                    self.inventory.warnings.append(f"{display}: link or special member not followed")
+                    self.inventory.warnings.append(
+                        f"{display}: link or special member not followed"
+                    )
                     continue
                 if info.flag_bits & 0x1:
                     self.inventory.warnings.append(f"{display}: encrypted member skipped")

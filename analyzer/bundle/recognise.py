@@ -63,7 +63,7 @@ def recognise(
         text = clean(text)
         if f.size > SMALL_FILE:
             kind, reason = sniff(text, sources)
-            if kind in sources and sources[kind].is_log or kind == "klog":
+            if (kind in sources and sources[kind].is_log) or kind == "klog":
                 out.append(Artefact(f, kind, reason + " (streamed)"))
             else:
                 out.append(

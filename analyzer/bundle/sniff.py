@@ -78,7 +78,10 @@ def sniff(text: str, sources: Mapping[str, Source]) -> tuple[str, str]:
     if log_kind:
         return log_kind
     if _POD_DESCRIBE_RE.search(head):
-        return "pod-describe", "kubectl describe pod output (fields, events or HAMi pod annotations)"
+        return (
+            "pod-describe",
+            "kubectl describe pod output (fields, events or HAMi pod annotations)",
+        )
     if len(_HELM_KEYS_RE.findall(head)) >= 2 or regex.search(
         r"(?m)^\s+(?:deviceSplitCount|nvidiaNodeSelector|runtimeClassName):", head
     ):

@@ -46,7 +46,7 @@ def looks_binary(head: bytes) -> bool:
     if b"\x00" in head[:8192]:
         return True
     sample = head[:8192]
-    controls = sum(1 for b in sample if b < 9 or 13 < b < 32 and b != 27)
+    controls = sum(1 for b in sample if b < 9 or (13 < b < 32 and b != 27))
     return controls / len(sample) > 0.05
 
 

@@ -96,7 +96,9 @@ class AnnotationSpec:
         vendor = self.register_vendor(key) or "?"
         value = (text or "").strip()
         if elided:
-            return RegisterAnnotation(key, vendor, "elided", None, [], value, "value elided by kubectl describe")
+            return RegisterAnnotation(
+                key, vendor, "elided", None, [], value, "value elided by kubectl describe"
+            )
         if value in ("", "[]", "null"):
             fmt = "json" if value else None
             return RegisterAnnotation(key, vendor, "empty", fmt, [], value)
@@ -113,7 +115,9 @@ class AnnotationSpec:
                 if f["decoder"] == "json-list":
                     break  # it looked like JSON: the JSON error is the useful one
                 continue
-            ann = RegisterAnnotation(key, vendor, "ok" if devices else "empty", f["name"], devices, value)
+            ann = RegisterAnnotation(
+                key, vendor, "ok" if devices else "empty", f["name"], devices, value
+            )
             ann.versions = f["_versions"]
             for h in self.hints:
                 if h.get("format") and h["format"] != f["name"]:
@@ -124,7 +128,9 @@ class AnnotationSpec:
                     continue
                 ann.version_reasons.append((Range.parse(h["versions"]), h["reason"]))
             return ann
-        return RegisterAnnotation(key, vendor, "invalid", None, [], value, "; ".join(errors) or "unknown format")
+        return RegisterAnnotation(
+            key, vendor, "invalid", None, [], value, "; ".join(errors) or "unknown format"
+        )
 
     # ---- handshake -----------------------------------------------------------------------
     def handshake_vendor(self, key: str) -> str | None:

@@ -124,7 +124,12 @@ def _parse_describe(artefact: Artefact) -> NodeFacts:
         body = raw.strip()
         if not body or section is None:
             continue
-        if section == "Annotations" and last_key and raw.startswith(" " * 22) and ":" not in body[:60].split(" ")[0]:
+        if (
+            section == "Annotations"
+            and last_key
+            and raw.startswith(" " * 22)
+            and ":" not in body[:60].split(" ")[0]
+        ):
             n.annotations[last_key] = (n.annotations[last_key] + " " + body).strip()
             if body.endswith("...") or body.endswith("…"):
                 n.elided.add(last_key)
@@ -138,7 +143,9 @@ def _parse_describe(artefact: Artefact) -> NodeFacts:
 
 
 def _last_annotation(n: NodeFacts, section: str) -> str | None:
-    return next(reversed(n.annotations), None) if section == "Annotations" and n.annotations else None
+    return (
+        next(reversed(n.annotations), None) if section == "Annotations" and n.annotations else None
+    )
 
 
 def _describe_item(n: NodeFacts, section: str, body: str, lineno: int) -> None:

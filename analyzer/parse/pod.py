@@ -14,9 +14,7 @@ _EVENT_RE = regex.compile(
     r"^\s*(?P<type>Normal|Warning)\s+(?P<reason>\S+)\s+(?P<age>\S.*?)\s{2,}(?P<src>\S+)\s{2,}(?P<msg>.*)$"
 )
 _FIELD_RE = regex.compile(r"^(?P<indent>\s*)(?P<key>[A-Za-z][\w ./-]*?):\s*(?P<value>.*)$")
-_ANNOTATION_RE = regex.compile(
-    r"^\s*(?P<key>(?:[\w.-]+/)?[\w.-]+):\s+(?P<value>.*)$"
-)
+_ANNOTATION_RE = regex.compile(r"^\s*(?P<key>(?:[\w.-]+/)?[\w.-]+):\s+(?P<value>.*)$")
 
 
 @dataclass
@@ -92,7 +90,9 @@ def _parse_yaml(artefact: Artefact) -> list[PodFacts]:
         p.scheduler_name = spec.get("schedulerName")
         p.runtime_class = spec.get("runtimeClassName")
         p.status = status.get("phase")
-        statuses = {s.get("name"): s for s in status.get("containerStatuses") or [] if isinstance(s, dict)}
+        statuses = {
+            s.get("name"): s for s in status.get("containerStatuses") or [] if isinstance(s, dict)
+        }
         for c in spec.get("containers") or []:
             if not isinstance(c, dict):
                 continue
@@ -101,7 +101,11 @@ def _parse_yaml(artefact: Artefact) -> list[PodFacts]:
             cs.limits = {str(k): str(v) for k, v in (res.get("limits") or {}).items()}
             st = statuses.get(c.get("name"), {})
             for state_name, detail in (st.get("state") or {}).items():
-                cs.state, cs.reason, cs.message = state_name, detail.get("reason"), detail.get("message")
+                cs.state, cs.reason, cs.message = (
+                    state_name,
+                    detail.get("reason"),
+                    detail.get("message"),
+                )
             for _name, detail in (st.get("lastState") or {}).items():
                 cs.last_reason, cs.last_message = detail.get("reason"), detail.get("message")
             p.containers.append(cs)
@@ -121,7 +125,14 @@ def _parse_describe(artefact: Artefact) -> PodFacts:
         ev = _EVENT_RE.match(raw)
         if ev:
             p.events.append(
-                PodEvent(ev["type"], ev["reason"], ev["age"].strip(), ev["src"], ev["msg"].strip(), lineno)
+                PodEvent(
+                    ev["type"],
+                    ev["reason"],
+                    ev["age"].strip(),
+                    ev["src"],
+                    ev["msg"].strip(),
+                    lineno,
+                )
             )
             continue
         m = _FIELD_RE.match(raw)
@@ -144,7 +155,9 @@ def _parse_describe(artefact: Artefact) -> PodFacts:
             elif low in ("annotations", "labels") and value:
                 _add_annotation(p, value, lineno, low)
             continue
-        if section and section.lower() == "annotations" or section and section.lower() == "labels":
+        if (section and section.lower() == "annotations") or (
+            section and section.lower() == "labels"
+        ):
             am = _ANNOTATION_RE.match(raw)
             if am and indent <= 24:
                 _add_annotation(p, f"{am['key']}: {am['value']}", lineno, section.lower())
@@ -173,7 +186,7 @@ def _parse_describe(artefact: Artefact) -> PodFacts:
                 container.message = value
         elif key in ("Limits", "Requests"):
             sub = key
-        elif sub == "Limits" and "/" in key or sub == "Limits" and key in ("cpu", "memory"):
+        elif (sub == "Limits" and "/" in key) or (sub == "Limits" and key in ("cpu", "memory")):
             container.limits[key] = value
     return p
 

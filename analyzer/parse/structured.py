@@ -55,7 +55,9 @@ def load_documents_yaml(text: str) -> tuple[list[Any], list[str]]:
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             line = mark.line if mark else 0
-            warnings.append(f"YAML error at line {line + 1}: {exc.problem or exc}; parsed the part before it")
+            warnings.append(
+                f"YAML error at line {line + 1}: {exc.problem or exc}; parsed the part before it"
+            )
             cut = min(line, len(lines) - 1)
             if cut <= 0:
                 return [], warnings

@@ -17,11 +17,20 @@ def _highlight(e: Evidence) -> Markup:
     text = e.text or ""
     if e.span and 0 <= e.span[0] <= e.span[1] <= len(text):
         a, b = e.span
-        return escape(text[:a]) + Markup("<mark>") + escape(text[a:b]) + Markup("</mark>") + escape(text[b:])
+        return (
+            escape(text[:a])
+            + Markup("<mark>")
+            + escape(text[a:b])
+            + Markup("</mark>")
+            + escape(text[b:])
+        )
     return escape(text)
 
 
 def render_html(diags: list[Diagnosis]) -> str:
-    env = Environment(loader=PackageLoader("analyzer", "render/templates"), autoescape=select_autoescape(default=True))
+    env = Environment(
+        loader=PackageLoader("analyzer", "render/templates"),
+        autoescape=select_autoescape(default=True),
+    )
     env.filters["highlight"] = _highlight
     return env.get_template("report.html.j2").render(diags=diags, gpu_columns=GPU_COLUMNS)

@@ -26,7 +26,9 @@ def _inspect_dict(d: Diagnosis) -> dict:
 
 
 def render_inspect_json(diags: list[Diagnosis]) -> str:
-    return json.dumps([_inspect_dict(d) for d in diags], indent=2, ensure_ascii=False, default=_default)
+    return json.dumps(
+        [_inspect_dict(d) for d in diags], indent=2, ensure_ascii=False, default=_default
+    )
 
 
 def render_inspect(diags: list[Diagnosis]) -> str:
@@ -38,17 +40,25 @@ def render_inspect(diags: list[Diagnosis]) -> str:
     for w in d.warnings:
         out.append(f"  warning: {_clean(w)}")
     out.append("")
-    out.append(f"Node: {_clean(d.node or '(none)')}" + (f"  (also in bundle: {', '.join(d.other_nodes)})" if d.other_nodes else ""))
+    out.append(
+        f"Node: {_clean(d.node or '(none)')}"
+        + (f"  (also in bundle: {', '.join(d.other_nodes)})" if d.other_nodes else "")
+    )
     out.append(f"Clock: {d.clock['how']}")
     out.append(f"HAMi version: {d.version['summary']}")
     for e in d.version["evidence"]:
         out.append(f"  - {e['range']}: {_clean(e['reason'])} ({_clean(e['where'])})")
     for e in d.version["conflicts"]:
-        out.append(f"  ! conflicting clue {e['range']}: {_clean(e['reason'])} ({_clean(e['where'])})")
+        out.append(
+            f"  ! conflicting clue {e['range']}: {_clean(e['reason'])} ({_clean(e['where'])})"
+        )
     r = d.register
     if r:
         out.append("")
-        out.append(f"Register annotation {r['key']}: {r['status']}" + (f" ({r['format']})" if r.get("format") else ""))
+        out.append(
+            f"Register annotation {r['key']}: {r['status']}"
+            + (f" ({r['format']})" if r.get("format") else "")
+        )
         if r.get("error"):
             out.append(f"  error: {_clean(r['error'])}")
         if r["devices"]:
@@ -58,20 +68,31 @@ def render_inspect(diags: list[Diagnosis]) -> str:
                 for c in GPU_COLUMNS:
                     v = dev[c]
                     mark = "*" if c in dev["absent"] else ""
-                    cells.append(f"{_clean(str(v)) + mark:40}" if c == "id" else f"{_clean(str(v)) + mark:>8}")
+                    cells.append(
+                        f"{_clean(str(v)) + mark:40}"
+                        if c == "id"
+                        else f"{_clean(str(v)) + mark:>8}"
+                    )
                 out.append("  " + "  ".join(cells))
-            out.append("  (* = field absent in the annotation; omitempty: absent health means unhealthy)")
+            out.append(
+                "  (* = field absent in the annotation; omitempty: absent health means unhealthy)"
+            )
     h = d.handshake
     if h:
         if h.get("present"):
-            out.append(f"Handshake {h['key']}: {h['state']} {_clean(h['value'])}" + (f" (age {h['age']})" if h.get("age") else ""))
+            out.append(
+                f"Handshake {h['key']}: {h['state']} {_clean(h['value'])}"
+                + (f" (age {h['age']})" if h.get("age") else "")
+            )
         else:
             out.append("Handshake hami.io/node-handshake: absent")
     out.append("")
     out.append("Logs:")
     for s in d.log_stats:
         sev = " ".join(f"{k}={v}" for k, v in sorted(s["severities"].items()))
-        out.append(f"  {_clean(s['file'])} [{s['kind']}] {s['lines']} lines, {s['klog_lines']} klog ({sev}), {s['first'] or '?'} .. {s['last'] or '?'}")
+        out.append(
+            f"  {_clean(s['file'])} [{s['kind']}] {s['lines']} lines, {s['klog_lines']} klog ({sev}), {s['first'] or '?'} .. {s['last'] or '?'}"
+        )
         if s["containers"]:
             out.append(f"    containers: {', '.join(s['containers'])}")
         if s["truncated_last_line"]:
@@ -79,5 +100,7 @@ def render_inspect(diags: list[Diagnosis]) -> str:
         if s["hard_wrap_joins"]:
             out.append(f"    rejoined {s['hard_wrap_joins']} terminal-wrapped lines")
         if s["signature_counts"]:
-            out.append("    signatures: " + ", ".join(f"{k}×{v}" for k, v in s["signature_counts"].items()))
+            out.append(
+                "    signatures: " + ", ".join(f"{k}×{v}" for k, v in s["signature_counts"].items())
+            )
     return "\n".join(out)

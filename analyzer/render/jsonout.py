@@ -28,4 +28,6 @@ def diagnosis_document(diags: list[Diagnosis]) -> dict[str, Any]:
 
 
 def render_json(diags: list[Diagnosis]) -> str:
-    return json.dumps(diagnosis_document(diags), indent=2, ensure_ascii=False, default=_default, sort_keys=False)
+    return json.dumps(
+        diagnosis_document(diags), indent=2, ensure_ascii=False, default=_default, sort_keys=False
+    )

@@ -52,7 +52,13 @@ def render_rule_page(rs: RuleSet, rid: str) -> str:
         lines.append(f"- {step.get('text', '')}")
         if step.get("command"):
             lines.append(f"    {step['command']}")
-    lines += ["", "## References", *[f"- {x}" for x in r.references], "", f"defined in {r.file}:{r.line}"]
+    lines += [
+        "",
+        "## References",
+        *[f"- {x}" for x in r.references],
+        "",
+        f"defined in {r.file}:{r.line}",
+    ]
     return "\n".join(lines)
 
 

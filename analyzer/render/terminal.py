@@ -15,9 +15,16 @@ def render_terminal(diags: list[Diagnosis]) -> str:
     out: list[str] = []
     for d in diags:
         p = d.primary
-        out.append(f"Node: {_clean(d.node or '(unknown)')}   HAMi version: {_clean(d.version['summary'])}")
-        out.append(f"Verdict: [{p.severity.upper()}] {p.category}: {_clean(p.title)}" + (f"  (rule {p.rule_id})" if p.rule_id else ""))
-        out.append("Links:  " + "   ".join(f"{MARK[ln.state]} {ln.link}: {ln.state}" for ln in d.links))
+        out.append(
+            f"Node: {_clean(d.node or '(unknown)')}   HAMi version: {_clean(d.version['summary'])}"
+        )
+        out.append(
+            f"Verdict: [{p.severity.upper()}] {p.category}: {_clean(p.title)}"
+            + (f"  (rule {p.rule_id})" if p.rule_id else "")
+        )
+        out.append(
+            "Links:  " + "   ".join(f"{MARK[ln.state]} {ln.link}: {ln.state}" for ln in d.links)
+        )
         for f in d.faults():
             out.append("")
             out.append(f"✗ {f.rule_id} [{f.severity}] {_clean(f.title)}")

@@ -30,7 +30,9 @@ from analyzer.rules.model import Rule, RuleSet
 MAX_EVIDENCE_LINES = 3
 REGISTRATION_LINKS = ("count", "spec", "liveness")
 _DURATION_RE = regex.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|h|d)?$")
-_ENV = SandboxedEnvironment(autoescape=False, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+_ENV = SandboxedEnvironment(
+    autoescape=False, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True
+)
 
 
 def _duration(value: Any) -> float:
@@ -89,7 +91,10 @@ class Evaluator:
             ms = [
                 m
                 for m in ms
-                if all(regex.search(str(p), m.captures.get(c, ""), timeout=0.25) for c, p in where.items())
+                if all(
+                    regex.search(str(p), m.captures.get(c, ""), timeout=0.25)
+                    for c, p in where.items()
+                )
             ]
         return ms
 
@@ -115,7 +120,13 @@ class Evaluator:
             inner = cond["not"]
             if not ok and "signature" in inner:
                 sig = self.rs.signatures[inner["signature"]]
-                return True, [Evidence("absence", text=f"no line matches '{sig.id}' ({sig.meaning.splitlines()[0] if sig.meaning else sig.pattern})", signature=sig.id)]
+                return True, [
+                    Evidence(
+                        "absence",
+                        text=f"no line matches '{sig.id}' ({sig.meaning.splitlines()[0] if sig.meaning else sig.pattern})",
+                        signature=sig.id,
+                    )
+                ]
             return not ok, []
         if "signature" in cond:
             ms = self.matches_for(cond)
@@ -144,7 +155,15 @@ class Evaluator:
             if not _compare(age, ops):
                 return False, []
             file, line = self.ctx.locate(path)
-            return True, [Evidence("fact", file, line, path=path, value=f"{t:%Y-%m-%d %H:%M:%S} UTC ({_human(age)} before collection)")]
+            return True, [
+                Evidence(
+                    "fact",
+                    file,
+                    line,
+                    path=path,
+                    value=f"{t:%Y-%m-%d %H:%M:%S} UTC ({_human(age)} before collection)",
+                )
+            ]
         path = cond["fact"]
         value = self.ctx.facts.get(path)
         if not _compare(value, cond):
@@ -237,18 +256,35 @@ def diagnose(ruleset: RuleSet, ctx: NodeContext, bundle: ParsedBundle) -> Diagno
             explanation = _render(rule.explanation, tctx)
             title = _render(rule.title, tctx)
             steps = [
-                Step(_render(s.get("text", ""), tctx), _render(s["command"], tctx) if s.get("command") else None)
+                Step(
+                    _render(s.get("text", ""), tctx),
+                    _render(s["command"], tctx) if s.get("command") else None,
+                )
                 for s in rule.remediation
             ]
         except TemplateError as exc:
             errors.append(f"rule {rule.id}: template error: {exc}")
             continue
         findings.append(
-            Finding(rule.id, title, rule.category, rule.severity, rule.kind, rule.link, rule.case,
-                    explanation, steps, rule.references, _dedupe(evidence), rule.priority)
+            Finding(
+                rule.id,
+                title,
+                rule.category,
+                rule.severity,
+                rule.kind,
+                rule.link,
+                rule.case,
+                explanation,
+                steps,
+                rule.references,
+                _dedupe(evidence),
+                rule.priority,
+            )
         )
     kind_rank = {"fault": 0, "normal": 1, "ok": 2}
-    findings.sort(key=lambda f: (kind_rank[f.kind], SEVERITY_RANK[f.severity], -f.priority, f.rule_id))
+    findings.sort(
+        key=lambda f: (kind_rank[f.kind], SEVERITY_RANK[f.severity], -f.priority, f.rule_id)
+    )
     links = _links(findings, ruleset, ctx)
     primary = _primary(findings, links)
     return Diagnosis(
@@ -264,8 +300,14 @@ def diagnose(ruleset: RuleSet, ctx: NodeContext, bundle: ParsedBundle) -> Diagno
         version={
             "range": str(ctx.version.range) if ctx.version.known else None,
             "summary": ctx.version.describe(),
-            "evidence": [{"range": str(e.range), "reason": e.reason, "where": e.where} for e in ctx.version.evidence],
-            "conflicts": [{"range": str(e.range), "reason": e.reason, "where": e.where} for e in ctx.version.conflicts],
+            "evidence": [
+                {"range": str(e.range), "reason": e.reason, "where": e.where}
+                for e in ctx.version.evidence
+            ],
+            "conflicts": [
+                {"range": str(e.range), "reason": e.reason, "where": e.where}
+                for e in ctx.version.conflicts
+            ],
         },
         clock={
             "collected_at": _plain(ctx.clock.collected_at),
@@ -275,12 +317,20 @@ def diagnose(ruleset: RuleSet, ctx: NodeContext, bundle: ParsedBundle) -> Diagno
         register=_register_dict(ctx),
         handshake=_handshake_dict(ctx),
         inventory=[
-            {"file": a.file.name, "kind": a.kind, "reason": a.reason, "first_line": a.first_line, "size": a.file.size}
+            {
+                "file": a.file.name,
+                "kind": a.kind,
+                "reason": a.reason,
+                "first_line": a.first_line,
+                "size": a.file.size,
+            }
             for a in bundle.inventory.artefacts
         ],
         warnings=list(bundle.inventory.warnings),
         log_stats=[_log_stats(log) for log in bundle.logs],
-        other_nodes=[n.name for n in bundle.nodes if n.name and n.name != ctx.facts.get("node.name")],
+        other_nodes=[
+            n.name for n in bundle.nodes if n.name and n.name != ctx.facts.get("node.name")
+        ],
         analyzer_version=__version__,
         rules_version=rules_version(ruleset),
     )
@@ -307,10 +357,20 @@ def _links(findings: list[Finding], ruleset: RuleSet, ctx: NodeContext) -> list[
             f = next(f for f in oks if f.kind == "ok")
             out.append(LinkState(link, "ok", f.title, f.rule_id))
         else:
-            needs = {r.link: r.requires for r in ruleset.rules.values() if r.link == link and r.kind == "ok"}
+            needs = {
+                r.link: r.requires
+                for r in ruleset.rules.values()
+                if r.link == link and r.kind == "ok"
+            }
             req = needs.get(link, [])
-            missing = [s for s in (x if isinstance(x, str) else x[0] for x in req) if s not in ctx.sources]
-            reason = f"not enough evidence (needs {', '.join(missing)})" if missing else "no rule could confirm or refute it"
+            missing = [
+                s for s in (x if isinstance(x, str) else x[0] for x in req) if s not in ctx.sources
+            ]
+            reason = (
+                f"not enough evidence (needs {', '.join(missing)})"
+                if missing
+                else "no rule could confirm or refute it"
+            )
             out.append(LinkState(link, "unknown", reason))
     return out
 
@@ -322,11 +382,20 @@ def _primary(findings: list[Finding], links: list[LinkState]) -> Primary:
         return Primary(f.rule_id, f.category, f.severity, f.title, f.case)
     state = {ln.link: ln.state for ln in links}
     if state.get("count") == "ok" and state.get("spec") == "ok":
-        return Primary(None, "healthy", "info", "No fault found: the node's registration links are intact")
-    return Primary(None, "inconclusive", "info", "Inconclusive: the bundle lacks the evidence to decide; see what to collect")
+        return Primary(
+            None, "healthy", "info", "No fault found: the node's registration links are intact"
+        )
+    return Primary(
+        None,
+        "inconclusive",
+        "info",
+        "Inconclusive: the bundle lacks the evidence to decide; see what to collect",
+    )
 
 
-def _collect(not_eval: list[NotEvaluated], ruleset: RuleSet, ctx: NodeContext, primary: Primary) -> list[Collect]:
+def _collect(
+    not_eval: list[NotEvaluated], ruleset: RuleSet, ctx: NodeContext, primary: Primary
+) -> list[Collect]:
     by_source: dict[str, list[str]] = {}
     for ne in not_eval:
         for m in ne.missing:
@@ -346,7 +415,11 @@ def _collect(not_eval: list[NotEvaluated], ruleset: RuleSet, ctx: NodeContext, p
 def _register_dict(ctx: NodeContext) -> dict[str, Any] | None:
     r = ctx.register
     if r is None:
-        return {"status": "absent", "key": "hami.io/node-nvidia-register", "devices": []} if ctx.node else None
+        return (
+            {"status": "absent", "key": "hami.io/node-nvidia-register", "devices": []}
+            if ctx.node
+            else None
+        )
     return {
         "key": r.key,
         "status": r.status,

@@ -21,15 +21,52 @@ from analyzer.versions import Range
 
 LINE_KEY = "__line__"
 SIGNATURE_KEYS = {
-    "id", "source", "level", "verbosity", "regex", "meaning", "versions", "implies_version",
-    "examples", "node_capture", "references", "status",
+    "id",
+    "source",
+    "level",
+    "verbosity",
+    "regex",
+    "meaning",
+    "versions",
+    "implies_version",
+    "examples",
+    "node_capture",
+    "references",
+    "status",
 }
 RULE_KEYS = {
-    "id", "title", "summary", "severity", "kind", "category", "link", "case", "requires",
-    "versions", "when", "explanation", "remediation", "references", "priority", "tests", "disabled",
+    "id",
+    "title",
+    "summary",
+    "severity",
+    "kind",
+    "category",
+    "link",
+    "case",
+    "requires",
+    "versions",
+    "when",
+    "explanation",
+    "remediation",
+    "references",
+    "priority",
+    "tests",
+    "disabled",
 }
-COMPARATORS = {"eq", "ne", "gt", "ge", "lt", "le", "in", "not_in", "matches", "contains",
-               "not_contains", "exists"}
+COMPARATORS = {
+    "eq",
+    "ne",
+    "gt",
+    "ge",
+    "lt",
+    "le",
+    "in",
+    "not_in",
+    "matches",
+    "contains",
+    "not_contains",
+    "exists",
+}
 SIG_KEYS = {"signature", "where", "count_ge", "count_le", "same_node"}
 TEMPLATE_ENV = SandboxedEnvironment(autoescape=False, keep_trailing_newline=False)
 
@@ -143,7 +180,9 @@ def _load_signature(path: str, s: Any, sources: dict, problems: list[str]) -> Si
         return None
     rust = _rust_ok(pattern)
     if rust:
-        problems.append(f"{where}: signature {sid}: regex not supported by the linear-time scanner: {rust}")
+        problems.append(
+            f"{where}: signature {sid}: regex not supported by the linear-time scanner: {rust}"
+        )
         return None
     try:
         versions = Range.parse(s.get("versions", ""))
@@ -153,7 +192,9 @@ def _load_signature(path: str, s: Any, sources: dict, problems: list[str]) -> Si
     ex = s.get("examples") or {}
     node_capture = s.get("node_capture")
     if node_capture and node_capture not in compiled.groupindex:
-        problems.append(f"{where}: signature {sid}: node_capture {node_capture!r} is not a named group")
+        problems.append(
+            f"{where}: signature {sid}: node_capture {node_capture!r} is not a named group"
+        )
     return Signature(
         id=sid,
         sources=tuple(srcs) or ("text",),
@@ -208,7 +249,9 @@ def _check_condition(cond: Any, where: str, rid: str, sigs: dict, problems: list
             problems.append(f"{here}: rule {rid}: unknown signature id {cond['signature']!r}")
         bad = keys - SIG_KEYS
         if bad:
-            problems.append(f"{here}: rule {rid}: unknown keys in signature condition: {sorted(bad)}")
+            problems.append(
+                f"{here}: rule {rid}: unknown keys in signature condition: {sorted(bad)}"
+            )
         where_caps = cond.get("where") or {}
         sig = sigs.get(cond["signature"])
         if sig is not None:
@@ -216,7 +259,9 @@ def _check_condition(cond: Any, where: str, rid: str, sigs: dict, problems: list
                 if cap == LINE_KEY:
                     continue
                 if cap not in sig.compiled.groupindex:
-                    problems.append(f"{here}: rule {rid}: signature {sig.id} has no capture {cap!r}")
+                    problems.append(
+                        f"{here}: rule {rid}: signature {sig.id} has no capture {cap!r}"
+                    )
                 try:
                     regex.compile(str(pat))
                 except regex.error as exc:
@@ -224,7 +269,9 @@ def _check_condition(cond: Any, where: str, rid: str, sigs: dict, problems: list
         return
     path_key = "fact" if "fact" in keys else "age_of" if "age_of" in keys else None
     if path_key is None:
-        problems.append(f"{here}: rule {rid}: condition needs one of all/any/not/fact/signature/age_of")
+        problems.append(
+            f"{here}: rule {rid}: condition needs one of all/any/not/fact/signature/age_of"
+        )
         return
     if not known_path(str(cond[path_key])):
         problems.append(f"{here}: rule {rid}: unknown fact path {cond[path_key]!r}")
@@ -233,7 +280,9 @@ def _check_condition(cond: Any, where: str, rid: str, sigs: dict, problems: list
     if bad:
         problems.append(f"{here}: rule {rid}: unknown comparison {sorted(bad)}")
     if not ops:
-        problems.append(f"{here}: rule {rid}: {path_key} condition needs a comparison (eq, gt, exists, ...)")
+        problems.append(
+            f"{here}: rule {rid}: {path_key} condition needs a comparison (eq, gt, exists, ...)"
+        )
     if "matches" in ops:
         try:
             regex.compile(str(cond["matches"]))
@@ -265,7 +314,9 @@ def _load_rule(path: str, r: Any, sources: dict, sigs: dict, problems: list[str]
     )
     for key, allowed in checks:
         if key in r and r[key] not in allowed:
-            problems.append(f"{where}: rule {rid}: {key} {r[key]!r} not one of {', '.join(allowed)}")
+            problems.append(
+                f"{where}: rule {rid}: {key} {r[key]!r} not one of {', '.join(allowed)}"
+            )
     if r.get("link") is not None and r["link"] not in LINKS:
         problems.append(f"{where}: rule {rid}: link {r['link']!r} not one of {', '.join(LINKS)}")
     if r.get("case") is not None and r["case"] not in (1, 2, 3, 4, 5):
@@ -289,7 +340,11 @@ def _load_rule(path: str, r: Any, sources: dict, sigs: dict, problems: list[str]
             problems.append(f"{where}: rule {rid}: remediation steps are strings or mappings")
             continue
         remediation.append({k: str(v) for k, v in step.items() if k != LINE_KEY})
-    for text in [r.get("explanation", ""), r.get("title", ""), *[v for s in remediation for v in s.values()]]:
+    for text in [
+        r.get("explanation", ""),
+        r.get("title", ""),
+        *[v for s in remediation for v in s.values()],
+    ]:
         _check_template(where, rid, str(text), problems)
     tests = _strip(r.get("tests") or {})
     return Rule(

@@ -46,17 +46,24 @@ def run_rule_tests(ruleset: RuleSet, only: str | None = None) -> list[CaseResult
             continue
         for ex in sig.examples_match:
             ok = sig.compiled.search(ex) is not None
-            results.append(CaseResult(sig.id, "example match", ok, "" if ok else f"did not match: {ex[:80]}"))
+            results.append(
+                CaseResult(sig.id, "example match", ok, "" if ok else f"did not match: {ex[:80]}")
+            )
         for ex in sig.examples_no_match:
             ok = sig.compiled.search(ex) is None
-            results.append(CaseResult(sig.id, "example no_match", ok, "" if ok else f"matched: {ex[:80]}"))
+            results.append(
+                CaseResult(sig.id, "example no_match", ok, "" if ok else f"matched: {ex[:80]}")
+            )
     for rule in sorted(ruleset.rules.values(), key=lambda r: r.id):
         if only and rule.id != only:
             continue
         base = Path(rule.file).parent
         if not rule.tests.get("fires"):
             results.append(CaseResult(rule.id, "fires", False, "rule has no 'fires' test case"))
-        for want, cases in (("fires", rule.tests.get("fires") or []), ("silent", rule.tests.get("silent") or [])):
+        for want, cases in (
+            ("fires", rule.tests.get("fires") or []),
+            ("silent", rule.tests.get("silent") or []),
+        ):
             for i, case in enumerate(cases):
                 label = f"{want}[{i}]" + (f" {case.get('name')}" if case.get("name") else "")
                 try:
@@ -72,6 +79,8 @@ def run_rule_tests(ruleset: RuleSet, only: str | None = None) -> list[CaseResult
                     ne = [n.rule_id for d in diags for n in d.not_evaluated]
                     detail = f"expected {'to fire' if want == 'fires' else 'silence'}; fired: {got}"
                     if rule.id in ne:
-                        detail += " (rule was not evaluated: a required source is missing from the case)"
+                        detail += (
+                            " (rule was not evaluated: a required source is missing from the case)"
+                        )
                 results.append(CaseResult(rule.id, label, ok, detail))
     return results

@@ -8,7 +8,7 @@ from analyzer.bundle.model import Inventory
 from analyzer.bundle.reader import Limits, open_bundle
 from analyzer.bundle.recognise import recognise
 from analyzer.parse.configs import ConfigFacts, parse_config
-from analyzer.parse.logs import ParsedLog, parse_log
+from analyzer.parse.logs import Matcher, ParsedLog, parse_log
 from analyzer.parse.node import NodeFacts, parse_node
 from analyzer.parse.pod import PodFacts, parse_pod
 from analyzer.rules.model import RuleSet
@@ -50,6 +50,7 @@ def parse_files(reader, ruleset: RuleSet) -> ParsedBundle:
     artefacts = recognise(inv.files, ruleset.sources, inv)
     out = ParsedBundle(inv)
     out.member_mtimes = [f.mtime for f in inv.files if f.mtime and "!" in f.name]
+    matchers: dict[str, Matcher] = {}
     for a in artefacts:
         if a.kind in ("node", "node-describe"):
             nodes = parse_node(a)
@@ -66,12 +67,13 @@ def parse_files(reader, ruleset: RuleSet) -> ParsedBundle:
             out.configs.append(cf)
             inv.warnings.extend(f"{a.file.name}: {w}" for w in cf.warnings)
         if a.kind not in NOT_TEXT:
-            sigs = [
-                (s.id, s.pattern)
-                for s in ruleset.signatures.values()
-                if _applies(s.sources, a.kind)
-            ]
-            out.logs.append(parse_log(a, sigs))
+            if a.kind not in matchers:
+                chosen = [s for s in ruleset.signatures.values() if _applies(s.sources, a.kind)]
+                matchers[a.kind] = Matcher(
+                    [(s.id, s.pattern) for s in chosen],
+                    {s.id: list(s.prefilter) for s in chosen if s.prefilter},
+                )
+            out.logs.append(parse_log(a, matchers[a.kind]))
     return out
 
 

@@ -13,6 +13,7 @@ import polars as pl
 import regex
 
 from analyzer.bundle.model import Artefact
+from analyzer.parse.literals import required_literals
 from analyzer.bundle.text import (
     ANSI_RE,
     KLOG_HEADER_PATTERN,
@@ -61,19 +62,114 @@ class ParsedLog:
 SigSpec = tuple[str, str]  # (signature id, Rust-compatible pattern)
 SIG_HEAD_CAP = 300  # per signature, first occurrences kept from a big log
 SIG_TAIL_CAP = 300  # and last occurrences
+BATCH_ROWS = 250_000
 
 
-def parse_log(artefact: Artefact, sigs: list[SigSpec]) -> ParsedLog:
+class Matcher:
+    """Attributes lines to signatures: literal prefilter (Aho-Corasick), then each candidate
+    signature's regex once. Patterns without a usable literal are checked on every row."""
+
+    def __init__(self, sigs: list[SigSpec], prefilters: dict[str, list[str]] | None = None):
+        self.sigs = sigs
+        self.pattern = dict(sigs)
+        prefilters = prefilters or {}
+        lit_rows: list[tuple[str, str]] = []
+        self.fallback: list[str] = []
+        # a pattern that is exactly its literal needs no regex check after the prefilter
+        self.pure = {sid for sid, pat in sigs if regex.escape(pat, literal_spaces=True) == pat or _is_plain(pat)}
+        for sid, pat in sigs:
+            lits = prefilters.get(sid) or required_literals(pat)
+            if lits is None:
+                self.fallback.append(sid)
+            else:
+                lit_rows.extend((lit, sid) for lit in lits)
+        self.literals = sorted({lit for lit, _ in lit_rows})
+        self.lit_to_sigs: dict[str, list[str]] = {}
+        for lit, sid in lit_rows:
+            self.lit_to_sigs.setdefault(lit, [])
+            if sid not in self.lit_to_sigs[lit]:
+                self.lit_to_sigs[lit].append(sid)
+        per_sig: dict[str, int] = {}
+        for lit, sid in set(lit_rows):
+            per_sig[sid] = per_sig.get(sid, 0) + 1
+        # a line may hold two literals of one signature: then (line, sig) pairs need dedup
+        self.multi_sigs = {sid for sid, n in per_sig.items() if n > 1}
+        self.multi_literal = bool(self.multi_sigs)
+
+    def literal_expr(self) -> pl.Expr:
+        if not self.literals:
+            return pl.lit(None, dtype=pl.List(pl.String))
+        return pl.col("text").str.extract_many(self.literals, overlapping=True).list.unique()
+
+    def simple_literals(self) -> dict[str, str]:
+        """Literal -> signature, for literals owned by one plain-literal signature: a row whose
+        only literal is one of these is a match of that signature, no regex needed."""
+        return {
+            lit: sids[0]
+            for lit, sids in self.lit_to_sigs.items()
+            if len(sids) == 1 and sids[0] in self.pure and sids[0] not in self.multi_sigs
+        }
+
+    def keep_expr(self) -> pl.Expr:
+        t = pl.col("text")
+        parts = []
+        if self.literals:
+            parts.append(t.str.contains("|".join(regex.escape(x) for x in self.literals)))
+        if self.fallback:
+            parts.append(t.str.contains("|".join(f"(?:{_unname(self.pattern[s])})" for s in self.fallback)))
+        if not parts:
+            return pl.lit(False)
+        return pl.any_horizontal(parts) if len(parts) > 1 else parts[0]
+
+    def attribute(self, frame: pl.DataFrame, ordered: bool = True) -> pl.DataFrame:
+        """(line, text) rows -> (line, text, sig) for every verified signature match."""
+        out = []
+        if self.literals and frame.height:
+            cand = (
+                frame.select(
+                    "line",
+                    "text",
+                    pl.col("text")
+                    .str.extract_many(self.literals, overlapping=True)
+                    .list.unique()
+                    .alias("lit"),
+                )
+                .explode("lit")
+                .drop_nulls("lit")
+                .with_columns(pl.col("lit").replace_strict(self.lit_to_sigs, return_dtype=pl.List(pl.String)).alias("sig"))
+                .explode("sig")
+                .drop("lit")
+            )
+            if self.multi_literal:
+                cand = cand.unique(["line", "sig"], maintain_order=True)
+            for (sid,), part in cand.partition_by("sig", as_dict=True, maintain_order=True).items():
+                out.append(part if sid in self.pure else part.filter(pl.col("text").str.contains(self.pattern[sid])))
+        for sid in self.fallback:
+            hit = frame.filter(pl.col("text").str.contains(self.pattern[sid]))
+            if hit.height:
+                out.append(hit.select("line", "text").with_columns(pl.lit(sid).alias("sig")))
+        if not out:
+            return pl.DataFrame(schema={"line": pl.Int64, "text": pl.String, "sig": pl.String})
+        hits = pl.concat(out)
+        return hits.sort("line", maintain_order=True) if ordered else hits
+
+
+def _is_plain(pattern: str) -> bool:
+    """True when the regex matches exactly its own text (no metacharacters)."""
+    return not regex.search(r"[\\.^$*+?{}\[\]|()]", pattern)
+
+
+def parse_log(artefact: Artefact, matcher: Matcher) -> ParsedLog:
     if artefact.text is not None:
-        return _parse_small(artefact, sigs)
-    return _parse_streamed(artefact, sigs)
+        return _parse_small(artefact, matcher)
+    return _parse_streamed(artefact, matcher)
 
 
-def _sig_column(sigs: list[SigSpec]) -> pl.Expr:
-    if not sigs:
-        return pl.lit([], dtype=pl.List(pl.String)).alias("sigs")
-    parts = [pl.when(pl.col("text").str.contains(p)).then(pl.lit(i)) for i, p in sigs]
-    return pl.concat_list(parts).list.drop_nulls().alias("sigs")
+def _with_sigs(frame: pl.DataFrame, hits: pl.DataFrame) -> pl.DataFrame:
+    sigs = hits.group_by("line", maintain_order=True).agg(pl.col("sig").alias("sigs"))
+    return frame.join(sigs, on="line", how="left").with_columns(
+        pl.col("sigs").fill_null(pl.lit([], dtype=pl.List(pl.String)))
+    )
 
 
 def combined_pattern(sigs: list[SigSpec]) -> str | None:
@@ -100,7 +196,7 @@ def _finish_stats(frame: pl.DataFrame, stats: LogStats) -> None:
     stats.containers = sorted(c for c in frame["container"].unique().to_list() if c)
 
 
-def _parse_small(artefact: Artefact, sigs: list[SigSpec]) -> ParsedLog:
+def _parse_small(artefact: Artefact, matcher: Matcher) -> ParsedLog:
     raw_lines = artefact.text.split("\n")
     while raw_lines and not raw_lines[-1].strip():
         raw_lines.pop()
@@ -129,11 +225,10 @@ def _parse_small(artefact: Artefact, sigs: list[SigSpec]) -> ParsedLog:
         },
         schema=LINE_SCHEMA,
     )
-    frame = _with_header(frame).with_columns(_sig_column(sigs))
+    hits = matcher.attribute(frame.select("line", "text"))
+    frame = _with_sigs(_with_header(frame), hits)
     stats = LogStats(lines=len(joined), hard_wrap_joins=joins)
-    stats.sig_counts = {
-        k: v for k, v in frame["sigs"].explode().drop_nulls().value_counts().iter_rows()
-    }
+    stats.sig_counts = dict(hits.group_by("sig").len().iter_rows())
     sev = frame["sev"].drop_nulls()
     stats.klog_lines = len(sev)
     stats.severities = {k: v for k, v in sev.value_counts().iter_rows()}
@@ -153,22 +248,40 @@ def _profile(path) -> tuple[bool, bool, bool]:
     return has_prefix, bool(ANSI_RE.search(text)), not warns
 
 
-def _parse_streamed(artefact: Artefact, sigs: list[SigSpec]) -> ParsedLog:
+def _parse_streamed(artefact: Artefact, matcher: Matcher) -> ParsedLog:
     path = artefact.file.path
     has_prefix, has_ansi, _ = _profile(path)
     try:
-        return _stream(artefact, path, sigs, has_prefix, has_ansi)
+        return _stream(artefact, path, matcher, has_prefix, has_ansi)
     except pl.exceptions.ComputeError:
         # invalid UTF-8 somewhere past the head: repair a private copy, then stream it
         repaired = path.with_name(path.name + ".utf8")
         with open(path, "rb") as src, open(repaired, "wb") as dst:
             while chunk := src.read(64 << 20):
                 dst.write(chunk.decode("utf-8", errors="replace").encode())
-        return _stream(artefact, repaired, sigs, has_prefix, has_ansi)
+        return _stream(artefact, repaired, matcher, has_prefix, has_ansi)
 
 
-def _stream(artefact, path, sigs, has_prefix, has_ansi) -> ParsedLog:
-    lf = pl.scan_lines(path, name="raw", row_index_name="line", row_index_offset=1)
+def _edge_klog(path, first: bool) -> str | None:
+    """The first or last klog line of a big file, read from its head or tail only."""
+    with open(path, "rb") as fh:
+        if not first:
+            fh.seek(0, 2)
+            fh.seek(max(0, fh.tell() - (1 << 20)))
+        chunk = fh.read(1 << 20).decode("utf-8", errors="replace")
+    lines = [PREFIX_RE.sub("", x, count=1) for x in chunk.split("\n")]
+    for line in lines if first else reversed(lines):
+        if KLOG_RE.match(line):
+            return line
+    return None
+
+
+def _stream(artefact, path, matcher: Matcher, has_prefix, has_ansi) -> ParsedLog:
+    """One streaming pass. Per row only cheap flags are computed; text and the matched
+    literals are materialised for candidate rows only. Rows whose single literal belongs to a
+    plain-literal signature are counted and sampled without any regex; the rest go through
+    the full attribution."""
+    base = pl.scan_lines(path, name="raw", row_index_name="line", row_index_offset=1)
     text = pl.col("raw")
     if has_ansi:
         text = text.str.replace_all(ANSI_PATTERN, "")
@@ -176,68 +289,88 @@ def _stream(artefact, path, sigs, has_prefix, has_ansi) -> ParsedLog:
         text = text.str.replace(LINE_PREFIX_PATTERN, "")
     t = pl.col("text")
     klog = t.str.contains(KLOG_START)
-    keep_pattern = combined_pattern(sigs)
-    keep = t.str.contains(keep_pattern) if keep_pattern else pl.lit(False)
-    lf = lf.with_columns(pl.col("line").cast(pl.Int64), text.alias("text")).with_columns(
+    keep = matcher.keep_expr()
+    err = klog & (t.str.starts_with("E") | t.str.starts_with("F")) & ~keep
+    cand = keep | err
+    simple = matcher.simple_literals()
+    lit = matcher.literal_expr()
+    raw_col = [pl.when(cand).then(pl.col("raw")).alias("raw")] if has_prefix or has_ansi else []
+    lf = base.with_columns(pl.col("line").cast(pl.Int64), text.alias("text")).select(
+        "line",
+        pl.when(cand).then(t).alias("text"),
+        *raw_col,
         klog.alias("_klog"),
         (klog & t.str.starts_with("E")).alias("_e"),
         (klog & t.str.starts_with("W")).alias("_w"),
         (klog & t.str.starts_with("F")).alias("_f"),
         keep.alias("_keep"),
+        err.alias("_err"),
+        pl.when(keep).then(lit).alias("_lit"),
     )
-    cols = ["line", "raw", "text"] if has_prefix else ["line", "text"]
+    cols = ["line", "raw", "text"] if raw_col else ["line", "text"]
     stats = LogStats(all_lines_kept=False)
-    heads: list[pl.DataFrame] = []
-    tails: dict[str, pl.DataFrame] = {}
+    counts = stats.sig_counts
+    head_lines: dict[str, list[int]] = {}
+    tail_lines: dict[str, list[int]] = {}
+    pool: list[pl.DataFrame] = []
     errors: list[pl.DataFrame] = []
     n_errors = 0
-    first_klog: str | None = None
-    last_klog: str | None = None
-    sig_expr = _sig_column(sigs)
-    for batch in lf.collect_batches():
+    for i, batch in enumerate(lf.collect_batches(chunk_size=BATCH_ROWS)):
         agg = batch.select(
-            pl.len(),
-            pl.col("_klog").sum(),
-            pl.col("_e").sum(),
-            pl.col("_w").sum(),
-            pl.col("_f").sum(),
+            pl.len(), pl.col("_klog").sum(), pl.col("_e").sum(), pl.col("_w").sum(), pl.col("_f").sum()
         ).row(0)
         stats.lines += agg[0]
         stats.klog_lines += agg[1]
         for letter, n in zip("EWF", agg[2:], strict=True):
             stats.severities[letter] = stats.severities.get(letter, 0) + n
-        if agg[1]:
-            k = batch.filter(pl.col("_klog")).select("text")
-            first_klog = first_klog or k["text"][0]
-            last_klog = k["text"][-1]
-        if n_errors < ERROR_LINE_CAP and (agg[2] or agg[4]):
-            err = batch.filter(~pl.col("_keep") & (pl.col("_e") | pl.col("_f")))
-            err = err.select(cols).head(ERROR_LINE_CAP - n_errors)
-            n_errors += err.height
-            errors.append(err.with_columns(pl.lit([], dtype=pl.List(pl.String)).alias("sigs")))
-        part = batch.filter(pl.col("_keep")).select(cols)
-        if not part.height:
+        cands = batch.filter(pl.col("text").is_not_null())
+        if not cands.height:
             continue
-        part = part.with_columns(sig_expr)
-        exploded = part.select("line", "sigs").explode("sigs").drop_nulls()
-        keep_lines: set[int] = set()
-        for sid, group in exploded.group_by("sigs", maintain_order=True):
-            sid = sid[0]
-            seen = stats.sig_counts.get(sid, 0)
-            stats.sig_counts[sid] = seen + group.height
+        kept = cands.filter(pl.col("_keep"))
+        one = (pl.col("_lit").list.len() == 1) & pl.col("_lit").list.first().is_in(list(simple))
+        fast = kept.filter(one).select(
+            "line", pl.col("_lit").list.first().replace_strict(simple, return_dtype=pl.String).alias("sig")
+        )
+        slow = kept.filter(~one)
+        hits = [fast]
+        if slow.height:
+            hits.append(matcher.attribute(slow.select("line", "text"), ordered=False).select("line", "sig"))
+        hit = pl.concat(hits)
+        if n_errors < ERROR_LINE_CAP:
+            e = cands.filter(pl.col("_err")).select(cols).head(ERROR_LINE_CAP - n_errors)
+            n_errors += e.height
+            errors.append(e)
+        if not hit.height:
+            continue
+        per_sig = hit.group_by("sig").agg(
+            pl.len().alias("n"),
+            pl.col("line").head(SIG_HEAD_CAP).alias("h"),
+            pl.col("line").tail(SIG_TAIL_CAP).alias("t"),
+        )
+        wanted: list[int] = []
+        for sid, n, h, tl in per_sig.iter_rows():
+            seen = counts.get(sid, 0)
+            counts[sid] = seen + n
             if seen < SIG_HEAD_CAP:
-                keep_lines.update(group["line"].head(SIG_HEAD_CAP - seen).to_list())
-            rows = part.filter(pl.col("line").is_in(group["line"].tail(SIG_TAIL_CAP).implode()))
-            prev = tails.get(sid)
-            tails[sid] = (pl.concat([prev, rows]) if prev is not None else rows).tail(SIG_TAIL_CAP)
-        if keep_lines:
-            heads.append(part.filter(pl.col("line").is_in(list(keep_lines))))
+                add = h[: SIG_HEAD_CAP - seen]
+                head_lines.setdefault(sid, []).extend(add)
+                wanted.extend(add)
+            tail_lines[sid] = (tail_lines.get(sid, []) + tl)[-SIG_TAIL_CAP:]
+            wanted.extend(tl)
+        pool.append(kept.filter(pl.col("line").is_in(wanted)).select(cols))
+        if i % 8 == 7:  # drop pooled rows that are no longer a head or tail sample
+            alive = {x for v in head_lines.values() for x in v} | {x for v in tail_lines.values() for x in v}
+            pool = [pl.concat(pool).filter(pl.col("line").is_in(list(alive)))]
     stats.severities["I"] = stats.klog_lines - sum(stats.severities.get(x, 0) for x in "EWF")
     stats.severities = {k: v for k, v in stats.severities.items() if v}
-    pieces = heads + list(tails.values()) + errors
-    empty = pl.DataFrame(schema={"line": pl.Int64, "text": pl.String, "sigs": pl.List(pl.String)})
-    frame = pl.concat(pieces, how="diagonal_relaxed") if pieces else empty
-    frame = frame.unique("line").sort("line")
+    for edge, which in ((_edge_klog(path, True), "first_clock"), (_edge_klog(path, False), "last_clock")):
+        m = KLOG_RE.match(edge) if edge else None
+        if m:
+            setattr(stats, which, f"{m['mm']}{m['dd']} {m['clock']}")
+    alive = {x for v in head_lines.values() for x in v} | {x for v in tail_lines.values() for x in v}
+    kept_frames = [p.filter(pl.col("line").is_in(list(alive))) for p in pool] + errors
+    empty = pl.DataFrame(schema={"line": pl.Int64, "text": pl.String})
+    frame = pl.concat(kept_frames, how="diagonal_relaxed").unique("line").sort("line") if kept_frames else empty
     if "raw" not in frame.columns:
         frame = frame.with_columns(pl.col("text").alias("raw"))
     frame = frame.with_columns(
@@ -247,10 +380,6 @@ def _stream(artefact, path, sigs, has_prefix, has_ansi) -> ParsedLog:
         .alias("container"),
         pl.col("raw").str.extract(r"^(?:\[[^\]]*\] )?(\d{4}-\d\d-\d\dT\S+)", 1).alias("rfc"),
     )
-    frame = _with_header(frame)
-    for edge, which in ((first_klog, "first_clock"), (last_klog, "last_clock")):
-        m = KLOG_RE.match(edge) if edge else None
-        if m:
-            setattr(stats, which, f"{m['mm']}{m['dd']} {m['clock']}")
+    frame = _with_sigs(_with_header(frame), matcher.attribute(frame.select("line", "text")))
     stats.containers = sorted(c for c in frame["container"].unique().to_list() if c)
     return ParsedLog(artefact, stats, frame)

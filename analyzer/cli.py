@@ -48,11 +48,11 @@ def _fail(msg: str) -> None:
     raise typer.Exit(2)
 
 
-def _ruleset(extra: list[Path] | None):
+def _ruleset(extra: list[Path] | None, use_cache: bool = True):
     from analyzer.rules.loader import load_ruleset
 
     try:
-        return load_ruleset(list(extra or []))
+        return load_ruleset(list(extra or []), use_cache=use_cache)
     except RuleLoadError as exc:
         for p in exc.problems:
             typer.echo(f"error: {p}", err=True)
@@ -160,7 +160,7 @@ def rules_show(rule_id: str, rules: RulesOpt = None) -> None:
 @rules_app.command("lint")
 def rules_lint(rules: RulesOpt = None) -> None:
     """Validate every rule file; exit 2 with file:line messages on problems."""
-    rs = _ruleset(rules)
+    rs = _ruleset(rules, use_cache=False)
     typer.echo(
         f"ok: {len(rs.rules)} rules and {len(rs.signatures)} signatures in {len(rs.files)} files"
     )

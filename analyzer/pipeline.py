@@ -71,7 +71,7 @@ def parse_files(reader, ruleset: RuleSet) -> ParsedBundle:
                 chosen = [s for s in ruleset.signatures.values() if _applies(s.sources, a.kind)]
                 matchers[a.kind] = Matcher(
                     [(s.id, s.pattern) for s in chosen],
-                    {s.id: list(s.prefilter) for s in chosen if s.prefilter},
+                    {s.id: list(s.prefilter) or None for s in chosen},
                 )
             out.logs.append(parse_log(a, matchers[a.kind]))
     return out

@@ -63,6 +63,7 @@ SigSpec = tuple[str, str]  # (signature id, Rust-compatible pattern)
 SIG_HEAD_CAP = 300  # per signature, first occurrences kept from a big log
 SIG_TAIL_CAP = 300  # and last occurrences
 BATCH_ROWS = 250_000
+SMALL_FRAME = 20_000  # below this many rows signatures are attributed line by line
 
 
 class Matcher:
@@ -72,13 +73,15 @@ class Matcher:
     def __init__(self, sigs: list[SigSpec], prefilters: dict[str, list[str]] | None = None):
         self.sigs = sigs
         self.pattern = dict(sigs)
+        self._compiled: dict[str, regex.Pattern] | None = None
+        self._lit_re: regex.Pattern | None = None
         prefilters = prefilters or {}
         lit_rows: list[tuple[str, str]] = []
         self.fallback: list[str] = []
         # a pattern that is exactly its literal needs no regex check after the prefilter
         self.pure = {sid for sid, pat in sigs if regex.escape(pat, literal_spaces=True) == pat or _is_plain(pat)}
         for sid, pat in sigs:
-            lits = prefilters.get(sid) or required_literals(pat)
+            lits = prefilters[sid] if sid in prefilters else required_literals(pat)
             if lits is None:
                 self.fallback.append(sid)
             else:
@@ -123,6 +126,8 @@ class Matcher:
 
     def attribute(self, frame: pl.DataFrame, ordered: bool = True) -> pl.DataFrame:
         """(line, text) rows -> (line, text, sig) for every verified signature match."""
+        if frame.height <= SMALL_FRAME:
+            return self._attribute_rows(frame)
         out = []
         if self.literals and frame.height:
             cand = (
@@ -152,6 +157,29 @@ class Matcher:
             return pl.DataFrame(schema={"line": pl.Int64, "text": pl.String, "sig": pl.String})
         hits = pl.concat(out)
         return hits.sort("line", maintain_order=True) if ordered else hits
+
+
+    def _attribute_rows(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """Small frames: a Python loop is cheaper than a dozen vectorised passes."""
+        if self._compiled is None:
+            self._compiled = {sid: regex.compile(p) for sid, p in self.sigs}
+            self._lit_re = regex.compile("|".join(regex.escape(x) for x in self.literals)) if self.literals else None
+        rows: list[tuple[int, str, str]] = []
+        for line, text in frame.select("line", "text").iter_rows():
+            if text is None:
+                continue
+            found: list[str] = []
+            if self._lit_re is not None and self._lit_re.search(text):
+                for lit, sids in self.lit_to_sigs.items():
+                    if lit in text:
+                        found.extend(s for s in sids if s not in found)
+            for sid in found:
+                if sid in self.pure or self._compiled[sid].search(text, timeout=0.25):
+                    rows.append((line, text, sid))
+            for sid in self.fallback:
+                if self._compiled[sid].search(text, timeout=0.25):
+                    rows.append((line, text, sid))
+        return pl.DataFrame(rows, schema={"line": pl.Int64, "text": pl.String, "sig": pl.String}, orient="row")
 
 
 def _is_plain(pattern: str) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -205,8 +206,13 @@ def _template_context(ctx: NodeContext) -> dict[str, Any]:
     }
 
 
+@functools.lru_cache(maxsize=1024)
+def _template(text: str):
+    return _ENV.from_string(text)
+
+
 def _render(text: str, tctx: dict[str, Any]) -> str:
-    return _ENV.from_string(text).render(**tctx).strip()
+    return _template(text).render(**tctx).strip()
 
 
 def _missing(rule: Rule, ctx: NodeContext) -> list[str]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +14,11 @@ import yaml
 from jinja2 import TemplateSyntaxError
 from jinja2.sandbox import SandboxedEnvironment
 
+from analyzer import __version__
 from analyzer.errors import RuleLoadError
 from analyzer.fact_paths import known_path
 from analyzer.parse.annotations import AnnotationSpec
+from analyzer.parse.literals import required_literals
 from analyzer.rules import builtin_rules_dir
 from analyzer.rules.model import CATEGORIES, KINDS, LINKS, SEVERITIES, Rule, RuleSet, Signature
 from analyzer.rules.sources import load_sources
@@ -97,9 +102,49 @@ def _rust_ok(pattern: str) -> str | None:
     return None
 
 
-def load_ruleset(extra_dirs: list[Path] | None = None) -> RuleSet:
+def _cache_path(dirs: list[Path]) -> Path | None:
+    """Validated rule sets are cached by the digest of every rule file (and our version), so
+    start-up does not re-validate unchanged rules. Any change makes a new digest."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    h = hashlib.sha256(__version__.encode())
+    code = Path(__file__).resolve().parent.parent
+    try:
+        for py in sorted(code.rglob("*.py")):  # the loader's own code shapes the cached objects
+            st = py.stat()
+            h.update(f"{py}:{st.st_mtime_ns}:{st.st_size}".encode())
+        for d in dirs:
+            for path in sorted(d.rglob("*.yaml")):
+                h.update(str(path).encode())
+                h.update(path.read_bytes())
+    except OSError:
+        return None
+    return Path(base) / "hami-bundle-analyzer" / f"rules-{h.hexdigest()[:24]}.pickle"
+
+
+def load_ruleset(extra_dirs: list[Path] | None = None, use_cache: bool = True) -> RuleSet:
     """Built-in rules, then each extra dir; a later rule with the same id replaces an earlier."""
     dirs = [builtin_rules_dir(), *(extra_dirs or [])]
+    cache = _cache_path(dirs) if use_cache else None
+    if cache is not None and cache.is_file():
+        try:
+            with cache.open("rb") as fh:
+                return pickle.load(fh)
+        except Exception:  # a corrupt cache is ignored and rebuilt
+            pass
+    ruleset = _load_ruleset(dirs)
+    if cache is not None:
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+            with tmp.open("wb") as fh:
+                pickle.dump(ruleset, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            tmp.replace(cache)
+        except OSError:
+            pass
+    return ruleset
+
+
+def _load_ruleset(dirs: list[Path]) -> RuleSet:
     problems: list[str] = []
     sources = load_sources(dirs[0] / "sources.yaml")
     annotations = AnnotationSpec.load(dirs[0] / "annotations.yaml")
@@ -220,6 +265,8 @@ def _prefilter(s: dict, compiled: regex.Pattern, where: str, sid: str, problems:
     lits = s.get("prefilter") or []
     if isinstance(lits, str):
         lits = [lits]
+    if not lits:  # derived once here; the scanner falls back to the regex when there is none
+        return required_literals(s["regex"]) or []
     for ex in (s.get("examples") or {}).get("match") or []:
         if lits and not any(lit in ex for lit in lits):
             problems.append(f"{where}: signature {sid}: example {ex[:50]!r}... contains no prefilter literal")

@@ -34,7 +34,16 @@ def _cycle(day: int, hour: int, pid: int = 412873) -> str:
     out = []
     ann = json.dumps(
         [
-            {"id": u, "index": i, "count": 10, "devmem": 81920, "devcore": 100, "type": "NVIDIA A800 80GB PCIe", "mode": "hami-core", "health": True}
+            {
+                "id": u,
+                "index": i,
+                "count": 10,
+                "devmem": 81920,
+                "devcore": 100,
+                "type": "NVIDIA A800 80GB PCIe",
+                "mode": "hami-core",
+                "health": True,
+            }
             for i, u in enumerate(UUIDS)
         ],
         separators=(",", ":"),
@@ -44,22 +53,46 @@ def _cycle(day: int, hour: int, pid: int = 412873) -> str:
         base = f"08{day:02d} {hour:02d}:{m:02d}:{s:02d}"
         for g in range(8):
             us = 100000 + g * 9000
-            out.append(f'E{base}.{us:06d} {pid:>7} register.go:168] "failed to get numa information from sysfs" idx={g}')
-            out.append(f"I{base}.{us + 4000:06d} {pid:>7} register.go:204] Registered device id={g}, memory=81920MB, type=NVIDIA A800 80GB PCIe, numa=0, health=true")
-        out.append(f"I{base}.190000 {pid:>7} register.go:262] Discovered 8 device(s) for registration")
+            out.append(
+                f'E{base}.{us:06d} {pid:>7} register.go:168] "failed to get numa information from sysfs" idx={g}'
+            )
+            out.append(
+                f"I{base}.{us + 4000:06d} {pid:>7} register.go:204] Registered device id={g}, memory=81920MB, type=NVIDIA A800 80GB PCIe, numa=0, health=true"
+            )
+        out.append(
+            f"I{base}.190000 {pid:>7} register.go:262] Discovered 8 device(s) for registration"
+        )
         if scan % 3 == 0:
-            out.append(f'I{base}.190500 {pid:>7} register.go:297] "patch nvidia topo score to node" hami.io/node-nvidia-score=""')
-            out.append(f"I{base}.191000 {pid:>7} register.go:302] Updating node annotations with 8 device(s)")
-            out.append(f"I{base}.191500 {pid:>7} register.go:303] Annotation content: map[hami.io/node-nvidia-register:{ann}]")
-            out.append(f"I{base}.210000 {pid:>7} register.go:344] Successfully updated node annotation. Next check in 30s...")
+            out.append(
+                f'I{base}.190500 {pid:>7} register.go:297] "patch nvidia topo score to node" hami.io/node-nvidia-score=""'
+            )
+            out.append(
+                f"I{base}.191000 {pid:>7} register.go:302] Updating node annotations with 8 device(s)"
+            )
+            out.append(
+                f"I{base}.191500 {pid:>7} register.go:303] Annotation content: map[hami.io/node-nvidia-register:{ann}]"
+            )
+            out.append(
+                f"I{base}.210000 {pid:>7} register.go:344] Successfully updated node annotation. Next check in 30s..."
+            )
         else:
-            out.append(f"I{base}.191000 {pid:>7} register.go:273] Device info unchanged, skipping annotation update")
-            out.append(f"I{base}.191500 {pid:>7} register.go:346] No device changes detected. Next check in 30s...")
+            out.append(
+                f"I{base}.191000 {pid:>7} register.go:273] Device info unchanged, skipping annotation update"
+            )
+            out.append(
+                f"I{base}.191500 {pid:>7} register.go:346] No device changes detected. Next check in 30s..."
+            )
         if scan % 40 == 7:
-            out.append(f'I{base}.500000 {pid:>7} server.go:754] "Allocate" request=&AllocateRequest{{ContainerRequests:[]*ContainerAllocateRequest{{&ContainerAllocateRequest{{DevicesIDs:[{UUIDS[scan % 8]}-{scan % 10}],}},}},}}')
-            out.append(f"I{base}.500100 {pid:>7} util.go:58] pod annotation decode value is [[{{{UUIDS[scan % 8]} NVIDIA 20000 50}}]]")
+            out.append(
+                f'I{base}.500000 {pid:>7} server.go:754] "Allocate" request=&AllocateRequest{{ContainerRequests:[]*ContainerAllocateRequest{{&ContainerAllocateRequest{{DevicesIDs:[{UUIDS[scan % 8]}-{scan % 10}],}},}},}}'
+            )
+            out.append(
+                f"I{base}.500100 {pid:>7} util.go:58] pod annotation decode value is [[{{{UUIDS[scan % 8]} NVIDIA 20000 50}}]]"
+            )
     if hour == 13 and day == 15:
-        out.append(f"I0815 13:59:59.114290 {pid:>7} health.go:190] XidCriticalError: Xid=79 on Device={UUIDS[3]}; marking device as unhealthy.")
+        out.append(
+            f"I0815 13:59:59.114290 {pid:>7} health.go:190] XidCriticalError: Xid=79 on Device={UUIDS[3]}; marking device as unhealthy."
+        )
     return "\n".join(out) + "\n"
 
 
@@ -112,7 +145,11 @@ def signature_patterns() -> list[str]:
     from analyzer.rules.loader import load_ruleset
 
     rs = load_ruleset()
-    return [s.pattern for s in rs.signatures.values() if "device-plugin-log" in s.sources or "text" in s.sources]
+    return [
+        s.pattern
+        for s in rs.signatures.values()
+        if "device-plugin-log" in s.sources or "text" in s.sources
+    ]
 
 
 def main() -> None:
@@ -151,9 +188,15 @@ def main() -> None:
     an_wall = statistics.median(r[1] for r in rows)
     an_peak = max(r[2] for r in rows)
     print(f"\n1 GB log: {mb:,.0f} MB, {len(pats)} signatures, median of {args.runs} runs")
-    print(f"  {ref_name:28} {ref_wall:7.2f} s  {mb / ref_wall:7.0f} MB/s   matching lines: {ref.stdout.strip()}")
-    print(f"  {'hami-analyzer analyze':28} {an_wall:7.2f} s  {mb / an_wall:7.0f} MB/s   peak RSS {an_peak / 1024:.0f} MiB")
-    print(f"  ratio analyze / {ref_name.split()[0]}: {an_wall / ref_wall:.2f}x (target <= 2.0x); peak memory target < 512 MiB")
+    print(
+        f"  {ref_name:28} {ref_wall:7.2f} s  {mb / ref_wall:7.0f} MB/s   matching lines: {ref.stdout.strip()}"
+    )
+    print(
+        f"  {'hami-analyzer analyze':28} {an_wall:7.2f} s  {mb / an_wall:7.0f} MB/s   peak RSS {an_peak / 1024:.0f} MiB"
+    )
+    print(
+        f"  ratio analyze / {ref_name.split()[0]}: {an_wall / ref_wall:.2f}x (target <= 2.0x); peak memory target < 512 MiB"
+    )
     try:
         primary = json.loads(an.stdout)["primary"]
         print(f"  verdict on the big log: {primary['category']} ({primary['rule_id']})")

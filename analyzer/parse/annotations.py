@@ -67,7 +67,9 @@ class AnnotationSpec:
 
     @classmethod
     def load(cls, path: Path) -> AnnotationSpec:
-        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        doc = yaml.load(
+            path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        )
         reg, hs = doc["register"], doc["handshake"]
         for f in reg["formats"]:
             if "detect" in f:

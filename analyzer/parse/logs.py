@@ -62,7 +62,7 @@ class ParsedLog:
 SigSpec = tuple[str, str]  # (signature id, Rust-compatible pattern)
 SIG_HEAD_CAP = 300  # per signature, first occurrences kept from a big log
 SIG_TAIL_CAP = 300  # and last occurrences
-BATCH_ROWS = 250_000
+BATCH_ROWS = 100_000
 SMALL_FRAME = 20_000  # below this many rows signatures are attributed line by line
 
 
@@ -79,7 +79,11 @@ class Matcher:
         lit_rows: list[tuple[str, str]] = []
         self.fallback: list[str] = []
         # a pattern that is exactly its literal needs no regex check after the prefilter
-        self.pure = {sid for sid, pat in sigs if regex.escape(pat, literal_spaces=True) == pat or _is_plain(pat)}
+        self.pure = {
+            sid
+            for sid, pat in sigs
+            if regex.escape(pat, literal_spaces=True) == pat or _is_plain(pat)
+        }
         for sid, pat in sigs:
             lits = prefilters[sid] if sid in prefilters else required_literals(pat)
             if lits is None:
@@ -119,14 +123,16 @@ class Matcher:
         if self.literals:
             parts.append(t.str.contains("|".join(regex.escape(x) for x in self.literals)))
         if self.fallback:
-            parts.append(t.str.contains("|".join(f"(?:{_unname(self.pattern[s])})" for s in self.fallback)))
+            parts.append(
+                t.str.contains("|".join(f"(?:{_unname(self.pattern[s])})" for s in self.fallback))
+            )
         if not parts:
             return pl.lit(False)
         return pl.any_horizontal(parts) if len(parts) > 1 else parts[0]
 
     def attribute(self, frame: pl.DataFrame, ordered: bool = True) -> pl.DataFrame:
         """(line, text) rows -> (line, text, sig) for every verified signature match."""
-        if frame.height <= SMALL_FRAME:
+        if frame.height <= SMALL_FRAME and ordered:
             return self._attribute_rows(frame)
         out = []
         if self.literals and frame.height:
@@ -141,14 +147,22 @@ class Matcher:
                 )
                 .explode("lit")
                 .drop_nulls("lit")
-                .with_columns(pl.col("lit").replace_strict(self.lit_to_sigs, return_dtype=pl.List(pl.String)).alias("sig"))
+                .with_columns(
+                    pl.col("lit")
+                    .replace_strict(self.lit_to_sigs, return_dtype=pl.List(pl.String))
+                    .alias("sig")
+                )
                 .explode("sig")
                 .drop("lit")
             )
             if self.multi_literal:
                 cand = cand.unique(["line", "sig"], maintain_order=True)
             for (sid,), part in cand.partition_by("sig", as_dict=True, maintain_order=True).items():
-                out.append(part if sid in self.pure else part.filter(pl.col("text").str.contains(self.pattern[sid])))
+                out.append(
+                    part
+                    if sid in self.pure
+                    else part.filter(pl.col("text").str.contains(self.pattern[sid]))
+                )
         for sid in self.fallback:
             hit = frame.filter(pl.col("text").str.contains(self.pattern[sid]))
             if hit.height:
@@ -158,12 +172,15 @@ class Matcher:
         hits = pl.concat(out)
         return hits.sort("line", maintain_order=True) if ordered else hits
 
-
     def _attribute_rows(self, frame: pl.DataFrame) -> pl.DataFrame:
         """Small frames: a Python loop is cheaper than a dozen vectorised passes."""
         if self._compiled is None:
             self._compiled = {sid: regex.compile(p) for sid, p in self.sigs}
-            self._lit_re = regex.compile("|".join(regex.escape(x) for x in self.literals)) if self.literals else None
+            self._lit_re = (
+                regex.compile("|".join(regex.escape(x) for x in self.literals))
+                if self.literals
+                else None
+            )
         rows: list[tuple[int, str, str]] = []
         for line, text in frame.select("line", "text").iter_rows():
             if text is None:
@@ -179,7 +196,9 @@ class Matcher:
             for sid in self.fallback:
                 if self._compiled[sid].search(text, timeout=0.25):
                     rows.append((line, text, sid))
-        return pl.DataFrame(rows, schema={"line": pl.Int64, "text": pl.String, "sig": pl.String}, orient="row")
+        return pl.DataFrame(
+            rows, schema={"line": pl.Int64, "text": pl.String, "sig": pl.String}, orient="row"
+        )
 
 
 def _is_plain(pattern: str) -> bool:
@@ -345,7 +364,11 @@ def _stream(artefact, path, matcher: Matcher, has_prefix, has_ansi) -> ParsedLog
     n_errors = 0
     for i, batch in enumerate(lf.collect_batches(chunk_size=BATCH_ROWS)):
         agg = batch.select(
-            pl.len(), pl.col("_klog").sum(), pl.col("_e").sum(), pl.col("_w").sum(), pl.col("_f").sum()
+            pl.len(),
+            pl.col("_klog").sum(),
+            pl.col("_e").sum(),
+            pl.col("_w").sum(),
+            pl.col("_f").sum(),
         ).row(0)
         stats.lines += agg[0]
         stats.klog_lines += agg[1]
@@ -357,12 +380,15 @@ def _stream(artefact, path, matcher: Matcher, has_prefix, has_ansi) -> ParsedLog
         kept = cands.filter(pl.col("_keep"))
         one = (pl.col("_lit").list.len() == 1) & pl.col("_lit").list.first().is_in(list(simple))
         fast = kept.filter(one).select(
-            "line", pl.col("_lit").list.first().replace_strict(simple, return_dtype=pl.String).alias("sig")
+            "line",
+            pl.col("_lit").list.first().replace_strict(simple, return_dtype=pl.String).alias("sig"),
         )
         slow = kept.filter(~one)
         hits = [fast]
         if slow.height:
-            hits.append(matcher.attribute(slow.select("line", "text"), ordered=False).select("line", "sig"))
+            hits.append(
+                matcher.attribute(slow.select("line", "text"), ordered=False).select("line", "sig")
+            )
         hit = pl.concat(hits)
         if n_errors < ERROR_LINE_CAP:
             e = cands.filter(pl.col("_err")).select(cols).head(ERROR_LINE_CAP - n_errors)
@@ -387,18 +413,29 @@ def _stream(artefact, path, matcher: Matcher, has_prefix, has_ansi) -> ParsedLog
             wanted.extend(tl)
         pool.append(kept.filter(pl.col("line").is_in(wanted)).select(cols))
         if i % 8 == 7:  # drop pooled rows that are no longer a head or tail sample
-            alive = {x for v in head_lines.values() for x in v} | {x for v in tail_lines.values() for x in v}
+            alive = {x for v in head_lines.values() for x in v} | {
+                x for v in tail_lines.values() for x in v
+            }
             pool = [pl.concat(pool).filter(pl.col("line").is_in(list(alive)))]
     stats.severities["I"] = stats.klog_lines - sum(stats.severities.get(x, 0) for x in "EWF")
     stats.severities = {k: v for k, v in stats.severities.items() if v}
-    for edge, which in ((_edge_klog(path, True), "first_clock"), (_edge_klog(path, False), "last_clock")):
+    for edge, which in (
+        (_edge_klog(path, True), "first_clock"),
+        (_edge_klog(path, False), "last_clock"),
+    ):
         m = KLOG_RE.match(edge) if edge else None
         if m:
             setattr(stats, which, f"{m['mm']}{m['dd']} {m['clock']}")
-    alive = {x for v in head_lines.values() for x in v} | {x for v in tail_lines.values() for x in v}
+    alive = {x for v in head_lines.values() for x in v} | {
+        x for v in tail_lines.values() for x in v
+    }
     kept_frames = [p.filter(pl.col("line").is_in(list(alive))) for p in pool] + errors
     empty = pl.DataFrame(schema={"line": pl.Int64, "text": pl.String})
-    frame = pl.concat(kept_frames, how="diagonal_relaxed").unique("line").sort("line") if kept_frames else empty
+    frame = (
+        pl.concat(kept_frames, how="diagonal_relaxed").unique("line").sort("line")
+        if kept_frames
+        else empty
+    )
     if "raw" not in frame.columns:
         frame = frame.with_columns(pl.col("text").alias("raw"))
     frame = frame.with_columns(

@@ -260,7 +260,9 @@ def _load_signature(path: str, s: Any, sources: dict, problems: list[str]) -> Si
     )
 
 
-def _prefilter(s: dict, compiled: regex.Pattern, where: str, sid: str, problems: list[str]) -> list[str]:
+def _prefilter(
+    s: dict, compiled: regex.Pattern, where: str, sid: str, problems: list[str]
+) -> list[str]:
     """Literals one of which every match contains; checked against the signature's examples."""
     lits = s.get("prefilter") or []
     if isinstance(lits, str):
@@ -269,7 +271,9 @@ def _prefilter(s: dict, compiled: regex.Pattern, where: str, sid: str, problems:
         return required_literals(s["regex"]) or []
     for ex in (s.get("examples") or {}).get("match") or []:
         if lits and not any(lit in ex for lit in lits):
-            problems.append(f"{where}: signature {sid}: example {ex[:50]!r}... contains no prefilter literal")
+            problems.append(
+                f"{where}: signature {sid}: example {ex[:50]!r}... contains no prefilter literal"
+            )
     return [str(x) for x in lits]
 
 

@@ -23,7 +23,9 @@ class Source:
 
 def load_sources(path: Path) -> dict[str, Source]:
     try:
-        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        doc = yaml.load(
+            path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        )
     except (OSError, yaml.YAMLError) as exc:
         raise RuleLoadError([f"{path}: cannot read sources: {exc}"]) from exc
     out: dict[str, Source] = {}

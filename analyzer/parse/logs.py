@@ -13,7 +13,6 @@ import polars as pl
 import regex
 
 from analyzer.bundle.model import Artefact
-from analyzer.parse.literals import required_literals
 from analyzer.bundle.text import (
     ANSI_RE,
     KLOG_HEADER_PATTERN,
@@ -23,6 +22,7 @@ from analyzer.bundle.text import (
     decode,
     rejoin_hard_wraps,
 )
+from analyzer.parse.literals import required_literals
 
 KEEP_ALL_LINES = 200_000  # below this many lines every line is kept for the timeline
 ERROR_LINE_CAP = 5_000  # unmatched E/F lines kept from a big log (batch analysis wants them)
@@ -97,7 +97,7 @@ class Matcher:
             if sid not in self.lit_to_sigs[lit]:
                 self.lit_to_sigs[lit].append(sid)
         per_sig: dict[str, int] = {}
-        for lit, sid in set(lit_rows):
+        for _lit, sid in set(lit_rows):
             per_sig[sid] = per_sig.get(sid, 0) + 1
         # a line may hold two literals of one signature: then (line, sig) pairs need dedup
         self.multi_sigs = {sid for sid, n in per_sig.items() if n > 1}

@@ -14,9 +14,9 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	@mkdir -p out
-	-@$(BIN)/hami-analyzer analyze sample_bundles/annotation-health-omitted --format html -o out/report.html >/dev/null
+	-@$(BIN)/hami-analyzer analyze sample_bundles/annotation-health-omitted/bundle --format html -o out/report.html >/dev/null
 	@echo "Report written to $(CURDIR)/out/report.html"
-	@$(BIN)/hami-analyzer analyze sample_bundles/annotation-health-omitted || true
+	@$(BIN)/hami-analyzer analyze sample_bundles/annotation-health-omitted/bundle || true
 
 test: $(STAMP)
 	$(BIN)/ruff format --check analyzer tests tools

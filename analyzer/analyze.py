@@ -8,13 +8,18 @@ from analyzer.facts import build_contexts
 from analyzer.pipeline import ParsedBundle, parse_bundle
 from analyzer.rules.engine import diagnose
 from analyzer.rules.model import RuleSet
+from analyzer.timeline import attach
 
 
 def analyze_parsed(
     bundle: ParsedBundle, ruleset: RuleSet, node: str | None = None
 ) -> list[Diagnosis]:
-    contexts = build_contexts(bundle, ruleset, node)
-    return [diagnose(ruleset, ctx, bundle) for ctx in contexts]
+    diags = []
+    for ctx in build_contexts(bundle, ruleset, node):
+        diag = diagnose(ruleset, ctx, bundle)
+        attach(diag, bundle, ctx, ruleset)
+        diags.append(diag)
+    return diags
 
 
 def analyze(

@@ -1,4 +1,4 @@
-"""Command line: analyze, inspect, rules {list,show,lint,test}.
+"""Command line: analyze, inspect, timeline, rules {list,show,lint,test}.
 
 Heavy modules (polars, jinja2) are imported inside commands so `--help` starts fast.
 Errors the user can fix print one line and exit 2; faults found exit 1.
@@ -135,6 +135,40 @@ def inspect(
         _fail(str(exc))
         return
     _write(render_inspect_json(diags) if format == "json" else render_inspect(diags), None)
+
+
+@app.command()
+def timeline(
+    inputs: Annotated[list[str], typer.Argument(help="Bundle: folder, archive, file(s) or - for stdin.")],
+    format: Annotated[str, typer.Option("--format", "-f", help="text, csv, json or parquet")] = "text",
+    output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
+    source: Annotated[list[str] | None, typer.Option("--source", help="Only these sources (e.g. device-plugin-log, node).")] = None,
+    severity: Annotated[str | None, typer.Option("--severity", help="Minimum severity: I, W, E or F.")] = None,
+    since: Annotated[str | None, typer.Option("--since", help="ISO time, inclusive.")] = None,
+    until: Annotated[str | None, typer.Option("--until", help="ISO time, inclusive.")] = None,
+    node: NodeOpt = None,
+    rules: RulesOpt = None,
+) -> None:
+    """The merged, time-ordered events of every log and of the node object."""
+    from analyzer.facts import build_contexts
+    from analyzer.pipeline import parse_bundle
+    from analyzer.rules.engine import diagnose
+    from analyzer.timeline import attach, filter_timeline, write_timeline
+
+    if format not in ("text", "csv", "json", "parquet"):
+        _fail(f"unknown format {format!r}: use text, csv, json or parquet")
+    if format == "parquet" and output is None:
+        _fail("--format parquet needs --output FILE")
+    ruleset = _ruleset(rules)
+    try:
+        bundle = parse_bundle(inputs, ruleset)
+        ctx = build_contexts(bundle, ruleset, node)[0]
+        frame = attach(diagnose(ruleset, ctx, bundle), bundle, ctx, ruleset)
+        frame = filter_timeline(frame, source, severity, since, until)
+    except (AnalyzerError, ValueError) as exc:
+        _fail(str(exc))
+        return
+    write_timeline(frame, format, output)
 
 
 @rules_app.command("list")

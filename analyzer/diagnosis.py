@@ -94,6 +94,10 @@ class Diagnosis:
     warnings: list[str]
     log_stats: list[dict[str, Any]]
     other_nodes: list[str] = field(default_factory=list)
+    timeline: list[dict[str, Any]] = field(default_factory=list)
+    timeline_total: int = 0
+    episodes: list[dict[str, Any]] = field(default_factory=list)
+    clock_issues: list[str] = field(default_factory=list)
     analyzer_version: str = ""
     rules_version: str = ""
 

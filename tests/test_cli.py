@@ -13,7 +13,7 @@ runner = CliRunner()
 
 
 def test_analyze_json_and_exit_codes():
-    res = runner.invoke(app, ["analyze", str(SAMPLES / "rbac-patch-forbidden"), "--format", "json"])
+    res = runner.invoke(app, ["analyze", str(SAMPLES / "rbac-patch-forbidden" / "bundle"), "--format", "json"])
     assert res.exit_code == 1
     doc = json.loads(res.stdout)
     assert doc["schema_version"] == "1.0"
@@ -22,13 +22,13 @@ def test_analyze_json_and_exit_codes():
     f = next(f for f in doc["findings"] if f["rule_id"] == "rbac-patch-forbidden")
     assert {"rule_id", "category", "severity", "kind", "evidence"} <= set(f)
     assert f["evidence"][0]["file"] == "device-plugin.log" and f["evidence"][0]["line"] > 0
-    healthy = runner.invoke(app, ["analyze", str(SAMPLES / "healthy-single-gpu"), "-f", "json"])
+    healthy = runner.invoke(app, ["analyze", str(SAMPLES / "healthy-single-gpu" / "bundle"), "-f", "json"])
     assert healthy.exit_code == 0
     assert json.loads(healthy.stdout)["primary"]["category"] == "healthy"
 
 
 def test_terminal_output_and_missing_input(tmp_path):
-    res = runner.invoke(app, ["analyze", str(SAMPLES / "no-gpu-label")])
+    res = runner.invoke(app, ["analyze", str(SAMPLES / "no-gpu-label" / "bundle")])
     assert res.exit_code == 1
     assert "kubectl label node gpu-node-4 gpu=on --overwrite" in res.stdout
     bad = runner.invoke(app, ["analyze", str(tmp_path / "missing")])
@@ -37,12 +37,12 @@ def test_terminal_output_and_missing_input(tmp_path):
 
 
 def test_inspect_text_and_json():
-    res = runner.invoke(app, ["inspect", str(SAMPLES / "annotation-health-omitted")])
+    res = runner.invoke(app, ["inspect", str(SAMPLES / "annotation-health-omitted" / "bundle")])
     assert res.exit_code == 0
     assert "absent health means unhealthy" in res.stdout
     js = json.loads(
         runner.invoke(
-            app, ["inspect", str(SAMPLES / "annotation-health-omitted"), "-f", "json"]
+            app, ["inspect", str(SAMPLES / "annotation-health-omitted" / "bundle"), "-f", "json"]
         ).stdout
     )
     devs = js[0]["register"]["devices"]

@@ -18,7 +18,7 @@ def test_there_are_enough_samples():
 @pytest.mark.parametrize("sample", SAMPLE_DIRS, ids=lambda p: p.name)
 def test_sample_diagnosis(ruleset, sample):
     expected = yaml.safe_load((sample / "expected.yaml").read_text())
-    _, diags = analyze([str(sample)], ruleset)
+    _, diags = analyze([str(sample / "bundle")], ruleset)
     d = diags[0]
     fired = {f.rule_id for f in d.findings}
     assert d.primary.category == expected["primary_category"], (d.primary, sorted(fired))
@@ -38,7 +38,7 @@ def test_sample_diagnosis(ruleset, sample):
     ids=lambda p: p.name,
 )
 def test_no_fault_on_healthy_samples(ruleset, sample):
-    _, diags = analyze([str(sample)], ruleset)
+    _, diags = analyze([str(sample / "bundle")], ruleset)
     assert [f.rule_id for f in diags[0].faults()] == []
     assert {ln.link: ln.state for ln in diags[0].links} == {
         "count": "ok",

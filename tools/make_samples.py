@@ -254,9 +254,10 @@ def write(name, files: dict[str, str], expected: dict):
     if d.exists():
         shutil.rmtree(d)
     d.mkdir(parents=True)
+    (d / "bundle").mkdir()
     for fname, content in files.items():
         text = content if isinstance(content, str) else "\n".join(content) + "\n"
-        (d / fname).write_text(text, encoding="utf-8")
+        (d / "bundle" / fname).write_text(text, encoding="utf-8")
     (d / "expected.yaml").write_text(
         yaml.safe_dump(expected, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8"
     )
@@ -774,6 +775,24 @@ def main():
             "must_not_fire": ["pod-not-scheduled-by-hami", "filtering-failed-registration-ok"],
         },
     )
+    # 22. hostile strings everywhere (report safety)
+    xss = '<script>document.title="PWNED"</script><img src=x onerror="document.body.dataset.pwned=1">'
+    write("xss-hostile", {
+        "node.yaml": node_yaml("gpu-node-x", labels={"gpu": "on", "evil": "javascript-alert"}, annotations={
+            "hami.io/node-nvidia-register": '[{"id":"' + xss + '","count":"</style><script>alert(1)</script>"}]',
+            "hami.io/node-handshake": "Requesting_2026-08-01 07:02:11 </textarea><svg onload=alert(1)>",
+            "note": "[click](javascript:alert(1)) @maintainers #1 ```"}, allocatable={"nvidia.com/gpu": "10"}),
+        "device-plugin.log": [
+            "I0815 09:04:51.202341  412873 main.go:275] Start working on node gpu-node-x",
+            f'E0815 09:06:21.709851  412873 register.go:96] nvml Init err:  {xss} </style><a href="javascript:alert(1)">x</a>',
+            f'E0815 09:06:22.709851  412873 register.go:307] patch node error  nodes "gpu-node-x" is forbidden: User "{xss}" cannot patch resource "nodes"',
+        ],
+    }, {
+        "description": "Hostile strings in annotations, labels and log lines: the report must render them as inert text.",
+        "primary_category": "rbac-patch-forbidden",
+        "must_fire": ["rbac-patch-forbidden", "register-annotation-invalid", "nvml-init-failed"],
+        "must_not_fire": ["spec-link-ok"],
+    })
     # 21. default scheduler
     write(
         "pod-not-scheduled-by-hami",

@@ -24,7 +24,6 @@ from analyzer.bundle.text import (
 )
 from analyzer.parse.literals import required_literals
 
-KEEP_ALL_LINES = 200_000  # below this many lines every line is kept for the timeline
 ERROR_LINE_CAP = 5_000  # unmatched E/F lines kept from a big log (batch analysis wants them)
 ANSI_PATTERN = r"\x1b\[[0-9;?]*[ -/]*[@-~]"
 KLOG_START = r"^[IWEF]\d{4} \d\d:\d\d:\d\d"
@@ -217,13 +216,6 @@ def _with_sigs(frame: pl.DataFrame, hits: pl.DataFrame) -> pl.DataFrame:
     return frame.join(sigs, on="line", how="left").with_columns(
         pl.col("sigs").fill_null(pl.lit([], dtype=pl.List(pl.String)))
     )
-
-
-def combined_pattern(sigs: list[SigSpec]) -> str | None:
-    """One alternation of all patterns with group names removed (Rust forbids duplicates)."""
-    if not sigs:
-        return None
-    return "|".join(f"(?:{_unname(p)})" for _, p in sigs)
 
 
 def _unname(pattern: str) -> str:

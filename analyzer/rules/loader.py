@@ -157,7 +157,7 @@ def _load_ruleset(dirs: list[Path]) -> RuleSet:
             continue
         custom = d != dirs[0]
         for path in sorted(d.rglob("*.yaml")):
-            if path.name in ("sources.yaml", "annotations.yaml") and not custom:
+            if path.name in ("sources.yaml", "annotations.yaml", "timeline.yaml") and not custom:
                 continue
             files.append(str(path))
             try:
@@ -197,7 +197,20 @@ def _load_ruleset(dirs: list[Path]) -> RuleSet:
         rules[rule.id] = rule
     if problems:
         raise RuleLoadError(problems)
-    return RuleSet(sources, signatures, rules, annotations, files)
+    episodes = yaml.safe_load((dirs[0] / "timeline.yaml").read_text(encoding="utf-8"))["episodes"]
+    for sid in _episode_signatures(episodes):
+        if sid not in signatures:
+            problems.append(f"{dirs[0] / 'timeline.yaml'}: unknown signature id {sid!r}")
+    if problems:
+        raise RuleLoadError(problems)
+    return RuleSet(sources, signatures, rules, annotations, files, episodes)
+
+
+def _episode_signatures(ep: dict) -> list[str]:
+    healthy = [h["signature"] if isinstance(h, dict) else h for h in ep.get("healthy", [])]
+    out = list(ep.get("starts", {}).values()) + healthy
+    out += [ep[k] for k in ("annotation_update", "leader") if ep.get(k)]
+    return out
 
 
 def _load_signature(path: str, s: Any, sources: dict, problems: list[str]) -> Signature | None:

@@ -85,3 +85,4 @@ class RuleSet:
     rules: dict[str, Rule]
     annotations: Any
     files: list[str]
+    episodes: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,221 @@
+"""One time-ordered frame of everything that happened, and the episodes read from it."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import regex
+
+from analyzer.diagnosis import Diagnosis
+from analyzer.facts import NodeContext
+from analyzer.pipeline import ParsedBundle
+from analyzer.rules.model import RuleSet
+
+SCHEMA = {
+    "time": pl.Datetime("us", "UTC"),
+    "source": pl.String,
+    "file": pl.String,
+    "line": pl.Int64,
+    "severity": pl.String,
+    "signature": pl.String,
+    "message": pl.String,
+}
+SEVERITY_ORDER = {"I": 0, "W": 1, "E": 2, "F": 3}
+DIAGNOSIS_ROWS = 3000  # rows carried in the diagnosis (the `timeline` command has them all)
+
+
+def _parse(value: str | None) -> dt.datetime | None:
+    if not value:
+        return None
+    try:
+        t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t if t.tzinfo else t.replace(tzinfo=dt.UTC)
+
+
+def _node_rows(ctx: NodeContext) -> list[dict[str, Any]]:
+    n = ctx.node
+    if n is None:
+        return []
+    rows = []
+    created = _parse(n.created)
+    if created:
+        rows.append({"time": created, "message": f"node {n.name} created"})
+    for c in n.conditions:
+        t = _parse(c.get("lastTransitionTime"))
+        if t:
+            rows.append({"time": t, "message": f"condition {c.get('type')} became {c.get('status')} ({c.get('reason', '')})"})
+    beats = [t for c in n.conditions if (t := _parse(c.get("lastHeartbeatTime")))]
+    if beats:
+        rows.append({"time": max(beats), "message": "last kubelet heartbeat (collection time)"})
+    if ctx.handshake and ctx.handshake.time:
+        rows.append({"time": ctx.handshake.time, "message": f"handshake {ctx.handshake.text}"})
+    for r in rows:
+        r.update(source="node", file=n.file, line=n.first_line, severity="I", signature=None)
+    return rows
+
+
+def build_timeline(bundle: ParsedBundle, ctx: NodeContext) -> pl.DataFrame:
+    frames = []
+    for log in bundle.logs:
+        f = log.frame
+        if "ts" not in f.columns or not f.height:
+            continue
+        frames.append(
+            f.filter(pl.col("ts").is_not_null()).select(
+                pl.col("ts").alias("time"),
+                pl.lit(log.artefact.kind).alias("source"),
+                pl.lit(log.artefact.file.name).alias("file"),
+                pl.col("line"),
+                pl.col("sev").alias("severity"),
+                pl.col("sigs").list.join(",").replace("", None).alias("signature"),
+                pl.coalesce(pl.col("msg"), pl.col("text")).alias("message"),
+            )
+        )
+    node_rows = _node_rows(ctx)
+    if node_rows:
+        frames.append(pl.DataFrame(node_rows, schema=SCHEMA))
+    if not frames:
+        return pl.DataFrame(schema=SCHEMA)
+    return pl.concat([f.cast(SCHEMA) for f in frames]).sort("time", maintain_order=True)
+
+
+def filter_timeline(frame: pl.DataFrame, sources, severity, since, until) -> pl.DataFrame:
+    if sources:
+        frame = frame.filter(pl.col("source").is_in(list(sources)))
+    if severity:
+        if severity.upper() not in SEVERITY_ORDER:
+            raise ValueError(f"--severity must be one of I, W, E, F (got {severity!r})")
+        allowed = [k for k, v in SEVERITY_ORDER.items() if v >= SEVERITY_ORDER[severity.upper()]]
+        frame = frame.filter(pl.col("severity").is_in(allowed))
+    for bound, op in ((since, "ge"), (until, "le")):
+        if bound:
+            t = _parse(bound)
+            if t is None:
+                raise ValueError(f"bad time {bound!r}: use ISO 8601, e.g. 2026-08-15T09:00:00Z")
+            frame = frame.filter(getattr(pl.col("time"), op)(t))
+    return frame
+
+
+def _secs(a: dt.datetime, b: dt.datetime) -> float:
+    return (b - a).total_seconds()
+
+
+def episodes(frame: pl.DataFrame, ctx: NodeContext, ruleset: RuleSet, year_known: bool) -> tuple[list[dict], list[str]]:
+    """Restarts and restart loops, last annotation update, gaps, leader changes, first fault
+    after the last healthy moment; and clock problems, stated rather than hidden."""
+    ep = ruleset.episodes
+    out: list[dict[str, Any]] = []
+    issues: list[str] = []
+
+    def add(kind, time, text, file=None, line=None, source=None):
+        out.append({"kind": kind, "time": time, "text": text, "file": file, "line": line, "source": source})
+
+    for source, sid in (ep.get("starts") or {}).items():
+        ms = [m for m in ctx.matches.get(sid, []) if m.ts is not None]
+        for m in ms[1:]:
+            add("restart", m.ts, f"{source} restarted", m.file, m.line, source)
+        loop = ep.get("restart_loop") or {}
+        n, window = int(loop.get("count", 3)), float(loop.get("within_seconds", 900))
+        for i in range(len(ms) - n + 1):
+            if _secs(ms[i].ts, ms[i + n - 1].ts) <= window:
+                add("restart-loop", ms[i].ts, f"{source}: {n} starts within {int(window)}s", ms[i].file, ms[i].line, source)
+                break
+    upd = [m for m in ctx.matches.get(ep.get("annotation_update", ""), []) if m.ts is not None]
+    if upd:
+        add("last-annotation-update", upd[-1].ts, "last successful register-annotation update", upd[-1].file, upd[-1].line, "device-plugin-log")
+    prev_role = None
+    for m in ctx.matches.get(ep.get("leader", ""), []):
+        role = m.captures.get("role")
+        if role and role != prev_role and m.ts is not None:
+            add("leader-change", m.ts, f"scheduler replica became {role}", m.file, m.line, "scheduler-log")
+        prev_role = role or prev_role
+    for source, limit in (ep.get("gap_seconds") or {}).items():
+        times = frame.filter((pl.col("source") == source) & pl.col("severity").is_not_null()).select("time", "file", "line")
+        if times.height < 2:
+            continue
+        gaps = times.with_columns((pl.col("time").diff().dt.total_seconds()).alias("gap")).filter(pl.col("gap") > float(limit))
+        for t, file, line, gap in gaps.head(20).iter_rows():
+            add("gap", t, f"{source} silent for {int(gap)}s before this line", file, line, source)
+    healthy = []
+    for h in ep.get("healthy", []):
+        sid, where = (h["signature"], h.get("where") or {}) if isinstance(h, dict) else (h, {})
+        for m in ctx.matches.get(sid, []):
+            if m.ts is not None and all(regex.search(p, m.captures.get(c, "")) for c, p in where.items()):
+                healthy.append(m.ts)
+    last_ok = max(healthy) if healthy else None
+    faults = frame.filter(pl.col("severity").is_in(["E", "F"]))
+    if last_ok is not None:
+        faults = faults.filter(pl.col("time") > last_ok)
+        add("last-healthy", last_ok, "last evidence that registration worked")
+    if faults.height:
+        t, src, file, line, msg = faults.select("time", "source", "file", "line", "message").row(0)
+        add("first-fault", t, f"first error after the last healthy state: {msg[:160]}", file, line, src)
+    # clock problems
+    if not year_known:
+        issues.append("klog lines carry no year and the bundle gave no clue: times are shown without a year")
+    for (file,), part in frame.filter(pl.col("source") != "node").group_by(["file"], maintain_order=True):
+        back = part.select((pl.col("time").diff().dt.total_seconds() < -1).sum()).item()
+        if back:
+            issues.append(f"{file}: {back} line(s) go back in time (restarts, clock skew or several containers concatenated)")
+    spans = frame.filter(pl.col("source") != "node").group_by("file").agg(pl.col("time").min().alias("a"), pl.col("time").max().alias("b")).sort("a")
+    rows = spans.rows()
+    for (f1, a1, b1), (f2, a2, b2) in zip(rows, rows[1:], strict=False):
+        if a2 > b1:
+            issues.append(f"{f1} ends ({b1:%m-%d %H:%M:%S}) before {f2} starts ({a2:%m-%d %H:%M:%S}): their times do not overlap")
+    out.sort(key=lambda e: e["time"])
+    return out, issues
+
+
+def attach(diag: Diagnosis, bundle: ParsedBundle, ctx: NodeContext, ruleset: RuleSet) -> pl.DataFrame:
+    """Build the frame, mark the findings that cite each row, put a bounded copy in the diagnosis."""
+    frame = build_timeline(bundle, ctx)
+    cites: dict[tuple[str, int], list[str]] = {}
+    for f in diag.findings:
+        for e in f.evidence:
+            if e.file and e.line:
+                cites.setdefault((e.file, e.line), []).append(f.rule_id)
+    keys = pl.DataFrame(
+        [(k[0], k[1], ",".join(v)) for k, v in cites.items()],
+        schema={"file": pl.String, "line": pl.Int64, "findings": pl.String},
+        orient="row",
+    )
+    frame = frame.join(keys, on=["file", "line"], how="left", maintain_order="left")
+    diag.episodes, diag.clock_issues = episodes(frame, ctx, ruleset, ctx.clock.year is not None)
+    interesting = frame.filter(
+        pl.col("signature").is_not_null() | pl.col("severity").is_in(["W", "E", "F"]) | (pl.col("source") == "node") | pl.col("findings").is_not_null()
+    )
+    rows = interesting if interesting.height > DIAGNOSIS_ROWS or frame.height > DIAGNOSIS_ROWS else frame
+    diag.timeline = rows.head(DIAGNOSIS_ROWS).to_dicts()
+    diag.timeline_total = frame.height
+    return frame
+
+
+def write_timeline(frame: pl.DataFrame, fmt: str, output: Path | None) -> None:
+    import sys
+
+    if fmt == "parquet":
+        tmp = output.with_name(output.name + ".tmp")
+        frame.write_parquet(tmp)
+        tmp.replace(output)
+        return
+    if fmt == "csv":
+        text = frame.write_csv()
+    elif fmt == "json":
+        text = frame.write_json()
+    else:
+        lines = []
+        for t, src, file, line, sev, sig, msg, fnd in frame.iter_rows():
+            mark = f" <{fnd}>" if fnd else ""
+            lines.append(f"{t:%Y-%m-%d %H:%M:%S.%f} {sev or '-'} {src:18} {file}:{line} {('[' + sig + '] ') if sig else ''}{msg}{mark}")
+        text = "\n".join(lines) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        tmp = output.with_name(output.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(output)

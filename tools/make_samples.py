@@ -789,8 +789,8 @@ def main():
         ],
     }, {
         "description": "Hostile strings in annotations, labels and log lines: the report must render them as inert text.",
-        "primary_category": "rbac-patch-forbidden",
-        "must_fire": ["rbac-patch-forbidden", "register-annotation-invalid", "nvml-init-failed"],
+        "primary_category": "plugin-crash-nvml",
+        "must_fire": ["register-annotation-invalid", "nvml-init-failed"],
         "must_not_fire": ["spec-link-ok"],
     })
     # 21. default scheduler

@@ -139,11 +139,20 @@ def inspect(
 
 @app.command()
 def timeline(
-    inputs: Annotated[list[str], typer.Argument(help="Bundle: folder, archive, file(s) or - for stdin.")],
-    format: Annotated[str, typer.Option("--format", "-f", help="text, csv, json or parquet")] = "text",
+    inputs: Annotated[
+        list[str], typer.Argument(help="Bundle: folder, archive, file(s) or - for stdin.")
+    ],
+    format: Annotated[
+        str, typer.Option("--format", "-f", help="text, csv, json or parquet")
+    ] = "text",
     output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
-    source: Annotated[list[str] | None, typer.Option("--source", help="Only these sources (e.g. device-plugin-log, node).")] = None,
-    severity: Annotated[str | None, typer.Option("--severity", help="Minimum severity: I, W, E or F.")] = None,
+    source: Annotated[
+        list[str] | None,
+        typer.Option("--source", help="Only these sources (e.g. device-plugin-log, node)."),
+    ] = None,
+    severity: Annotated[
+        str | None, typer.Option("--severity", help="Minimum severity: I, W, E or F.")
+    ] = None,
     since: Annotated[str | None, typer.Option("--since", help="ISO time, inclusive.")] = None,
     until: Annotated[str | None, typer.Option("--until", help="ISO time, inclusive.")] = None,
     node: NodeOpt = None,

@@ -48,7 +48,12 @@ def _node_rows(ctx: NodeContext) -> list[dict[str, Any]]:
     for c in n.conditions:
         t = _parse(c.get("lastTransitionTime"))
         if t:
-            rows.append({"time": t, "message": f"condition {c.get('type')} became {c.get('status')} ({c.get('reason', '')})"})
+            rows.append(
+                {
+                    "time": t,
+                    "message": f"condition {c.get('type')} became {c.get('status')} ({c.get('reason', '')})",
+                }
+            )
     beats = [t for c in n.conditions if (t := _parse(c.get("lastHeartbeatTime")))]
     if beats:
         rows.append({"time": max(beats), "message": "last kubelet heartbeat (collection time)"})
@@ -105,7 +110,9 @@ def _secs(a: dt.datetime, b: dt.datetime) -> float:
     return (b - a).total_seconds()
 
 
-def episodes(frame: pl.DataFrame, ctx: NodeContext, ruleset: RuleSet, year_known: bool) -> tuple[list[dict], list[str]]:
+def episodes(
+    frame: pl.DataFrame, ctx: NodeContext, ruleset: RuleSet, year_known: bool
+) -> tuple[list[dict], list[str]]:
     """Restarts and restart loops, last annotation update, gaps, leader changes, first fault
     after the last healthy moment; and clock problems, stated rather than hidden."""
     ep = ruleset.episodes
@@ -113,7 +120,9 @@ def episodes(frame: pl.DataFrame, ctx: NodeContext, ruleset: RuleSet, year_known
     issues: list[str] = []
 
     def add(kind, time, text, file=None, line=None, source=None):
-        out.append({"kind": kind, "time": time, "text": text, "file": file, "line": line, "source": source})
+        out.append(
+            {"kind": kind, "time": time, "text": text, "file": file, "line": line, "source": source}
+        )
 
     for source, sid in (ep.get("starts") or {}).items():
         ms = [m for m in ctx.matches.get(sid, []) if m.ts is not None]
@@ -123,29 +132,56 @@ def episodes(frame: pl.DataFrame, ctx: NodeContext, ruleset: RuleSet, year_known
         n, window = int(loop.get("count", 3)), float(loop.get("within_seconds", 900))
         for i in range(len(ms) - n + 1):
             if _secs(ms[i].ts, ms[i + n - 1].ts) <= window:
-                add("restart-loop", ms[i].ts, f"{source}: {n} starts within {int(window)}s", ms[i].file, ms[i].line, source)
+                add(
+                    "restart-loop",
+                    ms[i].ts,
+                    f"{source}: {n} starts within {int(window)}s",
+                    ms[i].file,
+                    ms[i].line,
+                    source,
+                )
                 break
     upd = [m for m in ctx.matches.get(ep.get("annotation_update", ""), []) if m.ts is not None]
     if upd:
-        add("last-annotation-update", upd[-1].ts, "last successful register-annotation update", upd[-1].file, upd[-1].line, "device-plugin-log")
+        add(
+            "last-annotation-update",
+            upd[-1].ts,
+            "last successful register-annotation update",
+            upd[-1].file,
+            upd[-1].line,
+            "device-plugin-log",
+        )
     prev_role = None
     for m in ctx.matches.get(ep.get("leader", ""), []):
         role = m.captures.get("role")
         if role and role != prev_role and m.ts is not None:
-            add("leader-change", m.ts, f"scheduler replica became {role}", m.file, m.line, "scheduler-log")
+            add(
+                "leader-change",
+                m.ts,
+                f"scheduler replica became {role}",
+                m.file,
+                m.line,
+                "scheduler-log",
+            )
         prev_role = role or prev_role
     for source, limit in (ep.get("gap_seconds") or {}).items():
-        times = frame.filter((pl.col("source") == source) & pl.col("severity").is_not_null()).select("time", "file", "line")
+        times = frame.filter(
+            (pl.col("source") == source) & pl.col("severity").is_not_null()
+        ).select("time", "file", "line")
         if times.height < 2:
             continue
-        gaps = times.with_columns((pl.col("time").diff().dt.total_seconds()).alias("gap")).filter(pl.col("gap") > float(limit))
+        gaps = times.with_columns((pl.col("time").diff().dt.total_seconds()).alias("gap")).filter(
+            pl.col("gap") > float(limit)
+        )
         for t, file, line, gap in gaps.head(20).iter_rows():
             add("gap", t, f"{source} silent for {int(gap)}s before this line", file, line, source)
     healthy = []
     for h in ep.get("healthy", []):
         sid, where = (h["signature"], h.get("where") or {}) if isinstance(h, dict) else (h, {})
         for m in ctx.matches.get(sid, []):
-            if m.ts is not None and all(regex.search(p, m.captures.get(c, "")) for c, p in where.items()):
+            if m.ts is not None and all(
+                regex.search(p, m.captures.get(c, "")) for c, p in where.items()
+            ):
                 healthy.append(m.ts)
     last_ok = max(healthy) if healthy else None
     faults = frame.filter(pl.col("severity").is_in(["E", "F"]))
@@ -154,24 +190,46 @@ def episodes(frame: pl.DataFrame, ctx: NodeContext, ruleset: RuleSet, year_known
         add("last-healthy", last_ok, "last evidence that registration worked")
     if faults.height:
         t, src, file, line, msg = faults.select("time", "source", "file", "line", "message").row(0)
-        add("first-fault", t, f"first error after the last healthy state: {msg[:160]}", file, line, src)
+        add(
+            "first-fault",
+            t,
+            f"first error after the last healthy state: {msg[:160]}",
+            file,
+            line,
+            src,
+        )
     # clock problems
     if not year_known:
-        issues.append("klog lines carry no year and the bundle gave no clue: times are shown without a year")
-    for (file,), part in frame.filter(pl.col("source") != "node").group_by(["file"], maintain_order=True):
+        issues.append(
+            "klog lines carry no year and the bundle gave no clue: times are shown without a year"
+        )
+    for (file,), part in frame.filter(pl.col("source") != "node").group_by(
+        ["file"], maintain_order=True
+    ):
         back = part.select((pl.col("time").diff().dt.total_seconds() < -1).sum()).item()
         if back:
-            issues.append(f"{file}: {back} line(s) go back in time (restarts, clock skew or several containers concatenated)")
-    spans = frame.filter(pl.col("source") != "node").group_by("file").agg(pl.col("time").min().alias("a"), pl.col("time").max().alias("b")).sort("a")
+            issues.append(
+                f"{file}: {back} line(s) go back in time (restarts, clock skew or several containers concatenated)"
+            )
+    spans = (
+        frame.filter(pl.col("source") != "node")
+        .group_by("file")
+        .agg(pl.col("time").min().alias("a"), pl.col("time").max().alias("b"))
+        .sort("a")
+    )
     rows = spans.rows()
     for (f1, a1, b1), (f2, a2, b2) in zip(rows, rows[1:], strict=False):
         if a2 > b1:
-            issues.append(f"{f1} ends ({b1:%m-%d %H:%M:%S}) before {f2} starts ({a2:%m-%d %H:%M:%S}): their times do not overlap")
+            issues.append(
+                f"{f1} ends ({b1:%m-%d %H:%M:%S}) before {f2} starts ({a2:%m-%d %H:%M:%S}): their times do not overlap"
+            )
     out.sort(key=lambda e: e["time"])
     return out, issues
 
 
-def attach(diag: Diagnosis, bundle: ParsedBundle, ctx: NodeContext, ruleset: RuleSet) -> pl.DataFrame:
+def attach(
+    diag: Diagnosis, bundle: ParsedBundle, ctx: NodeContext, ruleset: RuleSet
+) -> pl.DataFrame:
     """Build the frame, mark the findings that cite each row, put a bounded copy in the diagnosis."""
     frame = build_timeline(bundle, ctx)
     cites: dict[tuple[str, int], list[str]] = {}
@@ -187,9 +245,16 @@ def attach(diag: Diagnosis, bundle: ParsedBundle, ctx: NodeContext, ruleset: Rul
     frame = frame.join(keys, on=["file", "line"], how="left", maintain_order="left")
     diag.episodes, diag.clock_issues = episodes(frame, ctx, ruleset, ctx.clock.year is not None)
     interesting = frame.filter(
-        pl.col("signature").is_not_null() | pl.col("severity").is_in(["W", "E", "F"]) | (pl.col("source") == "node") | pl.col("findings").is_not_null()
+        pl.col("signature").is_not_null()
+        | pl.col("severity").is_in(["W", "E", "F"])
+        | (pl.col("source") == "node")
+        | pl.col("findings").is_not_null()
     )
-    rows = interesting if interesting.height > DIAGNOSIS_ROWS or frame.height > DIAGNOSIS_ROWS else frame
+    rows = (
+        interesting
+        if interesting.height > DIAGNOSIS_ROWS or frame.height > DIAGNOSIS_ROWS
+        else frame
+    )
     diag.timeline = rows.head(DIAGNOSIS_ROWS).to_dicts()
     diag.timeline_total = frame.height
     return frame
@@ -211,7 +276,9 @@ def write_timeline(frame: pl.DataFrame, fmt: str, output: Path | None) -> None:
         lines = []
         for t, src, file, line, sev, sig, msg, fnd in frame.iter_rows():
             mark = f" <{fnd}>" if fnd else ""
-            lines.append(f"{t:%Y-%m-%d %H:%M:%S.%f} {sev or '-'} {src:18} {file}:{line} {('[' + sig + '] ') if sig else ''}{msg}{mark}")
+            lines.append(
+                f"{t:%Y-%m-%d %H:%M:%S.%f} {sev or '-'} {src:18} {file}:{line} {('[' + sig + '] ') if sig else ''}{msg}{mark}"
+            )
         text = "\n".join(lines) + "\n"
     if output is None:
         sys.stdout.write(text)

@@ -13,7 +13,9 @@ runner = CliRunner()
 
 
 def test_analyze_json_and_exit_codes():
-    res = runner.invoke(app, ["analyze", str(SAMPLES / "rbac-patch-forbidden" / "bundle"), "--format", "json"])
+    res = runner.invoke(
+        app, ["analyze", str(SAMPLES / "rbac-patch-forbidden" / "bundle"), "--format", "json"]
+    )
     assert res.exit_code == 1
     doc = json.loads(res.stdout)
     assert doc["schema_version"] == "1.0"
@@ -22,7 +24,9 @@ def test_analyze_json_and_exit_codes():
     f = next(f for f in doc["findings"] if f["rule_id"] == "rbac-patch-forbidden")
     assert {"rule_id", "category", "severity", "kind", "evidence"} <= set(f)
     assert f["evidence"][0]["file"] == "device-plugin.log" and f["evidence"][0]["line"] > 0
-    healthy = runner.invoke(app, ["analyze", str(SAMPLES / "healthy-single-gpu" / "bundle"), "-f", "json"])
+    healthy = runner.invoke(
+        app, ["analyze", str(SAMPLES / "healthy-single-gpu" / "bundle"), "-f", "json"]
+    )
     assert healthy.exit_code == 0
     assert json.loads(healthy.stdout)["primary"]["category"] == "healthy"
 

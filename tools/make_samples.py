@@ -776,23 +776,37 @@ def main():
         },
     )
     # 22. hostile strings everywhere (report safety)
-    xss = '<script>document.title="PWNED"</script><img src=x onerror="document.body.dataset.pwned=1">'
-    write("xss-hostile", {
-        "node.yaml": node_yaml("gpu-node-x", labels={"gpu": "on", "evil": "javascript-alert"}, annotations={
-            "hami.io/node-nvidia-register": '[{"id":"' + xss + '","count":"</style><script>alert(1)</script>"}]',
-            "hami.io/node-handshake": "Requesting_2026-08-01 07:02:11 </textarea><svg onload=alert(1)>",
-            "note": "[click](javascript:alert(1)) @maintainers #1 ```"}, allocatable={"nvidia.com/gpu": "10"}),
-        "device-plugin.log": [
-            "I0815 09:04:51.202341  412873 main.go:275] Start working on node gpu-node-x",
-            f'E0815 09:06:21.709851  412873 register.go:96] nvml Init err:  {xss} </style><a href="javascript:alert(1)">x</a>',
-            f'E0815 09:06:22.709851  412873 register.go:307] patch node error  nodes "gpu-node-x" is forbidden: User "{xss}" cannot patch resource "nodes"',
-        ],
-    }, {
-        "description": "Hostile strings in annotations, labels and log lines: the report must render them as inert text.",
-        "primary_category": "plugin-crash-nvml",
-        "must_fire": ["register-annotation-invalid", "nvml-init-failed"],
-        "must_not_fire": ["spec-link-ok"],
-    })
+    xss = (
+        '<script>document.title="PWNED"</script><img src=x onerror="document.body.dataset.pwned=1">'
+    )
+    write(
+        "xss-hostile",
+        {
+            "node.yaml": node_yaml(
+                "gpu-node-x",
+                labels={"gpu": "on", "evil": "javascript-alert"},
+                annotations={
+                    "hami.io/node-nvidia-register": '[{"id":"'
+                    + xss
+                    + '","count":"</style><script>alert(1)</script>"}]',
+                    "hami.io/node-handshake": "Requesting_2026-08-01 07:02:11 </textarea><svg onload=alert(1)>",
+                    "note": "[click](javascript:alert(1)) @maintainers #1 ```",
+                },
+                allocatable={"nvidia.com/gpu": "10"},
+            ),
+            "device-plugin.log": [
+                "I0815 09:04:51.202341  412873 main.go:275] Start working on node gpu-node-x",
+                f'E0815 09:06:21.709851  412873 register.go:96] nvml Init err:  {xss} </style><a href="javascript:alert(1)">x</a>',
+                f'E0815 09:06:22.709851  412873 register.go:307] patch node error  nodes "gpu-node-x" is forbidden: User "{xss}" cannot patch resource "nodes"',
+            ],
+        },
+        {
+            "description": "Hostile strings in annotations, labels and log lines: the report must render them as inert text.",
+            "primary_category": "plugin-crash-nvml",
+            "must_fire": ["register-annotation-invalid", "nvml-init-failed"],
+            "must_not_fire": ["spec-link-ok"],
+        },
+    )
     # 21. default scheduler
     write(
         "pod-not-scheduled-by-hami",

@@ -18,7 +18,13 @@ from markupsafe import Markup, escape
 from analyzer.diagnosis import Diagnosis, Evidence
 
 GPU_COLUMNS = ("id", "type", "devmem", "devcore", "count", "numa", "index", "mode", "health")
-SEV_COLOUR = {"I": "var(--unk)", "W": "var(--warn)", "E": "var(--bad)", "F": "var(--bad)", None: "var(--unk)"}
+SEV_COLOUR = {
+    "I": "var(--unk)",
+    "W": "var(--warn)",
+    "E": "var(--bad)",
+    "F": "var(--bad)",
+    None: "var(--unk)",
+}
 CHART_POINTS = 1500
 SCRIPT = """
 document.querySelectorAll('[data-copy]').forEach(function (b) {
@@ -45,7 +51,13 @@ def _highlight(e: Evidence) -> Markup:
     text = e.text or ""
     if e.span and 0 <= e.span[0] <= e.span[1] <= len(text):
         a, b = e.span
-        return escape(text[:a]) + Markup("<mark>") + escape(text[a:b]) + Markup("</mark>") + escape(text[b:])
+        return (
+            escape(text[:a])
+            + Markup("<mark>")
+            + escape(text[a:b])
+            + Markup("</mark>")
+            + escape(text[b:])
+        )
     return escape(text)
 
 
@@ -81,7 +93,9 @@ def _chart(d: Diagnosis) -> dict[str, Any] | None:
                 "x": round(x, 1),
                 "y": y,
                 "r": 5 if cited else 3 if r.get("severity") in ("E", "F") else 2,
-                "colour": "var(--bad)" if cited else SEV_COLOUR.get(r.get("severity"), "var(--unk)"),
+                "colour": "var(--bad)"
+                if cited
+                else SEV_COLOUR.get(r.get("severity"), "var(--unk)"),
                 "title": f"{_fmt_time(r['time'], True)} {r['file']}:{r['line']} {str(r.get('message') or '')[:200]}",
             }
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -218,7 +219,7 @@ def episodes(
         .sort("a")
     )
     rows = spans.rows()
-    for (f1, a1, b1), (f2, a2, b2) in zip(rows, rows[1:], strict=False):
+    for (f1, _a1, b1), (f2, a2, _b2) in itertools.pairwise(rows):
         if a2 > b1:
             issues.append(
                 f"{f1} ends ({b1:%m-%d %H:%M:%S}) before {f2} starts ({a2:%m-%d %H:%M:%S}): their times do not overlap"

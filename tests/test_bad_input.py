@@ -5,10 +5,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from conftest import diagnose_texts, fired, parse_texts
-
 from analyzer.errors import RuleLoadError
 from analyzer.rules.loader import load_ruleset
+from conftest import diagnose_texts, fired, parse_texts
 
 
 def test_malformed_yaml_node_is_a_warning(ruleset):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from conftest import SAMPLES
 from typer.testing import CliRunner
 
 from analyzer.cli import app
+from conftest import SAMPLES
 
 runner = CliRunner()
 

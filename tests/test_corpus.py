@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from conftest import SHARED
 
 from analyzer.analyze import analyze
+from conftest import SHARED
 
 CORPUS = SHARED / "corpus"
 CASES = sorted(p for p in CORPUS.iterdir() if p.is_dir()) if CORPUS.is_dir() else []

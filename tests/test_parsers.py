@@ -5,9 +5,9 @@ from __future__ import annotations
 import datetime as dt
 
 import polars as pl
-from conftest import diagnose_texts, parse_texts
 
 from analyzer.bundle import recognise as recognise_mod
+from conftest import diagnose_texts, parse_texts
 
 DP = """I0815 09:04:51.202341  412873 main.go:275] Start working on node gpu-node-2
 I0815 09:04:51.517733  412873 server.go:329] Registered device plugin for 'nvidia.com/gpu' with Kubelet

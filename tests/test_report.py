@@ -93,7 +93,7 @@ def test_report_structure(ruleset, sample):
 
 
 def test_hostile_strings_are_inert_text(ruleset):
-    d, html, page = _page(ruleset, SAMPLES / "xss-hostile")
+    _d, html, page = _page(ruleset, SAMPLES / "xss-hostile")
     assert "<script>document.title" not in html
     assert (
         "&lt;script&gt;document.title=&#34;PWNED&#34;&lt;/script&gt;" in html

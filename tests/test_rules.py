@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import diagnose_texts, fired
-
 from analyzer.rules.loader import load_ruleset
 from analyzer.rules.model import CATEGORIES
 from analyzer.rules.selftest import run_rule_tests
+from conftest import diagnose_texts, fired
 
 
 def test_every_rule_and_signature_self_test_passes(ruleset):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from conftest import SAMPLES
 
 from analyzer.analyze import analyze
+from conftest import SAMPLES
 
 SAMPLE_DIRS = sorted(p for p in SAMPLES.iterdir() if (p / "expected.yaml").is_file())
 

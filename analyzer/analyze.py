@@ -27,3 +27,24 @@ def analyze(
 ) -> tuple[ParsedBundle, list[Diagnosis]]:
     bundle = parse_bundle(inputs, ruleset, limits)
     return bundle, analyze_parsed(bundle, ruleset, node)
+
+
+def analyze_issue(
+    raw: bytes, ruleset: RuleSet, node: str | None = None
+) -> tuple[ParsedBundle, list[Diagnosis]]:
+    """A GitHub issue (Markdown or event JSON): its code blocks and prose become the bundle."""
+    from analyzer.bundle.issue import issue_from_payload, parse_issue
+    from analyzer.bundle.reader import BundleReader
+    from analyzer.pipeline import parse_files
+
+    issue = parse_issue(issue_from_payload(raw))
+    reader = BundleReader()
+    try:
+        for name, body in issue.blocks:
+            reader.add_bytes(name, body.encode("utf-8", errors="replace"))
+        if issue.prose.strip():
+            reader.add_bytes("issue-text.md", issue.prose.encode("utf-8", errors="replace"))
+        bundle = parse_files(reader, ruleset)
+    finally:
+        reader.close()
+    return bundle, analyze_parsed(bundle, ruleset, node)

@@ -28,6 +28,7 @@ app.add_typer(rules_app, name="rules")
 class Format(StrEnum):
     terminal = "terminal"
     json = "json"
+    markdown = "markdown"
     html = "html"
 
 
@@ -85,15 +86,25 @@ def analyze(
     ] = None,
     node: NodeOpt = None,
     rules: RulesOpt = None,
+    from_issue: Annotated[
+        bool, typer.Option("--from-issue", help="Input is GitHub issue text or event JSON.")
+    ] = False,
     max_bytes: MaxBytes = 4096,
     max_members: MaxMembers = 5000,
 ) -> None:
     """Diagnose a bundle. Exit 0: no fault, 1: a fault fired, 2: usage or input error."""
     from analyzer.analyze import analyze as run
+    from analyzer.analyze import analyze_issue
 
     ruleset = _ruleset(rules)
     try:
-        _bundle, diags = run(inputs, ruleset, node, _limits(max_bytes, max_members))
+        if from_issue or (len(inputs) == 1 and _is_issue(inputs[0])):
+            raw = _read_input(inputs[0])
+            bundle, diags = analyze_issue(raw, ruleset, node)
+            digest = raw
+        else:
+            bundle, diags = run(inputs, ruleset, node, _limits(max_bytes, max_members))
+            digest = bundle.digest.encode()
     except AnalyzerError as exc:
         _fail(str(exc))
         return
@@ -101,6 +112,10 @@ def analyze(
         from analyzer.render.jsonout import render_json
 
         text = render_json(diags)
+    elif format is Format.markdown:
+        from analyzer.render.markdown import render_markdown
+
+        text = render_markdown(diags, digest)
     elif format is Format.html:
         from analyzer.render.html import render_html
 
@@ -111,6 +126,30 @@ def analyze(
         text = render_terminal(diags)
     _write(text, output)
     raise typer.Exit(1 if any(d.faults() for d in diags) else 0)
+
+
+def _is_issue(spec: str) -> bool:
+    """An issue is a .md file, or a .json file holding an issue body (GitHub event payload)."""
+    p = Path(spec)
+    if p.suffix.lower() in (".md", ".markdown"):
+        return p.is_file()
+    if p.suffix.lower() == ".json" and p.is_file() and p.stat().st_size < (8 << 20):
+        head = p.read_text(encoding="utf-8", errors="replace")
+        return '"body"' in head and ('"issue"' in head or '"title"' in head)
+    return False
+
+
+def _read_input(spec: str) -> bytes:
+    from analyzer.bundle.issue import MAX_ISSUE_BYTES
+    from analyzer.errors import BundleError
+
+    try:
+        data = (
+            sys.stdin.buffer.read(MAX_ISSUE_BYTES + 1) if spec == "-" else Path(spec).read_bytes()
+        )
+    except OSError as exc:
+        raise BundleError(f"{spec}: {exc.strerror or exc}") from None
+    return data
 
 
 @app.command()

@@ -203,7 +203,7 @@ def _node_guess(matches: dict[str, list[Match]]) -> str | None:
 
 
 def _context(bundle, ruleset, node, clock, all_matches, counts, errors, node_count) -> NodeContext:
-    name = node.name if node else _node_guess(all_matches)
+    name = node.name if node else _node_guess(all_matches) or _pod_node(bundle)
     matches: dict[str, list[Match]] = {}
     for sid, ms in all_matches.items():
         cap = ruleset.signatures[sid].node_capture
@@ -243,6 +243,12 @@ def _context(bundle, ruleset, node, clock, all_matches, counts, errors, node_cou
             facts.setdefault(f"config.{cf.kind}.{k}", v)
     for sid, ms in sorted(matches.items()):
         sig = ruleset.signatures[sid]
+        if sig.version_capture:
+            for m in ms[:5]:
+                what = sig.meaning.split(".")[0].lower() or "version"
+                _tag_evidence(
+                    version, m.captures.get(sig.version_capture, ""), f"{m.file}:{m.line}", what
+                )
         if sig.implies_version and not sig.versions.empty():
             version.add(
                 VersionEvidence(
@@ -270,12 +276,11 @@ def _context(bundle, ruleset, node, clock, all_matches, counts, errors, node_cou
     )
 
 
-def _tag_evidence(version: VersionInference, tag: str, where: str) -> None:
+def _tag_evidence(version: VersionInference, tag: str, where: str, what: str = "image tag") -> None:
     m = regex.match(r"v?(\d+)\.(\d+)\.(\d+)$", tag.strip())
     if m:
-        version.add(
-            VersionEvidence(Range.parse(f"=={m[1]}.{m[2]}.{m[3]}"), f"image tag {tag}", where)
-        )
+        rng = Range.parse(f"=={m[1]}.{m[2]}.{m[3]}")
+        version.add(VersionEvidence(rng, f"{what} {tag}", where))
 
 
 def _node_facts(node: NodeFacts) -> dict[str, Any]:
@@ -405,3 +410,14 @@ def _pod_facts(bundle: ParsedBundle, facts: dict[str, Any]) -> None:
         for c in pod.containers:
             reasons.update(x for x in (c.reason, c.last_reason) if x)
     facts["pod.container_reasons"] = sorted(reasons)
+
+
+def _pod_node(bundle: ParsedBundle) -> str | None:
+    """Without a Node object, the node the failing pod was bound to names the node."""
+    for p in bundle.pods:
+        if p.node and p.node not in ("<none>", ""):
+            return p.node
+        v = p.annotations.get("hami.io/vgpu-node")
+        if v:
+            return v
+    return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 from analyzer.bundle.model import Inventory
@@ -34,6 +35,7 @@ class ParsedBundle:
     configs: list[ConfigFacts] = field(default_factory=list)
     logs: list[ParsedLog] = field(default_factory=list)  # every line-oriented artefact
     member_mtimes: list[float] = field(default_factory=list)
+    digest: str = ""  # of the file names and fingerprints: the same bundle gives the same digest
 
     @property
     def kinds(self) -> set[str]:
@@ -50,6 +52,10 @@ def parse_files(reader, ruleset: RuleSet) -> ParsedBundle:
     artefacts = recognise(inv.files, ruleset.sources, inv)
     out = ParsedBundle(inv)
     out.member_mtimes = [f.mtime for f in inv.files if f.mtime and "!" in f.name]
+    h = hashlib.sha256()
+    for f in sorted(inv.files, key=lambda f: f.fingerprint):
+        h.update(f.fingerprint.encode())
+    out.digest = h.hexdigest()
     matchers: dict[str, Matcher] = {}
     for a in artefacts:
         if a.kind in ("node", "node-describe"):

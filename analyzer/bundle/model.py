@@ -14,6 +14,7 @@ class BundleFile:
     path: Path  # where the (decompressed) bytes are on disk; read-only for us
     size: int
     mtime: float | None = None  # from the archive member or the file system
+    fingerprint: str = ""  # sha256 of size + first and last 64 KiB (dedup, comment marker)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ uncompressed size are capped. Inputs are only ever opened for reading.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import os
 import shutil
 import stat
@@ -195,7 +196,11 @@ class BundleReader:
             self.inventory.warnings.append(f"{name}: corrupt {kind} archive ({exc})")
             return
         size = path.stat().st_size
-        self.inventory.files.append(BundleFile(name=name, path=path, size=size, mtime=mtime))
+        self.inventory.files.append(
+            BundleFile(
+                name=name, path=path, size=size, mtime=mtime, fingerprint=_fingerprint(path, size)
+            )
+        )
 
     def _add_gzip(self, path: Path, name: str, mtime: float | None, depth: int) -> None:
         """A gzip layer is a compression, not a nesting level: `x.log.gz` reads as `x.log`."""
@@ -257,6 +262,17 @@ def _zip_mtime(info: zipfile.ZipInfo) -> float | None:
         return dt.datetime(*info.date_time, tzinfo=dt.UTC).timestamp()
     except ValueError:
         return None
+
+
+def _fingerprint(path: Path, size: int) -> str:
+    """Content fingerprint without reading a huge file twice: size, first and last 64 KiB."""
+    h = hashlib.sha256(str(size).encode())
+    with path.open("rb") as fh:
+        h.update(fh.read(1 << 16))
+        if size > 1 << 17:
+            fh.seek(size - (1 << 16))
+        h.update(fh.read(1 << 16))
+    return h.hexdigest()
 
 
 @contextmanager

@@ -48,6 +48,8 @@ def required_literals(pattern: str) -> list[str] | None:
         parsed = P.parse(pattern)
     except (re.error, TypeError, ValueError, RecursionError):
         return None
+    if parsed.state.flags & re.IGNORECASE or "(?i" in pattern:
+        return None  # a case-sensitive literal scan would miss matches
     items = list(parsed)
     # top-level alternation: one literal per branch
     if len(items) == 1 and items[0][0] is C.BRANCH:

@@ -39,6 +39,7 @@ SIGNATURE_KEYS = {
     "references",
     "status",
     "prefilter",
+    "version_capture",
 }
 RULE_KEYS = {
     "id",
@@ -250,6 +251,11 @@ def _load_signature(path: str, s: Any, sources: dict, problems: list[str]) -> Si
         versions = Range()
     ex = s.get("examples") or {}
     node_capture = s.get("node_capture")
+    version_capture = s.get("version_capture")
+    if version_capture and version_capture not in compiled.groupindex:
+        problems.append(
+            f"{where}: signature {sid}: version_capture {version_capture!r} is not a named group"
+        )
     if node_capture and node_capture not in compiled.groupindex:
         problems.append(
             f"{where}: signature {sid}: node_capture {node_capture!r} is not a named group"
@@ -269,6 +275,7 @@ def _load_signature(path: str, s: Any, sources: dict, problems: list[str]) -> Si
         examples_match=tuple(ex.get("match") or []),
         examples_no_match=tuple(ex.get("no_match") or []),
         node_capture=node_capture,
+        version_capture=version_capture,
         prefilter=tuple(_prefilter(s, compiled, where, sid, problems)),
     )
 

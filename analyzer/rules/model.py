@@ -52,7 +52,10 @@ class Signature:
     examples_match: tuple[str, ...] = ()
     examples_no_match: tuple[str, ...] = ()
     node_capture: str | None = None  # capture naming the node the line is about
-    prefilter: tuple[str, ...] = ()  # literals for the fast scan (default: derived from regex)
+    prefilter: tuple[str, ...] = ()
+    version_capture: str | None = (
+        None  # capture holding a HAMi version (evidence)  # literals for the fast scan (default: derived from regex)
+    )
 
 
 @dataclass

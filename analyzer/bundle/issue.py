@@ -1,0 +1,131 @@
+"""GitHub issue text (Markdown, or the event JSON) into bundle files.
+
+Users paste artefacts into fenced blocks (``` or ~~~, any length, any language tag), into
+`<details>`/`<pre><code>` HTML, or as indented blocks; the prose around them may quote the error
+or name the HAMi version. Each block becomes one in-memory file (recognised by content later,
+and split if it holds several artefacts); the prose becomes one more file so error messages and
+versions quoted outside code blocks are found too.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass, field
+
+import regex
+
+from analyzer.errors import BundleError
+
+_FENCE_OPEN = regex.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`\n]*)$")
+_PRE_RE = regex.compile(
+    r"<pre[^>]*>(?:\s*<code[^>]*>)?(?P<body>.*?)(?:</code>\s*)?</pre>", regex.S | regex.I
+)
+_TAG_RE = regex.compile(
+    r"</?(?:details|summary|p|br|div|b|strong|em|i|code|sub|sup|span)\b[^>]*>", regex.I
+)
+MAX_ISSUE_BYTES = 4 << 20
+
+
+@dataclass
+class IssueText:
+    blocks: list[tuple[str, str]] = field(default_factory=list)  # (name, text)
+    prose: str = ""
+
+
+def _unfence(text: str) -> tuple[list[tuple[str, str]], list[str]]:
+    lines = text.split("\n")
+    blocks: list[tuple[str, str]] = []
+    prose: list[str] = []
+    i = 0
+    while i < len(lines):
+        m = _FENCE_OPEN.match(lines[i])
+        if not m:
+            prose.append(lines[i])
+            i += 1
+            continue
+        fence, info, indent = m["fence"], m["info"].strip(), len(m["indent"])
+        body: list[str] = []
+        i += 1
+        while i < len(lines):
+            close = lines[i].strip()
+            if close.startswith(fence[0] * len(fence)) and set(close) <= {fence[0]}:
+                break
+            body.append(lines[i][indent:] if lines[i][:indent].isspace() else lines[i])
+            i += 1
+        i += 1  # closing fence (or end of text: an unclosed fence runs to the end)
+        lang = info.split()[0].lower() if info else "txt"
+        blocks.append((lang, "\n".join(body)))
+        prose.append("")
+    return blocks, prose
+
+
+def _indented(prose_lines: list[str]) -> tuple[list[str], list[str]]:
+    """Indented code blocks (4 spaces or a tab after a blank line) out of the prose."""
+    blocks, rest, cur = [], [], []
+    prev_blank = True
+    for line in prose_lines:
+        is_code = (line.startswith("    ") or line.startswith("\t")) and (prev_blank or cur)
+        if is_code and line.strip():
+            cur.append(line[4:] if line.startswith("    ") else line[1:])
+        else:
+            if cur and line.strip() == "":
+                cur.append("")
+                prev_blank = True
+                continue
+            if cur:
+                blocks.append("\n".join(cur).strip("\n"))
+                cur = []
+            rest.append(line)
+        prev_blank = not line.strip()
+    if cur:
+        blocks.append("\n".join(cur).strip("\n"))
+    return blocks, rest
+
+
+def parse_issue(text: str) -> IssueText:
+    if len(text.encode("utf-8", errors="replace")) > MAX_ISSUE_BYTES:
+        raise BundleError(f"issue text larger than {MAX_ISSUE_BYTES >> 20} MiB")
+    out = IssueText()
+    # <pre><code> blocks first: their content is HTML-escaped text
+    pres = []
+
+    def take(m: regex.Match) -> str:
+        pres.append(html.unescape(_TAG_RE.sub("", m["body"])))
+        return "\n"
+
+    text = _PRE_RE.sub(take, text.replace("\r\n", "\n"))
+    fenced, prose_lines = _unfence(text)
+    indented, prose_lines = _indented(prose_lines)
+    n = 0
+    for lang, body in fenced:
+        n += 1
+        out.blocks.append((f"issue-block-{n:02d}.{_ext(lang)}", body))
+    for body in pres + indented:
+        n += 1
+        out.blocks.append((f"issue-block-{n:02d}.txt", body))
+    prose = _TAG_RE.sub("", "\n".join(prose_lines))
+    out.prose = html.unescape(prose)
+    return out
+
+
+def _ext(lang: str) -> str:
+    lang = regex.sub(r"[^a-z0-9]", "", lang)[:8]
+    return lang or "txt"
+
+
+def issue_from_payload(raw: bytes) -> str:
+    """Markdown text from an issue file: plain Markdown, or GitHub event/issue JSON."""
+    text = raw.decode("utf-8", errors="replace")
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        try:
+            doc = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise BundleError(f"issue JSON is not valid JSON: {exc}") from None
+        issue = doc.get("issue", doc) if isinstance(doc, dict) else {}
+        if not isinstance(issue, dict) or not isinstance(issue.get("body", ""), str | type(None)):
+            raise BundleError("issue JSON has no string issue.body")
+        title = issue.get("title") or ""
+        return (f"# {title}\n\n" if title else "") + (issue.get("body") or "")
+    return text

@@ -1,0 +1,171 @@
+"""A GitHub comment for the issue bot: short, safe, deterministic.
+
+Everything that came from the issue or the bundle is neutralised: in prose it cannot mention
+people, link issues, start HTML, images or links, or break the layout; in code blocks it sits
+inside a fence longer than any backtick run it contains, so it cannot close the fence.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import regex
+
+from analyzer import __version__
+from analyzer.diagnosis import Diagnosis, Evidence
+
+MAX_COMMENT = 65_536
+MAX_FINDINGS = 3
+MARKER = "hami-bundle-analyzer"
+ZWSP = "\u200b"
+_MD_INLINE = regex.compile(r"([\\`*_\[\]|~])")  # emphasis, code, links, tables, strike
+_SEVERITY_ICON = {"critical": "🔴", "error": "🔴", "warning": "🟠", "info": "🔵"}
+
+
+def safe_text(value: object, limit: int = 600) -> str:
+    """Untrusted text for a Markdown paragraph: one line, every Markdown/HTML metacharacter
+    escaped, mentions and issue references broken with a zero-width space."""
+    text = " ".join(str(value).split())
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = _MD_INLINE.sub(r"\\\1", text)
+    text = regex.sub(r"!(?=\\\[)", r"\\!", text)  # no images
+    text = regex.sub(r"^([#+\-=]|\d+[.)])", r"\\\1", text)  # no heading/list/rule at the start
+    text = regex.sub(r"#(?=\d)", "#" + ZWSP, text)  # no #123 issue links
+    text = regex.sub(r"@(?=\w)", "@" + ZWSP, text)  # no @mentions
+    text = regex.sub(r"(?i)\b(gh)-(?=\d)", r"\1" + ZWSP + "-", text)  # no GH-123 links
+    text = regex.sub(r"(?i)(?<=\w)://", ZWSP + "://", text)  # no autolinked URLs
+    text = regex.sub(r"(?i)\bwww\.", "www" + ZWSP + ".", text)
+    return text
+
+
+def code_block(text: str, limit: int = 4000) -> str:
+    text = str(text)
+    if len(text) > limit:
+        text = text[:limit] + "\n… (cut)"
+    text = "".join(ch if ch.isprintable() or ch in "\n\t" else "?" for ch in text)
+    longest = max((len(m) for m in regex.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
+def code_span(text: object, limit: int = 120) -> str:
+    """Inline code: literal on GitHub (no escapes, mentions or links inside)."""
+    text = " ".join(str(text).split())[:limit]
+    text = "".join(ch if ch.isprintable() else "?" for ch in text)
+    longest = max((len(m) for m in regex.findall(r"`+", text)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def _best_evidence(evidence: list[Evidence]) -> Evidence:
+    """A log line if there is one, else the last (most specific) fact."""
+    logs = [e for e in evidence if e.kind == "log"]
+    return logs[0] if logs else evidence[-1]
+
+
+def _evidence(e: Evidence) -> str:
+    if e.kind == "log":
+        more = f" ({e.count} matching lines)" if e.count and e.count > 1 else ""
+        return f"{code_span(f'{e.file}:{e.line}')}{more}\n{code_block(e.text or '', 600)}"
+    if e.kind == "fact":
+        where = f" in {code_span(f'{e.file}:{e.line}')}" if e.file and e.line else ""
+        return f"{code_span(e.path)}{where}\n{code_block(str(e.value), 600)}"
+    return f"_{safe_text(e.text or '')}_"
+
+
+def render_markdown(diags: list[Diagnosis], digest_source: bytes = b"") -> str:
+    d = diags[0]
+    digest = hashlib.sha256(digest_source).hexdigest()[:16]
+    p = d.primary
+    icon = (
+        "🟢"
+        if p.category == "healthy"
+        else "⚪"
+        if p.category == "inconclusive"
+        else _SEVERITY_ICON[p.severity]
+    )
+    head = [
+        f"<!-- {MARKER} version={__version__} rules={d.rules_version} input={digest} -->",
+        f"{icon} **{safe_text(p.title, 300)}** (`{p.category}`{f', rule `{p.rule_id}`' if p.rule_id else ''})",
+        "",
+    ]
+    links = " → ".join(f"{ln.link}: **{ln.state}**" for ln in d.links)
+    node = code_span(d.node or "unknown", 80)
+    head.append(
+        f"Registration links: {links}. Node: {node}, HAMi {safe_text(d.version['summary'], 120)}."
+    )
+    body: list[str] = []
+    for f in d.faults()[:MAX_FINDINGS]:
+        body += [
+            "",
+            f"### {_SEVERITY_ICON[f.severity]} {safe_text(f.title, 300)}",
+            "",
+            safe_text(f.explanation, 1200),
+        ]
+        if f.evidence:
+            body += ["", _evidence(_best_evidence(f.evidence))]
+        if f.remediation:
+            body += ["", "**Fix:**"]
+            for i, step in enumerate(f.remediation[:3], 1):
+                body.append(f"{i}. {safe_text(step.text, 300)}")
+                if step.command:
+                    body += ["", code_block(step.command, 800), ""]
+    if d.collect:
+        body += ["", "**Please attach:**"]
+        for c in d.collect[:6]:
+            body += [f"- [ ] {safe_text(c.title, 200)}", "", code_block(c.command, 600)]
+    details: list[str] = []
+    rest = d.faults()[MAX_FINDINGS:]
+    if rest:
+        details += [
+            "**More findings:**",
+            *[f"- {code_span(f.rule_id)}: {safe_text(f.title, 300)}" for f in rest],
+            "",
+        ]
+    normals = d.normals()
+    if normals:
+        details += [
+            "**Looks suspicious but is normal:**",
+            *[f"- {safe_text(f.title, 300)}" for f in normals],
+            "",
+        ]
+    if d.register and d.register.get("devices"):
+        details += [
+            "**GPUs in the register annotation:**",
+            "",
+            "| id | type | devmem | count | health |",
+            "|---|---|---|---|---|",
+        ]
+        for dev in d.register["devices"][:16]:
+            health = (
+                "healthy"
+                if dev["health"]
+                else "**unhealthy**" + (" (health absent)" if "health" in dev["absent"] else "")
+            )
+            details.append(
+                f"| {safe_text(dev['id'], 60)} | {safe_text(dev['type'], 60)} | {dev['devmem']} | {dev['count']} | {health} |"
+            )
+        details.append("")
+    files = ", ".join(f"{code_span(a['file'], 80)} ({a['kind']})" for a in d.inventory[:30])
+    details.append("**Files read:** " + files)
+    details.append("")
+    details.append(safe_text(d.clock["how"], 300))
+    footer = [
+        "",
+        "<details><summary>Details</summary>",
+        "",
+        *details,
+        "",
+        "</details>",
+        "",
+        f"<sub>{MARKER} {__version__} · rules {d.rules_version}</sub>",
+    ]
+    out = "\n".join(head + body + footer) + "\n"
+    if len(out) > MAX_COMMENT:
+        note = "\n\n_(comment cut to GitHub's size limit; run the analyzer locally for the full report)_\n"
+        out = "\n".join(head + body)[: MAX_COMMENT - len(note) - 200]
+        out = out[: out.rfind("\n")] + note
+    return out

@@ -1,0 +1,223 @@
+"""Issue-bot mode: issue text in, a safe and deterministic Markdown comment out; JSON schema."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import jsonschema
+import pytest
+from typer.testing import CliRunner
+
+from analyzer.analyze import analyze, analyze_issue
+from analyzer.bundle.issue import parse_issue
+from analyzer.cli import app
+from analyzer.render.jsonout import diagnosis_document, render_json
+from analyzer.render.markdown import MAX_COMMENT, code_block, render_markdown, safe_text
+from conftest import REPO, SAMPLES, SHARED
+
+GOLDEN = REPO / "tests" / "golden" / "markdown"
+SCHEMA = json.loads((REPO / "analyzer" / "schema" / "diagnosis.schema.json").read_text())
+SAMPLE_DIRS = sorted(p for p in SAMPLES.iterdir() if (p / "expected.yaml").is_file())
+runner = CliRunner()
+
+
+def test_issue_blocks_are_extracted():
+    text = (
+        "HAMi v2.9.0 on k3s. Error: `nvml init failed: ERROR_LIBRARY_NOT_FOUND`\n\n"
+        "```log\nI0815 09:04:51.202341  412873 main.go:275] Start working on node n1\n```\n\n"
+        "~~~~\nkind: Node\nmetadata: {name: n1}\n~~~~\n\n"
+        "<details><summary>sched</summary>\n<pre><code>I1111 05:16:07.177533       1 event.go:307] "
+        "&quot;Event occurred&quot;\n</code></pre></details>\n\n"
+        "    indented 1\n    indented 2\n\nthanks"
+    )
+    issue = parse_issue(text)
+    assert [n for n, _ in issue.blocks] == [
+        "issue-block-01.log",
+        "issue-block-02.txt",
+        "issue-block-03.txt",
+        "issue-block-04.txt",
+    ]
+    assert issue.blocks[2][1].startswith(
+        'I1111 05:16:07.177533       1 event.go:307] "Event occurred"'
+    )
+    assert issue.blocks[3][1] == "indented 1\nindented 2"
+    assert "nvml init failed" in issue.prose and "Start working" not in issue.prose
+
+
+def test_issue_json_payload_and_prose_version(ruleset):
+    body = (
+        "We run HAMi v2.7.1.\n\n```\nE0815 09:06:21.709851  412873 register.go:96] nvml Init err:  "
+        "ERROR_LIBRARY_NOT_FOUND\n```\n"
+    )
+    event = json.dumps(
+        {"action": "opened", "issue": {"title": "plugin crash", "body": body}}
+    ).encode()
+    _, diags = analyze_issue(event, ruleset)
+    d = diags[0]
+    assert d.primary.rule_id == "nvml-init-failed"
+    assert d.version["range"] == "v2.7.1"
+
+
+def _corpus_cases():
+    corpus = SHARED / "corpus"
+    return sorted(p for p in corpus.iterdir() if p.is_dir()) if corpus.is_dir() else []
+
+
+@pytest.mark.skipif(not _corpus_cases(), reason="../shared/corpus not present")
+@pytest.mark.parametrize("case", _corpus_cases(), ids=lambda p: p.name)
+def test_rebuilt_issue_reads_the_same_artefacts(ruleset, case):
+    """The real pastes, put back into an issue body: the bot sees the kinds the bundle form sees."""
+    import yaml
+
+    exp = yaml.safe_load((case / "expected.yaml").read_text())
+    files = [p for p in sorted(case.iterdir()) if p.name != "expected.yaml"]
+    parts = [f"{exp['title']}\n\n{exp['symptom']}\n"]
+    for f in files:
+        text = f.read_text()
+        # a paste that already carries its own fences goes in as it is
+        parts.append(
+            f"Here is {f.stem}:\n\n{text}\n"
+            if "```" in text
+            else f"Here is {f.stem}:\n\n```\n{text}\n```\n"
+        )
+    _, issue_diags = analyze_issue("\n".join(parts).encode(), ruleset)
+    _, bundle_diags = analyze([str(f) for f in files], ruleset)
+
+    def kinds(d):
+        return {a["kind"] for a in d.inventory if a["kind"] not in ("text", "empty")}
+
+    assert kinds(issue_diags[0]) == kinds(bundle_diags[0])
+    assert issue_diags[0].primary.category == bundle_diags[0].primary.category
+
+
+HOSTILE = [
+    "@octocat please look",
+    "fixes #123 and GH-45",
+    "```\nbreak out\n```",
+    "<img src=x onerror=alert(1)>",
+    "[click](javascript:alert(1)) ![img](http://evil/x.png)",
+    "<!-- hidden --> </details> <script>alert(1)</script>",
+    "# heading\n---\n| a | b |",
+    "https://evil.example/path www.evil.example",
+]
+
+
+@pytest.mark.parametrize("payload", HOSTILE)
+def test_safe_text_neutralises(payload):
+    out = safe_text(payload)
+    assert "\n" not in out
+    assert "<" not in out and ">" not in out.replace("&gt;", "")
+    assert "@octocat" not in out and "#123" not in out and "GH-45" not in out
+    assert not re.search(r"(?<!\\)\]\(", out) and "![" not in out
+    assert not re.search(r"(?i)(https?|javascript)://", out) and "www." not in out
+    assert not out.startswith(("#", "-", "|"))
+
+
+def test_code_block_cannot_be_closed_from_inside():
+    block = code_block("a\n```\n@octocat\n````\nb")
+    fence = block.split("\n")[0].rstrip("text")
+    assert len(fence) == 5
+    assert block.endswith("\n" + fence)
+    assert block.count(fence) == 2
+
+
+def test_hostile_issue_comment_is_inert(ruleset):
+    evil = "@octocat #99 GH-7 <script>x</script> [l](javascript:x) ````"
+    body = (
+        f"{evil}\n\n```\nE0815 09:06:21.709851  412873 register.go:96] nvml Init err:  {evil}\n"
+        f"I0815 09:04:51.202341  412873 main.go:275] Start working on node {evil}\n```\n"
+    )
+    _, diags = analyze_issue(body.encode(), ruleset)
+    md = render_markdown(diags, body.encode())
+    outside = _outside_code(md)
+    assert "@octocat" not in outside and "#99" not in outside and "GH-7" not in outside
+    assert "<script>" not in md.replace("```", "") or "<script>" not in outside
+    assert "<script>" not in outside and not re.search(r"(?<!\\)\]\(javascript", outside)
+    # every fence that opens also closes
+    assert _balanced(md)
+
+
+def _outside_code(md: str) -> str:
+    out, fence = [], None
+    for line in md.split("\n"):
+        stripped = line.strip()
+        if fence is None and stripped.startswith("```"):
+            fence = stripped.rstrip("text").rstrip()
+            continue
+        if fence is not None:
+            if stripped == fence:
+                fence = None
+            continue
+        # drop inline code spans
+        import regex
+
+        out.append(regex.sub(r"(`+)(?:(?!\1).)+?\1", "", line))
+    return "\n".join(out)
+
+
+def _balanced(md: str) -> bool:
+    fence = None
+    for line in md.split("\n"):
+        s = line.strip()
+        if fence is None and s.startswith("```"):
+            fence = s.rstrip("text").rstrip()
+        elif fence is not None and s == fence:
+            fence = None
+    return fence is None
+
+
+def test_markdown_is_deterministic_and_bounded(ruleset):
+    bundle = SAMPLES / "xid79-gpu-lost" / "bundle"
+    a = runner.invoke(app, ["analyze", str(bundle), "-f", "markdown"]).stdout
+    b = runner.invoke(app, ["analyze", str(bundle), "-f", "markdown"]).stdout
+    assert a == b and a.startswith("<!-- hami-bundle-analyzer version=")
+    assert len(a) <= MAX_COMMENT
+    first_visible = a.split("\n")[1]
+    assert "XID 79" in first_visible
+
+
+def test_markdown_is_cut_to_github_limit(ruleset):
+    lines = [
+        f"E0815 09:06:{i % 60:02d}.709851  412873 register.go:96] nvml Init err:  {'x' * 3000}"
+        for i in range(200)
+    ]
+    body = "```\n" + "\n".join(lines) + "\n```\n" + ("long prose " * 20000)
+    _, diags = analyze_issue(body.encode(), ruleset)
+    md = render_markdown(diags, body.encode())
+    assert len(md) <= MAX_COMMENT
+
+
+GOLDEN_SAMPLES = [
+    "healthy-single-gpu",
+    "annotation-health-omitted",
+    "rbac-patch-forbidden",
+    "cdi-unresolvable",
+]
+
+
+@pytest.mark.parametrize("name", GOLDEN_SAMPLES)
+def test_markdown_golden(ruleset, name):
+    _, diags = analyze([str(SAMPLES / name / "bundle")], ruleset)
+    md = render_markdown(diags, b"golden")
+    golden = (GOLDEN / f"{name}.md").read_text()
+
+    def norm(s):  # the rules digest changes with any rule edit; the wording is what is reviewed
+        return re.sub(r"rules[= ][0-9a-f]{12}", "rules=X", s)
+
+    assert norm(md) == norm(golden)
+
+
+@pytest.mark.parametrize("sample", SAMPLE_DIRS, ids=lambda p: p.name)
+def test_json_validates_against_schema(ruleset, sample):
+    _, diags = analyze([str(sample / "bundle")], ruleset)
+    doc = json.loads(render_json(diags))
+    jsonschema.validate(doc, SCHEMA)
+    assert doc["schema_version"] == diagnosis_document(diags)["schema_version"]
+
+
+def test_cli_from_issue_stdin():
+    body = "```\nE0815 09:06:21.709851  412873 register.go:96] nvml Init err:  ERROR_LIBRARY_NOT_FOUND\n```\n"
+    res = runner.invoke(app, ["analyze", "--from-issue", "-", "-f", "markdown"], input=body)
+    assert res.exit_code == 1
+    assert "nvml-init-failed" in res.stdout

@@ -116,7 +116,7 @@ def test_safe_text_neutralises(payload):
 
 def test_code_block_cannot_be_closed_from_inside():
     block = code_block("a\n```\n@octocat\n````\nb")
-    fence = block.split("\n")[0].rstrip("text")
+    fence = block.split("\n")[0].removesuffix("text")
     assert len(fence) == 5
     assert block.endswith("\n" + fence)
     assert block.count(fence) == 2
@@ -143,7 +143,7 @@ def _outside_code(md: str) -> str:
     for line in md.split("\n"):
         stripped = line.strip()
         if fence is None and stripped.startswith("```"):
-            fence = stripped.rstrip("text").rstrip()
+            fence = stripped.removesuffix("text").rstrip()
             continue
         if fence is not None:
             if stripped == fence:
@@ -161,7 +161,7 @@ def _balanced(md: str) -> bool:
     for line in md.split("\n"):
         s = line.strip()
         if fence is None and s.startswith("```"):
-            fence = s.rstrip("text").rstrip()
+            fence = s.removesuffix("text").rstrip()
         elif fence is not None and s == fence:
             fence = None
     return fence is None

@@ -27,5 +27,8 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m analyzer.bench
 
+bench-batch: $(STAMP)
+	$(BIN)/python -m analyzer.bench --batch 10000
+
 clean:
 	rm -rf $(VENV) out build dist *.egg-info

@@ -157,7 +157,16 @@ def main() -> None:
     ap.add_argument("--size-mb", type=int, default=1024)
     ap.add_argument("--dir", default=os.environ.get("BENCH_DIR", tempfile.gettempdir()))
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument(
+        "--batch",
+        type=int,
+        default=0,
+        help="Only the batch benchmark, with N bundles (e.g. 10000).",
+    )
     args = ap.parse_args()
+    if args.batch:
+        bench_batch(args.batch, Path(args.dir) / "hami-bench")
+        return
     cli = [sys.executable, "-m", "analyzer"]
     work = Path(args.dir) / "hami-bench"
     bundle = work / "bundle"
@@ -214,6 +223,52 @@ def main() -> None:
     print(f"  bare imports                  {i * 1000:7.0f} ms")
     print(f"  hami-analyzer analyze         {s * 1000:7.0f} ms")
     print(f"  ratio: {s / i:.2f}x (target <= 1.5x)")
+
+
+def bench_batch(n: int, workdir: Path) -> None:
+    """Batch throughput on all cores against the warm single-process rate, same run."""
+    import resource as _r
+
+    from analyzer import batch
+    from analyzer.synth import make_tickets
+
+    tickets = workdir / f"tickets-{n}"
+    if not tickets.exists():
+        print(f"generating {n} synthetic bundles in {tickets} ...", flush=True)
+        make_tickets(tickets, n)
+    paths = [str(p) for p in sorted(tickets.iterdir())]
+    batch._init_worker()
+    sample = paths[: min(200, len(paths))]
+    start = time.perf_counter()
+    for i, p in enumerate(sample):
+        batch.analyze_one((f"w{i}", p))
+    warm = len(sample) / (time.perf_counter() - start)
+    one_wall, _, _ = _timed(
+        [sys.executable, "-m", "analyzer", "analyze", sample[0], "--format", "json"]
+    )
+    out = workdir / f"batch-out-{n}"
+    shutil.rmtree(out, ignore_errors=True)
+    wall, peak, proc = _peak_of(
+        [sys.executable, "-m", "analyzer", "batch", str(tickets), "--out", str(out)]
+    )
+    cores = os.cpu_count() or 1
+    rate = n / wall
+    print(f"\nbatch of {n} bundles on {cores} cores")
+    print(
+        f"  one `analyze` process per bundle   {one_wall * 1000:7.0f} ms/bundle ({1 / one_wall:6.1f} bundles/s)"
+    )
+    print(
+        f"  warm single process                {1000 / warm:7.1f} ms/bundle ({warm:6.1f} bundles/s)"
+    )
+    print(
+        f"  batch (all cores)                  {1000 / rate:7.1f} ms/bundle ({rate:6.1f} bundles/s), peak RSS {peak / 1024:.0f} MiB (parent)"
+    )
+    print(
+        f"  batch / (cores x warm): {rate / (cores * warm):.2f} (target >= 1.0); batch vs one process per bundle: {rate * one_wall:.1f}x"
+    )
+    if proc.returncode:
+        print(proc.stderr[-1000:])
+    del _r
 
 
 if __name__ == "__main__":

@@ -219,6 +219,46 @@ def timeline(
     write_timeline(frame, format, output)
 
 
+@app.command()
+def batch(
+    inputs: Annotated[
+        list[str] | None, typer.Argument(help="Folder of tickets, list file(s), or bundle paths.")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Output folder for the tables.")
+    ] = None,
+    jobs: Annotated[
+        int | None, typer.Option("--jobs", "-j", help="Worker processes (default: all cores).")
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Re-analyse bundles already in --out.")
+    ] = False,
+    csv: Annotated[bool, typer.Option("--csv", help="Also write the tables as CSV.")] = False,
+    summary_only: Annotated[
+        Path | None,
+        typer.Option("--summary-only", help="Rebuild summary.html from the tables in DIR."),
+    ] = None,
+) -> None:
+    """Analyse many bundles into bundles.parquet, findings.parquet and summary.html (resumable)."""
+    from analyzer import batch as batch_mod
+
+    if summary_only is not None:
+        if not (summary_only / "bundles.parquet").is_file():
+            _fail(f"{summary_only}: no bundles.parquet (run a batch first)")
+        typer.echo(str(batch_mod.write_summary(summary_only)))
+        return
+    if not inputs or out is None:
+        _fail("batch needs INPUT... and --out DIR (or --summary-only DIR)")
+    missing = [i for i in inputs if not Path(i).exists()]
+    if missing:
+        _fail(f"{missing[0]}: no such file or directory")
+    counts = batch_mod.run_batch(list(inputs), out, jobs, force, csv)
+    typer.echo(
+        f"{counts['bundles']} bundles, {counts['findings']} findings -> {out}/bundles.parquet, "
+        f"{out}/findings.parquet, {out}/summary.html"
+    )
+
+
 @rules_app.command("list")
 def rules_list(rules: RulesOpt = None) -> None:
     """One line per rule: id, kind, severity, category, title."""

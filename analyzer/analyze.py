@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from analyzer.bundle.reader import Limits
+from analyzer.decisions import build_decisions
 from analyzer.diagnosis import Diagnosis
 from analyzer.facts import build_contexts
 from analyzer.pipeline import ParsedBundle, parse_bundle
@@ -18,6 +19,7 @@ def analyze_parsed(
     for ctx in build_contexts(bundle, ruleset, node):
         diag = diagnose(ruleset, ctx, bundle)
         attach(diag, bundle, ctx, ruleset)
+        diag.decisions = build_decisions(ctx, ruleset.decisions)
         diags.append(diag)
     return diags
 

@@ -247,10 +247,8 @@ class Progress:
         self.failed += failed
         now = time.monotonic()
         if (
-            (self.tty
-            and now - self.last >= 0.2)
-            or (not self.tty
-            and now - self.last >= 10)
+            (self.tty and now - self.last >= 0.2)
+            or (not self.tty and now - self.last >= 10)
             or self.done == self.total
         ):
             self.last = now

@@ -98,6 +98,7 @@ class Diagnosis:
     timeline_total: int = 0
     episodes: list[dict[str, Any]] = field(default_factory=list)
     clock_issues: list[str] = field(default_factory=list)
+    decisions: list[dict[str, Any]] = field(default_factory=list)  # pod x node scheduler outcomes
     analyzer_version: str = ""
     rules_version: str = ""
 

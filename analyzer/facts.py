@@ -241,6 +241,7 @@ def _context(bundle, ruleset, node, clock, all_matches, counts, errors, node_cou
     for cf in bundle.configs:
         for k, v in cf.values.items():
             facts.setdefault(f"config.{cf.kind}.{k}", v)
+    facts.update(runtime_facts(bundle))
     for sid, ms in sorted(matches.items()):
         sig = ruleset.signatures[sid]
         if sig.version_capture:
@@ -345,6 +346,8 @@ def _annotations(
                 ),
                 "register.split_total": sum(d.count for d in devs),
                 "register.split_counts": sorted({d.count for d in devs}),
+                "register.max_devmem": max((d.devmem for d in devs), default=None),
+                "register.max_devcore": max((d.devcore for d in devs), default=None),
                 "register.types": sorted({d.type for d in devs}),
                 "register.allocatable_gap": (
                     facts["node.allocatable.gpu"] - sum(d.count for d in devs)
@@ -421,3 +424,60 @@ def _pod_node(bundle: ParsedBundle) -> str | None:
         if v:
             return v
     return None
+
+
+def runtime_facts(bundle: ParsedBundle) -> dict[str, Any]:
+    """Container-runtime facts across config files: CDI kinds and device names, the toolkit's
+    modes and default kinds (host and GPU Operator copies), containerd's default runtime."""
+    f: dict[str, Any] = {}
+    kinds: dict[str, set[str]] = {}
+    modes, default_kinds, cdi_enabled, default_runtimes, runtimes = [], [], [], [], set()
+    cdi_mode_kinds: list[str] = []  # default kinds of the configs that run in CDI mode
+    for cf in bundle.configs:
+        v = cf.values
+        if cf.kind == "cdi-spec":
+            kind = v.get("kind") or next((x for k, x in v.items() if k.endswith(".kind")), None)
+            names = {
+                str(x) for k, x in v.items() if regex.search(r"(?:^|\.)devices\.\d+\.name$", k)
+            }
+            if kind:
+                kinds.setdefault(str(kind), set()).update(names)
+        elif cf.kind == "toolkit-config":
+            mode = str(v.get("nvidia-container-runtime.mode", v.get("mode", "auto")))
+            modes.append(mode)
+            dk = v.get("nvidia-container-runtime.modes.cdi.default-kind")
+            if dk:
+                default_kinds.append(str(dk))
+                if mode == "cdi":
+                    cdi_mode_kinds.append(str(dk))
+        elif cf.kind == "containerd-config":
+            for k, x in v.items():
+                if k.endswith(".default_runtime_name"):
+                    default_runtimes.append(str(x))
+                if k.endswith("enable_cdi"):
+                    cdi_enabled.append(bool(x))
+                m = regex.search(r"\.runtimes\.([\w.-]+)\.runtime_type$", k)
+                if m:
+                    runtimes.add(m[1])
+    if kinds:
+        f["cdi.kinds"] = sorted(kinds)
+        for k, names in kinds.items():
+            f[f"cdi.devices.{k}"] = sorted(names)
+    if modes:
+        f["toolkit.modes"] = sorted(set(modes))
+    if default_kinds:
+        f["toolkit.default_kinds"] = sorted(set(default_kinds))
+        judged = cdi_mode_kinds or default_kinds
+        f["toolkit.cdi_default_kinds"] = sorted(set(judged))
+        uuid_names = [
+            n for k in judged for n in kinds.get(k, set()) if n.startswith(("GPU-", "MIG-"))
+        ]
+        has_spec = any(k in kinds for k in judged)
+        f["cdi.default_kind_uuid_names"] = len(uuid_names) if has_spec else None
+    if default_runtimes:
+        f["containerd.default_runtime"] = default_runtimes[0]
+    if cdi_enabled:
+        f["containerd.enable_cdi"] = any(cdi_enabled)
+    if runtimes:
+        f["containerd.runtimes"] = sorted(runtimes)
+    return f

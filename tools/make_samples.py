@@ -807,6 +807,128 @@ def main():
             "must_not_fire": ["spec-link-ok"],
         },
     )
+    # 23. the CDI field report with the node's configs and specs
+    write(
+        "cdi-field-report-configs",
+        {
+            "pod-describe.txt": CDI_DESCRIBE,
+            "etc-nvidia-container-runtime-config.toml": 'mode = "auto"\n[nvidia-container-runtime]\n  mode = "auto"\n  [nvidia-container-runtime.modes.cdi]\n    default-kind = "nvidia.com/gpu"\n',
+            "gpu-operator-toolkit-config.toml": '[nvidia-container-runtime]\n  debug = "/dev/null"\n  log-level = "info"\n  mode = "cdi"\n  runtimes = ["runc", "crun"]\n  [nvidia-container-runtime.modes]\n    [nvidia-container-runtime.modes.cdi]\n      annotation-prefixes = ["cdi.k8s.io/"]\n      default-kind = "management.nvidia.com/gpu"\n      spec-dirs = ["/etc/cdi", "/var/run/cdi"]\n    [nvidia-container-runtime.modes.legacy]\n      cuda-compat-mode = "ldconfig"\n[nvidia-container-runtime-hook]\n  path = "/usr/local/nvidia/toolkit/nvidia-container-runtime-hook"\n  skip-mode-detection = true\n',
+            "etc-cdi-nvidia.yaml": "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n- name: GPU-2bd7f9eb-5916-6dc2-dea4-1d97d1fb848e\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia0\n- name: all\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia0\n",
+            "var-run-cdi-management.nvidia.com-gpu.yaml": "cdiVersion: 0.5.0\nkind: management.nvidia.com/gpu\ndevices:\n- name: all\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia0\n",
+            "var-run-cdi-k8s.device-plugin.nvidia.com-gpu.yaml": "cdiVersion: 0.5.0\nkind: k8s.device-plugin.nvidia.com/gpu\ndevices:\n- name: GPU-2bd7f9eb-5916-6dc2-dea4-1d97d1fb848e\n  containerEdits: {}\n",
+        },
+        {
+            "description": "The field report with the node's toolkit configs (GPU Operator copy in CDI mode, default-kind management.nvidia.com/gpu) and CDI specs: the UUID is listed under nvidia.com/gpu and k8s.device-plugin.nvidia.com/gpu, management.nvidia.com/gpu has only 'all'.",
+            "primary_category": "cdi-unresolvable",
+            "must_fire": ["cdi-unresolvable-device", "cdi-default-kind-without-uuids"],
+            "must_not_fire": ["pod-not-scheduled-by-hami", "containerd-default-runtime-not-nvidia"],
+        },
+    )
+    # 24. k3s-like: runc default runtime, plugin without NVML
+    write(
+        "runtime-runc-default",
+        {
+            "containerd-config.toml": 'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\n  default_runtime_name = "runc"\n  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n    runtime_type = "io.containerd.runc.v2"\n  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n    runtime_type = "io.containerd.runc.v2"\n',
+            "device-plugin.log": dp_start("gpu-node-24")[:13]
+            + [
+                "E0815 09:00:00.310200  412873 factory.go:135] Incompatible strategy detected auto",
+                "E0815 09:00:00.310900  412873 main.go:201] error starting plugins: error getting plugins: unable to create plugins: failed to construct resource managers: invalid device discovery strategy",
+            ],
+        },
+        {
+            "description": "containerd keeps runc as default (k3s, GPU Operator >= 25.10) and the chart sets no runtimeClassName: the plugin has no NVML.",
+            "primary_category": "plugin-crash-nvml",
+            "must_fire": ["no-nvml-in-container", "containerd-default-runtime-not-nvidia"],
+            "must_not_fire": ["nvml-device-call-failed"],
+        },
+    )
+    # 25. request larger than any card
+    write(
+        "gpumem-too-large",
+        {
+            "node.yaml": node_yaml(
+                "gpu-node-25",
+                labels={"gpu": "on"},
+                annotations={
+                    "hami.io/node-nvidia-register": reg(
+                        [dev(0, typ="NVIDIA GeForce RTX 4090", mem=24564)]
+                    )
+                },
+                allocatable={"nvidia.com/gpu": "10"},
+            ),
+            "pod.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: llm-infer-0\n  namespace: default\nspec:\n  schedulerName: hami-scheduler\n  containers:\n  - name: llm\n    image: vllm/vllm-openai:v0.6.0\n    resources:\n      limits:\n        nvidia.com/gpu: 1\n        nvidia.com/gpumem: 40000\nstatus:\n  phase: Pending\n",
+        },
+        {
+            "description": "A 40000 MiB vGPU requested on a node whose cards have 24564 MiB: no card can ever fit it.",
+            "primary_category": "resource-insufficient",
+            "must_fire": ["gpumem-larger-than-any-card", "count-link-ok", "spec-link-ok"],
+            "must_not_fire": ["gpu-count-larger-than-node", "pod-not-scheduled-by-hami"],
+        },
+    )
+    # 26. AKS managed pool
+    write(
+        "aks-managed-pool",
+        {
+            "node.yaml": node_yaml(
+                "aks-gpupool-12345678-vmss000000",
+                labels={
+                    "gpu": "on",
+                    "kubernetes.azure.com/agentpool": "gpupool",
+                    "kubernetes.azure.com/dcgm-exporter": "enabled",
+                    "kubernetes.azure.com/accelerator": "nvidia",
+                },
+                allocatable={"nvidia.com/gpu": "1"},
+                taints=[{"key": "sku", "value": "gpu", "effect": "NoSchedule"}],
+            ),
+        },
+        {
+            "description": "AKS pool created with the managed GPU experience: its own NVIDIA device plugin registers nvidia.com/gpu=1; HAMi has no annotation.",
+            "primary_category": "aks-managed-conflict",
+            "must_fire": ["aks-managed-gpu-pool", "register-annotation-absent"],
+            "must_not_fire": ["untolerated-taint", "no-gpu-label"],
+        },
+    )
+    # 27. GPU operator device plugin next to HAMi
+    write(
+        "gpu-operator-plugin-conflict",
+        {
+            "node.yaml": node_yaml(
+                "gpu-node-27",
+                labels={
+                    "gpu": "on",
+                    "nvidia.com/gpu.deploy.device-plugin": "true",
+                    "nvidia.com/gpu.present": "true",
+                },
+                annotations={"hami.io/node-nvidia-register": reg([dev(0)])},
+                allocatable={"nvidia.com/gpu": "1"},
+            ),
+            "pods.txt": "NAMESPACE      NAME                                       READY   STATUS    RESTARTS   AGE\ngpu-operator   nvidia-device-plugin-daemonset-x7k2p       1/1     Running   0          3d\ngpu-operator   nvidia-container-toolkit-daemonset-r4x86   1/1     Running   0          3d\nkube-system    hami-device-plugin-9dkq2                   2/2     Running   0          3d\nkube-system    hami-scheduler-6d8f9c7b5-x2k4q             2/2     Running   0          3d\n",
+        },
+        {
+            "description": "GPU Operator installed with its device plugin enabled next to HAMi's: allocatable shows 1 (NVIDIA's plugin won), not 10.",
+            "primary_category": "multiple-device-plugins",
+            "must_fire": [
+                "gpu-operator-device-plugin-enabled",
+                "two-device-plugins-running",
+                "allocatable-register-mismatch",
+            ],
+            "must_not_fire": ["no-gpu-label"],
+        },
+    )
+    # 28. chart 2.11 with the old split-count key
+    write(
+        "helm-split-count-old-key",
+        {
+            "values.yaml": "global:\n  imageTag: v2.11.0\ndevicePlugin:\n  deviceSplitCount: 4\n  runtimeClassName: nvidia\nscheduler:\n  leaderElect: true\n",
+        },
+        {
+            "description": "Chart 2.11 values still set devicePlugin.deviceSplitCount, which 2.11 no longer reads.",
+            "primary_category": "scheduling-other",
+            "must_fire": ["split-count-under-old-key"],
+            "must_not_fire": ["split-count-under-new-key-on-old-chart"],
+        },
+    )
     # 21. default scheduler
     write(
         "pod-not-scheduled-by-hami",

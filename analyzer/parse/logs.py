@@ -247,7 +247,10 @@ def _parse_small(artefact: Artefact, matcher: Matcher) -> ParsedLog:
         stripped.append(raw[m.end() :].rstrip())
         containers.append(m.group("container") or artefact.container)
         rfcs.append(m.group("rfc"))
-    joined, numbers, joins = rejoin_hard_wraps(stripped)
+    is_log = artefact.kind.endswith("-log") or artefact.kind in ("klog", "text")
+    joined, numbers, joins = (
+        rejoin_hard_wraps(stripped) if is_log else (stripped, list(range(1, len(stripped) + 1)), 0)
+    )
     if joins:
         idx = [n - 1 for n in numbers]
         raw_lines = [raw_lines[i] for i in idx]

@@ -16,6 +16,7 @@ from analyzer.diagnosis import Diagnosis, Evidence
 
 MAX_COMMENT = 65_536
 MAX_FINDINGS = 3
+MAX_COLLECT = 3
 MARKER = "hami-bundle-analyzer"
 ZWSP = "\u200b"
 _MD_INLINE = regex.compile(r"([\\`*_\[\]|~])")  # emphasis, code, links, tables, strike
@@ -113,11 +114,20 @@ def render_markdown(diags: list[Diagnosis], digest_source: bytes = b"") -> str:
                 body.append(f"{i}. {safe_text(step.text, 300)}")
                 if step.command:
                     body += ["", code_block(step.command, 800), ""]
-    if d.collect:
+    if d.collect:  # ordered by how many rules each source would let run
         body += ["", "**Please attach:**"]
-        for c in d.collect[:6]:
+        for c in d.collect[:MAX_COLLECT]:
             body += [f"- [ ] {safe_text(c.title, 200)}", "", code_block(c.command, 600)]
     details: list[str] = []
+    if len(d.collect) > MAX_COLLECT:
+        details += [
+            "**Also useful:**",
+            *[
+                f"- {safe_text(c.title, 200)}: {code_span(c.command, 300)}"
+                for c in d.collect[MAX_COLLECT:]
+            ],
+            "",
+        ]
     rest = d.faults()[MAX_FINDINGS:]
     if rest:
         details += [

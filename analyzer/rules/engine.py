@@ -45,10 +45,14 @@ def _duration(value: Any) -> float:
     return float(m[1]) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[m[2] or "s"]
 
 
-def _compare(value: Any, cond: dict[str, Any]) -> bool:
+def _compare(value: Any, cond: dict[str, Any], facts: dict[str, Any] | None = None) -> bool:
     for op, want in cond.items():
         if op in ("fact", "age_of"):
             continue
+        if isinstance(want, dict) and "fact" in want:  # compare with another fact
+            want = (facts or {}).get(want["fact"])
+            if want is None:
+                return False
         if op == "exists":
             ok = (value is not None and value != []) == bool(want)
         elif value is None:
@@ -167,7 +171,7 @@ class Evaluator:
             ]
         path = cond["fact"]
         value = self.ctx.facts.get(path)
-        if not _compare(value, cond):
+        if not _compare(value, cond, self.ctx.facts):
             return False, []
         file, line = self.ctx.locate(path)
         return True, [Evidence("fact", file, line, path=path, value=_plain(value))]
@@ -259,7 +263,7 @@ def diagnose(ruleset: RuleSet, ctx: NodeContext, bundle: ParsedBundle) -> Diagno
             not_fired.append(rule.id)
             continue
         try:
-            explanation = _render(rule.explanation, tctx)
+            explanation = _reflow(_render(rule.explanation, tctx))
             title = _render(rule.title, tctx)
             steps = [
                 Step(
@@ -411,7 +415,7 @@ def _collect(
     out = []
     for sid in sorted(by_source, key=lambda s: (-len(by_source[s]), s)):
         src = ruleset.sources.get(sid)
-        if src is None:
+        if src is None or not src.collect:
             continue
         cmd = _ENV.from_string(src.collect).render(node=node)
         out.append(Collect(sid, src.title, cmd, sorted(by_source[sid])))
@@ -469,3 +473,9 @@ def _log_stats(log) -> dict[str, Any]:
         "all_lines_kept": s.all_lines_kept,
         "signature_counts": dict(sorted(s.sig_counts.items())),
     }
+
+
+def _reflow(text: str) -> str:
+    """YAML block scalars keep the rule author's line breaks; a paragraph reads as one line."""
+    paras = [" ".join(p.split()) for p in regex.split(r"\n\s*\n", text)]
+    return "\n\n".join(p for p in paras if p)

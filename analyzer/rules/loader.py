@@ -158,7 +158,10 @@ def _load_ruleset(dirs: list[Path]) -> RuleSet:
             continue
         custom = d != dirs[0]
         for path in sorted(d.rglob("*.yaml")):
-            if path.name in ("sources.yaml", "annotations.yaml", "timeline.yaml") and not custom:
+            if (
+                path.name in ("sources.yaml", "annotations.yaml", "timeline.yaml", "decisions.yaml")
+                and not custom
+            ):
                 continue
             files.append(str(path))
             try:
@@ -199,12 +202,27 @@ def _load_ruleset(dirs: list[Path]) -> RuleSet:
     if problems:
         raise RuleLoadError(problems)
     episodes = yaml.safe_load((dirs[0] / "timeline.yaml").read_text(encoding="utf-8"))["episodes"]
+    decisions = yaml.safe_load((dirs[0] / "decisions.yaml").read_text(encoding="utf-8"))[
+        "decisions"
+    ]
+    for d in decisions:
+        sig = signatures.get(d.get("signature"))
+        if sig is None:
+            problems.append(
+                f"{dirs[0] / 'decisions.yaml'}: unknown signature id {d.get('signature')!r}"
+            )
+            continue
+        for cap in d.get("pod", []) + d.get("node", []) + d.get("reason", []):
+            if cap not in sig.compiled.groupindex:
+                problems.append(
+                    f"{dirs[0] / 'decisions.yaml'}: signature {sig.id} has no capture {cap!r}"
+                )
     for sid in _episode_signatures(episodes):
         if sid not in signatures:
             problems.append(f"{dirs[0] / 'timeline.yaml'}: unknown signature id {sid!r}")
     if problems:
         raise RuleLoadError(problems)
-    return RuleSet(sources, signatures, rules, annotations, files, episodes)
+    return RuleSet(sources, signatures, rules, annotations, files, episodes, decisions)
 
 
 def _episode_signatures(ep: dict) -> list[str]:
@@ -367,6 +385,10 @@ def _check_condition(cond: Any, where: str, rid: str, sigs: dict, problems: list
         problems.append(
             f"{here}: rule {rid}: {path_key} condition needs a comparison (eq, gt, exists, ...)"
         )
+    for op in ops & COMPARATORS:
+        ref = cond[op]
+        if isinstance(ref, dict) and "fact" in ref and not known_path(str(ref["fact"])):
+            problems.append(f"{here}: rule {rid}: unknown fact path {ref['fact']!r} in {op}")
     if "matches" in ops:
         try:
             regex.compile(str(cond["matches"]))

@@ -89,3 +89,4 @@ class RuleSet:
     annotations: Any
     files: list[str]
     episodes: dict[str, Any] = field(default_factory=dict)
+    decisions: list[dict[str, Any]] = field(default_factory=list)

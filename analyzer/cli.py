@@ -6,6 +6,7 @@ Errors the user can fix print one line and exit 2; faults found exit 1.
 
 from __future__ import annotations
 
+import os
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -18,6 +19,7 @@ from analyzer.errors import AnalyzerError, RuleLoadError
 
 app = typer.Typer(
     add_completion=False,
+    pretty_exceptions_enable=False,
     no_args_is_help=True,
     help="Diagnose HAMi GPU node support bundles offline.",
 )
@@ -316,3 +318,10 @@ def main() -> None:
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         sys.exit(130)
+    except Exception as exc:  # a bug: one line, never a traceback (HAMI_ANALYZER_DEBUG=1 shows it)
+        if os.environ.get("HAMI_ANALYZER_DEBUG"):
+            raise
+        typer.echo(
+            f"error: internal error ({type(exc).__name__}: {exc}); please report it", err=True
+        )
+        sys.exit(3)

@@ -70,7 +70,7 @@ class NodeContext:
         return n.file, line
 
 
-def _parse_time(value: str | None) -> dt.datetime | None:
+def parse_time(value: str | None) -> dt.datetime | None:
     if not value:
         return None
     try:
@@ -84,7 +84,7 @@ def infer_clock(bundle: ParsedBundle, ruleset: RuleSet) -> Clock:
     candidates: list[tuple[dt.datetime, str]] = []
     for n in bundle.nodes:
         for c in n.conditions:
-            t = _parse_time(c.get("lastHeartbeatTime"))
+            t = parse_time(c.get("lastHeartbeatTime"))
             if t:
                 candidates.append((t, f"node {n.name} condition heartbeat"))
         for k, v in n.annotations.items():
@@ -95,7 +95,7 @@ def infer_clock(bundle: ParsedBundle, ruleset: RuleSet) -> Clock:
     for log in bundle.logs:
         rfc = log.frame["rfc"].drop_nulls() if "rfc" in log.frame.columns else None
         if rfc is not None and len(rfc):
-            t = _parse_time(rfc[-1])
+            t = parse_time(rfc[-1])
             if t:
                 candidates.append((t, f"kubectl --timestamps prefix in {log.artefact.file.name}"))
     if not candidates and bundle.member_mtimes:

@@ -12,6 +12,7 @@ import regex
 
 from analyzer.diagnosis import Diagnosis
 from analyzer.facts import NodeContext
+from analyzer.facts import parse_time as _parse  # one ISO-time parser for all stages
 from analyzer.pipeline import ParsedBundle
 from analyzer.rules.model import RuleSet
 
@@ -26,16 +27,6 @@ SCHEMA = {
 }
 SEVERITY_ORDER = {"I": 0, "W": 1, "E": 2, "F": 3}
 DIAGNOSIS_ROWS = 3000  # rows carried in the diagnosis (the `timeline` command has them all)
-
-
-def _parse(value: str | None) -> dt.datetime | None:
-    if not value:
-        return None
-    try:
-        t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return t if t.tzinfo else t.replace(tzinfo=dt.UTC)
 
 
 def _node_rows(ctx: NodeContext) -> list[dict[str, Any]]:

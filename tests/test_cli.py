@@ -60,3 +60,22 @@ def test_rules_commands():
     page = runner.invoke(app, ["rules", "show", "unhealthy-gpu-in-annotation"])
     assert "## What it detects" in page.stdout and "## Fix" in page.stdout
     assert runner.invoke(app, ["rules", "show", "nope"]).exit_code == 2
+
+
+def test_internal_error_is_one_line(monkeypatch, capsys):
+    """A bug in the analyzer prints one line and exits 3, never a traceback."""
+    import pytest
+
+    from analyzer import cli
+
+    def boom(*_a, **_k):
+        raise RuntimeError("synthetic failure")
+
+    monkeypatch.setattr("analyzer.analyze.analyze", boom)
+    monkeypatch.setattr("sys.argv", ["hami-analyzer", "analyze", str(SAMPLES / "no-gpu-label" / "bundle")])
+    monkeypatch.delenv("HAMI_ANALYZER_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as exc:
+        cli.main()
+    assert exc.value.code == 3
+    err = capsys.readouterr().err
+    assert err.strip().count("\n") == 0 and "internal error (RuntimeError: synthetic failure)" in err

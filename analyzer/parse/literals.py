@@ -50,25 +50,13 @@ def required_literals(pattern: str) -> list[str] | None:
         return None
     if parsed.state.flags & re.IGNORECASE or "(?i" in pattern:
         return None  # a case-sensitive literal scan would miss matches
-    items = list(parsed)
-    # top-level alternation: one literal per branch
-    if len(items) == 1 and items[0][0] is C.BRANCH:
-        out = []
-        for branch in items[0][1][1]:
-            lit = _seq_literal(list(branch))
-            if len(lit) < MIN_LITERAL:
-                return None
-            out.append(lit)
-        return out
+    return _literals_of(list(parsed))
+
+
+def _literals_of(items) -> list[str] | None:
     if len(items) == 1 and items[0][0] is C.SUBPATTERN:
-        return required_literals_from(items[0][1][-1])
-    lit = _seq_literal(items)
-    return [lit] if len(lit) >= MIN_LITERAL else None
-
-
-def required_literals_from(sub) -> list[str] | None:
-    items = list(sub)
-    if len(items) == 1 and items[0][0] is C.BRANCH:
+        return _literals_of(list(items[0][1][-1]))
+    if len(items) == 1 and items[0][0] is C.BRANCH:  # top-level alternation: one per branch
         out = []
         for branch in items[0][1][1]:
             lit = _seq_literal(list(branch))

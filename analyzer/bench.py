@@ -12,6 +12,7 @@ Prints numbers and ratios; asserts nothing.
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import resource
@@ -163,7 +164,16 @@ def main() -> None:
         default=0,
         help="Only the batch benchmark, with N bundles (e.g. 10000).",
     )
+    ap.add_argument(
+        "--small-only", action="store_true", help="Only the small-bundle start-up comparison."
+    )
     args = ap.parse_args()
+    # an editable install under PYTHONDONTWRITEBYTECODE=1 would recompile our modules on every
+    # start; an installed wheel has its bytecode, so measure that
+    compileall.compile_dir(str(REPO / "analyzer"), quiet=1)
+    if args.small_only:
+        bench_small([sys.executable, "-m", "analyzer"])
+        return
     if args.batch:
         bench_batch(args.batch, Path(args.dir) / "hami-bench")
         return
@@ -212,6 +222,10 @@ def main() -> None:
     except (json.JSONDecodeError, KeyError):
         pass
 
+    bench_small(cli)
+
+
+def bench_small(cli: list[str]) -> None:
     small = REPO / "sample_bundles" / "healthy-single-gpu" / "bundle"
     imports = [sys.executable, "-c", "import polars, jinja2, yaml, regex, typer"]
     t_imp, t_small = [], []

@@ -72,10 +72,14 @@ def test_internal_error_is_one_line(monkeypatch, capsys):
         raise RuntimeError("synthetic failure")
 
     monkeypatch.setattr("analyzer.analyze.analyze", boom)
-    monkeypatch.setattr("sys.argv", ["hami-analyzer", "analyze", str(SAMPLES / "no-gpu-label" / "bundle")])
+    monkeypatch.setattr(
+        "sys.argv", ["hami-analyzer", "analyze", str(SAMPLES / "no-gpu-label" / "bundle")]
+    )
     monkeypatch.delenv("HAMI_ANALYZER_DEBUG", raising=False)
     with pytest.raises(SystemExit) as exc:
         cli.main()
     assert exc.value.code == 3
     err = capsys.readouterr().err
-    assert err.strip().count("\n") == 0 and "internal error (RuntimeError: synthetic failure)" in err
+    assert (
+        err.strip().count("\n") == 0 and "internal error (RuntimeError: synthetic failure)" in err
+    )

@@ -88,8 +88,8 @@ def render_markdown(diags: list[Diagnosis], digest_source: bytes = b"") -> str:
         if p.category == "inconclusive"
         else _SEVERITY_ICON[p.severity]
     )
+    marker = f"<!-- {MARKER} version={__version__} rules={d.rules_version} input={digest} -->"
     head = [
-        f"<!-- {MARKER} version={__version__} rules={d.rules_version} input={digest} -->",
         f"{icon} **{safe_text(p.title, 300)}** (`{p.category}`{f', rule `{p.rule_id}`' if p.rule_id else ''})",
         "",
     ]
@@ -172,10 +172,11 @@ def render_markdown(diags: list[Diagnosis], digest_source: bytes = b"") -> str:
         "</details>",
         "",
         f"<sub>{MARKER} {__version__} · rules {d.rules_version}</sub>",
+        marker,  # hidden; a bot finds and updates its own comment by it
     ]
     out = "\n".join(head + body + footer) + "\n"
     if len(out) > MAX_COMMENT:
         note = "\n\n_(comment cut to GitHub's size limit; run the analyzer locally for the full report)_\n"
-        out = "\n".join(head + body)[: MAX_COMMENT - len(note) - 200]
-        out = out[: out.rfind("\n")] + note
+        out = "\n".join(head + body)[: MAX_COMMENT - len(note) - len(marker) - 200]
+        out = out[: out.rfind("\n")] + note + marker + "\n"
     return out

@@ -178,5 +178,18 @@ def render_markdown(diags: list[Diagnosis], digest_source: bytes = b"") -> str:
     if len(out) > MAX_COMMENT:
         note = "\n\n_(comment cut to GitHub's size limit; run the analyzer locally for the full report)_\n"
         out = "\n".join(head + body)[: MAX_COMMENT - len(note) - len(marker) - 200]
-        out = out[: out.rfind("\n")] + note + marker + "\n"
+        out = _close_fence(out[: out.rfind("\n")]) + note + marker + "\n"
     return out
+
+
+def _close_fence(text: str) -> str:
+    """A cut can fall inside a code block: close it so nothing after it turns into code."""
+    fence = None
+    for line in text.split("\n"):
+        s = line.strip()
+        m = regex.match(r"^(`{3,})", s)
+        if fence is None and m:
+            fence = m.group(1)
+        elif fence is not None and s == fence:
+            fence = None
+    return text + ("\n" + fence if fence else "")

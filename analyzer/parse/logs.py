@@ -116,11 +116,18 @@ class Matcher:
             if len(sids) == 1 and sids[0] in self.pure and sids[0] not in self.multi_sigs
         }
 
-    def keep_expr(self) -> pl.Expr:
+    def pure_literals(self) -> dict[str, list[str]]:
+        """Plain-literal signatures (the pattern is its own text) and their literal."""
+        return {sid: [self.pattern[sid]] for sid in sorted(self.pure) if sid not in self.fallback}
+
+    def keep_expr(self, exclude: set[str] | None = None) -> pl.Expr:
         t = pl.col("text")
         parts = []
-        if self.literals:
-            parts.append(t.str.contains("|".join(regex.escape(x) for x in self.literals)))
+        lits = [
+            lit for lit, sids in self.lit_to_sigs.items() if not set(sids) <= (exclude or set())
+        ]
+        if lits:
+            parts.append(t.str.contains("|".join(regex.escape(x) for x in sorted(lits))))
         if self.fallback:
             parts.append(
                 t.str.contains("|".join(f"(?:{_unname(self.pattern[s])})" for s in self.fallback))
@@ -319,95 +326,103 @@ def _edge_klog(path, first: bool) -> str | None:
 
 
 def _stream(artefact, path, matcher: Matcher, has_prefix, has_ansi) -> ParsedLog:
-    """One streaming pass. Per row only cheap flags are computed; text and the matched
-    literals are materialised for candidate rows only. Rows whose single literal belongs to a
-    plain-literal signature are counted and sampled without any regex; the rest go through
-    the full attribution."""
-    base = pl.scan_lines(path, name="raw", row_index_name="line", row_index_offset=1)
-    text = pl.col("raw")
+    """One streaming pass over the file, then a cheap pass that fetches the sampled lines.
+
+    Per line only cheap expressions run: klog flags, one literal scan per plain-literal signature
+    (counted and sampled by line number, their text never materialised in the pass), and the
+    literal prefilter of the other signatures, whose candidate lines (few) carry their text and
+    are attributed with the regexes."""
+    needs_raw = has_prefix or has_ansi
+    base = pl.scan_lines(
+        path, name="raw" if needs_raw else "text", row_index_name="line", row_index_offset=1
+    )
+    text = pl.col("raw") if needs_raw else pl.col("text")
     if has_ansi:
         text = text.str.replace_all(ANSI_PATTERN, "")
     if has_prefix:
         text = text.str.replace(LINE_PREFIX_PATTERN, "")
     t = pl.col("text")
     klog = t.str.contains(KLOG_START)
-    keep = matcher.keep_expr()
-    err = klog & (t.str.starts_with("E") | t.str.starts_with("F")) & ~keep
-    cand = keep | err
-    simple = matcher.simple_literals()
-    lit = matcher.literal_expr()
-    raw_col = [pl.when(cand).then(pl.col("raw")).alias("raw")] if has_prefix or has_ansi else []
-    lf = base.with_columns(pl.col("line").cast(pl.Int64), text.alias("text")).select(
-        "line",
-        pl.when(cand).then(t).alias("text"),
+    pure = matcher.pure_literals()  # sid -> literals, for plain-literal signatures
+    pure_ids = sorted(pure)
+    other = matcher.keep_expr(exclude=set(pure_ids))
+    pure_exprs = [
+        t.str.contains_any(pure[sid])
+        if len(pure[sid]) > 1
+        else t.str.contains(pure[sid][0], literal=True)
+        for sid in pure_ids
+    ]
+    flags = [e.alias(f"_p{i}") for i, e in enumerate(pure_exprs)]
+    any_pure = pl.any_horizontal(pure_exprs) if pure_exprs else pl.lit(False)
+    # unmatched E/F lines (for batch analysis); lines of plain-literal signatures are not "unmatched"
+    err = klog & (t.str.starts_with("E") | t.str.starts_with("F")) & ~any_pure
+    raw_col = (
+        [pl.when(other | err).then(pl.col("raw")).alias("raw")] if has_prefix or has_ansi else []
+    )
+    lf = (base.with_columns(text.alias("text")) if needs_raw else base).select(
+        pl.col("line").cast(pl.Int64),
+        pl.when(other | err).then(t).alias("text"),
         *raw_col,
         klog.alias("_klog"),
         (klog & t.str.starts_with("E")).alias("_e"),
         (klog & t.str.starts_with("W")).alias("_w"),
         (klog & t.str.starts_with("F")).alias("_f"),
-        keep.alias("_keep"),
-        err.alias("_err"),
-        pl.when(keep).then(lit).alias("_lit"),
+        other.alias("_keep"),
+        *flags,
     )
     cols = ["line", "raw", "text"] if raw_col else ["line", "text"]
     stats = LogStats(all_lines_kept=False)
     counts = stats.sig_counts
     head_lines: dict[str, list[int]] = {}
     tail_lines: dict[str, list[int]] = {}
-    pool: list[pl.DataFrame] = []
+    pool: list[pl.DataFrame] = []  # text rows of sampled non-plain signature matches
     errors: list[pl.DataFrame] = []
     n_errors = 0
+    sums = [pl.len(), *(pl.col(c).sum() for c in ("_klog", "_e", "_w", "_f"))]
+    sums += [pl.col(f"_p{i}").sum() for i in range(len(pure_ids))]
+
+    def sample(sid: str, lines: pl.Series, n: int) -> list[int]:
+        seen = counts.get(sid, 0)
+        counts[sid] = seen + n
+        taken: list[int] = []
+        if seen < SIG_HEAD_CAP:
+            taken = lines.head(SIG_HEAD_CAP - seen).to_list()
+            head_lines.setdefault(sid, []).extend(taken)
+        tl = lines.tail(SIG_TAIL_CAP).to_list()
+        tail_lines[sid] = (tail_lines.get(sid, []) + tl)[-SIG_TAIL_CAP:]
+        return taken + tl
+
     for i, batch in enumerate(lf.collect_batches(chunk_size=BATCH_ROWS)):
-        agg = batch.select(
-            pl.len(),
-            pl.col("_klog").sum(),
-            pl.col("_e").sum(),
-            pl.col("_w").sum(),
-            pl.col("_f").sum(),
-        ).row(0)
+        agg = batch.select(sums).row(0)
         stats.lines += agg[0]
         stats.klog_lines += agg[1]
-        for letter, n in zip("EWF", agg[2:], strict=True):
+        for letter, n in zip("EWF", agg[2:5], strict=True):
             stats.severities[letter] = stats.severities.get(letter, 0) + n
+        for j, sid in enumerate(pure_ids):
+            n = agg[5 + j]
+            if n:
+                sample(sid, batch.filter(pl.col(f"_p{j}"))["line"], n)
         cands = batch.filter(pl.col("text").is_not_null())
         if not cands.height:
             continue
         kept = cands.filter(pl.col("_keep"))
-        one = (pl.col("_lit").list.len() == 1) & pl.col("_lit").list.first().is_in(list(simple))
-        fast = kept.filter(one).select(
-            "line",
-            pl.col("_lit").list.first().replace_strict(simple, return_dtype=pl.String).alias("sig"),
-        )
-        slow = kept.filter(~one)
-        hits = [fast]
-        if slow.height:
-            hits.append(
-                matcher.attribute(slow.select("line", "text"), ordered=False).select("line", "sig")
-            )
-        hit = pl.concat(hits)
+        hit = matcher.attribute(kept.select("line", "text"), ordered=False) if kept.height else None
+        if hit is not None and pure_ids:  # plain-literal signatures were counted from their flags
+            hit = hit.filter(~pl.col("sig").is_in(pure_ids))
+        matched = hit["line"] if hit is not None else pl.Series("line", [], pl.Int64)
         if n_errors < ERROR_LINE_CAP:
-            e = cands.filter(pl.col("_err")).select(cols).head(ERROR_LINE_CAP - n_errors)
+            e = cands.filter(~pl.col("line").is_in(matched.implode()) & pl.col("_klog"))
+            e = e.filter(pl.col("text").str.contains(r"^[EF]"))
+            e = e.select(cols).head(ERROR_LINE_CAP - n_errors)
             n_errors += e.height
             errors.append(e)
-        if not hit.height:
+        if hit is None or not hit.height:
             continue
-        per_sig = hit.group_by("sig").agg(
-            pl.len().alias("n"),
-            pl.col("line").head(SIG_HEAD_CAP).alias("h"),
-            pl.col("line").tail(SIG_TAIL_CAP).alias("t"),
-        )
         wanted: list[int] = []
-        for sid, n, h, tl in per_sig.iter_rows():
-            seen = counts.get(sid, 0)
-            counts[sid] = seen + n
-            if seen < SIG_HEAD_CAP:
-                add = h[: SIG_HEAD_CAP - seen]
-                head_lines.setdefault(sid, []).extend(add)
-                wanted.extend(add)
-            tail_lines[sid] = (tail_lines.get(sid, []) + tl)[-SIG_TAIL_CAP:]
-            wanted.extend(tl)
+        for (sid,), group in hit.partition_by("sig", as_dict=True, maintain_order=True).items():
+            wanted.extend(sample(sid, group["line"], group.height))
         pool.append(kept.filter(pl.col("line").is_in(wanted)).select(cols))
-        if i % 8 == 7:  # drop pooled rows that are no longer a head or tail sample
+        if i % 8 == 7:
             alive = {x for v in head_lines.values() for x in v} | {
                 x for v in tail_lines.values() for x in v
             }
@@ -425,6 +440,16 @@ def _stream(artefact, path, matcher: Matcher, has_prefix, has_ansi) -> ParsedLog
         x for v in tail_lines.values() for x in v
     }
     kept_frames = [p.filter(pl.col("line").is_in(list(alive))) for p in pool] + errors
+    have = {x for f in kept_frames for x in f["line"].to_list()}
+    missing = sorted(
+        alive - have
+    )  # sampled plain-literal lines: fetch their text in one cheap pass
+    if missing:
+        fetch = base.filter(pl.col("line").is_in(pl.Series("m", missing, pl.Int64).implode()))
+        fetch = (fetch.with_columns(text.alias("text")) if needs_raw else fetch).select(
+            pl.col("line").cast(pl.Int64), *[c for c in cols if c != "line"]
+        )
+        kept_frames.append(fetch.collect(engine="streaming"))
     empty = pl.DataFrame(schema={"line": pl.Int64, "text": pl.String})
     frame = (
         pl.concat(kept_frames, how="diagonal_relaxed").unique("line").sort("line")

@@ -56,6 +56,8 @@ FACT_PATHS: dict[str, str] = {
     "pod.event_sources": "the From column of the pod's events",
     "pod.event_reasons": "the Reason column of the pod's events",
     "pod.limits.*": "container resource limits (merged)",
+    "pod.selector_matching_cards": "cards left by the pod's use-/nouse-gputype and -gpuuuid annotations",
+    "nvidia_smi.total_mib": "total GPU memory nvidia-smi reports (in a HAMi container: the gpumem limit)",
     "pod.container_reasons": "container state and last-state reasons",
     "cdi.kinds": "CDI kinds found in the bundle's CDI specs",
     "cdi.devices.*": "device names listed under a CDI kind (e.g. cdi.devices.nvidia.com/gpu)",

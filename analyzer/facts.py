@@ -242,6 +242,8 @@ def _context(bundle, ruleset, node, clock, all_matches, counts, errors, node_cou
         for k, v in cf.values.items():
             facts.setdefault(f"config.{cf.kind}.{k}", v)
     facts.update(runtime_facts(bundle))
+    facts.update(selector_facts(facts, register.devices if register else []))
+    facts.update(nvidia_smi_facts(bundle))
     for sid, ms in sorted(matches.items()):
         sig = ruleset.signatures[sid]
         if sig.version_capture:
@@ -481,3 +483,49 @@ def runtime_facts(bundle: ParsedBundle) -> dict[str, Any]:
     if runtimes:
         f["containerd.runtimes"] = sorted(runtimes)
     return f
+
+
+def selector_facts(facts: dict[str, Any], devices: list) -> dict[str, Any]:
+    """How many cards the pod's type/UUID selector annotations leave (HAMi compares types by
+    case-insensitive substring, UUIDs exactly; `use-` keeps matches, `nouse-` drops them)."""
+    out: dict[str, Any] = {}
+    if not devices:
+        return out
+    keys = {
+        "nvidia.com/use-gputype": ("type", True),
+        "nvidia.com/nouse-gputype": ("type", False),
+        "nvidia.com/use-gpuuuid": ("id", True),
+        "nvidia.com/nouse-gpuuuid": ("id", False),
+    }
+    cards = list(devices)
+    seen = False
+    for key, (field_name, keep) in keys.items():
+        raw = facts.get(f"pod.annotations.{key}")
+        if not raw:
+            continue
+        seen = True
+        wanted = [w.strip().upper() for w in str(raw).split(",") if w.strip()]
+
+        def hit(dev, wanted=wanted, field_name=field_name) -> bool:
+            value = str(getattr(dev, field_name)).upper()
+            return any((w in value) if field_name == "type" else (w == value) for w in wanted)
+
+        cards = [d for d in cards if hit(d) == keep]
+    if seen:
+        out["pod.selector_matching_cards"] = len(cards)
+    return out
+
+
+def nvidia_smi_facts(bundle: ParsedBundle) -> dict[str, Any]:
+    """Total memory nvidia-smi reports (inside a container: what the process is allowed to see)."""
+    totals: list[int] = []
+    for log in bundle.logs:
+        if log.artefact.kind != "nvidia-smi":
+            continue
+        for text in log.frame["text"].to_list():
+            m = regex.search(
+                r"(?:^\s*Total\s*:\s*(\d+)\s*MiB)|(?:\d+MiB\s*/\s*(\d+)MiB)", text or ""
+            )
+            if m:
+                totals.append(int(m.group(1) or m.group(2)))
+    return {"nvidia_smi.total_mib": max(totals)} if totals else {}

@@ -39,6 +39,8 @@ FACT_PATHS: dict[str, str] = {
     "handshake.other_vendor_keys": "handshake keys with a vendor suffix (-dcu, -xpu, ...)",
     "handshake.nvidia_suffix_key": "a hami.io/node-handshake-nvidia key exists (it never should)",
     "other_registers": "register keys of other vendors",
+    "version.toolkit": "NVIDIA container toolkit version range seen in the bundle",
+    "version.gpu-operator": "GPU Operator version range seen in the bundle",
     "version.known": "the HAMi version could be narrowed from the bundle",
     "version.range": "inferred HAMi version range",
     "version.conflict": "version clues contradict each other (mixed versions)",

@@ -54,6 +54,7 @@ class NodeContext:
     clock: Clock
     sources: set[str]
     errors: list[str] = field(default_factory=list)  # signature/capture errors
+    components: dict[str, VersionInference] = field(default_factory=dict)  # toolkit, gpu-operator
 
     def locate(self, path: str) -> tuple[str | None, int | None]:
         """File and line a node fact came from, for evidence."""
@@ -225,6 +226,7 @@ def _context(bundle, ruleset, node, clock, all_matches, counts, errors, node_cou
     }
     register = handshake = None
     version = VersionInference()
+    components: dict[str, VersionInference] = {}
     if node is not None:
         facts.update(_node_facts(node))
         register, handshake = _annotations(node, spec, facts, clock, version)
@@ -246,7 +248,16 @@ def _context(bundle, ruleset, node, clock, all_matches, counts, errors, node_cou
     facts.update(nvidia_smi_facts(bundle))
     for sid, ms in sorted(matches.items()):
         sig = ruleset.signatures[sid]
-        if sig.version_capture:
+        if sig.version_capture and sig.component != "hami":
+            comp = components.setdefault(sig.component, VersionInference())
+            for m in ms[:5]:
+                _tag_evidence(
+                    comp,
+                    m.captures.get(sig.version_capture, ""),
+                    f"{m.file}:{m.line}",
+                    sig.component,
+                )
+        elif sig.version_capture:
             for m in ms[:5]:
                 what = sig.meaning.split(".")[0].lower() or "version"
                 _tag_evidence(
@@ -271,12 +282,16 @@ def _context(bundle, ruleset, node, clock, all_matches, counts, errors, node_cou
         for img in node.images:
             if regex.search(r"(?:hami|k8s-vgpu|vgpu-scheduler)[^:@]*:v?\d+\.\d+", img):
                 _tag_evidence(version, img.rsplit(":", 1)[1], f"node image {img}")
+    for comp, inf in components.items():
+        facts[f"version.{comp}"] = str(inf.range) if inf.known else None
     facts["version.known"] = version.known
     facts["version.range"] = str(version.range) if version.known else None
     facts["version.conflict"] = bool(version.conflicts)
-    return NodeContext(
+    ctx = NodeContext(
         node, facts, matches, counts, register, handshake, version, clock, sources, list(errors)
     )
+    ctx.components = components
+    return ctx
 
 
 def _tag_evidence(version: VersionInference, tag: str, where: str, what: str = "image tag") -> None:

@@ -254,6 +254,14 @@ def diagnose(ruleset: RuleSet, ctx: NodeContext, bundle: ParsedBundle) -> Diagno
         if ctx.version.known and not rule.versions.overlaps(ctx.version.range):
             not_applicable.append(rule.id)
             continue
+        if any(
+            comp in ctx.components
+            and ctx.components[comp].known
+            and not rng.overlaps(ctx.components[comp].range)
+            for comp, rng in rule.component_versions.items()
+        ):
+            not_applicable.append(rule.id)
+            continue
         try:
             fired, evidence = ev.evaluate(rule.when)
         except (TimeoutError, ValueError) as exc:

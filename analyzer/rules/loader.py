@@ -40,6 +40,7 @@ SIGNATURE_KEYS = {
     "status",
     "prefilter",
     "version_capture",
+    "component",
 }
 RULE_KEYS = {
     "id",
@@ -59,6 +60,7 @@ RULE_KEYS = {
     "priority",
     "tests",
     "disabled",
+    "component_versions",
 }
 COMPARATORS = {
     "eq",
@@ -294,6 +296,7 @@ def _load_signature(path: str, s: Any, sources: dict, problems: list[str]) -> Si
         examples_no_match=tuple(ex.get("no_match") or []),
         node_capture=node_capture,
         version_capture=version_capture,
+        component=str(s.get("component", "hami")),
         prefilter=tuple(_prefilter(s, compiled, where, sid, problems)),
     )
 
@@ -473,4 +476,18 @@ def _load_rule(path: str, r: Any, sources: dict, sigs: dict, problems: list[str]
         line=line,
         tests=tests,
         disabled=bool(r.get("disabled", False)),
+        component_versions=_component_versions(r, where, problems),
     )
+
+
+def _component_versions(r: dict, where: str, problems: list[str]) -> dict[str, Range]:
+    """Version ranges of other components (toolkit, gpu-operator) a rule applies to."""
+    out: dict[str, Range] = {}
+    for comp, spec in (r.get("component_versions") or {}).items():
+        if comp == LINE_KEY:
+            continue
+        try:
+            out[str(comp)] = Range.parse(spec)
+        except ValueError as exc:
+            problems.append(f"{where}: rule {r.get('id')}: component_versions.{comp}: {exc}")
+    return out

@@ -52,10 +52,9 @@ class Signature:
     examples_match: tuple[str, ...] = ()
     examples_no_match: tuple[str, ...] = ()
     node_capture: str | None = None  # capture naming the node the line is about
-    prefilter: tuple[str, ...] = ()
-    version_capture: str | None = (
-        None  # capture holding a HAMi version (evidence)  # literals for the fast scan (default: derived from regex)
-    )
+    prefilter: tuple[str, ...] = ()  # literals for the fast scan (default: derived from regex)
+    version_capture: str | None = None  # capture holding a version (evidence)
+    component: str = "hami"  # whose version the capture is: hami, toolkit, gpu-operator
 
 
 @dataclass
@@ -79,6 +78,7 @@ class Rule:
     summary: str = ""
     tests: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     disabled: bool = False
+    component_versions: dict[str, Range] = field(default_factory=dict)
 
 
 @dataclass

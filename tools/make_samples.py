@@ -929,6 +929,100 @@ def main():
             "must_not_fire": ["split-count-under-new-key-on-old-chart"],
         },
     )
+    # 29. type selector that matches no card
+    write(
+        "gputype-selector-no-match",
+        {
+            "node.yaml": node_yaml(
+                "gpu-node-29",
+                labels={"gpu": "on"},
+                annotations={
+                    "hami.io/node-nvidia-register": reg(
+                        [
+                            dev(0, typ="NVIDIA GeForce RTX 4090", mem=24564),
+                            dev(1, typ="NVIDIA GeForce RTX 4090", mem=24564),
+                        ]
+                    )
+                },
+                allocatable={"nvidia.com/gpu": "20"},
+            ),
+            "pod.yaml": 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: train-0\n  namespace: ml\n  annotations:\n    nvidia.com/use-gputype: "A100,H100"\nspec:\n  schedulerName: hami-scheduler\n  containers:\n  - name: t\n    image: pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime\n    resources:\n      limits:\n        nvidia.com/gpu: 1\n        nvidia.com/gpumem: 8000\nstatus:\n  phase: Pending\n',
+        },
+        {
+            "description": "The pod asks for A100/H100 cards by annotation on a node of RTX 4090s.",
+            "primary_category": "scheduling-other",
+            "must_fire": ["selector-matches-no-card", "count-link-ok", "spec-link-ok"],
+            "must_not_fire": ["gpumem-larger-than-any-card", "gpu-count-larger-than-node"],
+        },
+    )
+    # 30. container without HAMi-core: nvidia-smi shows the whole card
+    write(
+        "gpumem-limit-not-enforced",
+        {
+            "pod.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: gpu-pod\n  namespace: default\nspec:\n  schedulerName: hami-scheduler\n  containers:\n  - name: c\n    image: nvidia/cuda:12.2.0-base-ubuntu22.04\n    resources:\n      limits:\n        nvidia.com/gpu: 1\n        nvidia.com/gpumem: 3000\nstatus:\n  phase: Running\n",
+            "nvidia-smi-in-pod.txt": "+---------------------------------------------------------------------------------------+\n| NVIDIA-SMI 535.104.05             Driver Version: 535.104.05   CUDA Version: 12.2     |\n|-----------------------------------------+----------------------+----------------------+\n| GPU  Name                 Persistence-M | Bus-Id        Disp.A | Volatile Uncorr. ECC |\n|   0  Tesla T4                       Off | 00000000:00:07.0 Off |                    0 |\n| N/A   34C    P8               9W /  70W |      0MiB / 15360MiB |      0%      Default |\n+-----------------------------------------+----------------------+----------------------+\n",
+        },
+        {
+            "description": "Inside a pod limited to 3000 MiB, nvidia-smi shows the card's 15360 MiB: HAMi-core is not active.",
+            "primary_category": "runtime-other",
+            "must_fire": ["container-sees-physical-memory"],
+            "must_not_fire": ["cdi-unresolvable-device", "oci-runtime-error"],
+        },
+    )
+    # 31. AKS: plugin pinned to another pool, driver root copied from an operator setup
+    write(
+        "aks-plugin-pinned-elsewhere",
+        {
+            "values.yaml": "devicePlugin:\n  nvidiaDriverRoot: /run/nvidia/driver\n  nvidiaNodeSelector:\n    kubernetes.azure.com/agentpool: gpunp\n  tolerations:\n  - key: sku\n    operator: Equal\n    value: gpu\n    effect: NoSchedule\nscheduler:\n  admissionWebhook:\n    manageNamespaceSelector: false\n",
+            "node.yaml": node_yaml(
+                "aks-gpu2-26114557-vmss000000",
+                labels={
+                    "kubernetes.azure.com/agentpool": "gpu2",
+                    "gpu": "on",
+                    "kubernetes.azure.com/accelerator": "nvidia",
+                },
+                taints=[{"key": "sku", "value": "gpu", "effect": "NoSchedule"}],
+            ),
+        },
+        {
+            "description": "AKS: the plugin is pinned to pool gpunp while the node is in gpu2, and nvidiaDriverRoot was copied from a GPU Operator setup onto a driver-only pool.",
+            "primary_category": "no-device-plugin-pod",
+            "must_fire": [
+                "aks-plugin-selector-agentpool-mismatch",
+                "driver-root-from-gpu-operator",
+                "untolerated-taint",
+            ],
+            "must_not_fire": ["aks-managed-gpu-pool", "no-gpu-label"],
+        },
+    )
+    # 32. MIG partitions next to hami-core sharing, GPU Operator 25.10 with runc default
+    write(
+        "mig-and-operator-runc",
+        {
+            "node.yaml": node_yaml(
+                "gpu-node-32",
+                labels={
+                    "gpu": "on",
+                    "nvidia.com/mig.config": "all-1g.10gb",
+                    "nvidia.com/gpu.deploy.driver": "true",
+                },
+                annotations={
+                    "hami.io/node-nvidia-register": reg(
+                        [dev(0, typ="NVIDIA A100-SXM4-80GB", mem=81920)]
+                    )
+                },
+                allocatable={"nvidia.com/gpu": "10"},
+            ),
+            "values.yaml": "devicePlugin:\n  deviceSplitCount: 10\nscheduler:\n  leaderElect: true\n",
+            "operator-pods.txt": "NAMESPACE      NAME                                       READY   STATUS    RESTARTS   AGE\ngpu-operator   gpu-operator-7d9f8c6b5-abcde               1/1     Running   0          3d\n# image: nvcr.io/nvidia/gpu-operator:v25.10.0\n",
+        },
+        {
+            "description": "GPU Operator 25.10 (runc stays the default runtime) without devicePlugin.runtimeClassName, and MIG partitions configured on GPUs HAMi shares in hami-core mode.",
+            "primary_category": "runtimeclass",
+            "must_fire": ["gpu-operator-keeps-runc", "mig-mixed-with-hami-core"],
+            "must_not_fire": ["driver-root-from-gpu-operator", "two-device-plugins-running"],
+        },
+    )
     # 21. default scheduler
     write(
         "pod-not-scheduled-by-hami",

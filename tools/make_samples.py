@@ -1023,6 +1023,101 @@ def main():
             "must_not_fire": ["driver-root-from-gpu-operator", "two-device-plugins-running"],
         },
     )
+    # 33-39: one small bundle for each remaining scheduling/platform rule
+    pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n  schedulerName: hami-scheduler\n  containers:\n  - name: c\n    image: nvidia/cuda:12.2.0-base-ubuntu22.04\n    resources:\n      limits:\n{limits}status:\n  phase: Pending\n"
+    one_4090 = reg([dev(0, typ="NVIDIA GeForce RTX 4090", mem=24564)])
+    write(
+        "gpu-count-exceeds-cards",
+        {
+            "node.yaml": node_yaml(
+                "gpu-node-33",
+                labels={"gpu": "on"},
+                annotations={"hami.io/node-nvidia-register": one_4090},
+                allocatable={"nvidia.com/gpu": "10"},
+            ),
+            "pod.yaml": pod.format(name="two-gpus", limits="        nvidia.com/gpu: 2\n"),
+        },
+        {
+            "description": "nvidia.com/gpu: 2 on a node with one physical card (allocatable 10 is split slots, not cards).",
+            "primary_category": "resource-insufficient",
+            "must_fire": ["gpu-count-larger-than-node", "scaled-allocatable-is-normal"],
+            "must_not_fire": ["gpumem-larger-than-any-card"],
+        },
+    )
+    write(
+        "gpucores-over-100",
+        {
+            "pod.yaml": pod.format(
+                name="cores", limits="        nvidia.com/gpu: 1\n        nvidia.com/gpucores: 150\n"
+            ),
+        },
+        {
+            "description": "nvidia.com/gpucores 150: a percentage of one card cannot exceed 100.",
+            "primary_category": "scheduling-other",
+            "must_fire": ["gpucores-over-100"],
+            "must_not_fire": ["hami-resources-without-gpu"],
+        },
+    )
+    write(
+        "gpumem-without-gpu",
+        {
+            "pod.yaml": pod.format(name="mem-only", limits="        nvidia.com/gpumem: 3000\n"),
+        },
+        {
+            "description": "gpumem requested without nvidia.com/gpu: no vGPU is requested at all.",
+            "primary_category": "scheduling-other",
+            "must_fire": ["hami-resources-without-gpu"],
+            "must_not_fire": ["gpucores-over-100"],
+        },
+    )
+    write(
+        "oci-hook-failed",
+        {
+            "pod-describe.txt": "Name:         gpu-pod\nNamespace:    default\nNode:         gpu-node-36/10.0.0.36\nStatus:       Pending\nContainers:\n  c:\n    State:          Waiting\n      Reason:       CrashLoopBackOff\n    Last State:     Terminated\n      Reason:       StartError\n      Message:      failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error running hook #0: error running hook: exit status 1, stdout: , stderr: nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open shared object file: no such file or directory: unknown\nEvents:\n  Type     Reason   Age   From     Message\n  ----     ------   ----  ----     -------\n  Warning  Failed   10s   kubelet  Error: failed to create containerd task: OCI runtime create failed: runc create failed: error running hook #0: exit status 1\n",
+        },
+        {
+            "description": "The NVIDIA prestart hook fails on the node (the host's libnvidia-ml is missing): an OCI runtime error at container start, not a HAMi one.",
+            "primary_category": "runtime-other",
+            "must_fire": ["oci-runtime-error"],
+            "must_not_fire": ["cdi-unresolvable-device"],
+        },
+    )
+    write(
+        "azure-capacity",
+        {
+            "az-output.txt": "(OverconstrainedAllocationRequest) Allocation failed. VM(s) with the following constraints cannot be allocated, because the condition is too restrictive. Please remove some constraints and try again. Constraints applied are:\n  - VM Size\n  - Availability Zone\n",
+        },
+        {
+            "description": "Creating the AKS GPU node pool failed with an Azure capacity error.",
+            "primary_category": "scheduling-other",
+            "must_fire": ["azure-capacity-error"],
+            "must_not_fire": ["aks-managed-gpu-pool"],
+        },
+    )
+    write(
+        "helm-split-count-new-key",
+        {
+            "values.yaml": "global:\n  imageTag: v2.10.0\ndevices:\n  nvidia:\n    deviceSplitCount: 4\nscheduler:\n  leaderElect: true\n",
+        },
+        {
+            "description": "Chart 2.10 values use the 2.11 key devices.nvidia.deviceSplitCount, which 2.10 does not read.",
+            "primary_category": "scheduling-other",
+            "must_fire": ["split-count-under-new-key-on-old-chart"],
+            "must_not_fire": ["split-count-under-old-key"],
+        },
+    )
+    write(
+        "aks-webhook-selector-conflict",
+        {
+            "helm-upgrade.txt": '$ helm upgrade hami hami-charts/hami -n kube-system -f values.yaml\nError: UPGRADE FAILED: conflict occurred while applying object /hami-webhook admissionregistration.k8s.io/v1, Kind=MutatingWebhookConfiguration: Apply failed with 1 conflict: conflict with "aks-webhook-admission-controller" using admissionregistration.k8s.io/v1: .webhooks[name="vgpu.hami.io"].namespaceSelector\n',
+        },
+        {
+            "description": "helm upgrade on AKS fails: AKS and the chart both own the webhook's namespaceSelector.",
+            "primary_category": "aks-managed-conflict",
+            "must_fire": ["aks-namespace-selector-ownership"],
+            "must_not_fire": ["azure-capacity-error"],
+        },
+    )
     # 21. default scheduler
     write(
         "pod-not-scheduled-by-hami",

@@ -1,8 +1,9 @@
 """Log artefacts into polars frames of kept lines plus whole-file statistics.
 
-Small logs keep every line (for the timeline). Big logs stream through polars in batches: one
-combined signature regex decides which lines are kept, per-signature caps bound memory, and
-severity counts cover every line. No Python-level work happens per line of a big file.
+Small logs keep every line (for the timeline). Big logs stream through polars in batches: the
+literals every signature needs select the candidate lines, per-signature caps (first and last
+occurrences, exact counts) bound memory, and severity counts cover every line. No Python-level
+work happens per line of a big file.
 """
 
 from __future__ import annotations
@@ -99,22 +100,7 @@ class Matcher:
         for _lit, sid in set(lit_rows):
             per_sig[sid] = per_sig.get(sid, 0) + 1
         # a line may hold two literals of one signature: then (line, sig) pairs need dedup
-        self.multi_sigs = {sid for sid, n in per_sig.items() if n > 1}
-        self.multi_literal = bool(self.multi_sigs)
-
-    def literal_expr(self) -> pl.Expr:
-        if not self.literals:
-            return pl.lit(None, dtype=pl.List(pl.String))
-        return pl.col("text").str.extract_many(self.literals, overlapping=True).list.unique()
-
-    def simple_literals(self) -> dict[str, str]:
-        """Literal -> signature, for literals owned by one plain-literal signature: a row whose
-        only literal is one of these is a match of that signature, no regex needed."""
-        return {
-            lit: sids[0]
-            for lit, sids in self.lit_to_sigs.items()
-            if len(sids) == 1 and sids[0] in self.pure and sids[0] not in self.multi_sigs
-        }
+        self.multi_literal = any(n > 1 for n in per_sig.values())
 
     def pure_literals(self) -> dict[str, list[str]]:
         """Plain-literal signatures (the pattern is its own text) and their literal."""

@@ -8,6 +8,7 @@ FACT_PATHS: dict[str, str] = {
     "node.name": "node name",
     "node.form": "yaml (from -o yaml/json) or describe",
     "node.labels.*": "node labels",
+    "node.label_managers.*": "field managers that set a label (only with --show-managed-fields)",
     "node.annotations.*": "node annotations (raw strings)",
     "node.taints": "list of taints {key, value, effect}",
     "node.taint_keys": "list of taint keys with NoSchedule/NoExecute effect",

@@ -305,6 +305,8 @@ def _node_facts(node: NodeFacts) -> dict[str, Any]:
     f: dict[str, Any] = {"node.form": node.form, "node.unschedulable": node.unschedulable}
     for k, v in node.labels.items():
         f[f"node.labels.{k}"] = v
+    for k, managers in node.label_managers.items():
+        f[f"node.label_managers.{k}"] = sorted(set(managers))
     for k, v in node.annotations.items():
         f[f"node.annotations.{k}"] = v
     f["node.taints"] = node.taints

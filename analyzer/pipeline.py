@@ -23,6 +23,8 @@ CONFIG_KINDS = {
     "daemonset",
     "configmap",
     "deployment",
+    "resourceslice",
+    "deviceclass",
 }
 NOT_TEXT = {"binary", "empty", "unreadable", "unrecognised", "node"} | CONFIG_KINDS
 

@@ -38,6 +38,8 @@ _STRUCTURED = {
     "daemonset",
     "configmap",
     "deployment",
+    "resourceslice",
+    "deviceclass",
     "node-describe",
 }
 

@@ -64,7 +64,14 @@ def sniff(text: str, sources: Mapping[str, Source]) -> tuple[str, str]:
             return "node", "kind: List whose items are Nodes"
         if first == "Pod" or (first == "List" and "Pod" in kinds):
             return "pod", "Kubernetes object with kind: Pod"
-        if first in ("RuntimeClass", "DaemonSet", "ConfigMap", "Deployment"):
+        if first in (
+            "RuntimeClass",
+            "DaemonSet",
+            "ConfigMap",
+            "Deployment",
+            "ResourceSlice",
+            "DeviceClass",
+        ):
             return first.lower(), f"Kubernetes object with kind: {first}"
     for kind, rx, reason in _CHECKS:
         if rx.search(head):

@@ -29,6 +29,7 @@ class NodeFacts:
     images: list[str] = field(default_factory=list)
     node_info: dict[str, str] = field(default_factory=dict)
     line_of: dict[str, int] = field(default_factory=dict)  # key -> 1-based line in the file
+    label_managers: dict[str, list[str]] = field(default_factory=dict)  # label -> field managers
     warnings: list[str] = field(default_factory=list)
 
 
@@ -89,6 +90,7 @@ def parse_node(artefact: Artefact) -> list[NodeFacts]:
             if isinstance(img, dict):
                 n.images.extend(str(x) for x in img.get("names") or [])
         n.line_of = _locate(artefact.text or "", artefact.first_line, list(n.annotations))
+        n.label_managers = _label_managers(meta.get("managedFields"))
         nodes.append(n)
     if not nodes:
         n = NodeFacts(None, artefact.file.name, artefact.first_line, "yaml", warnings=warnings)
@@ -174,3 +176,16 @@ def _describe_item(n: NodeFacts, section: str, body: str, lineno: int) -> None:
         parts = regex.split(r"\s{2,}", body)
         if len(parts) >= 2 and parts[0] not in ("Type", "----"):
             n.conditions.append({"type": parts[0], "status": parts[1]})
+
+
+def _label_managers(fields: Any) -> dict[str, list[str]]:
+    """Which field managers set each label (present with `-o yaml --show-managed-fields`)."""
+    out: dict[str, list[str]] = {}
+    for entry in fields if isinstance(fields, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        labels = ((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:labels") or {}
+        for key in labels if isinstance(labels, dict) else {}:
+            if key.startswith("f:"):
+                out.setdefault(key[2:], []).append(str(entry.get("manager", "")))
+    return out

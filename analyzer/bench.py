@@ -241,8 +241,6 @@ def bench_small(cli: list[str]) -> None:
 
 def bench_batch(n: int, workdir: Path) -> None:
     """Batch throughput on all cores against the warm single-process rate, same run."""
-    import resource as _r
-
     from analyzer import batch
     from analyzer.synth import make_tickets
 
@@ -282,7 +280,6 @@ def bench_batch(n: int, workdir: Path) -> None:
     )
     if proc.returncode:
         print(proc.stderr[-1000:])
-    del _r
 
 
 if __name__ == "__main__":

@@ -195,16 +195,19 @@ def build_contexts(
     ]
 
 
-def _node_guess(matches: dict[str, list[Match]]) -> str | None:
-    for ms in matches.values():
+def _node_guess(matches: dict[str, list[Match]], ruleset: RuleSet) -> str | None:
+    """Without a Node object, the node the device plugin says it works on names the node."""
+    for sid, ms in matches.items():
+        if "device-plugin-log" not in ruleset.signatures[sid].sources:
+            continue
         for m in ms:
-            if "node" in m.captures and m.sig.startswith("dp-"):
+            if m.captures.get("node"):
                 return m.captures["node"]
     return None
 
 
 def _context(bundle, ruleset, node, clock, all_matches, counts, errors, node_count) -> NodeContext:
-    name = node.name if node else _node_guess(all_matches) or _pod_node(bundle)
+    name = node.name if node else _node_guess(all_matches, ruleset) or _pod_node(bundle)
     matches: dict[str, list[Match]] = {}
     for sid, ms in all_matches.items():
         cap = ruleset.signatures[sid].node_capture

@@ -39,10 +39,6 @@ class ParsedBundle:
     member_mtimes: list[float] = field(default_factory=list)
     digest: str = ""  # of the file names and fingerprints: the same bundle gives the same digest
 
-    @property
-    def kinds(self) -> set[str]:
-        return {a.kind for a in self.inventory.artefacts}
-
 
 def parse_bundle(inputs: list[str], ruleset: RuleSet, limits: Limits | None = None) -> ParsedBundle:
     with open_bundle(inputs, limits) as reader:

@@ -43,6 +43,20 @@ def tickets(tmp_path_factory) -> Path:
     return root
 
 
+def _batch_cmd(tickets: Path, out: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "analyzer",
+        "batch",
+        str(tickets),
+        "--out",
+        str(out),
+        "--jobs",
+        "1",
+    ]
+
+
 def _table(out: Path, name: str) -> pl.DataFrame:
     return pl.read_parquet(out / f"{name}.parquet")
 
@@ -90,34 +104,14 @@ def test_resume_after_kill_gives_the_same_tables(tmp_path):
     make_tickets(tickets, 40, seed=3)
     full = tmp_path / "full"
     subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "analyzer",
-            "batch",
-            str(tickets),
-            "--out",
-            str(full),
-            "--jobs",
-            "1",
-        ],
+        _batch_cmd(tickets, full),
         check=True,
         capture_output=True,
     )
     part = tmp_path / "part"
     env = dict(os.environ, HAMI_BATCH_PART_ROWS="4")
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "analyzer",
-            "batch",
-            str(tickets),
-            "--out",
-            str(part),
-            "--jobs",
-            "1",
-        ],
+        _batch_cmd(tickets, part),
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -130,17 +124,7 @@ def test_resume_after_kill_gives_the_same_tables(tmp_path):
     written = len(list((part / "parts").glob("bundles-*.parquet")))
     assert written >= 2
     subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "analyzer",
-            "batch",
-            str(tickets),
-            "--out",
-            str(part),
-            "--jobs",
-            "1",
-        ],
+        _batch_cmd(tickets, part),
         check=True,
         capture_output=True,
         env=env,

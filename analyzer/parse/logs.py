@@ -273,19 +273,19 @@ def _parse_small(artefact: Artefact, matcher: Matcher) -> ParsedLog:
     return ParsedLog(artefact, stats, frame)
 
 
-def _profile(path) -> tuple[bool, bool, bool]:
-    """(has prefixes, has ANSI, valid UTF-8) judged from the first block of a big file."""
+def _profile(path) -> tuple[bool, bool]:
+    """(has prefixes, has ANSI) judged from the first block of a big file."""
     with open(path, "rb") as fh:
         head = fh.read(1 << 20)
-    text, warns = decode(head)
+    text, _warns = decode(head)
     lines = text.split("\n")[:2000]
     has_prefix = any(PREFIX_RE.match(x).end() for x in lines)
-    return has_prefix, bool(ANSI_RE.search(text)), not warns
+    return has_prefix, bool(ANSI_RE.search(text))
 
 
 def _parse_streamed(artefact: Artefact, matcher: Matcher) -> ParsedLog:
     path = artefact.file.path
-    has_prefix, has_ansi, _ = _profile(path)
+    has_prefix, has_ansi = _profile(path)
     try:
         return _stream(artefact, path, matcher, has_prefix, has_ansi)
     except pl.exceptions.ComputeError:

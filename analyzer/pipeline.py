@@ -76,6 +76,7 @@ def parse_files(reader, ruleset: RuleSet) -> ParsedBundle:
                 matchers[a.kind] = Matcher(
                     [(s.id, s.pattern) for s in chosen],
                     {s.id: list(s.prefilter) or None for s in chosen},
+                    {s.id: s.compiled for s in chosen},
                 )
             out.logs.append(parse_log(a, matchers[a.kind]))
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 import polars as pl
+import pytest
 
 from analyzer.bundle import recognise as recognise_mod
 from conftest import diagnose_texts, parse_texts
@@ -81,6 +82,61 @@ def test_streamed_big_log_matches_small_path(ruleset, tmp_path, monkeypatch):
     )
     assert big.frame.height < small.frame.height  # only samples of the periodic line are kept
     assert big.frame.filter(pl.col("msg") == "unmatched error line").height == 5
+
+
+@pytest.mark.parametrize("prefix", ["", "[pod/hami-device-plugin-x7k2p/device-plugin] "])
+def test_streamed_samples_span_batches(ruleset, monkeypatch, prefix):
+    """Many small batches: exact counts, the first and last SIG_HEAD_CAP/SIG_TAIL_CAP occurrences
+    of each signature kept with their text, rare ones whole, unmatched errors in order; with
+    `kubectl logs --prefix` lines too (stripped for matching, kept raw)."""
+    from analyzer.parse import logs as logs_mod
+
+    numa, updated, unchanged, unmatched = [], [], [], []
+    lines = []
+    for i in range(6000):
+        clock = f"{i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}"
+        lines.append(
+            f'E0815 {clock}.000001  412873 register.go:168] "failed to get numa information from sysfs" idx={i}'
+        )
+        numa.append(len(lines))
+        if i % 3 == 0:
+            lines.append(
+                f"I0815 {clock}.000002  412873 register.go:302] Updating node annotations with {i % 8 + 1} device(s)"
+            )
+            updated.append(len(lines))
+        if i in (10, 2500, 5990):
+            lines.append(
+                f"I0815 {clock}.000003  412873 register.go:273] Device info unchanged, skipping annotation update"
+            )
+            unchanged.append(len(lines))
+        if i % 97 == 0:
+            lines.append(f"E0815 {clock}.000004  412873 other.go:1] unmatched error {i}")
+            unmatched.append(len(lines))
+    text = "".join(prefix + line + "\n" for line in lines)
+    monkeypatch.setattr(recognise_mod, "SMALL_FILE", 1000)
+    monkeypatch.setattr(logs_mod, "BATCH_ROWS", 700)
+    monkeypatch.setattr(logs_mod, "POOL_ROWS", 400)
+    log = parse_texts(ruleset, {"dp.log": text}).logs[0]
+    assert log.artefact.text is None
+    counts = log.stats.sig_counts
+    assert counts["dp-numa-sysfs-benign"] == len(numa)
+    assert counts["dp-annotation-updated"] == len(updated)
+    assert counts["dp-annotation-unchanged"] == 3
+    head, tail = logs_mod.SIG_HEAD_CAP, logs_mod.SIG_TAIL_CAP
+
+    def kept(sig: str) -> list[int]:
+        f = log.frame.filter(pl.col("sigs").list.contains(sig))
+        assert all(f["text"].str.contains(r"^[IE]0815 ").to_list())  # the text came with them
+        return f["line"].to_list()
+
+    assert kept("dp-numa-sysfs-benign") == numa[:head] + numa[-tail:]
+    assert kept("dp-annotation-updated") == updated[:head] + updated[-tail:]
+    assert kept("dp-annotation-unchanged") == unchanged
+    errors = log.frame.filter(pl.col("msg").str.starts_with("unmatched error"))
+    assert errors["line"].to_list() == unmatched
+    assert log.frame["raw"].str.starts_with(prefix).all()
+    assert log.frame["container"].unique().to_list() == ["device-plugin" if prefix else None]
+    assert log.stats.severities == {"E": len(numa) + len(unmatched), "I": len(updated) + 3}
 
 
 def test_register_json_omitempty(ruleset):

@@ -62,19 +62,28 @@ class ParsedLog:
 SigSpec = tuple[str, str]  # (signature id, Rust-compatible pattern)
 SIG_HEAD_CAP = 300  # per signature, first occurrences kept from a big log
 SIG_TAIL_CAP = 300  # and last occurrences
-BATCH_ROWS = 100_000
+BATCH_ROWS = 100_000  # per streamed batch: memory vs. per-batch overhead (1 GB: 80 batches)
+BATCH_BYTES = 16 << 20  # and about this much text, so that long lines do not blow memory up
 SMALL_FRAME = 20_000  # below this many rows signatures are attributed line by line
+POOL_ROWS = 200_000  # candidate lines of a big log attributed together
 
 
 class Matcher:
-    """Attributes lines to signatures: literal prefilter (Aho-Corasick), then each candidate
-    signature's regex once. Patterns without a usable literal are checked on every row."""
+    """Attributes lines to signatures: literal prefilter (one Rust-regex alternation), then each
+    candidate signature's regex once. Patterns without a usable literal are checked on every row.
 
-    def __init__(self, sigs: list[SigSpec], prefilters: dict[str, list[str]] | None = None):
+    `compiled` takes the rule set's compiled patterns (they load with it); others are compiled on
+    first use, since compiling every pattern would cost a small bundle more than analysing it."""
+
+    def __init__(
+        self,
+        sigs: list[SigSpec],
+        prefilters: dict[str, list[str] | None] | None = None,
+        compiled: dict[str, regex.Pattern] | None = None,
+    ):
         self.sigs = sigs
         self.pattern = dict(sigs)
-        self._compiled: dict[str, regex.Pattern] | None = None
-        self._lit_re: regex.Pattern | None = None
+        self._compiled: dict[str, regex.Pattern] = dict(compiled or {})
         prefilters = prefilters or {}
         lit_rows: list[tuple[str, str]] = []
         self.fallback: list[str] = []
@@ -123,15 +132,13 @@ class Matcher:
         return pl.any_horizontal(parts) if len(parts) > 1 else parts[0]
 
     def attribute(self, frame: pl.DataFrame, ordered: bool = True) -> pl.DataFrame:
-        """(line, text) rows -> (line, text, sig) for every verified signature match."""
-        if frame.height <= SMALL_FRAME and ordered:
+        """(line, text, ...) rows -> the same rows plus `sig`, once per verified signature match."""
+        if frame.height <= SMALL_FRAME:
             return self._attribute_rows(frame)
         out = []
         if self.literals and frame.height:
             cand = (
-                frame.select(
-                    "line",
-                    "text",
+                frame.with_columns(
                     pl.col("text")
                     .str.extract_many(self.literals, overlapping=True)
                     .list.unique()
@@ -158,39 +165,35 @@ class Matcher:
         for sid in self.fallback:
             hit = frame.filter(pl.col("text").str.contains(self.pattern[sid]))
             if hit.height:
-                out.append(hit.select("line", "text").with_columns(pl.lit(sid).alias("sig")))
+                out.append(hit.with_columns(pl.lit(sid).alias("sig")))
         if not out:
             return pl.DataFrame(schema={"line": pl.Int64, "text": pl.String, "sig": pl.String})
         hits = pl.concat(out)
         return hits.sort("line", maintain_order=True) if ordered else hits
 
+    def regex(self, sid: str) -> regex.Pattern:
+        if sid not in self._compiled:
+            self._compiled[sid] = regex.compile(self.pattern[sid])
+        return self._compiled[sid]
+
     def _attribute_rows(self, frame: pl.DataFrame) -> pl.DataFrame:
-        """Small frames: a Python loop is cheaper than a dozen vectorised passes."""
-        if self._compiled is None:
-            self._compiled = {sid: regex.compile(p) for sid, p in self.sigs}
-            self._lit_re = (
-                regex.compile("|".join(regex.escape(x) for x in self.literals))
-                if self.literals
-                else None
-            )
-        rows: list[tuple[int, str, str]] = []
-        for line, text in frame.select("line", "text").iter_rows():
-            if text is None:
-                continue
+        """Small frames: the prefilter in polars, then a Python loop over the candidates is
+        cheaper than a dozen vectorised passes."""
+        rows: list[tuple] = []
+        at = frame.columns.index("text")
+        for row in frame.filter(self.keep_expr()).iter_rows():
+            text = row[at]
             found: list[str] = []
-            if self._lit_re is not None and self._lit_re.search(text):
-                for lit, sids in self.lit_to_sigs.items():
-                    if lit in text:
-                        found.extend(s for s in sids if s not in found)
+            for lit, sids in self.lit_to_sigs.items():
+                if lit in text:
+                    found.extend(s for s in sids if s not in found)
             for sid in found:
-                if sid in self.pure or self._compiled[sid].search(text, timeout=0.25):
-                    rows.append((line, text, sid))
+                if sid in self.pure or self.regex(sid).search(text, timeout=0.25):
+                    rows.append((*row, sid))
             for sid in self.fallback:
-                if self._compiled[sid].search(text, timeout=0.25):
-                    rows.append((line, text, sid))
-        return pl.DataFrame(
-            rows, schema={"line": pl.Int64, "text": pl.String, "sig": pl.String}, orient="row"
-        )
+                if self.regex(sid).search(text, timeout=0.25):
+                    rows.append((*row, sid))
+        return pl.DataFrame(rows, schema={**frame.schema, "sig": pl.String}, orient="row")
 
 
 def _is_plain(pattern: str) -> bool:
@@ -273,28 +276,38 @@ def _parse_small(artefact: Artefact, matcher: Matcher) -> ParsedLog:
     return ParsedLog(artefact, stats, frame)
 
 
-def _profile(path) -> tuple[bool, bool]:
-    """(has prefixes, has ANSI) judged from the first block of a big file."""
+@dataclass
+class _Profile:
+    """What the first block of a big file says about all of it."""
+
+    has_prefix: bool  # kubectl --prefix / --timestamps / CRI prefixes to strip
+    has_ansi: bool
+    batch_rows: int  # rows per streamed batch: about BATCH_BYTES of text, at most BATCH_ROWS
+
+
+def _profile(path) -> _Profile:
     with open(path, "rb") as fh:
         head = fh.read(1 << 20)
     text, _warns = decode(head)
     lines = text.split("\n")[:2000]
     has_prefix = any(PREFIX_RE.match(x).end() for x in lines)
-    return has_prefix, bool(ANSI_RE.search(text))
+    mean_len = max(1, len(head) // max(1, text.count("\n")))
+    rows = max(1, min(BATCH_ROWS, BATCH_BYTES // mean_len))
+    return _Profile(has_prefix, bool(ANSI_RE.search(text)), rows)
 
 
 def _parse_streamed(artefact: Artefact, matcher: Matcher) -> ParsedLog:
     path = artefact.file.path
-    has_prefix, has_ansi = _profile(path)
+    profile = _profile(path)
     try:
-        return _stream(artefact, path, matcher, has_prefix, has_ansi)
+        return _stream(artefact, path, matcher, profile)
     except pl.exceptions.ComputeError:
         # invalid UTF-8 somewhere past the head: repair a private copy, then stream it
         repaired = path.with_name(path.name + ".utf8")
         with open(path, "rb") as src, open(repaired, "wb") as dst:
             while chunk := src.read(64 << 20):
                 dst.write(chunk.decode("utf-8", errors="replace").encode())
-        return _stream(artefact, repaired, matcher, has_prefix, has_ansi)
+        return _stream(artefact, repaired, matcher, profile)
 
 
 def _edge_klog(path, first: bool) -> str | None:
@@ -311,13 +324,54 @@ def _edge_klog(path, first: bool) -> str | None:
     return None
 
 
-def _stream(artefact, path, matcher: Matcher, has_prefix, has_ansi) -> ParsedLog:
-    """One streaming pass over the file, then a cheap pass that fetches the sampled lines.
+class _Samples:
+    """Exact counts, and the first and last occurrences (with their text) of each signature.
 
-    Per line only cheap expressions run: klog flags, one literal scan per plain-literal signature
-    (counted and sampled by line number, their text never materialised in the pass), and the
-    literal prefilter of the other signatures, whose candidate lines (few) carry their text and
-    are attributed with the regexes."""
+    `rows` handed in are compact copies of a batch's kept rows; what is held longer than one batch
+    is copied again so that it does not pin them."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.head: dict[str, list[pl.DataFrame]] = {}
+        self.tail: dict[str, pl.DataFrame] = {}
+
+    def wanted(self, sid: str, n: int) -> int:
+        """How many of the first of `n` new occurrences the head still takes."""
+        return max(0, SIG_HEAD_CAP - self.counts.get(sid, 0)) if n else 0
+
+    def add(self, sid: str, rows: pl.DataFrame, n: int) -> None:
+        """`rows`: the new occurrences in line order, at least the first `wanted(sid, n)` and the
+        last SIG_TAIL_CAP of them; `n`: how many there were in all."""
+        need = self.wanted(sid, n)
+        self.counts[sid] = self.counts.get(sid, 0) + n
+        if need:
+            self.head.setdefault(sid, []).append(_own(rows.head(need)))
+        tail = rows.tail(SIG_TAIL_CAP)
+        prev = self.tail.get(sid)
+        if (
+            prev is not None and tail.height < SIG_TAIL_CAP
+        ):  # a rare signature: rows of many batches
+            tail = _own(pl.concat([prev, tail]).tail(SIG_TAIL_CAP))
+        self.tail[sid] = tail
+
+    def frames(self) -> list[pl.DataFrame]:
+        return [f for fs in self.head.values() for f in fs] + list(self.tail.values())
+
+
+def _own(frame: pl.DataFrame) -> pl.DataFrame:
+    """A compact copy: the string views of a slice or filter share the whole batch's buffers
+    and would keep it alive. Concatenation writes new strings (casts and rechunks do not)."""
+    return frame.with_columns(pl.col(pl.String) + "")
+
+
+def _stream(artefact, path, matcher: Matcher, profile: _Profile) -> ParsedLog:
+    """One streaming pass over the file; only cheap expressions run per line.
+
+    Per line: klog flags, one literal scan per plain-literal signature (those are counted from
+    their flags and sampled by position), and the literal prefilter of the other signatures, whose
+    candidate lines (few) are attributed with the regexes. Sampled rows keep their text, so
+    nothing is read twice."""
+    has_prefix, has_ansi = profile.has_prefix, profile.has_ansi
     needs_raw = has_prefix or has_ansi
     base = pl.scan_lines(
         path, name="raw" if needs_raw else "text", row_index_name="line", row_index_offset=1
@@ -338,81 +392,85 @@ def _stream(artefact, path, matcher: Matcher, has_prefix, has_ansi) -> ParsedLog
         else t.str.contains(pure[sid][0], literal=True)
         for sid in pure_ids
     ]
-    flags = [e.alias(f"_p{i}") for i, e in enumerate(pure_exprs)]
     any_pure = pl.any_horizontal(pure_exprs) if pure_exprs else pl.lit(False)
     # unmatched E/F lines (for batch analysis); lines of plain-literal signatures are not "unmatched"
     err = klog & (t.str.starts_with("E") | t.str.starts_with("F")) & ~any_pure
-    raw_col = (
-        [pl.when(other | err).then(pl.col("raw")).alias("raw")] if has_prefix or has_ansi else []
-    )
+    cols = ["line", "raw", "text"] if needs_raw else ["line", "text"]
     lf = (base.with_columns(text.alias("text")) if needs_raw else base).select(
         pl.col("line").cast(pl.Int64),
-        pl.when(other | err).then(t).alias("text"),
-        *raw_col,
+        *cols[1:],
         klog.alias("_klog"),
         (klog & t.str.starts_with("E")).alias("_e"),
         (klog & t.str.starts_with("W")).alias("_w"),
         (klog & t.str.starts_with("F")).alias("_f"),
         other.alias("_keep"),
-        *flags,
+        err.alias("_err"),
+        *(e.alias(f"_p{i}") for i, e in enumerate(pure_exprs)),
     )
-    cols = ["line", "raw", "text"] if raw_col else ["line", "text"]
     stats = LogStats(all_lines_kept=False)
-    counts = stats.sig_counts
-    head_lines: dict[str, list[int]] = {}
-    tail_lines: dict[str, list[int]] = {}
-    pool: list[pl.DataFrame] = []  # text rows of sampled non-plain signature matches
+    samples = _Samples()
     errors: list[pl.DataFrame] = []
     n_errors = 0
-    sums = [pl.len(), *(pl.col(c).sum() for c in ("_klog", "_e", "_w", "_f"))]
+    sums = [pl.len(), *(pl.col(c).sum() for c in ("_klog", "_e", "_w", "_f", "_keep", "_err"))]
     sums += [pl.col(f"_p{i}").sum() for i in range(len(pure_ids))]
+    pool: list[pl.DataFrame] = []  # candidate lines of the other signatures, not yet attributed
+    pooled = 0
 
-    def sample(sid: str, lines: pl.Series, n: int) -> list[int]:
-        seen = counts.get(sid, 0)
-        counts[sid] = seen + n
-        taken: list[int] = []
-        if seen < SIG_HEAD_CAP:
-            taken = lines.head(SIG_HEAD_CAP - seen).to_list()
-            head_lines.setdefault(sid, []).extend(taken)
-        tl = lines.tail(SIG_TAIL_CAP).to_list()
-        tail_lines[sid] = (tail_lines.get(sid, []) + tl)[-SIG_TAIL_CAP:]
-        return taken + tl
+    def flush() -> None:
+        """Attribute the pooled candidates at once: few big calls beat many small ones while
+        the streaming engine keeps the thread pool busy."""
+        nonlocal pooled
+        if not pool:
+            return
+        kept = pl.concat(pool, rechunk=True)  # many small chunks make every later call slow
+        pool.clear()
+        pooled = 0
+        hit = matcher.attribute(kept.select(cols), ordered=True)
+        if pure_ids:  # plain-literal signatures were counted from their flags
+            hit = hit.filter(~pl.col("sig").is_in(pure_ids))
+        for (sid,), group in hit.partition_by("sig", as_dict=True, maintain_order=True).items():
+            samples.add(sid, group.select(cols), group.height)
+        e = kept.filter(pl.col("_err") & ~pl.col("line").is_in(hit["line"].implode()))
+        errors.append(_own(e.select(cols).head(ERROR_LINE_CAP)))
 
-    for i, batch in enumerate(lf.collect_batches(chunk_size=BATCH_ROWS)):
+    for batch in lf.collect_batches(chunk_size=profile.batch_rows):
         agg = batch.select(sums).row(0)
         stats.lines += agg[0]
         stats.klog_lines += agg[1]
         for letter, n in zip("EWF", agg[2:5], strict=True):
             stats.severities[letter] = stats.severities.get(letter, 0) + n
-        for j, sid in enumerate(pure_ids):
-            n = agg[5 + j]
-            if n:
-                sample(sid, batch.filter(pl.col(f"_p{j}"))["line"], n)
-        cands = batch.filter(pl.col("text").is_not_null())
-        if not cands.height:
+        # one filter per batch picks every row kept from it: the first and last occurrences of
+        # each plain-literal signature, candidates of the others, unmatched errors
+        present = [(j, sid, agg[7 + j]) for j, sid in enumerate(pure_ids) if agg[7 + j]]
+        want = []
+        for j, sid, n in present:
+            flag = pl.col(f"_p{j}")
+            first = samples.wanted(sid, n)
+            last = flag.cum_sum(reverse=True) <= SIG_TAIL_CAP
+            want.append(flag & ((flag.cum_sum() <= first) | last if first else last))
+        take_errors = agg[6] and n_errors < ERROR_LINE_CAP
+        if take_errors:  # lines without a candidate literal cannot match a signature
+            want.append(pl.col("_err") & ~pl.col("_keep"))
+        if agg[5]:
+            want.append(pl.col("_keep"))
+        if not want:
             continue
-        kept = cands.filter(pl.col("_keep"))
-        hit = matcher.attribute(kept.select("line", "text"), ordered=False) if kept.height else None
-        if hit is not None and pure_ids:  # plain-literal signatures were counted from their flags
-            hit = hit.filter(~pl.col("sig").is_in(pure_ids))
-        matched = hit["line"] if hit is not None else pl.Series("line", [], pl.Int64)
-        if n_errors < ERROR_LINE_CAP:
-            e = cands.filter(~pl.col("line").is_in(matched.implode()) & pl.col("_klog"))
-            e = e.filter(pl.col("text").str.contains(r"^[EF]"))
-            e = e.select(cols).head(ERROR_LINE_CAP - n_errors)
+        rows = _own(batch.filter(pl.any_horizontal(want)))
+        for j, sid, n in present:
+            samples.add(sid, rows.filter(pl.col(f"_p{j}")).select(cols), n)
+        if take_errors:
+            e = rows.filter(pl.col("_err") & ~pl.col("_keep")).select(cols)
+            e = e.head(ERROR_LINE_CAP - n_errors)
             n_errors += e.height
             errors.append(e)
-        if hit is None or not hit.height:
-            continue
-        wanted: list[int] = []
-        for (sid,), group in hit.partition_by("sig", as_dict=True, maintain_order=True).items():
-            wanted.extend(sample(sid, group["line"], group.height))
-        pool.append(kept.filter(pl.col("line").is_in(wanted)).select(cols))
-        if i % 8 == 7:
-            alive = {x for v in head_lines.values() for x in v} | {
-                x for v in tail_lines.values() for x in v
-            }
-            pool = [pl.concat(pool).filter(pl.col("line").is_in(list(alive)))]
+        if agg[5]:
+            pool.append(rows.filter(pl.col("_keep")).select(*cols, "_err"))
+            pooled += agg[5]
+            if pooled >= POOL_ROWS:
+                flush()
+    flush()
+    errors = [pl.concat(errors).sort("line").head(ERROR_LINE_CAP)] if errors else []
+    stats.sig_counts = samples.counts
     stats.severities["I"] = stats.klog_lines - sum(stats.severities.get(x, 0) for x in "EWF")
     stats.severities = {k: v for k, v in stats.severities.items() if v}
     for edge, which in (
@@ -422,20 +480,7 @@ def _stream(artefact, path, matcher: Matcher, has_prefix, has_ansi) -> ParsedLog
         m = KLOG_RE.match(edge) if edge else None
         if m:
             setattr(stats, which, f"{m['mm']}{m['dd']} {m['clock']}")
-    alive = {x for v in head_lines.values() for x in v} | {
-        x for v in tail_lines.values() for x in v
-    }
-    kept_frames = [p.filter(pl.col("line").is_in(list(alive))) for p in pool] + errors
-    have = {x for f in kept_frames for x in f["line"].to_list()}
-    missing = sorted(
-        alive - have
-    )  # sampled plain-literal lines: fetch their text in one cheap pass
-    if missing:
-        fetch = base.filter(pl.col("line").is_in(pl.Series("m", missing, pl.Int64).implode()))
-        fetch = (fetch.with_columns(text.alias("text")) if needs_raw else fetch).select(
-            pl.col("line").cast(pl.Int64), *[c for c in cols if c != "line"]
-        )
-        kept_frames.append(fetch.collect(engine="streaming"))
+    kept_frames = samples.frames() + errors
     empty = pl.DataFrame(schema={"line": pl.Int64, "text": pl.String})
     frame = (
         pl.concat(kept_frames, how="diagonal_relaxed").unique("line").sort("line")

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import hashlib
 from pathlib import Path
 from typing import Any
 
 import regex
-from jinja2 import StrictUndefined, TemplateError
-from jinja2.sandbox import SandboxedEnvironment
+from jinja2 import TemplateError
 
 from analyzer import __version__
 from analyzer.diagnosis import (
@@ -27,13 +25,11 @@ from analyzer.diagnosis import (
 from analyzer.facts import NodeContext
 from analyzer.pipeline import ParsedBundle
 from analyzer.rules.model import Rule, RuleSet
+from analyzer.rules.templates import render
 
 MAX_EVIDENCE_LINES = 3
 REGISTRATION_LINKS = ("count", "spec", "liveness")
 _DURATION_RE = regex.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|h|d)?$")
-_ENV = SandboxedEnvironment(
-    autoescape=False, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True
-)
 
 
 def _duration(value: Any) -> float:
@@ -210,13 +206,8 @@ def _template_context(ctx: NodeContext) -> dict[str, Any]:
     }
 
 
-@functools.lru_cache(maxsize=1024)
-def _template(text: str):
-    return _ENV.from_string(text)
-
-
 def _render(text: str, tctx: dict[str, Any]) -> str:
-    return _template(text).render(**tctx).strip()
+    return render(text, **tctx)
 
 
 def _missing(rule: Rule, ctx: NodeContext) -> list[str]:
@@ -425,7 +416,7 @@ def _collect(
         src = ruleset.sources.get(sid)
         if src is None or not src.collect:
             continue
-        cmd = _ENV.from_string(src.collect).render(node=node)
+        cmd = render(src.collect, node=node)
         out.append(Collect(sid, src.title, cmd, sorted(by_source[sid])))
     return out
 

@@ -15,6 +15,7 @@ from jinja2 import TemplateSyntaxError
 from jinja2.sandbox import SandboxedEnvironment
 
 from analyzer import __version__
+from analyzer.cache import cache_dir
 from analyzer.errors import RuleLoadError
 from analyzer.fact_paths import known_path
 from analyzer.parse.annotations import AnnotationSpec
@@ -108,7 +109,9 @@ def _rust_ok(pattern: str) -> str | None:
 def _cache_path(dirs: list[Path]) -> Path | None:
     """Validated rule sets are cached by the digest of every rule file (and our version), so
     start-up does not re-validate unchanged rules. Any change makes a new digest."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    where = cache_dir()
+    if where is None:
+        return None
     h = hashlib.sha256(__version__.encode())
     code = Path(__file__).resolve().parent.parent
     try:
@@ -121,7 +124,7 @@ def _cache_path(dirs: list[Path]) -> Path | None:
                 h.update(path.read_bytes())
     except OSError:
         return None
-    return Path(base) / "hami-bundle-analyzer" / f"rules-{h.hexdigest()[:24]}.pickle"
+    return where / f"rules-{h.hexdigest()[:24]}.pickle"
 
 
 def load_ruleset(extra_dirs: list[Path] | None = None, use_cache: bool = True) -> RuleSet:
@@ -137,7 +140,6 @@ def load_ruleset(extra_dirs: list[Path] | None = None, use_cache: bool = True) -
     ruleset = _load_ruleset(dirs)
     if cache is not None:
         try:
-            cache.parent.mkdir(parents=True, exist_ok=True)
             tmp = cache.with_suffix(f".{os.getpid()}.tmp")
             with tmp.open("wb") as fh:
                 pickle.dump(ruleset, fh, protocol=pickle.HIGHEST_PROTOCOL)

@@ -54,7 +54,6 @@ def parse_files(reader, ruleset: RuleSet) -> ParsedBundle:
     for f in sorted(inv.files, key=lambda f: f.fingerprint):
         h.update(f.fingerprint.encode())
     out.digest = h.hexdigest()
-    matchers: dict[str, Matcher] = {}
     for a in artefacts:
         if a.kind in ("node", "node-describe"):
             nodes = parse_node(a)
@@ -71,15 +70,29 @@ def parse_files(reader, ruleset: RuleSet) -> ParsedBundle:
             out.configs.append(cf)
             inv.warnings.extend(f"{a.file.name}: {w}" for w in cf.warnings)
         if a.kind not in NOT_TEXT:
-            if a.kind not in matchers:
-                chosen = [s for s in ruleset.signatures.values() if _applies(s.sources, a.kind)]
-                matchers[a.kind] = Matcher(
-                    [(s.id, s.pattern) for s in chosen],
-                    {s.id: list(s.prefilter) or None for s in chosen},
-                    {s.id: s.compiled for s in chosen},
-                )
-            out.logs.append(parse_log(a, matchers[a.kind]))
+            out.logs.append(parse_log(a, _matcher(ruleset, a.kind)))
     return out
+
+
+_MATCHERS: dict[tuple[int, str], tuple[RuleSet, Matcher]] = {}
+
+
+def _matcher(ruleset: RuleSet, kind: str) -> Matcher:
+    """The signatures that apply to one artefact kind, built once per rule set and process (a
+    batch worker analyses thousands of bundles with the same rules)."""
+    key = (id(ruleset), kind)
+    hit = _MATCHERS.get(key)
+    if hit is None or hit[0] is not ruleset:
+        chosen = [s for s in ruleset.signatures.values() if _applies(s.sources, kind)]
+        matcher = Matcher(
+            [(s.id, s.pattern) for s in chosen],
+            {s.id: list(s.prefilter) or None for s in chosen},
+            {s.id: s.compiled for s in chosen},
+        )
+        if len(_MATCHERS) > 64:
+            _MATCHERS.clear()
+        hit = _MATCHERS[key] = (ruleset, matcher)  # the rule set is held so its id stays its own
+    return hit[1]
 
 
 def _applies(sources: tuple[str, ...], kind: str) -> bool:

@@ -109,7 +109,9 @@ def test_resume_after_kill_gives_the_same_tables(tmp_path):
         capture_output=True,
     )
     part = tmp_path / "part"
-    env = dict(os.environ, HAMI_BATCH_PART_ROWS="4")
+    # a killed run cannot remove its temporary folders: keep them inside tmp_path
+    (tmp_path / "tmp").mkdir()
+    env = dict(os.environ, HAMI_BATCH_PART_ROWS="4", TMPDIR=str(tmp_path / "tmp"))
     proc = subprocess.Popen(
         _batch_cmd(tickets, part),
         env=env,

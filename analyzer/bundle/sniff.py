@@ -99,14 +99,15 @@ def sniff(text: str, sources: Mapping[str, Source]) -> tuple[str, str]:
 
 def _sniff_log(head: str, sources: Mapping[str, Source]) -> tuple[str, str] | None:
     lines = head.splitlines()[:3000]
+    log_sources = [s for s in sources.values() if s.is_log and s.marker is not None]
     klog = 0
     scores: dict[str, int] = {}
     for raw in lines:
         line = raw[PREFIX_RE.match(raw).end() :]
         if KLOG_RE.match(line):
             klog += 1
-        for src in sources.values():
-            if src.is_log and any(m.search(line) for m in src.markers):
+        for src in log_sources:
+            if src.marker.search(line):
                 scores[src.id] = scores.get(src.id, 0) + 1
     if scores:
         best = max(sorted(scores), key=lambda k: scores[k])

@@ -84,15 +84,12 @@ class Matcher:
         self.sigs = sigs
         self.pattern = dict(sigs)
         self._compiled: dict[str, regex.Pattern] = dict(compiled or {})
+        self._keep: dict[frozenset[str], pl.Expr] = {}
         prefilters = prefilters or {}
         lit_rows: list[tuple[str, str]] = []
         self.fallback: list[str] = []
         # a pattern that is exactly its literal needs no regex check after the prefilter
-        self.pure = {
-            sid
-            for sid, pat in sigs
-            if regex.escape(pat, literal_spaces=True) == pat or _is_plain(pat)
-        }
+        self.pure = {sid for sid, pat in sigs if _is_plain(pat)}
         for sid, pat in sigs:
             lits = prefilters[sid] if sid in prefilters else required_literals(pat)
             if lits is None:
@@ -116,11 +113,16 @@ class Matcher:
         return {sid: [self.pattern[sid]] for sid in sorted(self.pure) if sid not in self.fallback}
 
     def keep_expr(self, exclude: set[str] | None = None) -> pl.Expr:
+        """True for lines that may match a signature (not counting those in `exclude`)."""
+        key = frozenset(exclude or ())
+        if key not in self._keep:
+            self._keep[key] = self._build_keep_expr(key)
+        return self._keep[key]
+
+    def _build_keep_expr(self, exclude: frozenset[str]) -> pl.Expr:
         t = pl.col("text")
         parts = []
-        lits = [
-            lit for lit, sids in self.lit_to_sigs.items() if not set(sids) <= (exclude or set())
-        ]
+        lits = [lit for lit, sids in self.lit_to_sigs.items() if not set(sids) <= exclude]
         if lits:
             parts.append(t.str.contains("|".join(regex.escape(x) for x in sorted(lits))))
         if self.fallback:

@@ -17,7 +17,7 @@ class Source:
     title: str
     collect: str
     is_log: bool
-    markers: tuple[regex.Pattern, ...]
+    marker: regex.Pattern | None  # one alternation of the source's marker patterns
     containers: tuple[str, ...] = ()
 
 
@@ -34,7 +34,8 @@ def load_sources(path: Path) -> dict[str, Source]:
         markers = []
         for m in spec.get("markers", []) or []:
             try:
-                markers.append(regex.compile(m))
+                regex.compile(m)
+                markers.append(f"(?:{m})")
             except regex.error as exc:
                 problems.append(f"{path}: source {sid}: bad marker {m!r}: {exc}")
         out[sid] = Source(
@@ -42,7 +43,7 @@ def load_sources(path: Path) -> dict[str, Source]:
             title=spec.get("title", sid),
             collect=" ".join(str(spec.get("collect", "")).split()),
             is_log=bool(spec.get("log", False)),
-            markers=tuple(markers),
+            marker=regex.compile("|".join(markers)) if markers else None,
             containers=tuple(spec.get("containers", []) or []),
         )
     if problems:

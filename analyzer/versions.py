@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-
-import regex
 
 Version = tuple[int, int, int]
 LOW: Version = (0, 0, 0)
 HIGH: Version = (999, 0, 0)
-_CONSTRAINT_RE = regex.compile(r"^\s*(>=|<=|>|<|==|=)?\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?\s*$")
+_CONSTRAINT_RE = re.compile(r"^\s*(>=|<=|>|<|==|=)?\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?\s*$")
 
 
 def parse_version(text: str) -> Version | None:
-    m = regex.search(r"v?(\d+)\.(\d+)(?:\.(\d+))?", text or "")
+    m = re.search(r"v?(\d+)\.(\d+)(?:\.(\d+))?", text or "")
     if not m:
         return None
     return int(m[1]), int(m[2]), int(m[3] or 0)

@@ -64,8 +64,6 @@ def test_rules_commands():
 
 def test_internal_error_is_one_line(monkeypatch, capsys):
     """A bug in the analyzer prints one line and exits 3, never a traceback."""
-    import pytest
-
     from analyzer import cli
 
     def boom(*_a, **_k):
@@ -76,9 +74,7 @@ def test_internal_error_is_one_line(monkeypatch, capsys):
         "sys.argv", ["hami-analyzer", "analyze", str(SAMPLES / "no-gpu-label" / "bundle")]
     )
     monkeypatch.delenv("HAMI_ANALYZER_DEBUG", raising=False)
-    with pytest.raises(SystemExit) as exc:
-        cli.main()
-    assert exc.value.code == 3
+    assert cli.run() == 3
     err = capsys.readouterr().err
     assert (
         err.strip().count("\n") == 0 and "internal error (RuntimeError: synthetic failure)" in err

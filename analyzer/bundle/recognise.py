@@ -6,9 +6,8 @@ outputs in one file) can be split; big files are recognised from their head and 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-
-import regex
 
 from analyzer.bundle.model import Artefact, BundleFile, Inventory
 from analyzer.bundle.sniff import sniff
@@ -18,15 +17,15 @@ from analyzer.rules.sources import Source
 SMALL_FILE = 16 << 20  # read whole and segment below this size; stream logs above it
 HEAD_BYTES = 256 << 10
 
-_FENCE_RE = regex.compile(r"^\s*(?:```|~~~)")
-_PROMPT_RE = regex.compile(
+_FENCE_RE = re.compile(r"^\s*(?:```|~~~)")
+_PROMPT_RE = re.compile(
     r"^\s*(?:[\w.-]+@[\w.:~/-]*[$#]|@?[\w.-]*@?cloudshell:[^$]*\$|\$|#|PS [^>]+>)\s*"
     r"(?P<cmd>(?:sudo\s+)?(?:kubectl|k|helm|cat|nvidia-smi|journalctl|containerd|crictl|docker"
     r"|nvidia-ctk|ls|grep|tail|less)\b.*)$"
 )
-_DEFAULTED_RE = regex.compile(r'^Defaulted container "([\w.-]+)"')
-_CONTAINER_FLAG_RE = regex.compile(r"(?:^|\s)(?:-c|--container)[ =]([\w.-]+)")
-_HEADER_RE = regex.compile(r"^#\s+\S")
+_DEFAULTED_RE = re.compile(r'^Defaulted container "([\w.-]+)"')
+_CONTAINER_FLAG_RE = re.compile(r"(?:^|\s)(?:-c|--container)[ =]([\w.-]+)")
+_HEADER_RE = re.compile(r"^#\s+\S")
 _STRUCTURED = {
     "node",
     "pod",

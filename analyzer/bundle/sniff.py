@@ -2,48 +2,47 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-
-import regex
 
 from analyzer.bundle.text import KLOG_RE, PREFIX_RE
 from analyzer.rules.sources import Source
 
-_K8S_KIND_RE = regex.compile(r'(?m)^\s*"?kind"?\s*:\s*"?([A-Za-z]+)"?\s*,?\s*$')
-_LIST_ITEM_NODE_RE = regex.compile(r'(?m)^\s*(?:-\s+)?"?kind"?\s*:\s*"?Node"?')
-_CHECKS: list[tuple[str, regex.Pattern, str]] = [
-    ("cdi-spec", regex.compile(r'(?m)^\s*"?cdiVersion"?\s*:'), "has cdiVersion"),
+_K8S_KIND_RE = re.compile(r'(?m)^\s*"?kind"?\s*:\s*"?([A-Za-z]+)"?\s*,?\s*$')
+_LIST_ITEM_NODE_RE = re.compile(r'(?m)^\s*(?:-\s+)?"?kind"?\s*:\s*"?Node"?')
+_CHECKS: list[tuple[str, re.Pattern, str]] = [
+    ("cdi-spec", re.compile(r'(?m)^\s*"?cdiVersion"?\s*:'), "has cdiVersion"),
     (
         "toolkit-config",
-        regex.compile(r"(?m)^\s*\[nvidia-container-(?:runtime|cli)(?:\.[a-z.]+)?\]"),
+        re.compile(r"(?m)^\s*\[nvidia-container-(?:runtime|cli)(?:\.[a-z.]+)?\]"),
         "has [nvidia-container-runtime] / [nvidia-container-cli] tables",
     ),
     (
         "containerd-config",
-        regex.compile(r'(?m)^\s*\[plugins\.?"?io\.containerd|^\s*\[plugins\]'),
+        re.compile(r'(?m)^\s*\[plugins\.?"?io\.containerd|^\s*\[plugins\]'),
         "has containerd [plugins] tables",
     ),
     (
         "nvidia-smi",
-        regex.compile(r"NVIDIA-SMI \d|(?m)^Attached GPUs\s+:|(?m)^\s*GPU UUID\s+:"),
+        re.compile(r"(?m)NVIDIA-SMI \d|^Attached GPUs\s+:|^\s*GPU UUID\s+:"),
         "nvidia-smi banner or -q fields",
     ),
     (
         "pods-list",
-        regex.compile(r"(?m)^(?:NAMESPACE\s+)?NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE"),
+        re.compile(r"(?m)^(?:NAMESPACE\s+)?NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE"),
         "kubectl get pods table header",
     ),
 ]
-_NODE_DESCRIBE_RE = regex.compile(
+_NODE_DESCRIBE_RE = re.compile(
     r"(?m)^(?:Roles|Taints|Capacity|Allocatable|System Info|Conditions):\s*"
 )
-_POD_DESCRIBE_RE = regex.compile(
+_POD_DESCRIBE_RE = re.compile(
     r"(?m)^(?:Containers|Events|Runtime Class Name|Controlled By|QoS Class|Node-Selectors):"
     r"|^\s*Type\s+Reason\s+Age\s+From\s+Message"
     r"|^\s*(?:Warning|Normal)\s+\S+\s+\S+.*(?:scheduler|kubelet)"
     r"|hami\.io/(?:bind-phase|vgpu-devices-allocated|vgpu-node)\s*:"
 )
-_HELM_KEYS_RE = regex.compile(
+_HELM_KEYS_RE = re.compile(
     r"(?m)^(?:devicePlugin|scheduler|devices|global|dcgmExporter|resourceName|schedulerName):"
 )
 
@@ -55,7 +54,7 @@ def sniff(text: str, sources: Mapping[str, Source]) -> tuple[str, str]:
         return "empty", "empty or only white space"
     kinds = _K8S_KIND_RE.findall(head)
     if not kinds and head.lstrip().startswith("{"):
-        kinds = regex.findall(r'"?\bkind"?\s*:\s*"?([A-Za-z]+)', head)[:1]
+        kinds = re.findall(r'"?\bkind"?\s*:\s*"?([A-Za-z]+)', head)[:1]
     if kinds:
         first = kinds[0]
         if first == "Node":
@@ -76,10 +75,10 @@ def sniff(text: str, sources: Mapping[str, Source]) -> tuple[str, str]:
     for kind, rx, reason in _CHECKS:
         if rx.search(head):
             return kind, reason
-    if regex.search(r"(?m)^Name:\s+\S", head) and _NODE_DESCRIBE_RE.search(head):
-        if not regex.search(r"(?m)^(?:Containers|Namespace):", head):
+    if re.search(r"(?m)^Name:\s+\S", head) and _NODE_DESCRIBE_RE.search(head):
+        if not re.search(r"(?m)^(?:Containers|Namespace):", head):
             return "node-describe", "kubectl describe node output"
-    if regex.search(r"(?m)^Capacity:\s*$", head) and regex.search(r"(?m)^Allocatable:\s*$", head):
+    if re.search(r"(?m)^Capacity:\s*$", head) and re.search(r"(?m)^Allocatable:\s*$", head):
         return "node-describe", "Capacity/Allocatable blocks of kubectl describe node"
     log_kind = _sniff_log(head, sources)
     if log_kind:
@@ -89,10 +88,10 @@ def sniff(text: str, sources: Mapping[str, Source]) -> tuple[str, str]:
             "pod-describe",
             "kubectl describe pod output (fields, events or HAMi pod annotations)",
         )
-    if len(_HELM_KEYS_RE.findall(head)) >= 2 or regex.search(
+    if len(_HELM_KEYS_RE.findall(head)) >= 2 or re.search(
         r"(?m)^\s+(?:deviceSplitCount|nvidiaNodeSelector|runtimeClassName):", head
     ):
-        if not regex.search(r"(?m)^(?:apiVersion|kind):", head):
+        if not re.search(r"(?m)^(?:apiVersion|kind):", head):
             return "helm-values", "YAML with HAMi chart keys (devicePlugin/scheduler/devices)"
     return "text", "no Kubernetes object, config or known log markers found"
 

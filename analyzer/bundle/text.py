@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import codecs
+import re
 
-import regex
-
-ANSI_RE = regex.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
 # Shared by the Python path (small files) and the polars path (big logs): Rust-regex compatible.
 LINE_PREFIX_PATTERN = (
     r"^(?:\[pod/[^/\]\s]+/(?P<container>[^\]\s]+)\] )?"
@@ -17,8 +16,8 @@ KLOG_HEADER_PATTERN = (
     r"^(?P<sev>[IWEF])(?P<mm>\d\d)(?P<dd>\d\d) (?P<clock>\d\d:\d\d:\d\d(?:\.\d{1,9})?)\s+"
     r"(?P<pid>\d+) (?P<src>[^\s\]]+?:\d+)\] ?(?P<msg>.*)$"
 )
-PREFIX_RE = regex.compile(LINE_PREFIX_PATTERN)
-KLOG_RE = regex.compile(KLOG_HEADER_PATTERN)
+PREFIX_RE = re.compile(LINE_PREFIX_PATTERN)
+KLOG_RE = re.compile(KLOG_HEADER_PATTERN)
 
 
 def decode(data: bytes) -> tuple[str, list[str]]:

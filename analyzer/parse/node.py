@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
-
-import regex
 
 from analyzer.bundle.model import Artefact
 from analyzer.parse.structured import load_documents
@@ -99,7 +98,7 @@ def parse_node(artefact: Artefact) -> list[NodeFacts]:
     return nodes
 
 
-_SECTION_RE = regex.compile(r"^([A-Z][A-Za-z ]*):\s*(.*)$")
+_SECTION_RE = re.compile(r"^([A-Z][A-Za-z ]*):\s*(.*)$")
 
 
 def _parse_describe(artefact: Artefact) -> NodeFacts:
@@ -163,7 +162,7 @@ def _describe_item(n: NodeFacts, section: str, body: str, lineno: int) -> None:
         n.annotations[k.strip()] = v.strip()
         n.line_of.setdefault(k.strip(), lineno)
     elif section == "Taints" and body != "<none>":
-        m = regex.match(r"^([^=:\s]+)(?:=([^:]*))?:(\w+)$", body)
+        m = re.match(r"^([^=:\s]+)(?:=([^:]*))?:(\w+)$", body)
         if m:
             n.taints.append({"key": m[1], "value": m[2] or "", "effect": m[3]})
     elif section in ("Capacity", "Allocatable"):
@@ -173,7 +172,7 @@ def _describe_item(n: NodeFacts, section: str, body: str, lineno: int) -> None:
             target[k.strip()] = v.strip()
             n.line_of.setdefault(f"{section.lower()}.{k.strip()}", lineno)
     elif section == "Conditions":
-        parts = regex.split(r"\s{2,}", body)
+        parts = re.split(r"\s{2,}", body)
         if len(parts) >= 2 and parts[0] not in ("Type", "----"):
             n.conditions.append({"type": parts[0], "status": parts[1]})
 

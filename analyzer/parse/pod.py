@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
-
-import regex
 
 from analyzer.bundle.model import Artefact
 from analyzer.parse.structured import load_documents
 
-_EVENT_RE = regex.compile(
+_EVENT_RE = re.compile(
     r"^\s*(?P<type>Normal|Warning)\s+(?P<reason>\S+)\s+(?P<age>\S.*?)\s{2,}(?P<src>\S+)\s{2,}(?P<msg>.*)$"
 )
-_FIELD_RE = regex.compile(r"^(?P<indent>\s*)(?P<key>[A-Za-z][\w ./-]*?):\s*(?P<value>.*)$")
-_ANNOTATION_RE = regex.compile(r"^\s*(?P<key>(?:[\w.-]+/)?[\w.-]+):\s+(?P<value>.*)$")
+_FIELD_RE = re.compile(r"^(?P<indent>\s*)(?P<key>[A-Za-z][\w ./-]*?):\s*(?P<value>.*)$")
+_ANNOTATION_RE = re.compile(r"^\s*(?P<key>(?:[\w.-]+/)?[\w.-]+):\s+(?P<value>.*)$")
 
 
 @dataclass

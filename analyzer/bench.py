@@ -157,7 +157,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size-mb", type=int, default=1024)
     ap.add_argument("--dir", default=os.environ.get("BENCH_DIR", tempfile.gettempdir()))
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=5)
     ap.add_argument(
         "--batch",
         type=int,

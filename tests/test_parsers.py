@@ -112,6 +112,11 @@ def test_streamed_samples_span_batches(ruleset, monkeypatch, prefix):
         if i % 97 == 0:
             lines.append(f"E0815 {clock}.000004  412873 other.go:1] unmatched error {i}")
             unmatched.append(len(lines))
+        if i % 89 == 0:  # holds a signature's literal, yet matches no signature
+            lines.append(
+                f"E0815 {clock}.000005  412873 register.go:302] unmatched error: Updating node annotations with no device(s)"
+            )
+            unmatched.append(len(lines))
     text = "".join(prefix + line + "\n" for line in lines)
     monkeypatch.setattr(recognise_mod, "SMALL_FILE", 1000)
     monkeypatch.setattr(logs_mod, "BATCH_ROWS", 700)
@@ -134,6 +139,10 @@ def test_streamed_samples_span_batches(ruleset, monkeypatch, prefix):
     assert kept("dp-annotation-unchanged") == unchanged
     errors = log.frame.filter(pl.col("msg").str.starts_with("unmatched error"))
     assert errors["line"].to_list() == unmatched
+    monkeypatch.setattr(logs_mod, "ERROR_LINE_CAP", 25)  # only the first unmatched errors stay
+    capped = parse_texts(ruleset, {"dp.log": text}).logs[0].frame
+    errors = capped.filter(pl.col("msg").str.starts_with("unmatched error"))
+    assert errors["line"].to_list() == unmatched[:25]
     assert log.frame["raw"].str.starts_with(prefix).all()
     assert log.frame["container"].unique().to_list() == ["device-plugin" if prefix else None]
     assert log.stats.severities == {"E": len(numa) + len(unmatched), "I": len(updated) + 3}

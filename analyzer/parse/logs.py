@@ -434,6 +434,8 @@ def _stream(artefact, path, matcher: Matcher, profile: _Profile) -> ParsedLog:
             samples.add(sid, group.select(cols), group.height)
         e = kept.filter(pl.col("_err") & ~pl.col("line").is_in(hit["line"].implode()))
         errors.append(_own(e.select(cols).head(ERROR_LINE_CAP)))
+        if sum(f.height for f in errors) > 2 * ERROR_LINE_CAP:  # keep the first ones only
+            errors[:] = [pl.concat(errors).sort("line").head(ERROR_LINE_CAP)]
 
     for batch in lf.collect_batches(chunk_size=profile.batch_rows):
         agg = batch.select(sums).row(0)

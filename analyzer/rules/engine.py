@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-from pathlib import Path
 from typing import Any
 
 import regex
@@ -219,14 +217,6 @@ def _missing(rule: Rule, ctx: NodeContext) -> list[str]:
     return missing
 
 
-def rules_version(ruleset: RuleSet) -> str:
-    h = hashlib.sha256()
-    for f in sorted(ruleset.files):
-        h.update(Path(f).name.encode())
-        h.update(Path(f).read_bytes())
-    return h.hexdigest()[:12]
-
-
 def diagnose(ruleset: RuleSet, ctx: NodeContext, bundle: ParsedBundle) -> Diagnosis:
     ev = Evaluator(ruleset, ctx)
     tctx = _template_context(ctx)
@@ -341,7 +331,7 @@ def diagnose(ruleset: RuleSet, ctx: NodeContext, bundle: ParsedBundle) -> Diagno
             n.name for n in bundle.nodes if n.name and n.name != ctx.facts.get("node.name")
         ],
         analyzer_version=__version__,
-        rules_version=rules_version(ruleset),
+        rules_version=ruleset.version,
     )
 
 

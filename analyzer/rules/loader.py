@@ -226,7 +226,19 @@ def _load_ruleset(dirs: list[Path]) -> RuleSet:
             problems.append(f"{dirs[0] / 'timeline.yaml'}: unknown signature id {sid!r}")
     if problems:
         raise RuleLoadError(problems)
-    return RuleSet(sources, signatures, rules, annotations, files, episodes, decisions)
+    return RuleSet(
+        sources, signatures, rules, annotations, files, episodes, decisions, _digest(dirs)
+    )
+
+
+def _digest(dirs: list[Path]) -> str:
+    """Short digest of every rule file: the `rules_version` a diagnosis cites."""
+    h = hashlib.sha256()
+    for d in dirs:
+        for path in sorted(d.rglob("*.yaml")):
+            h.update(path.name.encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()[:12]
 
 
 def _episode_signatures(ep: dict) -> list[str]:

@@ -90,3 +90,4 @@ class RuleSet:
     files: list[str]
     episodes: dict[str, Any] = field(default_factory=dict)
     decisions: list[dict[str, Any]] = field(default_factory=list)
+    version: str = ""  # digest of the rule files, cited by every diagnosis

@@ -79,3 +79,34 @@ def test_internal_error_is_one_line(monkeypatch, capsys):
     assert (
         err.strip().count("\n") == 0 and "internal error (RuntimeError: synthetic failure)" in err
     )
+
+
+def test_console_process_without_a_writable_cache(tmp_path):
+    """The real process: caches that cannot be written cost speed only, and the output of the
+    fast exit (no interpreter teardown) is complete, with the right exit status."""
+    import os
+    import subprocess
+    import sys
+
+    blocked = tmp_path / "file-not-dir"
+    blocked.write_text("")
+    env = dict(os.environ, XDG_CACHE_HOME=str(blocked / "cache"))
+    bundle = str(SAMPLES / "rbac-patch-forbidden" / "bundle")
+    proc = subprocess.run(
+        [sys.executable, "-m", "analyzer", "analyze", bundle, "--format", "html"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.rstrip().endswith("</html>") and "rbac-patch-forbidden" in proc.stdout
+    assert proc.stderr == ""
+    bad = subprocess.run(
+        [sys.executable, "-m", "analyzer", "analyze", str(tmp_path / "missing")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert bad.returncode == 2 and bad.stderr.startswith("error:") and bad.stdout == ""

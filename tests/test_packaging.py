@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -26,3 +28,32 @@ def test_wheel_ships_rules_templates_and_schema(tmp_path):
     assert "analyzer/render/templates/report.html.j2" in names
     assert "analyzer/schema/diagnosis.schema.json" in names
     assert any(n.endswith("entry_points.txt") for n in names)
+    # installed from the wheel (not the checkout) and run from elsewhere, it finds its rules
+    target = tmp_path / "site"
+    res = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), wheel],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    env = {**os.environ, "PYTHONPATH": str(target), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    where = subprocess.run(
+        [sys.executable, "-c", "import analyzer; print(analyzer.__file__)"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert where.stdout.startswith(str(target)), where.stdout
+    sample = REPO / "sample_bundles" / "rbac-patch-forbidden" / "bundle"
+    run = subprocess.run(
+        [sys.executable, "-m", "analyzer", "analyze", str(sample), "--format", "json"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+    )
+    assert run.returncode == 1, run.stderr
+    assert json.loads(run.stdout)["primary"]["rule_id"] == "rbac-patch-forbidden"

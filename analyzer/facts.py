@@ -88,11 +88,9 @@ def infer_clock(bundle: ParsedBundle, ruleset: RuleSet) -> Clock:
             t = parse_time(c.get("lastHeartbeatTime"))
             if t:
                 candidates.append((t, f"node {n.name} condition heartbeat"))
-        for k, v in n.annotations.items():
-            if ruleset.annotations.handshake_vendor(k):
-                hs = ruleset.annotations.decode_handshake(k, v)
-                if hs.time:
-                    candidates.append((hs.time, f"handshake annotation {k}"))
+        for k, hs in n.handshakes.items():
+            if hs.time:
+                candidates.append((hs.time, f"handshake annotation {k}"))
     for log in bundle.logs:
         rfc = log.frame["rfc"].drop_nulls() if "rfc" in log.frame.columns else None
         if rfc is not None and len(rfc):
@@ -347,7 +345,7 @@ def _annotations(
             if key.endswith("-nvidia"):
                 facts["handshake.nvidia_suffix_key"] = True
             if hv == spec.default_vendor and not key.endswith("-nvidia"):
-                handshake = spec.decode_handshake(key, value)
+                handshake = node.handshakes[key]
             else:
                 other_hs.append(key)
     facts["other_registers"] = sorted(others)

@@ -58,8 +58,14 @@ def parse_files(reader, ruleset: RuleSet) -> ParsedBundle:
         if a.kind in ("node", "node-describe"):
             nodes = parse_node(a)
             out.nodes.extend(nodes)
+            spec = ruleset.annotations
             for n in nodes:
                 inv.warnings.extend(f"{a.file.name}: {w}" for w in n.warnings)
+                n.handshakes = {
+                    k: spec.decode_handshake(k, v)
+                    for k, v in n.annotations.items()
+                    if spec.handshake_vendor(k)
+                }
         elif a.kind in ("pod", "pod-describe"):
             pods = parse_pod(a)
             out.pods.extend(p for p in pods if p.name or p.annotations or p.events or p.containers)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analyzer.bundle.model import Artefact
 from analyzer.parse.structured import load_documents
+
+if TYPE_CHECKING:
+    from analyzer.parse.annotations import Handshake
 
 
 @dataclass
@@ -30,6 +33,7 @@ class NodeFacts:
     line_of: dict[str, int] = field(default_factory=dict)  # key -> 1-based line in the file
     label_managers: dict[str, list[str]] = field(default_factory=dict)  # label -> field managers
     warnings: list[str] = field(default_factory=list)
+    handshakes: dict[str, Handshake] = field(default_factory=dict)  # decoded by the pipeline
 
 
 def _locate(text: str, first_line: int, keys: list[str]) -> dict[str, int]:

@@ -120,7 +120,7 @@ def test_streamed_samples_span_batches(ruleset, monkeypatch, prefix):
     text = "".join(prefix + line + "\n" for line in lines)
     monkeypatch.setattr(recognise_mod, "SMALL_FILE", 1000)
     monkeypatch.setattr(logs_mod, "BATCH_ROWS", 700)
-    monkeypatch.setattr(logs_mod, "POOL_ROWS", 400)
+    monkeypatch.setattr(logs_mod, "POOL_BYTES", 40_000)
     log = parse_texts(ruleset, {"dp.log": text}).logs[0]
     assert log.artefact.text is None
     counts = log.stats.sig_counts

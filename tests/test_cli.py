@@ -51,6 +51,11 @@ def test_inspect_text_and_json():
     )
     devs = js[0]["register"]["devices"]
     assert [d["health"] for d in devs] == [True, False] and "health" in devs[1]["absent"]
+    # the plugin log of this sample holds three "Start working on node" lines: two restarts
+    crash = str(SAMPLES / "nvml-init-error" / "bundle")
+    assert "restarts: 2" in runner.invoke(app, ["inspect", crash]).stdout
+    stats = json.loads(runner.invoke(app, ["inspect", crash, "-f", "json"]).stdout)[0]["logs"]
+    assert [s["restarts"] for s in stats if s["kind"] == "device-plugin-log"] == [2]
 
 
 def test_rules_commands():

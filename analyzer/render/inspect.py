@@ -93,6 +93,8 @@ def render_inspect(diags: list[Diagnosis]) -> str:
         out.append(
             f"  {_clean(s['file'])} [{s['kind']}] {s['lines']} lines, {s['klog_lines']} klog ({sev}), {s['first'] or '?'} .. {s['last'] or '?'}"
         )
+        if s.get("restarts") is not None:
+            out.append(f"    restarts: {s['restarts']}")
         if s["containers"]:
             out.append(f"    containers: {', '.join(s['containers'])}")
         if s["truncated_last_line"]:

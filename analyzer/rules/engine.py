@@ -326,7 +326,7 @@ def diagnose(ruleset: RuleSet, ctx: NodeContext, bundle: ParsedBundle) -> Diagno
             for a in bundle.inventory.artefacts
         ],
         warnings=list(bundle.inventory.warnings),
-        log_stats=[_log_stats(log) for log in bundle.logs],
+        log_stats=[_log_stats(log, ruleset.episodes.get("starts") or {}) for log in bundle.logs],
         other_nodes=[
             n.name for n in bundle.nodes if n.name and n.name != ctx.facts.get("node.name")
         ],
@@ -445,8 +445,11 @@ def _handshake_dict(ctx: NodeContext) -> dict[str, Any] | None:
     }
 
 
-def _log_stats(log) -> dict[str, Any]:
+def _log_stats(log, starts: dict[str, str]) -> dict[str, Any]:
+    """Whole-file statistics; `restarts` counts the process starts after the first, by the start
+    signature rules/timeline.yaml declares for the log's kind (None: no such signature)."""
     s = log.stats
+    start = starts.get(log.artefact.kind)
     return {
         "file": log.artefact.file.name,
         "kind": log.artefact.kind,
@@ -461,6 +464,7 @@ def _log_stats(log) -> dict[str, Any]:
         "truncated_last_line": s.truncated_last_line,
         "all_lines_kept": s.all_lines_kept,
         "signature_counts": dict(sorted(s.sig_counts.items())),
+        "restarts": max(0, s.sig_counts.get(start, 0) - 1) if start else None,
     }
 
 

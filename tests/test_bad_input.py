@@ -114,3 +114,33 @@ def test_rule_load_errors_name_file_and_line(tmp_path: Path):
     assert f"{tmp_path}/bad.yaml:11: rule bad-rule: unknown fact path 'node.nonsense'" in text
     assert "unknown signature id 'no-such-sig'" in text
     assert "signature badre: bad regex" in text
+
+
+def test_invalid_utf8_deep_in_a_streamed_log_leaves_the_input_alone(ruleset, tmp_path, monkeypatch):
+    """polars refuses invalid UTF-8 mid-stream: a repaired copy is streamed from a private folder,
+    never written next to the user's file."""
+    from analyzer.bundle import recognise as recognise_mod
+    from analyzer.pipeline import parse_bundle
+
+    line = b"I0815 09:04:51.202341  412873 register.go:204] Registered device id=0, memory=24564MB, type=NVIDIA L40S, numa=0, health=true\n"
+    bundle = tmp_path / "ticket"
+    bundle.mkdir()
+    log = bundle / "device-plugin.log"
+    log.write_bytes(
+        b"I0815 09:04:51.000000  412873 main.go:275] Start working on node n1\n"
+        + line * 2000
+        + "E0815 09:05:00.000000  412873 x.go:1] caf\u00e9 ".encode()  # valid UTF-8 stays
+        + b"\xff\xfe bad bytes\n"
+        + line * 100
+    )
+    before = {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in bundle.iterdir()}
+    monkeypatch.setattr(recognise_mod, "SMALL_FILE", 1000)
+    parsed = parse_bundle([str(bundle)], ruleset)
+    after = {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in bundle.iterdir()}
+    assert after == before
+    stats = parsed.logs[0].stats
+    assert stats.lines == 2102 and stats.severities == {"E": 1, "I": 2101}
+    bad = parsed.logs[0].frame.filter(parsed.logs[0].frame["sev"] == "E")
+    assert bad["text"].to_list() == [
+        "E0815 09:05:00.000000  412873 x.go:1] caf\u00e9 \ufffd\ufffd bad bytes"
+    ]

@@ -8,7 +8,10 @@ work happens per line of a big file.
 
 from __future__ import annotations
 
+import codecs
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import polars as pl
 import regex
@@ -306,12 +309,16 @@ def _parse_streamed(artefact: Artefact, matcher: Matcher) -> ParsedLog:
     try:
         return _stream(artefact, path, matcher, profile)
     except pl.exceptions.ComputeError:
-        # invalid UTF-8 somewhere past the head: repair a private copy, then stream it
-        repaired = path.with_name(path.name + ".utf8")
-        with open(path, "rb") as src, open(repaired, "wb") as dst:
-            while chunk := src.read(64 << 20):
-                dst.write(chunk.decode("utf-8", errors="replace").encode())
-        return _stream(artefact, repaired, matcher, profile)
+        # invalid UTF-8 somewhere past the head: stream a repaired copy kept in a private folder
+        # (the input may be the user's own directory, which is never written to)
+        with tempfile.TemporaryDirectory(prefix="hami-utf8-") as tmp:
+            repaired = Path(tmp) / "repaired.log"
+            decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+            with open(path, "rb") as src, open(repaired, "wb") as dst:
+                while chunk := src.read(64 << 20):
+                    dst.write(decoder.decode(chunk).encode())
+                dst.write(decoder.decode(b"", final=True).encode())
+            return _stream(artefact, repaired, matcher, profile)
 
 
 def _edge_klog(path, first: bool) -> str | None:

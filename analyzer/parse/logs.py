@@ -359,11 +359,10 @@ class _Samples:
             self.head.setdefault(sid, []).append(_own(rows.head(need)))
         tail = rows.tail(SIG_TAIL_CAP)
         prev = self.tail.get(sid)
-        if (
-            prev is not None and tail.height < SIG_TAIL_CAP
-        ):  # a rare signature: rows of many batches
-            tail = _own(pl.concat([prev, tail]).tail(SIG_TAIL_CAP))
-        self.tail[sid] = tail
+        if prev is not None and tail.height < SIG_TAIL_CAP:
+            # a rare signature: its last occurrences come from several batches
+            tail = pl.concat([prev, tail]).tail(SIG_TAIL_CAP)
+        self.tail[sid] = _own(tail)
 
     def frames(self) -> list[pl.DataFrame]:
         return [f for fs in self.head.values() for f in fs] + list(self.tail.values())
@@ -371,7 +370,13 @@ class _Samples:
 
 def _own(frame: pl.DataFrame) -> pl.DataFrame:
     """A compact copy: the string views of a slice or filter share the whole batch's buffers
-    and would keep it alive. Concatenation writes new strings (casts and rechunks do not)."""
+    and would keep it alive. Concatenation writes new strings (casts and rechunks do not). Small
+    frames are rebuilt from Python values instead: an eager polars call waits for the thread
+    pool that the streaming engine keeps busy, which costs more than copying a few hundred rows."""
+    if frame.height <= SIG_HEAD_CAP + SIG_TAIL_CAP:
+        return pl.DataFrame(
+            {c: frame.get_column(c).to_list() for c in frame.columns}, schema=frame.schema
+        )
     return frame.with_columns(pl.col(pl.String) + "")
 
 
@@ -473,7 +478,7 @@ def _stream(artefact, path, matcher: Matcher, profile: _Profile) -> ParsedLog:
             samples.add(sid, rows.filter(pl.col(f"_p{j}")).select(cols), n)
         if take_errors:
             e = rows.filter(pl.col("_err") & ~pl.col("_keep")).select(cols)
-            e = e.head(ERROR_LINE_CAP - n_errors)
+            e = _own(e.head(ERROR_LINE_CAP - n_errors))
             n_errors += e.height
             errors.append(e)
         if agg[5]:

@@ -109,16 +109,16 @@ class Diagnosis:
         return [f for f in self.findings if f.kind == "normal"]
 
     def to_dict(self) -> dict[str, Any]:
-        return _plain(self)
+        return _as_plain_data(self)
 
 
-def _plain(value: Any) -> Any:
+def _as_plain_data(value: Any) -> Any:
     """`dataclasses.asdict` without its deep copies (a tenth of a small bundle's run): a
     diagnosis is not changed once built, so its leaves can be shared."""
     if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+        return {f.name: _as_plain_data(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, list | tuple):
-        return type(value)(_plain(v) for v in value)
+        return type(value)(_as_plain_data(v) for v in value)
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: _as_plain_data(v) for k, v in value.items()}
     return value

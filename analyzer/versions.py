@@ -11,13 +11,6 @@ HIGH: Version = (999, 0, 0)
 _CONSTRAINT_RE = re.compile(r"^\s*(>=|<=|>|<|==|=)?\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?\s*$")
 
 
-def parse_version(text: str) -> Version | None:
-    m = re.search(r"v?(\d+)\.(\d+)(?:\.(\d+))?", text or "")
-    if not m:
-        return None
-    return int(m[1]), int(m[2]), int(m[3] or 0)
-
-
 def fmt(v: Version) -> str:
     return f"v{v[0]}.{v[1]}.{v[2]}"
 

@@ -204,10 +204,6 @@ def _template_context(ctx: NodeContext) -> dict[str, Any]:
     }
 
 
-def _render(text: str, tctx: dict[str, Any]) -> str:
-    return render(text, **tctx)
-
-
 def _missing(rule: Rule, ctx: NodeContext) -> list[str]:
     missing = []
     for item in rule.requires:
@@ -252,12 +248,12 @@ def diagnose(ruleset: RuleSet, ctx: NodeContext, bundle: ParsedBundle) -> Diagno
             not_fired.append(rule.id)
             continue
         try:
-            explanation = _reflow(_render(rule.explanation, tctx))
-            title = _render(rule.title, tctx)
+            explanation = _reflow(render(rule.explanation, **tctx))
+            title = render(rule.title, **tctx)
             steps = [
                 Step(
-                    _render(s.get("text", ""), tctx),
-                    _render(s["command"], tctx) if s.get("command") else None,
+                    render(s.get("text", ""), **tctx),
+                    render(s["command"], **tctx) if s.get("command") else None,
                 )
                 for s in rule.remediation
             ]

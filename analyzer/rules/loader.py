@@ -106,22 +106,33 @@ def _rust_ok(pattern: str) -> str | None:
     return None
 
 
-def _cache_path(dirs: list[Path]) -> Path | None:
-    """Validated rule sets are cached by the digest of every rule file (and our version), so
-    start-up does not re-validate unchanged rules. Any change makes a new digest."""
+def _rules_digest(dirs: list[Path]) -> str:
+    """Digest of every rule file (path within its directory, bytes): the cache key's core and,
+    shortened, the `rules_version` a diagnosis cites. An unreadable file still counts, so that it
+    is reported by the loader instead of being hidden by a cached rule set."""
+    h = hashlib.sha256()
+    for d in dirs:
+        for path in sorted(d.rglob("*.yaml")):
+            h.update(path.relative_to(d).as_posix().encode())
+            try:
+                h.update(path.read_bytes())
+            except OSError:
+                h.update(b"\0unreadable")
+    return h.hexdigest()
+
+
+def _cache_path(dirs: list[Path], digest: str) -> Path | None:
+    """Validated rule sets are cached by the rules' digest and our code, so start-up does not
+    re-validate unchanged rules. Any change makes a new key."""
     where = cache_dir()
     if where is None:
         return None
-    h = hashlib.sha256(__version__.encode())
+    h = hashlib.sha256(f"{__version__}:{digest}:{[str(d) for d in dirs]}".encode())
     code = Path(__file__).resolve().parent.parent
     try:
         for py in sorted(code.rglob("*.py")):  # the loader's own code shapes the cached objects
             st = py.stat()
             h.update(f"{py}:{st.st_mtime_ns}:{st.st_size}".encode())
-        for d in dirs:
-            for path in sorted(d.rglob("*.yaml")):
-                h.update(str(path).encode())
-                h.update(path.read_bytes())
     except OSError:
         return None
     return where / f"rules-{h.hexdigest()[:24]}.pickle"
@@ -130,14 +141,15 @@ def _cache_path(dirs: list[Path]) -> Path | None:
 def load_ruleset(extra_dirs: list[Path] | None = None, use_cache: bool = True) -> RuleSet:
     """Built-in rules, then each extra dir; a later rule with the same id replaces an earlier."""
     dirs = [builtin_rules_dir(), *(extra_dirs or [])]
-    cache = _cache_path(dirs) if use_cache else None
+    digest = _rules_digest(dirs)
+    cache = _cache_path(dirs, digest) if use_cache else None
     if cache is not None and cache.is_file():
         try:
             with cache.open("rb") as fh:
                 return pickle.load(fh)
         except Exception:  # a corrupt cache is ignored and rebuilt
             pass
-    ruleset = _load_ruleset(dirs)
+    ruleset = _load_ruleset(dirs, digest[:12])
     if cache is not None:
         try:
             tmp = cache.with_suffix(f".{os.getpid()}.tmp")
@@ -149,7 +161,7 @@ def load_ruleset(extra_dirs: list[Path] | None = None, use_cache: bool = True) -
     return ruleset
 
 
-def _load_ruleset(dirs: list[Path]) -> RuleSet:
+def _load_ruleset(dirs: list[Path], version: str) -> RuleSet:
     problems: list[str] = []
     sources = load_sources(dirs[0] / "sources.yaml")
     annotations = AnnotationSpec.load(dirs[0] / "annotations.yaml")
@@ -226,19 +238,7 @@ def _load_ruleset(dirs: list[Path]) -> RuleSet:
             problems.append(f"{dirs[0] / 'timeline.yaml'}: unknown signature id {sid!r}")
     if problems:
         raise RuleLoadError(problems)
-    return RuleSet(
-        sources, signatures, rules, annotations, files, episodes, decisions, _digest(dirs)
-    )
-
-
-def _digest(dirs: list[Path]) -> str:
-    """Short digest of every rule file: the `rules_version` a diagnosis cites."""
-    h = hashlib.sha256()
-    for d in dirs:
-        for path in sorted(d.rglob("*.yaml")):
-            h.update(path.name.encode())
-            h.update(path.read_bytes())
-    return h.hexdigest()[:12]
+    return RuleSet(sources, signatures, rules, annotations, files, episodes, decisions, version)
 
 
 def _episode_signatures(ep: dict) -> list[str]:

@@ -1,43 +1,76 @@
-"""The whole analysis of one bundle as a pure function of its inputs."""
+"""The whole analysis of one bundle as a pure function of its inputs: read and recognise, parse,
+facts per node, evaluate the rules, build the report."""
 
 from __future__ import annotations
 
-from analyzer.bundle.reader import Limits
-from analyzer.decisions import build_decisions
-from analyzer.diagnosis import Diagnosis
-from analyzer.facts import build_contexts
-from analyzer.pipeline import ParsedBundle, parse_bundle
-from analyzer.rules.engine import diagnose
+from analyzer.bundle.reader import BundleReader, Limits, open_bundle
+from analyzer.errors import BundleError
+from analyzer.facts.context import build_contexts
+from analyzer.parse.logs import Matcher
+from analyzer.pipeline import ParsedBundle, parse_files
+from analyzer.report.build import build_node, build_report
+from analyzer.report.model import Report
+from analyzer.rules.engine import evaluate
 from analyzer.rules.model import RuleSet
-from analyzer.timeline import attach
+
+_MATCHERS: dict[int, tuple[RuleSet, Matcher]] = {}
 
 
-def analyze_parsed(
-    bundle: ParsedBundle, ruleset: RuleSet, node: str | None = None
-) -> list[Diagnosis]:
-    diags = []
+def matcher_for(ruleset: RuleSet) -> Matcher:
+    """The compiled signature scan, built once per rule set and process (a batch worker analyses
+    thousands of bundles with the same rules)."""
+    hit = _MATCHERS.get(id(ruleset))
+    if hit is None or hit[0] is not ruleset:
+        sigs = list(ruleset.signatures.values())
+        matcher = Matcher(
+            [(s.id, s.pattern) for s in sigs],
+            {s.id: list(s.prefilter) or None for s in sigs},
+            {s.id: s.compiled for s in sigs},
+        )
+        if len(_MATCHERS) > 8:
+            _MATCHERS.clear()
+        hit = _MATCHERS[id(ruleset)] = (ruleset, matcher)  # held so its id stays its own
+    return hit[1]
+
+
+def parse_reader(reader: BundleReader, ruleset: RuleSet) -> ParsedBundle:
+    return parse_files(reader, ruleset.catalogue, matcher_for(ruleset))
+
+
+def check_analysable(bundle: ParsedBundle) -> None:
+    """An input with nothing to analyse is a usage error, not a healthy node."""
+    inv = bundle.inventory
+    useful = [a for a in inv.artefacts if a.kind not in ("binary", "empty", "unreadable", "unrecognised")]
+    if useful:
+        return
+    if not inv.files:
+        why = "; ".join(inv.warnings[:3]) or "no files"
+        raise BundleError(f"nothing to analyse: {why}")
+    kinds = sorted({a.kind for a in inv.artefacts})
+    raise BundleError(f"nothing to analyse: {len(inv.files)} file(s), all {'/'.join(kinds)}")
+
+
+def analyze_parsed(bundle: ParsedBundle, ruleset: RuleSet, node: str | None = None) -> Report:
+    reports = []
     for ctx in build_contexts(bundle, ruleset, node):
-        diag = diagnose(ruleset, ctx, bundle)
-        attach(diag, bundle, ctx, ruleset)
-        diag.decisions = build_decisions(ctx, ruleset.decisions)
-        diags.append(diag)
-    return diags
+        node_report, _timeline = build_node(ctx, evaluate(ruleset, ctx), ruleset, bundle)
+        reports.append(node_report)
+    return build_report(bundle, reports, ruleset)
 
 
 def analyze(
     inputs: list[str], ruleset: RuleSet, node: str | None = None, limits: Limits | None = None
-) -> tuple[ParsedBundle, list[Diagnosis]]:
-    bundle = parse_bundle(inputs, ruleset, limits)
+) -> tuple[ParsedBundle, Report]:
+    with open_bundle(inputs, limits) as reader:
+        bundle = parse_reader(reader, ruleset)
+    check_analysable(bundle)
     return bundle, analyze_parsed(bundle, ruleset, node)
 
 
-def analyze_issue(
-    raw: bytes, ruleset: RuleSet, node: str | None = None
-) -> tuple[ParsedBundle, list[Diagnosis]]:
-    """A GitHub issue (Markdown or event JSON): its code blocks and prose become the bundle."""
+def issue_bundle(raw: bytes, ruleset: RuleSet) -> ParsedBundle:
+    """A GitHub issue (Markdown or event JSON): its code blocks and its prose (title included,
+    as the issue's own words) become the bundle."""
     from analyzer.bundle.issue import issue_from_payload, parse_issue
-    from analyzer.bundle.reader import BundleReader
-    from analyzer.pipeline import parse_files
 
     issue = parse_issue(issue_from_payload(raw))
     reader = BundleReader()
@@ -45,8 +78,14 @@ def analyze_issue(
         for name, body in issue.blocks:
             reader.add_bytes(name, body.encode("utf-8", errors="replace"))
         if issue.prose.strip():
-            reader.add_bytes("issue-text.md", issue.prose.encode("utf-8", errors="replace"))
-        bundle = parse_files(reader, ruleset)
+            reader.add_bytes(
+                "issue-text.md", issue.prose.encode("utf-8", errors="replace"), kind="issue-text"
+            )
+        return parse_reader(reader, ruleset)
     finally:
         reader.close()
+
+
+def analyze_issue(raw: bytes, ruleset: RuleSet, node: str | None = None) -> tuple[ParsedBundle, Report]:
+    bundle = issue_bundle(raw, ruleset)
     return bundle, analyze_parsed(bundle, ruleset, node)

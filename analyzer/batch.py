@@ -35,6 +35,7 @@ BUNDLE_SCHEMA = {
     "category": pl.String,
     "rule_id": pl.String,
     "severity": pl.String,
+    "confidence": pl.String,
     "n_faults": pl.Int64,
     "n_findings": pl.Int64,
     "n_not_evaluated": pl.Int64,
@@ -42,8 +43,18 @@ BUNDLE_SCHEMA = {
     "duration_s": pl.Float64,
     "error": pl.String,
 }
+NODE_SCHEMA = {
+    "bundle_id": pl.String,
+    "node": pl.String,
+    "category": pl.String,
+    "rule_id": pl.String,
+    "severity": pl.String,
+    "confidence": pl.String,
+    "n_faults": pl.Int64,
+}
 FINDING_SCHEMA = {
     "bundle_id": pl.String,
+    "node": pl.String,
     "rule_id": pl.String,
     "category": pl.String,
     "severity": pl.String,
@@ -155,13 +166,13 @@ def _alarm(_sig, _frame):
 
 def analyze_one(task: tuple[str, str]) -> dict[str, Any]:
     """Analyse one bundle; never raises. Returns the row, finding rows, unexplained lines."""
-    from analyzer.analyze import analyze_parsed
+    from analyzer.analyze import analyze
     from analyzer.errors import AnalyzerError
-    from analyzer.pipeline import parse_bundle
 
     bundle_id, path = task
     start = time.perf_counter()
     row: dict[str, Any] = {"id": bundle_id, "path": path}
+    nodes: list[dict[str, Any]] = []
     findings: list[dict[str, Any]] = []
     unexplained: list[dict[str, Any]] = []
     old = signal.signal(signal.SIGALRM, _alarm)
@@ -171,37 +182,48 @@ def analyze_one(task: tuple[str, str]) -> dict[str, Any]:
         if ruleset is None:
             _init_worker()
             ruleset = _RULESET
-        bundle = parse_bundle([path], ruleset)
-        if not bundle.inventory.files and bundle.inventory.warnings:
-            raise AnalyzerError("; ".join(bundle.inventory.warnings)[:500])
-        diags = analyze_parsed(bundle, ruleset)
-        d = diags[0]
+        bundle, report = analyze([path], ruleset)
+        d = report.worst
         row.update(
-            nodes=",".join(x.node or "" for x in diags),
-            hami_version=d.version["range"],
+            nodes=",".join(x.node or "" for x in report.nodes),
+            hami_version=d.version.range,
             category=d.primary.category,
             rule_id=d.primary.rule_id,
             severity=d.primary.severity,
-            n_faults=len(d.faults()),
-            n_findings=len(d.findings),
+            confidence=d.primary.confidence,
+            n_faults=sum(len(n.faults()) for n in report.nodes),
+            n_findings=sum(len(n.all_findings()) for n in report.nodes),
             n_not_evaluated=len(d.not_evaluated),
-            collected_at=d.clock["collected_at"],
+            collected_at=d.clock.collected_at,
         )
-        for f in d.findings:
-            e = f.evidence[0] if f.evidence else None
-            findings.append(
+        for n in report.nodes:
+            nodes.append(
                 {
                     "bundle_id": bundle_id,
-                    "rule_id": f.rule_id,
-                    "category": f.category,
-                    "severity": f.severity,
-                    "kind": f.kind,
-                    "file": e.file if e else None,
-                    "line": e.line if e else None,
-                    "evidence": (e.text or str(e.value))[:500] if e else None,
+                    "node": n.node,
+                    "category": n.primary.category,
+                    "rule_id": n.primary.rule_id,
+                    "severity": n.primary.severity,
+                    "confidence": n.primary.confidence,
+                    "n_faults": len(n.faults()),
                 }
             )
-        if not d.faults():
+            for f in n.all_findings():
+                e = f.evidence[0] if f.evidence else None
+                findings.append(
+                    {
+                        "bundle_id": bundle_id,
+                        "node": n.node,
+                        "rule_id": f.rule_id,
+                        "category": f.category,
+                        "severity": f.severity,
+                        "kind": f.kind,
+                        "file": e.file if e else None,
+                        "line": e.line if e else None,
+                        "evidence": (e.text or str(e.value))[:500] if e else None,
+                    }
+                )
+        if not any(n.faults() for n in report.nodes):
             unexplained = _unexplained(bundle_id, bundle)
     except _Timeout:
         row["error"] = f"timed out after {BUNDLE_TIMEOUT}s"
@@ -213,7 +235,7 @@ def analyze_one(task: tuple[str, str]) -> dict[str, Any]:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
     row["duration_s"] = time.perf_counter() - start
-    return {"row": row, "findings": findings, "unexplained": unexplained}
+    return {"row": row, "nodes": nodes, "findings": findings, "unexplained": unexplained}
 
 
 def _unexplained(bundle_id: str, bundle) -> list[dict[str, Any]]:
@@ -276,10 +298,8 @@ def _frame(rows: list[dict], schema: dict) -> pl.DataFrame:
     fixed = []
     for r in rows:
         r = {k: r.get(k) for k in schema}
-        if "collected_at" in r and isinstance(r["collected_at"], str):
-            r["collected_at"] = dt.datetime.strptime(
-                r["collected_at"], "%Y-%m-%d %H:%M:%S UTC"
-            ).replace(tzinfo=dt.UTC)
+        if "collected_at" in r and not isinstance(r["collected_at"], dt.datetime):
+            r["collected_at"] = None  # typed end to end; anything else is no time at all
         fixed.append(r)
     return (
         pl.DataFrame(fixed, schema=schema, orient="row") if fixed else pl.DataFrame(schema=schema)
@@ -362,6 +382,7 @@ class _PartWriter:
         self.parts = parts
         self.part_no = len(list(parts.glob("bundles-*.parquet")))
         self.rows: list[dict] = []
+        self.nodes: list[dict] = []
         self.findings: list[dict] = []
         self.unexplained: list[dict] = []
 
@@ -370,6 +391,7 @@ class _PartWriter:
             row = res["row"]
             row["digest"] = digests[row["id"]]
             self.rows.append(row)
+            self.nodes.extend(res.get("nodes", []))
             self.findings.extend(res["findings"])
             self.unexplained.extend(res["unexplained"])
             progress.update(bool(row.get("error")))
@@ -382,12 +404,13 @@ class _PartWriter:
         tag = f"{self.part_no:06d}-{os.getpid()}"
         # a part counts only once its bundles file exists, so that one is written last
         _write_atomic(_frame(self.findings, FINDING_SCHEMA), self.parts / f"findings-{tag}.parquet")
+        _write_atomic(_frame(self.nodes, NODE_SCHEMA), self.parts / f"nodes-{tag}.parquet")
         _write_atomic(
             _frame(self.unexplained, UNEXPLAINED_SCHEMA), self.parts / f"unexplained-{tag}.parquet"
         )
         _write_atomic(_frame(self.rows, BUNDLE_SCHEMA), self.parts / f"bundles-{tag}.parquet")
         self.part_no += 1
-        self.rows, self.findings, self.unexplained = [], [], []
+        self.rows, self.nodes, self.findings, self.unexplained = [], [], [], []
 
 
 def assemble(out: Path, csv: bool = False) -> dict[str, Any]:
@@ -398,6 +421,7 @@ def assemble(out: Path, csv: bool = False) -> dict[str, Any]:
     tables = {}
     for name, schema in (
         ("bundles", BUNDLE_SCHEMA),
+        ("nodes", NODE_SCHEMA),
         ("findings", FINDING_SCHEMA),
         ("unexplained", UNEXPLAINED_SCHEMA),
     ):

@@ -1,11 +1,14 @@
-"""Command line: analyze, inspect, timeline, rules {list,show,lint,test}.
+"""Command line: analyze, inspect, timeline, batch, rules {list,show,facts,schema,lint,test},
+dev score.
 
 Heavy modules (polars, jinja2) are imported inside commands so `--help` starts fast.
-Errors the user can fix print one line and exit 2; faults found exit 1.
+Exit codes of `analyze`: 0 no fault (at or above --fail-on), 1 a fault, 2 usage or input error
+(one line on stderr), 3 internal error, 4 inconclusive (no fault, not enough to call it healthy).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from enum import StrEnum
@@ -25,6 +28,9 @@ app = typer.Typer(
 )
 rules_app = typer.Typer(no_args_is_help=True, help="List, show, lint and test the rules.")
 app.add_typer(rules_app, name="rules")
+dev_app = typer.Typer(no_args_is_help=True, help="Developer tools: score the analyzer on a corpus.")
+app.add_typer(dev_app, name="dev")
+EXIT_OK, EXIT_FAULT, EXIT_INPUT, EXIT_INTERNAL, EXIT_INCONCLUSIVE = 0, 1, 2, 3, 4
 
 
 class Format(StrEnum):
@@ -32,6 +38,13 @@ class Format(StrEnum):
     json = "json"
     markdown = "markdown"
     html = "html"
+
+
+class Severity(StrEnum):
+    critical = "critical"
+    error = "error"
+    warning = "warning"
+    info = "info"
 
 
 RulesOpt = Annotated[
@@ -73,8 +86,26 @@ def _write(text: str, output: Path | None) -> None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return
     tmp = output.with_name(output.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(output)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(output)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        _fail(f"cannot write {output}: {exc.strerror or exc}")
+
+
+def exit_code(report, fail_on: str = "info") -> int:
+    """1 when a fault at or above `fail_on` fired on any node, 4 when nothing could be decided."""
+    from analyzer.report.model import SEVERITY_RANK
+
+    limit = SEVERITY_RANK[fail_on]
+    faults = [f for n in report.nodes for f in n.faults()]
+    if any(SEVERITY_RANK[f.severity] <= limit for f in faults):
+        return EXIT_FAULT
+    if not faults and all(n.primary.category == "inconclusive" for n in report.nodes):
+        return EXIT_INCONCLUSIVE
+    return EXIT_OK
 
 
 @app.command()
@@ -93,19 +124,25 @@ def analyze(
     ] = False,
     max_bytes: MaxBytes = 4096,
     max_members: MaxMembers = 5000,
+    fail_on: Annotated[
+        Severity,
+        typer.Option("--fail-on", help="Exit 1 only for faults at or above this severity."),
+    ] = Severity.info,
 ) -> None:
-    """Diagnose a bundle. Exit 0: no fault, 1: a fault fired, 2: usage or input error."""
+    """Diagnose a bundle. Exit 0: no fault, 1: a fault, 2: usage or input error, 4: inconclusive."""
     from analyzer.analyze import analyze as run
     from analyzer.analyze import analyze_issue
 
     ruleset = _ruleset(rules)
+    if output is not None and not output.parent.is_dir():
+        _fail(f"cannot write {output}: no such directory {output.parent}")
     try:
         if from_issue or (len(inputs) == 1 and _is_issue(inputs[0])):
             raw = _read_input(inputs[0])
-            bundle, diags = analyze_issue(raw, ruleset, node)
+            _bundle, report = analyze_issue(raw, ruleset, node)
             digest = raw
         else:
-            bundle, diags = run(inputs, ruleset, node, _limits(max_bytes, max_members))
+            bundle, report = run(inputs, ruleset, node, _limits(max_bytes, max_members))
             digest = bundle.digest.encode()
     except AnalyzerError as exc:
         _fail(str(exc))
@@ -113,21 +150,21 @@ def analyze(
     if format is Format.json:
         from analyzer.render.jsonout import render_json
 
-        text = render_json(diags)
+        text = render_json(report)
     elif format is Format.markdown:
         from analyzer.render.markdown import render_markdown
 
-        text = render_markdown(diags, digest)
+        text = render_markdown(report, digest)
     elif format is Format.html:
         from analyzer.render.html import render_html
 
-        text = render_html(diags)
+        text = render_html(report)
     else:
         from analyzer.render.terminal import render_terminal
 
-        text = render_terminal(diags)
+        text = render_terminal(report)
     _write(text, output)
-    raise typer.Exit(1 if any(d.faults() for d in diags) else 0)
+    raise typer.Exit(exit_code(report, fail_on.value))
 
 
 def _is_issue(spec: str) -> bool:
@@ -171,11 +208,11 @@ def inspect(
 
     ruleset = _ruleset(rules)
     try:
-        _bundle, diags = run(inputs, ruleset, node, _limits(max_bytes, max_members))
+        _bundle, report = run(inputs, ruleset, node, _limits(max_bytes, max_members))
     except AnalyzerError as exc:
         _fail(str(exc))
         return
-    _write(render_inspect_json(diags) if format == "json" else render_inspect(diags), None)
+    _write(render_inspect_json(report) if format == "json" else render_inspect(report), None)
 
 
 @app.command()
@@ -200,10 +237,12 @@ def timeline(
     rules: RulesOpt = None,
 ) -> None:
     """The merged, time-ordered events of every log and of the node object."""
-    from analyzer.facts import build_contexts
-    from analyzer.pipeline import parse_bundle
-    from analyzer.rules.engine import diagnose
-    from analyzer.timeline import attach, filter_timeline, write_timeline
+    from analyzer.analyze import check_analysable, parse_reader
+    from analyzer.bundle.reader import open_bundle
+    from analyzer.facts.context import build_contexts
+    from analyzer.report.build import build_node
+    from analyzer.rules.engine import evaluate
+    from analyzer.timeline import filter_timeline, write_timeline
 
     if format not in ("text", "csv", "json", "parquet"):
         _fail(f"unknown format {format!r}: use text, csv, json or parquet")
@@ -211,14 +250,19 @@ def timeline(
         _fail("--format parquet needs --output FILE")
     ruleset = _ruleset(rules)
     try:
-        bundle = parse_bundle(inputs, ruleset)
+        with open_bundle(inputs) as reader:
+            bundle = parse_reader(reader, ruleset)
+        check_analysable(bundle)
         ctx = build_contexts(bundle, ruleset, node)[0]
-        frame = attach(diagnose(ruleset, ctx, bundle), bundle, ctx, ruleset)
-        frame = filter_timeline(frame, source, severity, since, until)
+        _report, tl = build_node(ctx, evaluate(ruleset, ctx), ruleset, bundle)
+        frame = filter_timeline(tl.frame, source, severity, since, until)
     except (AnalyzerError, ValueError) as exc:
         _fail(str(exc))
         return
-    write_timeline(frame, format, output)
+    try:
+        write_timeline(frame, format, output)
+    except OSError as exc:
+        _fail(f"cannot write {output}: {exc.strerror or exc}")
 
 
 @app.command()
@@ -283,11 +327,40 @@ def rules_show(rule_id: str, rules: RulesOpt = None) -> None:
 
 @rules_app.command("lint")
 def rules_lint(rules: RulesOpt = None) -> None:
-    """Validate every rule file; exit 2 with file:line messages on problems."""
+    """Validate every rule file: exit 2 with file:line errors, 1 with warnings, 0 when clean."""
     rs = _ruleset(rules, use_cache=False)
+    for w in rs.warnings:
+        typer.echo(f"warning: {w}", err=True)
     typer.echo(
-        f"ok: {len(rs.rules)} rules and {len(rs.signatures)} signatures in {len(rs.files)} files"
+        f"{'ok' if not rs.warnings else f'{len(rs.warnings)} warning(s)'}: {len(rs.rules)} rules "
+        f"and {len(rs.signatures)} signatures in {len(rs.files)} files"
     )
+    raise typer.Exit(1 if rs.warnings else 0)
+
+
+@rules_app.command("facts")
+def rules_facts(
+    format: Annotated[str, typer.Option("--format", "-f", help="text or json")] = "text",
+) -> None:
+    """The fact registry: every fact a rule may name, its type, producer and sources."""
+    import json
+
+    from analyzer.facts.registry import FACTS
+
+    if format == "json":
+        typer.echo(json.dumps([f.__dict__ for f in FACTS], indent=2))
+        return
+    for f in FACTS:
+        src = ", ".join(f.sources) or "always known"
+        typer.echo(f"{f.path:42} {f.type:8} {f.producer:10} [{src}]  {f.description}")
+
+
+@rules_app.command("schema")
+def rules_schema() -> None:
+    """The JSON Schema of rule files (also shipped as analyzer/schema/rules.schema.json)."""
+    from analyzer.rules.schema import schema_text
+
+    sys.stdout.write(schema_text())
 
 
 @rules_app.command("test")
@@ -304,6 +377,21 @@ def rules_test(
         typer.echo(f"FAIL {r.rule_id} {r.case}: {r.detail}")
     typer.echo(f"{len(results) - len(failed)} passed, {len(failed)} failed")
     raise typer.Exit(1 if failed else 0)
+
+
+@dev_app.command("score")
+def dev_score(
+    corpus: Annotated[Path, typer.Argument(help="Folder of cases, each with expected.yaml.")],
+    format: Annotated[str, typer.Option("--format", "-f", help="text or json")] = "text",
+    rules: RulesOpt = None,
+) -> None:
+    """Score the analyzer on real cases, as attached files and as issue.md alone."""
+    from analyzer.score import render_score, score_corpus
+
+    if not corpus.is_dir():
+        _fail(f"{corpus}: not a folder of cases")
+    result = score_corpus(corpus, _ruleset(rules))
+    typer.echo(render_score(result, format))
 
 
 @app.command()

@@ -3,36 +3,28 @@ rules/decisions.yaml (which signature, which captures hold pod, node, reason).""
 
 from __future__ import annotations
 
-from typing import Any
+from analyzer.facts.context import NodeContext
+from analyzer.report.model import Decision
+from analyzer.rules.model import DecisionSpec
 
-from analyzer.facts import NodeContext
 
-
-def _first(caps: dict[str, str], names: list[str]) -> str | None:
+def _first(caps: dict[str, str], names: tuple[str, ...]) -> str | None:
     return next((caps[n] for n in names if caps.get(n)), None)
 
 
-def build_decisions(ctx: NodeContext, spec: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    rows: dict[tuple, dict[str, Any]] = {}
+def build_decisions(ctx: NodeContext, spec: tuple[DecisionSpec, ...]) -> tuple[Decision, ...]:
+    rows: dict[tuple, list] = {}
     for entry in spec:
-        for m in ctx.matches.get(entry["signature"], []):
-            pod = _first(m.captures, entry.get("pod", [])) or "(pod not named)"
-            node = _first(m.captures, entry.get("node", [])) or "(all candidates)"
-            reason = _first(m.captures, entry.get("reason", [])) or (
-                "" if entry["fit"] else entry["signature"]
-            )
-            key = (pod, node, entry["fit"], reason)
-            row = rows.get(key)
-            if row is None:
-                rows[key] = {
-                    "pod": pod,
-                    "node": node,
-                    "fit": bool(entry["fit"]),
-                    "reason": reason,
-                    "count": 1,
-                    "file": m.file,
-                    "line": m.line,
-                }
+        for m in ctx.matches(entry.signature):
+            pod = _first(m.captures, entry.pod) or "(pod not named)"
+            node = _first(m.captures, entry.node) or "(all candidates)"
+            reason = _first(m.captures, entry.reason) or ("" if entry.fit else entry.signature)
+            key = (pod, node, entry.fit, reason)
+            if key in rows:
+                rows[key][0] += 1
             else:
-                row["count"] += 1
-    return sorted(rows.values(), key=lambda r: (r["pod"], r["node"], r["fit"], r["reason"]))
+                rows[key] = [1, m.file, m.line]
+    return tuple(
+        Decision(pod, node, fit, reason, n, file, line)
+        for (pod, node, fit, reason), (n, file, line) in sorted(rows.items(), key=lambda kv: kv[0])
+    )

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import regex
 
-from analyzer.diagnosis import Diagnosis
-from analyzer.facts import NodeContext
-from analyzer.facts import parse_time as _parse  # one ISO-time parser for all stages
+from analyzer.facts.clock import parse_time as _parse  # one ISO-time parser for all stages
+from analyzer.facts.context import NodeContext
 from analyzer.pipeline import ParsedBundle
-from analyzer.rules.model import RuleSet
+from analyzer.report.model import Episode, Finding, TimelineRow
+from analyzer.rules.model import EpisodeSpec
 
 SCHEMA = {
     "time": pl.Datetime("us", "UTC"),
@@ -49,7 +50,7 @@ def _node_rows(ctx: NodeContext) -> list[dict[str, Any]]:
     beats = [t for c in n.conditions if (t := _parse(c.get("lastHeartbeatTime")))]
     if beats:
         rows.append({"time": max(beats), "message": "last kubelet heartbeat (collection time)"})
-    if ctx.handshake and ctx.handshake.time:
+    if ctx.handshake and ctx.handshake.time and ctx.handshake.time.year >= 2000:
         rows.append({"time": ctx.handshake.time, "message": f"handshake {ctx.handshake.text}"})
     for r in rows:
         r.update(source="node", file=n.file, line=n.first_line, severity="I", signature=None)
@@ -103,25 +104,21 @@ def _secs(a: dt.datetime, b: dt.datetime) -> float:
 
 
 def episodes(
-    frame: pl.DataFrame, ctx: NodeContext, ruleset: RuleSet, year_known: bool
-) -> tuple[list[dict], list[str]]:
+    frame: pl.DataFrame, ctx: NodeContext, ep: EpisodeSpec, year_known: bool
+) -> tuple[list[Episode], list[str]]:
     """Restarts and restart loops, last annotation update, gaps, leader changes, first fault
     after the last healthy moment; and clock problems, stated rather than hidden."""
-    ep = ruleset.episodes
-    out: list[dict[str, Any]] = []
+    out: list[Episode] = []
     issues: list[str] = []
 
     def add(kind, time, text, file=None, line=None, source=None):
-        out.append(
-            {"kind": kind, "time": time, "text": text, "file": file, "line": line, "source": source}
-        )
+        out.append(Episode(kind, time, text, file, line, source))
 
-    for source, sid in (ep.get("starts") or {}).items():
-        ms = [m for m in ctx.matches.get(sid, []) if m.ts is not None]
+    for source, sid in ep.starts.items():
+        ms = [m for m in ctx.matches(sid) if m.ts is not None]
         for m in ms[1:]:
             add("restart", m.ts, f"{source} restarted", m.file, m.line, source)
-        loop = ep.get("restart_loop") or {}
-        n, window = int(loop.get("count", 3)), float(loop.get("within_seconds", 900))
+        n, window = ep.restart_count, ep.restart_within
         for i in range(len(ms) - n + 1):
             if _secs(ms[i].ts, ms[i + n - 1].ts) <= window:
                 add(
@@ -133,7 +130,7 @@ def episodes(
                     source,
                 )
                 break
-    upd = [m for m in ctx.matches.get(ep.get("annotation_update", ""), []) if m.ts is not None]
+    upd = [m for m in ctx.matches(ep.annotation_update or "") if m.ts is not None]
     if upd:
         add(
             "last-annotation-update",
@@ -144,7 +141,7 @@ def episodes(
             "device-plugin-log",
         )
     prev_role = None
-    for m in ctx.matches.get(ep.get("leader", ""), []):
+    for m in ctx.matches(ep.leader or ""):
         role = m.captures.get("role")
         if role and role != prev_role and m.ts is not None:
             add(
@@ -156,7 +153,7 @@ def episodes(
                 "scheduler-log",
             )
         prev_role = role or prev_role
-    for source, limit in (ep.get("gap_seconds") or {}).items():
+    for source, limit in ep.gap_seconds.items():
         times = frame.filter(
             (pl.col("source") == source) & pl.col("severity").is_not_null()
         ).select("time", "file", "line")
@@ -168,12 +165,9 @@ def episodes(
         for t, file, line, gap in gaps.head(20).iter_rows():
             add("gap", t, f"{source} silent for {int(gap)}s before this line", file, line, source)
     healthy = []
-    for h in ep.get("healthy", []):
-        sid, where = (h["signature"], h.get("where") or {}) if isinstance(h, dict) else (h, {})
-        for m in ctx.matches.get(sid, []):
-            if m.ts is not None and all(
-                regex.search(p, m.captures.get(c, "")) for c, p in where.items()
-            ):
+    for sid, where in ep.healthy:
+        for m in ctx.matches(sid):
+            if m.ts is not None and all(regex.search(p, m.captures.get(c, "")) for c, p in where):
                 healthy.append(m.ts)
     last_ok = max(healthy) if healthy else None
     faults = frame.filter(pl.col("severity").is_in(["E", "F"]))
@@ -215,17 +209,26 @@ def episodes(
             issues.append(
                 f"{f1} ends ({b1:%m-%d %H:%M:%S}) before {f2} starts ({a2:%m-%d %H:%M:%S}): their times do not overlap"
             )
-    out.sort(key=lambda e: e["time"])
+    out.sort(key=lambda e: e.time)
     return out, issues
 
 
-def attach(
-    diag: Diagnosis, bundle: ParsedBundle, ctx: NodeContext, ruleset: RuleSet
-) -> pl.DataFrame:
-    """Build the frame, mark the findings that cite each row, put a bounded copy in the diagnosis."""
+@dataclass(frozen=True)
+class NodeTimeline:
+    frame: pl.DataFrame  # every event (the `timeline` command writes it)
+    rows: tuple[TimelineRow, ...]  # the bounded copy the report carries
+    total: int
+    episodes: tuple[Episode, ...]
+    clock_issues: tuple[str, ...]
+
+
+def node_timeline(
+    bundle: ParsedBundle, ctx: NodeContext, spec: EpisodeSpec, findings: list[Finding]
+) -> NodeTimeline:
+    """Build the frame, mark the findings that cite each row, keep a bounded copy."""
     frame = build_timeline(bundle, ctx)
     cites: dict[tuple[str, int], list[str]] = {}
-    for f in diag.findings:
+    for f in findings:
         for e in f.evidence:
             if e.file and e.line:
                 cites.setdefault((e.file, e.line), []).append(f.rule_id)
@@ -235,7 +238,7 @@ def attach(
         orient="row",
     )
     frame = frame.join(keys, on=["file", "line"], how="left", maintain_order="left")
-    diag.episodes, diag.clock_issues = episodes(frame, ctx, ruleset, ctx.clock.year is not None)
+    eps, issues = episodes(frame, ctx, spec, ctx.clock.year is not None)
     interesting = frame.filter(
         pl.col("signature").is_not_null()
         | pl.col("severity").is_in(["W", "E", "F"])
@@ -247,9 +250,8 @@ def attach(
         if interesting.height > DIAGNOSIS_ROWS or frame.height > DIAGNOSIS_ROWS
         else frame
     )
-    diag.timeline = rows.head(DIAGNOSIS_ROWS).to_dicts()
-    diag.timeline_total = frame.height
-    return frame
+    kept = tuple(TimelineRow(**r) for r in rows.head(DIAGNOSIS_ROWS).to_dicts())
+    return NodeTimeline(frame, kept, frame.height, tuple(eps), tuple(issues))
 
 
 def write_timeline(frame: pl.DataFrame, fmt: str, output: Path | None) -> None:

@@ -15,6 +15,7 @@ class BundleFile:
     size: int
     mtime: float | None = None  # from the archive member or the file system
     fingerprint: str = ""  # sha256 of size + first and last 64 KiB (dedup, comment marker)
+    declared_kind: str | None = None  # set by whoever knows better than content (issue prose)
 
 
 @dataclass(frozen=True)

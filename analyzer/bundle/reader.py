@@ -132,11 +132,12 @@ class BundleReader:
         else:
             raise BundleError(f"{spec}: not a regular file or directory")
 
-    def add_bytes(self, name: str, data: bytes) -> None:
-        """For tests and the issue bot: a named in-memory file."""
+    def add_bytes(self, name: str, data: bytes, kind: str | None = None) -> None:
+        """For tests and the issue bot: a named in-memory file; `kind` declares what it is
+        (the issue's own prose) instead of letting its content decide."""
         dst = self._tmpfile()
         dst.write_bytes(data)
-        self._register(dst, name, None, depth=0)
+        self._register(dst, name, None, depth=0, declared_kind=kind)
 
     # ---- internals ----------------------------------------------------------------------
     def _add_dir(self, root: Path) -> None:
@@ -166,7 +167,13 @@ class BundleReader:
         self._register(dst, name, mtime, depth)
 
     def _register(
-        self, path: Path, name: str, mtime: float | None, depth: int, head: bytes | None = None
+        self,
+        path: Path,
+        name: str,
+        mtime: float | None,
+        depth: int,
+        head: bytes | None = None,
+        declared_kind: str | None = None,
     ) -> None:
         head = head if head is not None else _read_head(path)
         kind = _sniff_container(head)
@@ -198,7 +205,12 @@ class BundleReader:
         size = path.stat().st_size
         self.inventory.files.append(
             BundleFile(
-                name=name, path=path, size=size, mtime=mtime, fingerprint=_fingerprint(path, size)
+                name=name,
+                path=path,
+                size=size,
+                mtime=mtime,
+                fingerprint=_fingerprint(path, size),
+                declared_kind=declared_kind,
             )
         )
 

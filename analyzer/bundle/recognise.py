@@ -1,52 +1,46 @@
 """Split each file into artefacts and recognise each by content.
 
-Small files are read whole so that mixed pastes (Markdown fences, several commands and their
-outputs in one file) can be split; big files are recognised from their head and streamed later.
+Small files are read whole so that mixed pastes can be split where their content changes: at
+Markdown fences, shell prompts and headings, and between blank-line separated parts that are
+different things (a pods table, then a describe's events, then a config). Big files are
+recognised from their head and streamed later.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from dataclasses import dataclass
 
 from analyzer.bundle.model import Artefact, BundleFile, Inventory
 from analyzer.bundle.sniff import sniff
 from analyzer.bundle.text import clean, decode, looks_binary
-from analyzer.rules.sources import Source
+from analyzer.kinds import Catalogue
 
 SMALL_FILE = 16 << 20  # read whole and segment below this size; stream logs above it
 HEAD_BYTES = 256 << 10
+WEAK_KINDS = ("text", "klog", "empty")  # say little about what a part is
 
 _FENCE_RE = re.compile(r"^\s*(?:```|~~~)")
 _PROMPT_RE = re.compile(
-    r"^\s*(?:[\w.-]+@[\w.:~/-]*[$#]|@?[\w.-]*@?cloudshell:[^$]*\$|\$|#|PS [^>]+>)\s*"
-    r"(?P<cmd>(?:sudo\s+)?(?:kubectl|k|helm|cat|nvidia-smi|journalctl|containerd|crictl|docker"
-    r"|nvidia-ctk|ls|grep|tail|less)\b.*)$"
+    r"^\s*(?:(?P<prompt>[\w.-]+@[\w.:~/-]*[$#]|@?[\w.-]*@?cloudshell:[^$]*\$|\$|#|PS [^>]+>)\s*)?"
+    r"(?P<cmd>(?:sudo\s+)?(?P<prog>kubectl|k|helm|cat|nvidia-smi|journalctl|containerd|crictl"
+    r"|docker|nvidia-ctk|ls|grep|tail|less|dmesg)(?:\s+\S.*)?)\s*$"
 )
+# without a prompt, only these unambiguous commands start a new pasted output
+_BARE_COMMANDS = ("kubectl", "helm", "journalctl", "crictl", "nvidia-ctk", "nvidia-smi")
 _DEFAULTED_RE = re.compile(r'^Defaulted container "([\w.-]+)"')
 _CONTAINER_FLAG_RE = re.compile(r"(?:^|\s)(?:-c|--container)[ =]([\w.-]+)")
-_HEADER_RE = re.compile(r"^#\s+\S")
-_STRUCTURED = {
-    "node",
-    "pod",
-    "cdi-spec",
-    "toolkit-config",
-    "containerd-config",
-    "helm-values",
-    "runtimeclass",
-    "daemonset",
-    "configmap",
-    "deployment",
-    "resourceslice",
-    "deviceclass",
-    "node-describe",
-}
+_HEADER_RE = re.compile(r"^#{1,6}\s+\S")
 
 
-def recognise(
-    files: list[BundleFile], sources: Mapping[str, Source], inventory: Inventory
-) -> list[Artefact]:
-    container_kind = {c: s.id for s in sources.values() for c in s.containers}
+@dataclass
+class _Segment:
+    first: int  # 1-based line of the segment's first line in the file
+    lines: list[str]
+    container: str | None
+
+
+def recognise(files: list[BundleFile], catalogue: Catalogue, inventory: Inventory) -> list[Artefact]:
     out: list[Artefact] = []
     for f in files:
         try:
@@ -62,30 +56,33 @@ def recognise(
         text, warns = decode(head)
         inventory.warnings.extend(f"{f.name}: {w}" for w in warns)
         text = clean(text)
+        if f.declared_kind:
+            out.append(Artefact(f, f.declared_kind, "declared by the input", 1, text))
+            continue
         if f.size > SMALL_FILE:
-            kind, reason = sniff(text, sources)
-            if (kind in sources and sources[kind].is_log) or kind == "klog":
+            kind, reason = sniff(text, catalogue)
+            k = catalogue.get(kind)
+            if k is not None and k.is_log:
                 out.append(Artefact(f, kind, reason + " (streamed)"))
             else:
                 out.append(
                     Artefact(f, "unrecognised", f"{f.size >> 20} MiB {kind}: too large to parse")
                 )
             continue
-        out.extend(_split(f, text, sources, container_kind))
+        out.extend(_split(f, text, catalogue))
     inventory.artefacts = out
     return out
 
 
-def _split(
-    f: BundleFile, text: str, sources: Mapping[str, Source], container_kind: dict[str, str]
-) -> list[Artefact]:
-    whole_kind, whole_reason = sniff(text, sources)
-    lines = text.split("\n")
-    has_breaks = any(_FENCE_RE.match(x) or _PROMPT_RE.match(x) for x in lines[:20000])
-    if whole_kind in _STRUCTURED and not has_breaks:
-        return [Artefact(f, whole_kind, whole_reason, 1, text)]
-    split_headers = whole_kind not in _STRUCTURED
-    segments: list[tuple[int, list[str], str | None]] = []  # (first line, lines, container)
+def _structured(kind: str, catalogue: Catalogue) -> bool:
+    k = catalogue.get(kind)
+    return k is not None and k.family in ("object", "config")
+
+
+def _explicit_segments(lines: list[str], split_headers: bool) -> list[_Segment]:
+    """Split at fences, shell prompts (the command names the container), Markdown headings and
+    `Defaulted container` lines."""
+    segments: list[_Segment] = []
     cur: list[str] = []
     start = 1
     container: str | None = None
@@ -93,15 +90,15 @@ def _split(
     def flush(next_start: int) -> None:
         nonlocal cur, start
         if any(x.strip() for x in cur):
-            segments.append((start, cur, container))
+            segments.append(_Segment(start, cur, container))
         cur, start = [], next_start
 
     for i, line in enumerate(lines, 1):
-        prompt = _PROMPT_RE.match(line)
         if _FENCE_RE.match(line):
             flush(i + 1)
             continue
-        if prompt:
+        prompt = _PROMPT_RE.match(line) if len(line) < 600 else None
+        if prompt and (prompt["prompt"] or prompt["prog"] in _BARE_COMMANDS):
             flush(i + 1)
             m = _CONTAINER_FLAG_RE.search(prompt.group("cmd"))
             container = m.group(1) if m else None
@@ -119,20 +116,75 @@ def _split(
             start = i
         cur.append(line)
     flush(len(lines) + 1)
+    return segments
 
-    out: list[Artefact] = []
-    for first, seg_lines, cont in segments:
-        seg_text = "\n".join(seg_lines)
-        kind, reason = sniff(seg_text, sources)
-        if cont and cont in container_kind and kind not in _STRUCTURED:
-            kind, reason = container_kind[cont], f"pasted `kubectl logs -c {cont}` output"
-        if out and out[-1].kind == kind and kind not in _STRUCTURED and out[-1].container == cont:
-            prev = out[-1]
-            gap = first - (prev.first_line + prev.text.count("\n") + 1)
-            merged = prev.text + "\n" * (gap + 1) + seg_text
-            out[-1] = Artefact(f, kind, prev.reason, prev.first_line, merged, cont)
+
+def _paragraphs(seg: _Segment) -> list[_Segment]:
+    out: list[_Segment] = []
+    cur: list[str] = []
+    start = seg.first
+    for i, line in enumerate(seg.lines):
+        if not line.strip():
+            if cur:
+                out.append(_Segment(start, cur, seg.container))
+            cur = []
+            start = seg.first + i + 1
             continue
-        out.append(Artefact(f, kind, reason, first, seg_text, cont))
+        if not cur:
+            start = seg.first + i
+        cur.append(line)
+    if cur:
+        out.append(_Segment(start, cur, seg.container))
+    return out
+
+
+def _regions(seg: _Segment, catalogue: Catalogue) -> list[tuple[_Segment, str, str]]:
+    """A segment as one artefact, or split where blank-line separated parts are different
+    things (more than one specific kind among them)."""
+    whole = "\n".join(seg.lines)
+    wk, wr = sniff(whole, catalogue)
+    paras = _paragraphs(seg)
+    if len(paras) <= 1:
+        return [(seg, wk, wr)]
+    kinds = [sniff("\n".join(p.lines), catalogue) for p in paras]
+    specific = {k for k, _ in kinds if k not in WEAK_KINDS}
+    if len(specific) <= 1 and (not specific or wk in specific or wk in WEAK_KINDS):
+        return [(seg, wk, wr)]
+    out: list[tuple[_Segment, str, str]] = []
+    for p, (k, reason) in zip(paras, kinds, strict=True):
+        if out:
+            prev, pk, preason = out[-1]
+            prev_log = catalogue.get(pk) is not None and catalogue[pk].is_log
+            if pk == k or (k == "klog" and prev_log):
+                gap = p.first - (prev.first + len(prev.lines))
+                merged = _Segment(prev.first, prev.lines + [""] * gap + p.lines, prev.container)
+                out[-1] = (merged, pk, preason)
+                continue
+        out.append((p, k, reason))
+    return out
+
+
+def _split(f: BundleFile, text: str, catalogue: Catalogue) -> list[Artefact]:
+    whole_kind, whole_reason = sniff(text, catalogue)
+    lines = text.split("\n")
+    has_breaks = any(_FENCE_RE.match(x) or _DEFAULTED_RE.match(x) for x in lines[:20000])
+    if _structured(whole_kind, catalogue) and not has_breaks and "\n\n" not in text.strip():
+        return [Artefact(f, whole_kind, whole_reason, 1, text)]
+    segments = _explicit_segments(lines, split_headers=not _structured(whole_kind, catalogue))
+    out: list[Artefact] = []
+    for seg in segments:
+        for part, kind, reason in _regions(seg, catalogue):
+            cont = part.container
+            if cont and cont in catalogue.by_container and not _structured(kind, catalogue):
+                kind, reason = catalogue.by_container[cont], f"pasted `kubectl logs -c {cont}` output"
+            part_text = "\n".join(part.lines)
+            if out and out[-1].kind == kind and not _structured(kind, catalogue) and out[-1].container == cont:
+                prev = out[-1]
+                gap = part.first - (prev.first_line + prev.text.count("\n") + 1)
+                merged = prev.text + "\n" * (gap + 1) + part_text
+                out[-1] = Artefact(f, kind, prev.reason, prev.first_line, merged, cont)
+                continue
+            out.append(Artefact(f, kind, reason, part.first, part_text, cont))
     if not out:
         return [Artefact(f, "empty", "empty or only white space", 1, "")]
     return out

@@ -1,8 +1,13 @@
 """Config-like artefacts (helm values, toolkit/containerd TOML, CDI specs, K8s objects) into
-flat dotted-key dictionaries that rules can address as facts (config.<kind>.<dotted.key>)."""
+flat dotted-key dictionaries that rules can address as facts (config.<kind>.<dotted.key>).
+
+Pasted configs are often cut off: TOML and YAML are parsed up to the line where they break,
+with a warning, so that what was pasted still counts (a truncated containerd config still says
+which runtime is the default)."""
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,6 +16,7 @@ from analyzer.bundle.model import Artefact
 from analyzer.parse.structured import load_documents
 
 MAX_KEYS = 20_000
+_TOML_LINE_RE = re.compile(r"at line (\d+)")
 
 
 @dataclass
@@ -20,6 +26,18 @@ class ConfigFacts:
     first_line: int
     values: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    text: str = ""
+
+    def line_of(self, dotted: str) -> int | None:
+        """Best-effort line of a key (its last component) for evidence citations."""
+        leaf = dotted.rsplit(".", 1)[-1]
+        if not leaf or leaf.isdigit():
+            return None
+        pat = re.compile(rf'^\s*-?\s*"?{re.escape(leaf)}"?\s*[:=]')
+        for i, line in enumerate(self.text.split("\n")):
+            if pat.match(line):
+                return self.first_line + i
+        return None
 
 
 def flatten(obj: Any, prefix: str = "", out: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -37,14 +55,33 @@ def flatten(obj: Any, prefix: str = "", out: dict[str, Any] | None = None) -> di
     return out
 
 
-def parse_config(artefact: Artefact) -> ConfigFacts:
-    cf = ConfigFacts(artefact.kind, artefact.file.name, artefact.first_line)
-    text = artefact.text or ""
-    if artefact.kind in ("toolkit-config", "containerd-config"):
+def load_toml(text: str) -> tuple[dict[str, Any], list[str]]:
+    """TOML, or the part of it before the line where a cut-off paste breaks it."""
+    lines = text.split("\n")
+    warnings: list[str] = []
+    for _attempt in range(6):
         try:
-            cf.values = flatten(tomllib.loads(text))
+            return tomllib.loads("\n".join(lines)), warnings
         except tomllib.TOMLDecodeError as exc:
-            cf.warnings.append(f"TOML error: {exc}")
+            m = _TOML_LINE_RE.search(str(exc))
+            line = int(m.group(1)) if m else 0
+            warnings.append(f"TOML error: {exc}; parsed the part before line {line}")
+            cut = min(line - 1, len(lines) - 1)
+            if cut <= 0:
+                return {}, warnings
+            lines = lines[:cut]
+        except RecursionError:
+            return {}, [*warnings, "TOML nested too deeply"]
+    return {}, warnings
+
+
+def parse_config(artefact: Artefact) -> ConfigFacts:
+    text = artefact.text or ""
+    cf = ConfigFacts(artefact.kind, artefact.file.name, artefact.first_line, text=text)
+    if artefact.kind in ("toolkit-config", "containerd-config"):
+        data, warnings = load_toml(text)
+        cf.values = flatten(data)
+        cf.warnings.extend(warnings)
         return cf
     docs, warnings = load_documents(text)
     cf.warnings.extend(warnings)

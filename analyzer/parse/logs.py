@@ -49,6 +49,7 @@ class LogStats:
     first_clock: str | None = None  # "MMDD hh:mm:ss.ffffff" of the first klog line
     last_clock: str | None = None
     containers: list[str] = field(default_factory=list)
+    pods: list[str] = field(default_factory=list)  # from `kubectl logs --prefix` lines
     hard_wrap_joins: int = 0
     truncated_last_line: bool = False
     all_lines_kept: bool = True
@@ -236,6 +237,12 @@ def _finish_stats(frame: pl.DataFrame, stats: LogStats) -> None:
         stats.first_clock = f"{klog['mm'][0]}{klog['dd'][0]} {klog['clock'][0]}"
         stats.last_clock = f"{klog['mm'][-1]}{klog['dd'][-1]} {klog['clock'][-1]}"
     stats.containers = sorted(c for c in frame["container"].unique().to_list() if c)
+    stats.pods = _prefix_pods(frame)
+
+
+def _prefix_pods(frame: pl.DataFrame) -> list[str]:
+    pods = frame["raw"].head(20_000).str.extract(r"^\[pod/([^/\]\s]+)/", 1).drop_nulls()
+    return sorted(pods.unique().to_list())[:20]
 
 
 def _parse_small(artefact: Artefact, matcher: Matcher) -> ParsedLog:
@@ -516,4 +523,5 @@ def _stream(artefact, path, matcher: Matcher, profile: _Profile) -> ParsedLog:
     )
     frame = _with_sigs(_with_header(frame), matcher.attribute(frame.select("line", "text")))
     stats.containers = sorted(c for c in frame["container"].unique().to_list() if c)
+    stats.pods = _prefix_pods(frame)
     return ParsedLog(artefact, stats, frame)

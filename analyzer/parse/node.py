@@ -13,12 +13,30 @@ if TYPE_CHECKING:
     from analyzer.parse.annotations import Handshake
 
 
+NODE_SECTIONS = frozenset(
+    {"labels", "annotations", "taints", "capacity", "allocatable", "conditions", "images", "spec"}
+)
+_DESCRIBE_SECTIONS = {
+    "Labels": "labels",
+    "Annotations": "annotations",
+    "Taints": "taints",
+    "Capacity": "capacity",
+    "Allocatable": "allocatable",
+    "Conditions": "conditions",
+    "Unschedulable": "spec",
+}
+_FRAGMENT_LINE_RE = re.compile(
+    r'^\s*(?:Annotations:\s+|-\s+)?"?(?P<key>(?:[\w.-]+/)?[\w.-]+)"?\s*:\s*(?P<value>.*?)\s*,?$'
+)
+
+
 @dataclass
 class NodeFacts:
     name: str | None
     file: str
     first_line: int
-    form: str  # yaml | describe
+    form: str  # yaml | describe | fragment
+    sections: frozenset[str] = NODE_SECTIONS  # what the paste showed; others are unknown
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
     elided: set[str] = field(default_factory=set)  # annotation values cut by kubectl describe
@@ -46,6 +64,30 @@ def _locate(text: str, first_line: int, keys: list[str]) -> dict[str, int]:
     return out
 
 
+_YAML_KEY_RE = re.compile(r'^(\s*)(?:-\s+)?"?([^":{}\[\]]+?)"?\s*:(?:\s|$)')
+
+
+def yaml_lines(text: str, first_line: int, paths: list[tuple[str, ...]]) -> dict[tuple[str, ...], int]:
+    """Line of each key path in block YAML or indented JSON (kubectl output), by indentation."""
+    want = set(paths)
+    out: dict[tuple[str, ...], int] = {}
+    stack: list[tuple[int, str]] = []
+    for i, line in enumerate(text.split("\n")):
+        m = _YAML_KEY_RE.match(line)
+        if not m:
+            continue
+        indent = len(m.group(1)) + (2 if line.lstrip().startswith("- ") else 0)
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        stack.append((indent, m.group(2).strip()))
+        key = tuple(k for _, k in stack)
+        if key in want and key not in out:
+            out[key] = first_line + i
+            if len(out) == len(want):
+                break
+    return out
+
+
 def _str_map(value: Any) -> dict[str, str]:
     if not isinstance(value, dict):
         return {}
@@ -55,6 +97,8 @@ def _str_map(value: Any) -> dict[str, str]:
 def parse_node(artefact: Artefact) -> list[NodeFacts]:
     if artefact.kind == "node-describe":
         return [_parse_describe(artefact)]
+    if artefact.kind == "node-annotations":
+        return [_parse_fragment(artefact)]
     docs, warnings = load_documents(artefact.text or "")
     objs: list[dict] = []
     for d in docs:
@@ -93,6 +137,11 @@ def parse_node(artefact: Artefact) -> list[NodeFacts]:
             if isinstance(img, dict):
                 n.images.extend(str(x) for x in img.get("names") or [])
         n.line_of = _locate(artefact.text or "", artefact.first_line, list(n.annotations))
+        paths = [("status", sec, res) for sec in ("allocatable", "capacity") for res in (n.allocatable if sec == "allocatable" else n.capacity)]
+        paths += [("metadata", "labels", k) for k in n.labels] + [("spec", "taints"), ("status", "conditions")]
+        for path, line in yaml_lines(artefact.text or "", artefact.first_line, paths).items():
+            key = f"{path[1]}.{path[2]}" if len(path) == 3 else path[1]
+            n.line_of.setdefault(key.replace("labels.", "label."), line)
         n.label_managers = _label_managers(meta.get("managedFields"))
         nodes.append(n)
     if not nodes:
@@ -103,18 +152,41 @@ def parse_node(artefact: Artefact) -> list[NodeFacts]:
 
 
 _SECTION_RE = re.compile(r"^([A-Z][A-Za-z ]*):\s*(.*)$")
+_INDENTED_SECTION_RE = re.compile(r"^\s+(Capacity|Allocatable):\s*()$")
+
+
+def _parse_fragment(artefact: Artefact) -> NodeFacts:
+    """Annotations pasted on their own: `key: value` lines, or a bare register value."""
+    text = (artefact.text or "").strip()
+    n = NodeFacts(
+        None, artefact.file.name, artefact.first_line, "fragment", frozenset({"annotations"})
+    )
+    if text.startswith(("[", "GPU-")):
+        n.annotations["hami.io/node-nvidia-register"] = text
+        n.line_of["hami.io/node-nvidia-register"] = artefact.first_line
+        return n
+    for i, raw in enumerate((artefact.text or "").split("\n")):
+        m = _FRAGMENT_LINE_RE.match(raw)
+        if m and "/" in m["key"]:
+            key = m["key"]
+            n.annotations[key] = m["value"].strip().strip("'\"")
+            n.line_of.setdefault(key, artefact.first_line + i)
+    return n
 
 
 def _parse_describe(artefact: Artefact) -> NodeFacts:
     text = artefact.text or ""
-    n = NodeFacts(None, artefact.file.name, artefact.first_line, "describe")
+    n = NodeFacts(None, artefact.file.name, artefact.first_line, "describe", frozenset())
+    seen: set[str] = set()
     section = None
     last_key: str | None = None
     for i, raw in enumerate(text.split("\n")):
         lineno = artefact.first_line + i
-        m = _SECTION_RE.match(raw)
-        if m and not raw.startswith(" "):
+        m = _SECTION_RE.match(raw) or _INDENTED_SECTION_RE.match(raw)
+        if m and (not raw.startswith(" ") or m.group(1) in ("Capacity", "Allocatable")):
             section, rest = m.group(1), m.group(2).strip()
+            if section in _DESCRIBE_SECTIONS:
+                seen.add(_DESCRIBE_SECTIONS[section])
             last_key = None
             if section == "Name":
                 n.name = rest
@@ -144,6 +216,7 @@ def _parse_describe(artefact: Artefact) -> NodeFacts:
     for k, v in n.annotations.items():
         if v.endswith(("...", "…")):
             n.elided.add(k)
+    n.sections = frozenset(seen)
     return n
 
 

@@ -37,11 +37,15 @@ class ContainerState:
     limits: dict[str, str] = field(default_factory=dict)
 
 
+POD_SECTIONS = frozenset({"header", "annotations", "limits", "events", "containers", "spec"})
+
+
 @dataclass
 class PodFacts:
     file: str
     first_line: int
-    form: str
+    form: str  # yaml | describe
+    sections: frozenset[str] = POD_SECTIONS  # what the paste showed; others are unknown
     name: str | None = None
     namespace: str | None = None
     node: str | None = None
@@ -115,7 +119,8 @@ def _parse_yaml(artefact: Artefact) -> list[PodFacts]:
 
 
 def _parse_describe(artefact: Artefact) -> PodFacts:
-    p = PodFacts(artefact.file.name, artefact.first_line, "describe")
+    p = PodFacts(artefact.file.name, artefact.first_line, "describe", frozenset())
+    seen: set[str] = set()
     section: str | None = None
     container: ContainerState | None = None
     sub: str | None = None
@@ -123,6 +128,7 @@ def _parse_describe(artefact: Artefact) -> PodFacts:
         lineno = artefact.first_line + i
         ev = _EVENT_RE.match(raw)
         if ev:
+            seen.add("events")
             p.events.append(
                 PodEvent(
                     ev["type"],
@@ -141,6 +147,10 @@ def _parse_describe(artefact: Artefact) -> PodFacts:
         if indent == 0:
             section, sub = key, None
             low = key.lower()
+            seen.update(
+                {"name": ["header"], "annotations": ["annotations"], "events": ["events"],
+                 "containers": ["containers"]}.get(low, [])
+            )
             if low == "name":
                 p.name = value
             elif low == "namespace":
@@ -185,8 +195,13 @@ def _parse_describe(artefact: Artefact) -> PodFacts:
                 container.message = value
         elif key in ("Limits", "Requests"):
             sub = key
+            if key == "Limits":
+                seen.add("limits")
         elif (sub == "Limits" and "/" in key) or (sub == "Limits" and key in ("cpu", "memory")):
             container.limits[key] = value
+    if "containers" in seen and "limits" not in seen:
+        seen.add("limits")  # a full Containers section without Limits: none are set
+    p.sections = frozenset(seen)
     return p
 
 

@@ -7,6 +7,7 @@ part-way (a truncated paste) is parsed up to the broken line, with a warning say
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import yaml
@@ -46,9 +47,23 @@ def load_documents(text: str) -> tuple[list[Any], list[str]]:
     return load_documents_yaml(text)
 
 
+_TOP_KEY_RE = re.compile(r"^(?:apiVersion|kind|metadata|spec|status|items|annotations|[A-Za-z_][\w.-]*):(?:\s|$)")
+
+
 def load_documents_yaml(text: str) -> tuple[list[Any], list[str]]:
     warnings: list[str] = []
     lines = text.split("\n")
+    # a paste may carry a comment or an event line before the object: start at the first
+    # top-level key when the first line is not one
+    first = next((i for i, x in enumerate(lines) if x.strip()), 0)
+    head = lines[first] if lines else ""
+    if head and not _TOP_KEY_RE.match(head) and not (
+        head.startswith(("- ", "#", " ", "{", "[")) or head.strip() in ("---", "-")
+    ):
+        start = next((i for i, x in enumerate(lines) if _TOP_KEY_RE.match(x)), None)
+        if start:
+            warnings.append(f"skipped {start} line(s) before the first YAML key")
+            lines = lines[start:]
     for _attempt in range(6):
         try:
             return _load_all("\n".join(lines)), warnings

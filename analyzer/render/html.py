@@ -15,7 +15,9 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 
-from analyzer.diagnosis import Diagnosis, Evidence
+from analyzer.facts.model import Evidence
+from analyzer.report.model import NodeReport, Report
+from analyzer.rules.conditions import human_duration
 
 GPU_COLUMNS = ("id", "type", "devmem", "devcore", "count", "numa", "index", "mode", "health")
 SEV_COLOUR = {
@@ -67,43 +69,41 @@ def _fmt_time(t: Any, year: bool) -> str:
     return t.strftime("%Y-%m-%d %H:%M:%S" if year else "%m-%d %H:%M:%S")
 
 
-def _chart(d: Diagnosis) -> dict[str, Any] | None:
-    rows = [r for r in d.timeline if isinstance(r.get("time"), dt.datetime)]
-    logs = [r["time"] for r in rows if r["source"] != "node"]
+def _chart(d: NodeReport) -> dict[str, Any] | None:
+    rows = [r for r in d.timeline if isinstance(r.time, dt.datetime)]
+    logs = [r.time for r in rows if r.source != "node"]
     if logs:  # the chart spans the logs; node events far outside them (creation) are left out
         lo, hi = min(logs), max(logs)
         pad = max((hi - lo) * 0.05, dt.timedelta(seconds=30))
-        rows = [r for r in rows if lo - pad <= r["time"] <= hi + pad]
+        rows = [r for r in rows if lo - pad <= r.time <= hi + pad]
     if len(rows) < 2:
         return None
-    t0, t1 = min(r["time"] for r in rows), max(r["time"] for r in rows)
+    t0, t1 = min(r.time for r in rows), max(r.time for r in rows)
     span = max((t1 - t0).total_seconds(), 1.0)
-    lanes = sorted({r["source"] for r in rows}, key=lambda s: (s != "node", s))
+    lanes = sorted({r.source for r in rows}, key=lambda s: (s != "node", s))
     width, left, lane_h = 1000, 150, 28
     step = max(1, len(rows) // CHART_POINTS)
     points = []
     for i, r in enumerate(rows):
-        cited = bool(r.get("findings"))
-        if i % step and not cited and r.get("severity") not in ("E", "F"):
+        cited = bool(r.findings)
+        if i % step and not cited and r.severity not in ("E", "F"):
             continue
-        x = left + (width - left - 10) * (r["time"] - t0).total_seconds() / span
-        y = 20 + lane_h * lanes.index(r["source"]) + lane_h / 2
+        x = left + (width - left - 10) * (r.time - t0).total_seconds() / span
+        y = 20 + lane_h * lanes.index(r.source) + lane_h / 2
         points.append(
             {
                 "x": round(x, 1),
                 "y": y,
-                "r": 5 if cited else 3 if r.get("severity") in ("E", "F") else 2,
-                "colour": "var(--bad)"
-                if cited
-                else SEV_COLOUR.get(r.get("severity"), "var(--unk)"),
-                "title": f"{_fmt_time(r['time'], True)} {r['file']}:{r['line']} {str(r.get('message') or '')[:200]}",
+                "r": 5 if cited else 3 if r.severity in ("E", "F") else 2,
+                "colour": "var(--bad)" if cited else SEV_COLOUR.get(r.severity, "var(--unk)"),
+                "title": f"{_fmt_time(r.time, True)} {r.file}:{r.line} {str(r.message or '')[:200]}",
             }
         )
     marks = []
     for e in d.episodes:
-        if isinstance(e.get("time"), dt.datetime) and t0 <= e["time"] <= t1:
-            x = left + (width - left - 10) * (e["time"] - t0).total_seconds() / span
-            marks.append({"x": round(x, 1), "kind": e["kind"], "title": e["text"]})
+        if isinstance(e.time, dt.datetime) and t0 <= e.time <= t1:
+            x = left + (width - left - 10) * (e.time - t0).total_seconds() / span
+            marks.append({"x": round(x, 1), "kind": e.kind, "title": e.text})
     return {
         "width": width,
         "height": 40 + lane_h * len(lanes),
@@ -111,12 +111,12 @@ def _chart(d: Diagnosis) -> dict[str, Any] | None:
         "lanes": [{"name": n, "y": 20 + lane_h * i + lane_h / 2} for i, n in enumerate(lanes)],
         "points": points,
         "marks": marks,
-        "start": _fmt_time(t0, d.clock.get("year") is not None),
-        "end": _fmt_time(t1, d.clock.get("year") is not None),
+        "start": _fmt_time(t0, d.clock.year is not None),
+        "end": _fmt_time(t1, d.clock.year is not None),
     }
 
 
-def render_html(diags: list[Diagnosis]) -> str:
+def render_html(report: Report) -> str:
     env = Environment(
         loader=PackageLoader("analyzer", "render/templates"),
         autoescape=select_autoescape(default=True),
@@ -125,11 +125,13 @@ def render_html(diags: list[Diagnosis]) -> str:
     )
     env.filters["highlight"] = _highlight
     env.filters["when"] = lambda t, year=True: _fmt_time(t, year)
+    env.filters["duration"] = lambda s: human_duration(s) if isinstance(s, int | float) else ""
     digest = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
     return env.get_template("report.html.j2").render(
-        diags=diags,
+        report=report,
+        diags=report.nodes,
         gpu_columns=GPU_COLUMNS,
-        charts=[_chart(d) for d in diags],
+        charts=[_chart(d) for d in report.nodes],
         script=Markup(SCRIPT),
         script_hash=f"sha256-{digest}",
     )

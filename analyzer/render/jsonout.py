@@ -1,4 +1,7 @@
-"""Machine-readable diagnosis (schema: analyzer/schema/diagnosis.schema.json)."""
+"""Machine-readable report (schema: analyzer/schema/diagnosis.schema.json).
+
+The top level carries the worst node's verdict and findings under the keys the issue bot and
+batch read (`primary`, `findings`, `links`, ...); `nodes` holds every node's own."""
 
 from __future__ import annotations
 
@@ -6,28 +9,56 @@ import datetime as dt
 import json
 from typing import Any
 
-from analyzer.diagnosis import Diagnosis
+from analyzer.report.model import NodeReport, Report, plain
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "2.0"
+NODE_KEYS = (
+    "node",
+    "primary",
+    "findings",
+    "links",
+    "not_evaluated",
+    "not_applicable",
+    "not_fired",
+    "rule_errors",
+    "collect",
+    "version",
+    "clock",
+    "register",
+    "handshake",
+    "decisions",
+    "episodes",
+    "clock_issues",
+)
 
 
 def _default(o: Any) -> Any:
     if isinstance(o, dt.datetime):
         return o.isoformat()
-    if isinstance(o, set | tuple):
+    if isinstance(o, set | tuple | frozenset):
         return list(o)
     return str(o)
 
 
-def diagnosis_document(diags: list[Diagnosis]) -> dict[str, Any]:
-    first = diags[0].to_dict()
-    doc = {"schema_version": SCHEMA_VERSION, **first}
-    if len(diags) > 1:
-        doc["nodes"] = [{"node": d.node, "primary": d.to_dict()["primary"]} for d in diags]
+def node_document(n: NodeReport) -> dict[str, Any]:
+    doc = {k: plain(getattr(n, k)) for k in NODE_KEYS}
+    doc["primary"]["likely"] = n.primary.likely
     return doc
 
 
-def render_json(diags: list[Diagnosis]) -> str:
-    return json.dumps(
-        diagnosis_document(diags), indent=2, ensure_ascii=False, default=_default, sort_keys=False
-    )
+def report_document(report: Report) -> dict[str, Any]:
+    worst = report.worst
+    doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, **node_document(worst)}
+    doc["timeline"] = plain(worst.timeline)
+    doc["timeline_total"] = worst.timeline_total
+    doc["inventory"] = plain(report.inventory)
+    doc["warnings"] = list(report.warnings)
+    doc["log_stats"] = plain(report.log_stats)
+    doc["nodes"] = [node_document(n) for n in report.nodes]
+    doc["analyzer_version"] = report.analyzer_version
+    doc["rules_version"] = report.rules_version
+    return doc
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(report_document(report), indent=2, ensure_ascii=False, default=_default)

@@ -12,7 +12,8 @@ import hashlib
 import regex
 
 from analyzer import __version__
-from analyzer.diagnosis import Diagnosis, Evidence
+from analyzer.facts.model import Evidence
+from analyzer.report.model import NodeReport, Report
 
 MAX_COMMENT = 65_536
 MAX_FINDINGS = 3
@@ -61,10 +62,12 @@ def code_span(text: object, limit: int = 120) -> str:
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
-def _best_evidence(evidence: list[Evidence]) -> Evidence:
-    """A log line if there is one, else the last (most specific) fact."""
+def _best_evidence(evidence: tuple[Evidence, ...]) -> Evidence:
+    """A log line if there is one (the strongest), else the last (most specific) fact."""
     logs = [e for e in evidence if e.kind == "log"]
-    return logs[0] if logs else evidence[-1]
+    if logs:
+        return min(logs, key=lambda e: ("high", "medium", "low").index(e.strength))
+    return evidence[-1]
 
 
 def _evidence(e: Evidence) -> str:
@@ -77,55 +80,79 @@ def _evidence(e: Evidence) -> str:
     return f"_{safe_text(e.text or '')}_"
 
 
-def render_markdown(diags: list[Diagnosis], digest_source: bytes = b"") -> str:
-    d = diags[0]
-    digest = hashlib.sha256(digest_source).hexdigest()[:16]
-    p = d.primary
-    icon = (
-        "🟢"
-        if p.category == "healthy"
-        else "⚪"
-        if p.category == "inconclusive"
-        else _SEVERITY_ICON[p.severity]
-    )
-    marker = f"<!-- {MARKER} version={__version__} rules={d.rules_version} input={digest} -->"
-    head = [
-        f"{icon} **{safe_text(p.title, 300)}** (`{p.category}`{f', rule `{p.rule_id}`' if p.rule_id else ''})",
-        "",
-    ]
-    links = " → ".join(f"{ln.link}: **{ln.state}**" for ln in d.links)
-    node = code_span(d.node or "unknown", 80)
-    head.append(
-        f"Registration links: {links}. Node: {node}, HAMi {safe_text(d.version['summary'], 120)}."
-    )
+def _icon(n: NodeReport) -> str:
+    p = n.primary
+    if p.category == "healthy":
+        return "🟢"
+    if p.category == "inconclusive":
+        return "⚪"
+    return _SEVERITY_ICON[p.severity]
+
+
+def _headline(n: NodeReport) -> str:
+    p = n.primary
+    likely = "Likely: " if p.likely else ""
+    node = f" on node {code_span(n.node, 80)}" if n.node else ""
+    meta = [f"`{p.category}`"]
+    if p.rule_id:
+        meta.append(f"rule `{p.rule_id}`")
+    if p.category != "inconclusive":
+        meta.append(f"{p.confidence} confidence")
+    return f"{_icon(n)} **{likely}{safe_text(p.title, 300)}**{node} ({', '.join(meta)})"
+
+
+def _node_body(n: NodeReport, limit: int) -> list[str]:
     body: list[str] = []
-    for f in d.faults()[:MAX_FINDINGS]:
+    for f in n.faults()[:limit]:
         body += [
             "",
             f"### {_SEVERITY_ICON[f.severity]} {safe_text(f.title, 300)}",
             "",
             safe_text(f.explanation, 1200),
         ]
+        if f.confidence != "high":
+            body += ["", f"_Confidence {f.confidence}: {safe_text(f.confidence_reason, 300)}_"]
         if f.evidence:
             body += ["", _evidence(_best_evidence(f.evidence))]
+        if f.consequences:
+            body += ["", "Consequences: " + "; ".join(safe_text(c.title, 200) for c in f.consequences)]
         if f.remediation:
             body += ["", "**Fix:**"]
             for i, step in enumerate(f.remediation[:3], 1):
                 body.append(f"{i}. {safe_text(step.text, 300)}")
                 if step.command:
                     body += ["", code_block(step.command, 800), ""]
-    if d.collect:  # ordered by how many rules each source would let run
+    return body
+
+
+def render_markdown(report: Report, digest_source: bytes = b"") -> str:
+    d = report.worst
+    digest = hashlib.sha256(digest_source).hexdigest()[:16]
+    marker = f"<!-- {MARKER} version={__version__} rules={report.rules_version} input={digest} -->"
+    head = [_headline(d), ""]
+    links = " → ".join(f"{ln.link}: **{ln.state}**" for ln in d.links)
+    head.append(f"Registration links: {links}. HAMi {safe_text(d.version.summary, 120)}.")
+    if len(report.nodes) > 1:
+        head += ["", "| node | verdict |", "|---|---|"]
+        for n in report.nodes:
+            p = n.primary
+            head.append(f"| {code_span(n.node or 'unknown', 80)} | {_icon(n)} `{p.category}`: {safe_text(p.title, 160)} |")
+    body = _node_body(d, MAX_FINDINGS)
+    for n in report.nodes[1:]:
+        if n.faults():
+            body += ["", "---", "", _headline(n)]
+            body += _node_body(n, 1)
+    if d.collect:
         body += ["", "**Please attach:**"]
         for c in d.collect[:MAX_COLLECT]:
-            body += [f"- [ ] {safe_text(c.title, 200)}", "", code_block(c.command, 600)]
+            where = " (run it on the node)" if c.where == "node" else ""
+            needs = f" Set {', '.join(code_span(v) for v in c.needs)} first." if c.needs else ""
+            body += [f"- [ ] {safe_text(c.title, 200)}{where}.{needs}", "", code_block(c.command, 600)]
     details: list[str] = []
     if len(d.collect) > MAX_COLLECT:
         details += [
             "**Also useful:**",
-            *[
-                f"- {safe_text(c.title, 200)}: {code_span(c.command, 300)}"
-                for c in d.collect[MAX_COLLECT:]
-            ],
+            *[f"- {safe_text(c.title, 200)}: {code_span(c.command, 300)}" for c in d.collect[MAX_COLLECT:]],
             "",
         ]
     rest = d.faults()[MAX_FINDINGS:]
@@ -142,27 +169,30 @@ def render_markdown(diags: list[Diagnosis], digest_source: bytes = b"") -> str:
             *[f"- {safe_text(f.title, 300)}" for f in normals],
             "",
         ]
-    if d.register and d.register.get("devices"):
+    if d.register and d.register.devices:
         details += [
-            "**GPUs in the register annotation:**",
+            "**GPUs in the register annotation:**" if d.register.source == "annotation" else "**GPUs a HAMi log reported:**",
             "",
             "| id | type | devmem | count | health |",
             "|---|---|---|---|---|",
         ]
-        for dev in d.register["devices"][:16]:
+        for dev in d.register.devices[:16]:
             health = (
                 "healthy"
-                if dev["health"]
-                else "**unhealthy**" + (" (health absent)" if "health" in dev["absent"] else "")
+                if dev.health
+                else "**unhealthy**" + (" (health absent)" if "health" in dev.absent else "")
             )
             details.append(
-                f"| {safe_text(dev['id'], 60)} | {safe_text(dev['type'], 60)} | {dev['devmem']} | {dev['count']} | {health} |"
+                f"| {safe_text(dev.id, 60)} | {safe_text(dev.type, 60)} | {dev.devmem} | {dev.count} | {health} |"
             )
         details.append("")
-    files = ", ".join(f"{code_span(a['file'], 80)} ({a['kind']})" for a in d.inventory[:30])
+    files = ", ".join(f"{code_span(a.file, 80)} ({a.kind})" for a in report.inventory[:30])
     details.append("**Files read:** " + files)
     details.append("")
-    details.append(safe_text(d.clock["how"], 300))
+    if report.warnings:
+        details.append("**Input warnings:** " + "; ".join(safe_text(w, 200) for w in report.warnings[:10]))
+        details.append("")
+    details.append(safe_text(d.clock.how, 300))
     footer = [
         "",
         "<details><summary>Details</summary>",
@@ -171,7 +201,7 @@ def render_markdown(diags: list[Diagnosis], digest_source: bytes = b"") -> str:
         "",
         "</details>",
         "",
-        f"<sub>{MARKER} {__version__} · rules {d.rules_version}</sub>",
+        f"<sub>{MARKER} {__version__} · rules {report.rules_version}</sub>",
         marker,  # hidden; a bot finds and updates its own comment by it
     ]
     out = "\n".join(head + body + footer) + "\n"

@@ -1,38 +1,47 @@
-"""`rules show ID`: a rule's page with fixed sections, like `ruff rule CODE`."""
+"""`rules show ID`: a rule's or a signature's page with fixed sections, like `ruff rule CODE`."""
 
 from __future__ import annotations
 
-import yaml
-
+from analyzer.rules.conditions import describe, signatures_in
 from analyzer.rules.model import RuleSet
 
 
+def render_signature_page(rs: RuleSet, sid: str) -> str:
+    s = rs.signatures[sid]
+    return "\n".join(
+        [
+            f"# signature {s.id}",
+            f"printed by: {s.component}   level: {s.level}   verbosity: V{s.verbosity}   versions: {s.versions}",
+            f"expected in: {', '.join(s.sources)}" + ("   (a described symptom: weak evidence)" if s.symptom else ""),
+            f"origin: {s.origin or '(not recorded)'}",
+            "",
+            "## Meaning",
+            s.meaning or "(none)",
+            "",
+            "## Pattern",
+            s.pattern,
+            "",
+            "## Examples",
+            *[f"  matches: {e}" for e in s.examples_match],
+            *[f"  does not match: {e}" for e in s.examples_no_match],
+            "",
+            "## References",
+            *[f"- {x}" for x in s.references],
+            "",
+            f"used by: {', '.join(r.id for r in rs.rules.values() if sid in signatures_in(r.when) + signatures_in(r.unless)) or '(no rule)'}",
+            f"defined in {s.file}:{s.line}",
+        ]
+    )
+
+
 def render_rule_page(rs: RuleSet, rid: str) -> str:
-    if rid in rs.signatures:
-        s = rs.signatures[rid]
-        return "\n".join(
-            [
-                f"# signature {s.id}",
-                f"sources: {', '.join(s.sources)}   level: {s.level}   verbosity: V{s.verbosity}   versions: {s.versions}",
-                "",
-                "## Meaning",
-                s.meaning or "(none)",
-                "",
-                "## Pattern",
-                s.pattern,
-                "",
-                "## Examples",
-                *[f"  matches: {e}" for e in s.examples_match],
-                *[f"  does not match: {e}" for e in s.examples_no_match],
-                "",
-                f"defined in {s.file}:{s.line}",
-            ]
-        )
+    if rid in rs.signatures and rid not in rs.rules:
+        return render_signature_page(rs, rid)
     r = rs.rules[rid]
     lines = [
         f"# {r.id}: {r.title}",
         f"kind: {r.kind}   severity: {r.severity}   category: {r.category}   link: {r.link or '-'}   case: {r.case or '-'}",
-        f"versions: {r.versions}   requires: {', '.join(x if isinstance(x, str) else ' or '.join(x) for x in r.requires) or '-'}",
+        f"versions: {r.versions}   confidence at most: {r.confidence}   priority: {r.priority}",
         "",
         "## What it detects",
         r.summary or r.title,
@@ -41,17 +50,22 @@ def render_rule_page(rs: RuleSet, rid: str) -> str:
         r.explanation,
         "",
         "## Evidence it uses",
-        yaml.safe_dump(r.when, sort_keys=False, allow_unicode=True).rstrip(),
+        *describe(r.when, "  "),
     ]
-    sigs = sorted(set(_signatures(r.when)))
-    for sid in sigs:
+    if r.unless is not None:
+        lines += ["  unless:", *describe(r.unless, "    ")]
+    for sid in sorted(set(signatures_in(r.when) + signatures_in(r.unless))):
         s = rs.signatures[sid]
-        lines.append(f"  - {sid}: {s.meaning.splitlines()[0] if s.meaning else s.pattern}")
+        lines.append(f"  - {sid} ({s.component}): {s.meaning or s.pattern}")
+    if r.explains:
+        lines += ["", "## Explains (consequences grouped under it)", *[f"- {x}" for x in r.explains]]
     lines += ["", "## Fix"]
     for step in r.remediation:
-        lines.append(f"- {step.get('text', '')}")
-        if step.get("command"):
-            lines.append(f"    {step['command']}")
+        lines.append(f"- {step.text}")
+        if step.command:
+            lines.append(f"    {step.command}")
+    if r.collect:
+        lines += ["", "## What confirms or overturns it", *[f"- {rs.catalogue[k].title}: {rs.catalogue[k].collect}" for k in r.collect]]
     lines += [
         "",
         "## References",
@@ -60,14 +74,3 @@ def render_rule_page(rs: RuleSet, rid: str) -> str:
         f"defined in {r.file}:{r.line}",
     ]
     return "\n".join(lines)
-
-
-def _signatures(cond) -> list[str]:
-    if isinstance(cond, dict):
-        out = [cond["signature"]] if "signature" in cond else []
-        for v in cond.values():
-            out.extend(_signatures(v))
-        return out
-    if isinstance(cond, list):
-        return [s for c in cond for s in _signatures(c)]
-    return []

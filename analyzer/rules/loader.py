@@ -1,4 +1,6 @@
-"""Load and validate sources, signatures and rules; every problem names the file and line."""
+"""Load rules/: the kind catalogue, annotation formats, signatures and rules (conditions parsed
+into typed nodes), episodes and decisions. Structural problems name the file and line and stop
+the load; the linter's semantic checks (analyzer/rules/lint.py) run on the result."""
 
 from __future__ import annotations
 
@@ -17,67 +19,33 @@ from jinja2.sandbox import SandboxedEnvironment
 from analyzer import __version__
 from analyzer.cache import cache_dir
 from analyzer.errors import RuleLoadError
-from analyzer.fact_paths import known_path
+from analyzer.kinds import load_catalogue
 from analyzer.parse.annotations import AnnotationSpec
 from analyzer.parse.literals import required_literals
 from analyzer.rules import builtin_rules_dir
-from analyzer.rules.model import CATEGORIES, KINDS, LINKS, SEVERITIES, Rule, RuleSet, Signature
-from analyzer.rules.sources import load_sources
+from analyzer.rules.conditions import LINE_KEY, ParseProblems, parse_condition
+from analyzer.rules.model import (
+    CATEGORIES,
+    CONFIDENCES,
+    KINDS,
+    LINKS,
+    SEVERITIES,
+    DecisionSpec,
+    EpisodeSpec,
+    Rule,
+    RuleSet,
+    Signature,
+    Step,
+)
+from analyzer.rules.schema import (
+    RULE_FIELDS,
+    RULE_REQUIRED,
+    SIGNATURE_FIELDS,
+    SIGNATURE_REQUIRED,
+)
 from analyzer.versions import Range
 
-LINE_KEY = "__line__"
-SIGNATURE_KEYS = {
-    "id",
-    "source",
-    "level",
-    "verbosity",
-    "regex",
-    "meaning",
-    "versions",
-    "implies_version",
-    "examples",
-    "node_capture",
-    "references",
-    "status",
-    "prefilter",
-    "version_capture",
-    "component",
-}
-RULE_KEYS = {
-    "id",
-    "title",
-    "summary",
-    "severity",
-    "kind",
-    "category",
-    "link",
-    "case",
-    "requires",
-    "versions",
-    "when",
-    "explanation",
-    "remediation",
-    "references",
-    "priority",
-    "tests",
-    "disabled",
-    "component_versions",
-}
-COMPARATORS = {
-    "eq",
-    "ne",
-    "gt",
-    "ge",
-    "lt",
-    "le",
-    "in",
-    "not_in",
-    "matches",
-    "contains",
-    "not_contains",
-    "exists",
-}
-SIG_KEYS = {"signature", "where", "count_ge", "count_le", "same_node"}
+BUILTIN_DATA = ("kinds.yaml", "annotations.yaml", "timeline.yaml", "decisions.yaml")
 TEMPLATE_ENV = SandboxedEnvironment(autoescape=False, keep_trailing_newline=False)
 
 
@@ -98,7 +66,7 @@ def _strip(obj: Any) -> Any:
     return obj
 
 
-def _rust_ok(pattern: str) -> str | None:
+def _rust_error(pattern: str) -> str | None:
     try:
         pl.Series([""]).str.contains(pattern)
     except Exception as exc:  # polars raises ComputeError with the Rust message
@@ -161,10 +129,7 @@ def load_ruleset(extra_dirs: list[Path] | None = None, use_cache: bool = True) -
     return ruleset
 
 
-def _load_ruleset(dirs: list[Path], version: str) -> RuleSet:
-    problems: list[str] = []
-    sources = load_sources(dirs[0] / "sources.yaml")
-    annotations = AnnotationSpec.load(dirs[0] / "annotations.yaml")
+def _read_docs(dirs: list[Path], problems: list[str]):
     sig_docs: list[tuple[str, dict]] = []
     rule_docs: list[tuple[str, dict, bool]] = []
     files: list[str] = []
@@ -174,10 +139,7 @@ def _load_ruleset(dirs: list[Path], version: str) -> RuleSet:
             continue
         custom = d != dirs[0]
         for path in sorted(d.rglob("*.yaml")):
-            if (
-                path.name in ("sources.yaml", "annotations.yaml", "timeline.yaml", "decisions.yaml")
-                and not custom
-            ):
+            if path.name in BUILTIN_DATA and not custom:
                 continue
             files.append(str(path))
             try:
@@ -186,7 +148,7 @@ def _load_ruleset(dirs: list[Path], version: str) -> RuleSet:
                 line = exc.problem_mark.line + 1 if exc.problem_mark else 0
                 problems.append(f"{path}:{line}: YAML error: {exc.problem}")
                 continue
-            except (OSError, yaml.YAMLError) as exc:
+            except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
                 problems.append(f"{path}: {str(exc).splitlines()[0]}")
                 continue
             if not isinstance(doc, dict):
@@ -199,9 +161,19 @@ def _load_ruleset(dirs: list[Path], version: str) -> RuleSet:
                 sig_docs.append((str(path), s))
             for r in doc.get("rules") or []:
                 rule_docs.append((str(path), r, custom))
+    return sig_docs, rule_docs, files
+
+
+def _load_ruleset(dirs: list[Path], version: str) -> RuleSet:
+    from analyzer.rules.lint import lint
+
+    problems: list[str] = []
+    catalogue = load_catalogue(dirs[0] / "kinds.yaml")
+    annotations = AnnotationSpec.load(dirs[0] / "annotations.yaml")
+    sig_docs, rule_docs, files = _read_docs(dirs, problems)
     signatures: dict[str, Signature] = {}
     for path, s in sig_docs:
-        sig = _load_signature(path, s, sources, problems)
+        sig = _load_signature(path, s, catalogue, problems)
         if sig is None:
             continue
         if sig.id in signatures and signatures[sig.id].file == path:
@@ -209,7 +181,7 @@ def _load_ruleset(dirs: list[Path], version: str) -> RuleSet:
         signatures[sig.id] = sig
     rules: dict[str, Rule] = {}
     for path, r, custom in rule_docs:
-        rule = _load_rule(path, r, sources, signatures, problems)
+        rule = _load_rule(path, r, signatures, problems)
         if rule is None:
             continue
         if rule.id in rules and not (custom and rules[rule.id].file != path):
@@ -217,119 +189,96 @@ def _load_ruleset(dirs: list[Path], version: str) -> RuleSet:
         rules[rule.id] = rule
     if problems:
         raise RuleLoadError(problems)
-    episodes = yaml.safe_load((dirs[0] / "timeline.yaml").read_text(encoding="utf-8"))["episodes"]
-    decisions = yaml.safe_load((dirs[0] / "decisions.yaml").read_text(encoding="utf-8"))[
-        "decisions"
-    ]
-    for d in decisions:
-        sig = signatures.get(d.get("signature"))
-        if sig is None:
-            problems.append(
-                f"{dirs[0] / 'decisions.yaml'}: unknown signature id {d.get('signature')!r}"
-            )
-            continue
-        for cap in d.get("pod", []) + d.get("node", []) + d.get("reason", []):
-            if cap not in sig.compiled.groupindex:
-                problems.append(
-                    f"{dirs[0] / 'decisions.yaml'}: signature {sig.id} has no capture {cap!r}"
-                )
-    for sid in _episode_signatures(episodes):
-        if sid not in signatures:
-            problems.append(f"{dirs[0] / 'timeline.yaml'}: unknown signature id {sid!r}")
+    episodes = _load_episodes(dirs[0] / "timeline.yaml", signatures, problems)
+    decisions = _load_decisions(dirs[0] / "decisions.yaml", signatures, problems)
     if problems:
         raise RuleLoadError(problems)
-    return RuleSet(sources, signatures, rules, annotations, files, episodes, decisions, version)
+    ruleset = RuleSet(
+        catalogue, signatures, rules, annotations, files, episodes, decisions, version
+    )
+    errors, warnings = lint(ruleset)
+    if errors:
+        raise RuleLoadError(errors)
+    ruleset.warnings = warnings
+    return ruleset
 
 
-def _episode_signatures(ep: dict) -> list[str]:
-    healthy = [h["signature"] if isinstance(h, dict) else h for h in ep.get("healthy", [])]
-    out = list(ep.get("starts", {}).values()) + healthy
-    out += [ep[k] for k in ("annotation_update", "leader") if ep.get(k)]
-    return out
+def _as_list(value: Any) -> list:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
 
 
-def _load_signature(path: str, s: Any, sources: dict, problems: list[str]) -> Signature | None:
+def _unknown_keys(doc: dict, allowed: dict, where: str, what: str, problems: list[str]) -> None:
+    for key in doc:
+        if key not in allowed and key != LINE_KEY:
+            problems.append(f"{where}: {what}: unknown key {key!r} (allowed: {', '.join(allowed)})")
+
+
+def _load_signature(path: str, s: Any, catalogue, problems: list[str]) -> Signature | None:
     if not isinstance(s, dict):
         problems.append(f"{path}: signature entry is not a mapping")
         return None
     line = s.get(LINE_KEY, 0)
     where = f"{path}:{line}"
-    for key in s:
-        if key not in SIGNATURE_KEYS and key != LINE_KEY:
-            problems.append(f"{where}: signature {s.get('id')!r}: unknown key {key!r}")
     sid = s.get("id")
-    pattern = s.get("regex")
-    if not sid or not pattern:
-        problems.append(f"{where}: signature needs 'id' and 'regex'")
+    _unknown_keys(s, SIGNATURE_FIELDS, where, f"signature {sid!r}", problems)
+    missing = [k for k in SIGNATURE_REQUIRED if k not in s and k != "examples"]
+    if missing:
+        problems.append(f"{where}: signature {sid!r} needs {', '.join(missing)}")
         return None
-    srcs = s.get("source") or []
-    srcs = [srcs] if isinstance(srcs, str) else list(srcs)
+    pattern = str(s["regex"])
+    srcs = _as_list(s.get("source")) or ["text"]
     for src in srcs:
-        if src not in sources and src not in ("text", "pod-describe", "klog"):
-            problems.append(f"{where}: signature {sid}: unknown source {src!r}")
+        if src not in catalogue:
+            problems.append(f"{where}: signature {sid}: unknown source kind {src!r}")
     try:
         compiled = regex.compile(pattern)
     except regex.error as exc:
         problems.append(f"{where}: signature {sid}: bad regex: {exc}")
         return None
-    rust = _rust_ok(pattern)
+    rust = _rust_error(pattern)
     if rust:
-        problems.append(
-            f"{where}: signature {sid}: regex not supported by the linear-time scanner: {rust}"
-        )
+        problems.append(f"{where}: signature {sid}: regex not supported by the linear-time scanner: {rust}")
         return None
     try:
         versions = Range.parse(s.get("versions", ""))
     except ValueError as exc:
         problems.append(f"{where}: signature {sid}: {exc}")
         versions = Range()
+    for cap_key in ("node_capture", "artefact_node", "version_capture"):
+        cap = s.get(cap_key)
+        if cap and cap not in compiled.groupindex:
+            problems.append(f"{where}: signature {sid}: {cap_key} {cap!r} is not a named group")
     ex = s.get("examples") or {}
-    node_capture = s.get("node_capture")
-    version_capture = s.get("version_capture")
-    if version_capture and version_capture not in compiled.groupindex:
-        problems.append(
-            f"{where}: signature {sid}: version_capture {version_capture!r} is not a named group"
-        )
-    if node_capture and node_capture not in compiled.groupindex:
-        problems.append(
-            f"{where}: signature {sid}: node_capture {node_capture!r} is not a named group"
-        )
+    lits = [str(x) for x in _as_list(s.get("prefilter"))]
+    for e in ex.get("match") or []:
+        if lits and not any(lit in e for lit in lits):
+            problems.append(f"{where}: signature {sid}: example {e[:50]!r}... contains no prefilter literal")
     return Signature(
-        id=sid,
-        sources=tuple(srcs) or ("text",),
+        id=str(sid),
+        sources=tuple(srcs),
         pattern=pattern,
         compiled=compiled,
-        level=str(s.get("level", "I")),
-        verbosity=int(s.get("verbosity", 0)),
-        meaning=str(s.get("meaning", "")).strip(),
-        versions=versions,
-        implies_version=bool(s.get("implies_version", False)),
+        meaning=" ".join(str(s.get("meaning", "")).split()),
         file=path,
         line=line,
-        examples_match=tuple(ex.get("match") or []),
-        examples_no_match=tuple(ex.get("no_match") or []),
-        node_capture=node_capture,
-        version_capture=version_capture,
         component=str(s.get("component", "hami")),
-        prefilter=tuple(_prefilter(s, compiled, where, sid, problems)),
+        origin=" ".join(str(s.get("origin", "")).split()),
+        level=str(s.get("level", "I")),
+        verbosity=int(s.get("verbosity", 0)),
+        versions=versions,
+        implies_version=bool(s.get("implies_version", False)),
+        examples_match=tuple(str(x) for x in ex.get("match") or []),
+        examples_no_match=tuple(str(x) for x in ex.get("no_match") or []),
+        node_capture=s.get("node_capture"),
+        artefact_node=s.get("artefact_node"),
+        version_capture=s.get("version_capture"),
+        version_of=str(s.get("version_of", "hami")),
+        prefilter=tuple(lits) or tuple(required_literals(pattern) or ()),
+        symptom=bool(s.get("symptom", False)),
+        references=tuple(str(x) for x in _as_list(s.get("references"))),
     )
-
-
-def _prefilter(
-    s: dict, compiled: regex.Pattern, where: str, sid: str, problems: list[str]
-) -> list[str]:
-    """Literals one of which every match contains; checked against the signature's examples."""
-    lits = s.get("prefilter") or []
-    if isinstance(lits, str):
-        lits = [lits]
-    if not lits:  # derived once here; the scanner falls back to the regex when there is none
-        return required_literals(s["regex"]) or []
-    for ex in (s.get("examples") or {}).get("match") or []:
-        if lits and not any(lit in ex for lit in lits):
-            problems.append(
-                f"{where}: signature {sid}: example {ex[:50]!r}... contains no prefilter literal"
-            )
-    return [str(x) for x in lits]
 
 
 def _check_template(where: str, rid: str, text: str, problems: list[str]) -> None:
@@ -339,122 +288,44 @@ def _check_template(where: str, rid: str, text: str, problems: list[str]) -> Non
         problems.append(f"{where}: rule {rid}: bad template (line {exc.lineno}): {exc.message}")
 
 
-def _check_condition(cond: Any, where: str, rid: str, sigs: dict, problems: list[str]) -> None:
-    if not isinstance(cond, dict):
-        problems.append(f"{where}: rule {rid}: condition must be a mapping, got {cond!r}")
-        return
-    line = cond.get(LINE_KEY)
-    here = f"{where.rsplit(':', 1)[0]}:{line}" if line else where
-    keys = {k for k in cond if k != LINE_KEY}
-    if keys & {"all", "any"}:
-        for k in keys & {"all", "any"}:
-            items = cond[k]
-            if not isinstance(items, list) or not items:
-                problems.append(f"{here}: rule {rid}: '{k}' needs a non-empty list")
-                continue
-            for c in items:
-                _check_condition(c, here, rid, sigs, problems)
-        extra = keys - {"all", "any"}
-        if extra:
-            problems.append(f"{here}: rule {rid}: unexpected keys beside all/any: {sorted(extra)}")
-        return
-    if "not" in keys:
-        if keys != {"not"}:
-            problems.append(f"{here}: rule {rid}: 'not' must stand alone")
-        _check_condition(cond["not"], here, rid, sigs, problems)
-        return
-    if "signature" in keys:
-        if cond["signature"] not in sigs:
-            problems.append(f"{here}: rule {rid}: unknown signature id {cond['signature']!r}")
-        bad = keys - SIG_KEYS
-        if bad:
-            problems.append(
-                f"{here}: rule {rid}: unknown keys in signature condition: {sorted(bad)}"
-            )
-        where_caps = cond.get("where") or {}
-        sig = sigs.get(cond["signature"])
-        if sig is not None:
-            for cap, pat in where_caps.items():
-                if cap == LINE_KEY:
-                    continue
-                if cap not in sig.compiled.groupindex:
-                    problems.append(
-                        f"{here}: rule {rid}: signature {sig.id} has no capture {cap!r}"
-                    )
-                try:
-                    regex.compile(str(pat))
-                except regex.error as exc:
-                    problems.append(f"{here}: rule {rid}: bad regex in where.{cap}: {exc}")
-        return
-    path_key = "fact" if "fact" in keys else "age_of" if "age_of" in keys else None
-    if path_key is None:
-        problems.append(
-            f"{here}: rule {rid}: condition needs one of all/any/not/fact/signature/age_of"
-        )
-        return
-    if not known_path(str(cond[path_key])):
-        problems.append(f"{here}: rule {rid}: unknown fact path {cond[path_key]!r}")
-    ops = keys - {path_key}
-    bad = ops - COMPARATORS
-    if bad:
-        problems.append(f"{here}: rule {rid}: unknown comparison {sorted(bad)}")
-    if not ops:
-        problems.append(
-            f"{here}: rule {rid}: {path_key} condition needs a comparison (eq, gt, exists, ...)"
-        )
-    for op in ops & COMPARATORS:
-        ref = cond[op]
-        if isinstance(ref, dict) and "fact" in ref and not known_path(str(ref["fact"])):
-            problems.append(f"{here}: rule {rid}: unknown fact path {ref['fact']!r} in {op}")
-    if "matches" in ops:
-        try:
-            regex.compile(str(cond["matches"]))
-        except regex.error as exc:
-            problems.append(f"{here}: rule {rid}: bad regex in matches: {exc}")
-
-
-def _load_rule(path: str, r: Any, sources: dict, sigs: dict, problems: list[str]) -> Rule | None:
+def _load_rule(path: str, r: Any, sigs: dict, problems: list[str]) -> Rule | None:
     if not isinstance(r, dict):
         problems.append(f"{path}: rule entry is not a mapping")
         return None
     line = r.get(LINE_KEY, 0)
     where = f"{path}:{line}"
     rid = r.get("id")
-    for key in r:
-        if key not in RULE_KEYS and key != LINE_KEY:
-            problems.append(f"{where}: rule {rid!r}: unknown key {key!r}")
-    for req in ("id", "title", "severity", "kind", "category", "when"):
-        if req not in r:
+    _unknown_keys(r, RULE_FIELDS, where, f"rule {rid!r}", problems)
+    for req in RULE_REQUIRED:
+        if req not in r and req != "tests":
             problems.append(f"{where}: rule {rid!r}: missing {req!r}")
     if not rid or "when" not in r:
         return None
     if not regex.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", str(rid)):
         problems.append(f"{where}: rule id {rid!r} must be lower-case words joined by '-'")
-    checks = (
+    for key, allowed in (
         ("severity", SEVERITIES),
         ("kind", KINDS),
         ("category", CATEGORIES),
-    )
-    for key, allowed in checks:
+        ("confidence", CONFIDENCES),
+    ):
         if key in r and r[key] not in allowed:
-            problems.append(
-                f"{where}: rule {rid}: {key} {r[key]!r} not one of {', '.join(allowed)}"
-            )
+            problems.append(f"{where}: rule {rid}: {key} {r[key]!r} not one of {', '.join(allowed)}")
     if r.get("link") is not None and r["link"] not in LINKS:
         problems.append(f"{where}: rule {rid}: link {r['link']!r} not one of {', '.join(LINKS)}")
     if r.get("case") is not None and r["case"] not in (1, 2, 3, 4, 5):
         problems.append(f"{where}: rule {rid}: case must be 1-5")
-    requires = r.get("requires") or []
-    for item in requires:
-        for src in item if isinstance(item, list) else [item]:
-            if src not in sources:
-                problems.append(f"{where}: rule {rid}: requires unknown source {src!r}")
     try:
         versions = Range.parse(r.get("versions", ""))
     except ValueError as exc:
         problems.append(f"{where}: rule {rid}: {exc}")
         versions = Range()
-    _check_condition(r["when"], where, rid, sigs, problems)
+    cond_problems = ParseProblems(path)
+    when = parse_condition(r["when"], line, cond_problems, sigs)
+    unless = parse_condition(r["unless"], line, cond_problems, sigs) if "unless" in r else None
+    problems.extend(f"{p} (rule {rid})" for p in cond_problems.items)
+    if when is None:
+        return None
     remediation = []
     for step in r.get("remediation") or []:
         if isinstance(step, str):
@@ -462,35 +333,38 @@ def _load_rule(path: str, r: Any, sources: dict, sigs: dict, problems: list[str]
         if not isinstance(step, dict):
             problems.append(f"{where}: rule {rid}: remediation steps are strings or mappings")
             continue
-        remediation.append({k: str(v) for k, v in step.items() if k != LINE_KEY})
+        remediation.append(Step(str(step.get("text", "")), step.get("command")))
     for text in [
         r.get("explanation", ""),
         r.get("title", ""),
-        *[v for s in remediation for v in s.values()],
+        *[s.text for s in remediation],
+        *[s.command for s in remediation if s.command],
     ]:
         _check_template(where, rid, str(text), problems)
-    tests = _strip(r.get("tests") or {})
     return Rule(
-        id=rid,
+        id=str(rid),
         title=str(r.get("title", "")),
-        summary=str(r.get("summary", "")).strip(),
         severity=r.get("severity", "info"),
         kind=r.get("kind", "fault"),
         category=r.get("category", "inconclusive"),
-        link=r.get("link"),
-        case=r.get("case"),
-        requires=list(requires),
-        versions=versions,
-        when=_strip(r["when"]),
-        explanation=str(r.get("explanation", "")).strip(),
-        remediation=remediation,
-        references=[str(x) for x in r.get("references") or []],
-        priority=int(r.get("priority", 50)),
+        when=when,
         file=path,
         line=line,
-        tests=tests,
-        disabled=bool(r.get("disabled", False)),
+        link=r.get("link"),
+        case=r.get("case"),
+        priority=int(r.get("priority", 50)),
+        confidence=r.get("confidence", "high"),
+        summary=" ".join(str(r.get("summary", "")).split()),
+        versions=versions,
         component_versions=_component_versions(r, where, problems),
+        unless=unless,
+        explains=tuple(str(x) for x in _as_list(r.get("explains"))),
+        collect=tuple(str(x) for x in _as_list(r.get("collect"))),
+        explanation=str(r.get("explanation", "")).strip(),
+        remediation=tuple(remediation),
+        references=tuple(str(x) for x in _as_list(r.get("references"))),
+        tests=_strip(r.get("tests") or {}),
+        disabled=bool(r.get("disabled", False)),
     )
 
 
@@ -505,3 +379,48 @@ def _component_versions(r: dict, where: str, problems: list[str]) -> dict[str, R
         except ValueError as exc:
             problems.append(f"{where}: rule {r.get('id')}: component_versions.{comp}: {exc}")
     return out
+
+
+def _load_episodes(path: Path, sigs: dict, problems: list[str]) -> EpisodeSpec:
+    ep = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("episodes") or {}
+    healthy = []
+    for h in ep.get("healthy", []):
+        sid, where = (h["signature"], h.get("where") or {}) if isinstance(h, dict) else (h, {})
+        healthy.append((sid, tuple((str(c), str(p)) for c, p in where.items())))
+    loop = ep.get("restart_loop") or {}
+    spec = EpisodeSpec(
+        starts=dict(ep.get("starts") or {}),
+        healthy=tuple(healthy),
+        annotation_update=ep.get("annotation_update"),
+        leader=ep.get("leader"),
+        restart_count=int(loop.get("count", 3)),
+        restart_within=float(loop.get("within_seconds", 900)),
+        gap_seconds={k: float(v) for k, v in (ep.get("gap_seconds") or {}).items()},
+    )
+    used = [*spec.starts.values(), *(h[0] for h in spec.healthy)]
+    used += [x for x in (spec.annotation_update, spec.leader) if x]
+    for sid in used:
+        if sid not in sigs:
+            problems.append(f"{path}: unknown signature id {sid!r}")
+    return spec
+
+
+def _load_decisions(path: Path, sigs: dict, problems: list[str]) -> tuple[DecisionSpec, ...]:
+    out = []
+    for d in (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("decisions") or []:
+        sig = sigs.get(d.get("signature"))
+        if sig is None:
+            problems.append(f"{path}: unknown signature id {d.get('signature')!r}")
+            continue
+        spec = DecisionSpec(
+            sig.id,
+            bool(d.get("fit")),
+            tuple(d.get("pod", [])),
+            tuple(d.get("node", [])),
+            tuple(d.get("reason", [])),
+        )
+        for cap in spec.pod + spec.node + spec.reason:
+            if cap not in sig.compiled.groupindex:
+                problems.append(f"{path}: signature {sig.id} has no capture {cap!r}")
+        out.append(spec)
+    return tuple(out)

@@ -1,4 +1,5 @@
-"""Typed rule and signature definitions, as loaded from the YAML files."""
+"""Typed rule and signature definitions, as loaded from the YAML files, and the rule set split
+into the parts each stage needs."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ from typing import Any
 
 import regex
 
+from analyzer.kinds import Catalogue
+from analyzer.rules.conditions import Cond
 from analyzer.versions import Range
 
 SEVERITIES = ("critical", "error", "warning", "info")
 KINDS = ("fault", "normal", "ok")
 LINKS = ("count", "spec", "liveness", "runtime", "platform", "scheduling")
+CONFIDENCES = ("high", "medium", "low")
 CATEGORIES = (
     "no-device-plugin-pod",
     "plugin-crash-nvml",
@@ -38,56 +42,101 @@ CATEGORIES = (
 
 @dataclass(frozen=True)
 class Signature:
+    """A log line declared once (Sigma-style): who prints it, where in their source, what it means."""
+
     id: str
-    sources: tuple[str, ...]
+    sources: tuple[str, ...]  # artefact kinds where it is expected (absence is judged there)
     pattern: str
     compiled: regex.Pattern
-    level: str
-    verbosity: int
     meaning: str
-    versions: Range
-    implies_version: bool
     file: str
     line: int
+    component: str = "hami"  # who prints it: hami-device-plugin, containerd, kubelet, ...
+    origin: str = ""  # upstream source location of the wording
+    level: str = "I"
+    verbosity: int = 0
+    versions: Range = field(default_factory=Range)
+    implies_version: bool = False
     examples_match: tuple[str, ...] = ()
     examples_no_match: tuple[str, ...] = ()
     node_capture: str | None = None  # capture naming the node the line is about
-    prefilter: tuple[str, ...] = ()  # literals for the fast scan (default: derived from regex)
+    artefact_node: str | None = None  # capture naming the node the whole artefact is about
     version_capture: str | None = None  # capture holding a version (evidence)
-    component: str = "hami"  # whose version the capture is: hami, toolkit, gpu-operator
+    version_of: str = "hami"  # whose version the capture is: hami, toolkit, gpu-operator, ...
+    prefilter: tuple[str, ...] = ()  # literals for the fast scan (default: derived from regex)
+    symptom: bool = False  # a described symptom, not a printed line: weak evidence
+    references: tuple[str, ...] = ()
 
 
-@dataclass
+@dataclass(frozen=True)
+class Step:
+    text: str
+    command: str | None = None
+
+
+@dataclass(frozen=True)
 class Rule:
     id: str
     title: str
     severity: str
     kind: str
     category: str
-    link: str | None
-    case: int | None
-    requires: list[str | list[str]]  # a nested list means any one of them
-    versions: Range
-    when: dict[str, Any]
-    explanation: str
-    remediation: list[dict[str, str]]
-    references: list[str]
-    priority: int
+    when: Cond
     file: str
     line: int
+    link: str | None = None
+    case: int | None = None
+    priority: int = 50
+    confidence: str = "high"  # the most this rule can claim; evidence may lower it
     summary: str = ""
+    versions: Range = field(default_factory=Range)
+    component_versions: dict[str, Range] = field(default_factory=dict)
+    unless: Cond | None = None  # true: explained away; unknown: fires, one confidence level lower
+    explains: tuple[str, ...] = ()  # rules whose findings are consequences of this one
+    collect: tuple[str, ...] = ()  # kinds that would confirm or overturn this verdict
+    explanation: str = ""
+    remediation: tuple[Step, ...] = ()
+    references: tuple[str, ...] = ()
     tests: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     disabled: bool = False
-    component_versions: dict[str, Range] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EpisodeSpec:
+    """Which signatures mark episodes on the timeline (rules/timeline.yaml)."""
+
+    starts: dict[str, str] = field(default_factory=dict)  # log kind -> start signature
+    healthy: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()  # (sig, where pairs)
+    annotation_update: str | None = None
+    leader: str | None = None
+    restart_count: int = 3
+    restart_within: float = 900.0
+    gap_seconds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DecisionSpec:
+    """How one signature's captures become rows of the pod x node decision table."""
+
+    signature: str
+    fit: bool
+    pod: tuple[str, ...] = ()
+    node: tuple[str, ...] = ()
+    reason: tuple[str, ...] = ()
 
 
 @dataclass
 class RuleSet:
-    sources: dict
+    """Everything loaded from rules/, split by the stage that uses it: the catalogue drives
+    recognition and collection, the signatures the scan, the annotation spec the decoders, the
+    rules the engine, episodes and decisions the timeline."""
+
+    catalogue: Catalogue
     signatures: dict[str, Signature]
     rules: dict[str, Rule]
-    annotations: Any
+    annotations: Any  # parse.annotations.AnnotationSpec
     files: list[str]
-    episodes: dict[str, Any] = field(default_factory=dict)
-    decisions: list[dict[str, Any]] = field(default_factory=list)
+    episodes: EpisodeSpec = field(default_factory=EpisodeSpec)
+    decisions: tuple[DecisionSpec, ...] = ()
     version: str = ""  # digest of the rule files, cited by every diagnosis
+    warnings: list[str] = field(default_factory=list)  # lint findings that do not block loading

@@ -1,0 +1,1 @@
+"""Facts with provenance: producers, registry, the per-node context rules evaluate."""

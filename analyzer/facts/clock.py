@@ -1,0 +1,89 @@
+"""When the bundle was collected, and klog times (which carry no year) placed in time."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import polars as pl
+
+PLACEHOLDER_YEAR = 2000  # leap year, used for ordering only when no year can be inferred
+MIN_YEAR, MAX_YEAR = 2000, 2100  # a clue outside this is junk, not a collection time
+
+
+@dataclass(frozen=True)
+class Clock:
+    """How klog timestamps (no year) were placed in time."""
+
+    collected_at: dt.datetime | None
+    year: int | None
+    source: str  # human sentence: how the year / collection time were inferred
+
+
+def parse_time(value: object) -> dt.datetime | None:
+    """An ISO 8601 time as an aware UTC datetime; None for anything else (never raises).
+
+    >>> parse_time("2026-08-16T10:00:00Z").isoformat()
+    '2026-08-16T10:00:00+00:00'
+    >>> parse_time("0000-01-01T00:00:00Z") is None
+    True
+    """
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        t = t if t.tzinfo else t.replace(tzinfo=dt.UTC)
+        t = t.astimezone(dt.UTC)
+    except (ValueError, OverflowError):
+        return None
+    return t if MIN_YEAR <= t.year < MAX_YEAR else None
+
+
+def infer_clock(
+    heartbeats: list[tuple[dt.datetime, str]],
+    log_times: list[tuple[dt.datetime, str]],
+    member_mtimes: list[float],
+) -> Clock:
+    """The latest trustworthy time in the bundle: node heartbeats and handshake stamps, then
+    `kubectl --timestamps` prefixes, then archive member times."""
+    candidates = [(t, why) for t, why in heartbeats + log_times if MIN_YEAR <= t.year < MAX_YEAR]
+    if not candidates and member_mtimes:
+        try:
+            t = dt.datetime.fromtimestamp(max(member_mtimes), dt.UTC)
+        except (OverflowError, OSError, ValueError):
+            t = None
+        if t is not None and MIN_YEAR <= t.year < MAX_YEAR:
+            candidates.append((t, "archive member modification times"))
+    if not candidates:
+        return Clock(
+            None,
+            None,
+            "no clue to the year or collection time in the bundle; "
+            "klog times are shown without a year and ages are not evaluated",
+        )
+    when, why = max(candidates)
+    return Clock(when, when.year, f"collection time {when:%Y-%m-%d %H:%M:%S} UTC from {why}")
+
+
+def timestamp_expr(year: int, collected: dt.datetime | None) -> pl.Expr:
+    """Vectorised klog time; a month after the collection month belongs to the previous year."""
+    y = pl.lit(year)
+    if collected is not None:
+        y = (
+            pl.when(pl.col("mm").cast(pl.Int32, strict=False) > collected.month)
+            .then(year - 1)
+            .otherwise(year)
+        )
+    klog = pl.concat_str(
+        [y.cast(pl.String), pl.col("mm"), pl.col("dd"), pl.lit(" "), pl.col("clock")]
+    ).str.to_datetime("%Y%m%d %H:%M:%S%.f", strict=False, time_zone="UTC", time_unit="us")
+    rfc = pl.col("rfc").str.to_datetime(strict=False, time_zone="UTC", time_unit="us")
+    rfc = pl.when(rfc.dt.year().is_between(MIN_YEAR, MAX_YEAR - 1)).then(rfc)
+    return pl.coalesce(rfc, klog).alias("ts")
+
+
+def stamp_logs(logs, clock: Clock) -> None:
+    year = clock.year or PLACEHOLDER_YEAR
+    for log in logs:
+        if "ts" not in log.frame.columns and "mm" in log.frame.columns:
+            log.frame = log.frame.with_columns(timestamp_expr(year, clock.collected_at))

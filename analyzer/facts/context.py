@@ -1,0 +1,197 @@
+"""A parsed bundle -> one NodeContext per node: facts with provenance, the node's view of the
+signature matches, clock and versions. Producers run in a fixed order because some read what
+earlier ones produced (register needs allocatable; selector needs register and pod)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+from analyzer.errors import AnalyzerError
+from analyzer.facts import config as config_facts
+from analyzer.facts import handshake as handshake_facts
+from analyzer.facts import lease as lease_facts
+from analyzer.facts import logs as log_facts
+from analyzer.facts import node as node_facts
+from analyzer.facts import pod as pod_facts
+from analyzer.facts import register as register_facts
+from analyzer.facts import runtime as runtime_facts
+from analyzer.facts import selector as selector_facts
+from analyzer.facts import smi as smi_facts
+from analyzer.facts import version as version_facts
+from analyzer.facts.clock import Clock, infer_clock, parse_time, stamp_logs
+from analyzer.facts.matches import SignatureIndex, collect_matches
+from analyzer.facts.model import FactSet, Match
+from analyzer.parse.annotations import Handshake, RegisterAnnotation
+from analyzer.parse.node import NodeFacts
+from analyzer.pipeline import ParsedBundle
+from analyzer.rules.model import RuleSet
+from analyzer.versions import VersionInference
+
+
+class NodeNotFound(AnalyzerError):
+    """`--node NAME` names no node of the bundle."""
+
+
+@dataclass
+class NodeContext:
+    """Everything the rules of one node see; it satisfies the conditions' EvalContext."""
+
+    name: str | None
+    node: NodeFacts | None
+    facts: FactSet
+    index: SignatureIndex
+    clock: Clock
+    register: RegisterAnnotation | None = None
+    handshake: Handshake | None = None
+    version: VersionInference = field(default_factory=VersionInference)
+    components: dict[str, VersionInference] = field(default_factory=dict)
+
+    @property
+    def collected_at(self) -> dt.datetime | None:
+        return self.clock.collected_at
+
+    def matches(self, sig: str) -> list[Match]:
+        return self.index.matches.get(sig, [])
+
+    def count(self, sig: str) -> int:
+        return self.index.count(sig)
+
+    def absence_known(self, sig: str) -> bool:
+        return self.index.absence_known(sig)
+
+    def sources(self, sig: str) -> frozenset[str]:
+        return self.index.sources(sig)
+
+    def meaning(self, sig: str) -> str:
+        s = self.index.signatures[sig]
+        return s.meaning.split(". ")[0] if s.meaning else s.pattern
+
+
+def _merge_fragments(nodes: list[NodeFacts]) -> list[NodeFacts]:
+    """Annotations pasted on their own belong to the one node of the bundle (or are it)."""
+    objects = [n for n in nodes if n.form != "fragment"]
+    fragments = [n for n in nodes if n.form == "fragment"]
+    if not fragments:
+        return objects
+    if len(objects) > 1:
+        return objects
+    target = objects[0] if objects else fragments.pop(0)
+    for f in fragments:
+        for k, v in f.annotations.items():
+            target.annotations.setdefault(k, v)
+            if k in f.line_of:
+                target.line_of.setdefault(k, f.line_of[k])
+        target.sections = target.sections | {"annotations"}
+    return [target]
+
+
+def _clock(bundle: ParsedBundle, nodes: list[NodeFacts], decoded: dict[int, dict[str, Handshake]]) -> Clock:
+    beats: list[tuple[dt.datetime, str]] = []
+    for n in nodes:
+        for c in n.conditions:
+            t = parse_time(c.get("lastHeartbeatTime"))
+            if t:
+                beats.append((t, f"node {n.name} condition heartbeat"))
+        for k, hs in decoded.get(id(n), {}).items():
+            if hs.time:
+                beats.append((hs.time, f"handshake annotation {k}"))
+    stamps: list[tuple[dt.datetime, str]] = []
+    for log in bundle.logs:
+        if "rfc" in log.frame.columns:
+            rfc = log.frame["rfc"].drop_nulls()
+            t = parse_time(rfc[-1]) if len(rfc) else None
+            if t:
+                stamps.append((t, f"kubectl --timestamps prefix in {log.artefact.file.name}"))
+    return infer_clock(beats, stamps, bundle.member_mtimes)
+
+
+def build_contexts(bundle: ParsedBundle, ruleset: RuleSet, node_name: str | None = None) -> list[NodeContext]:
+    nodes = _merge_fragments(list(bundle.nodes))
+    spec = ruleset.annotations
+    decoded = {id(n): handshake_facts.decode_all(n, spec) for n in nodes}
+    clock = _clock(bundle, nodes, decoded)
+    stamp_logs(bundle.logs, clock)
+    index = collect_matches(
+        bundle.logs, [a.kind for a in bundle.inventory.artefacts], ruleset.signatures, ruleset.catalogue
+    )
+    names = {n.name for n in nodes if n.name}
+    targets: list[NodeFacts | None] = list(nodes)
+    if node_name:
+        targets = [n for n in nodes if n.name == node_name]
+        if not targets:
+            known = ", ".join(sorted(names)) or "none"
+            raise NodeNotFound(f"--node {node_name}: no such node in the bundle (nodes: {known})")
+    if not targets:
+        targets = [None]
+    return [
+        _context(bundle, ruleset, n, clock, index, names, decoded.get(id(n), {})) for n in targets
+    ]
+
+
+def _guess_name(index: SignatureIndex, bundle: ParsedBundle) -> str | None:
+    """Without a Node object: the node a device-plugin log says it works on, or the failing pod's."""
+    for a in index.artefacts:
+        if a.node:
+            return a.node
+    for p in bundle.pods:
+        for v in (p.node, p.annotations.get("hami.io/vgpu-node")):
+            if v and v not in ("<none>", ""):
+                return v.split("/")[0]
+    return None
+
+
+def _register_from_logs(index: SignatureIndex) -> Match | None:
+    """The latest register value a HAMi log printed for this node (the plugin's own first)."""
+    best: Match | None = None
+    for sid, ms in index.matches.items():
+        if "register" not in index.signatures[sid].compiled.groupindex:
+            continue
+        for m in ms:
+            if not m.captures.get("register"):
+                continue
+            rank = (m.kind == "device-plugin-log", m.line)
+            if best is None or rank > (best.kind == "device-plugin-log", best.line):
+                best = m
+    return best
+
+
+def _context(bundle, ruleset, node, clock, index, names, decoded) -> NodeContext:
+    name = node.name if node is not None and node.name else None
+    view = index.for_node(name, names)
+    name = name or _guess_name(view, bundle)
+    facts = FactSet()
+    kinds = sorted(view.present)
+    facts.put("bundle.kinds", kinds)
+    facts.put("bundle.node_count", sum(1 for n in bundle.nodes if n.form != "fragment"))
+    facts.put("bundle.collected_at", clock.collected_at)
+    node_facts.produce(node, facts, name)
+    spec = ruleset.annotations
+    register = register_facts.produce(node, spec, facts, _register_from_logs(view))
+    handshake = handshake_facts.produce(node, decoded, spec, facts, clock.collected_at)
+    pod_facts.produce(bundle.pods, facts, name)
+    config_facts.produce(bundle.configs, facts)
+    runtime_facts.produce(bundle.configs, facts)
+    lease_facts.produce(bundle.configs, facts)
+    selector_facts.produce(register.devices if register else [], facts)
+    smi_facts.produce(bundle.logs, facts)
+    log_facts.produce(bundle.logs, facts)
+    helm_tags = [
+        (str(v), f"{f.where}")
+        for p, f in facts.facts.items()
+        if p.startswith("config.helm-values.") and p.endswith(("imageTag", "image.tag")) and isinstance(v := f.value, str)
+    ]
+    reg_where = str(facts.where("register.text")) if register else None
+    hs_where = str(facts.where("handshake.value")) if handshake else None
+    version, components = version_facts.infer(
+        register,
+        reg_where,
+        handshake,
+        hs_where,
+        view.matches,
+        ruleset.signatures,
+        node.images if node is not None else [],
+        helm_tags,
+    )
+    version_facts.produce(version, components, facts)
+    return NodeContext(name, node, facts, view, clock, register, handshake, version, components)

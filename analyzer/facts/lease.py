@@ -1,0 +1,23 @@
+"""The hami-scheduler leader Lease: which replica holds it (a follower's quiet log is normal
+when another replica is the holder)."""
+
+from __future__ import annotations
+
+from analyzer.facts.model import FactSet, Where
+from analyzer.parse.configs import ConfigFacts
+
+
+def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
+    """
+    >>> from analyzer.facts.samples import config
+    >>> fs = FactSet(); produce([config("lease", "kind: Lease\\nmetadata: {name: hami-scheduler}\\nspec:\\n  holderIdentity: hami-scheduler-7d9f_1")], fs)
+    >>> fs.value("lease.holder")
+    'hami-scheduler-7d9f_1'
+    """
+    for cf in configs:
+        if cf.kind != "lease":
+            continue
+        facts.mark_known("lease.")
+        holder = cf.values.get("spec.holderIdentity")
+        if holder:
+            facts.put("lease.holder", str(holder), Where(cf.file, cf.line_of("holderIdentity")))

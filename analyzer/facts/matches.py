@@ -1,0 +1,142 @@
+"""Signature matches of a whole bundle, with provenance, and the per-node view rules evaluate.
+
+A match is evidence wherever it is: the kind of the artefact it was found in decides only how
+much it weighs (a line in a recognised log, a bare line pasted among prose, the issue's own
+words). Whether a signature's absence means anything depends on the bundle holding an artefact
+of a kind where the line would have been printed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from analyzer.bundle.text import LOG_LINE_RE, SCRIPT_RE
+from analyzer.facts.model import Match
+from analyzer.kinds import Catalogue
+from analyzer.parse.logs import ParsedLog
+from analyzer.rules.conditions import MATCH_TIMEOUT
+from analyzer.rules.model import Signature
+
+PROSE_KINDS = ("text", "issue-text")
+
+
+def strength_of(kind: str, text: str, sig: Signature) -> str:
+    """high: a line of a recognised artefact, or a pasted line with its own log header;
+    medium: a quoted error without one, or the issue's prose; low: a described symptom."""
+    if sig.symptom:
+        return "low"
+    if kind == "issue-text":
+        return "medium"
+    if kind == "text":
+        return "high" if LOG_LINE_RE.match(text) else "medium"
+    return "high"
+
+
+@dataclass
+class ArtefactInfo:
+    file: str
+    kind: str
+    first_line: int
+    node: str | None = None  # the node the whole artefact is about (a device-plugin log's node)
+
+
+@dataclass
+class SignatureIndex:
+    """Matches by signature id, exact counts, the kinds the bundle holds, per-log node names."""
+
+    signatures: dict[str, Signature]
+    catalogue: Catalogue
+    matches: dict[str, list[Match]] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    present: set[str] = field(default_factory=set)  # kinds recognised, incl. what they count as
+    artefacts: list[ArtefactInfo] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def count(self, sid: str) -> int:
+        return max(len(self.matches.get(sid, [])), self.counts.get(sid, 0))
+
+    def sources(self, sid: str) -> frozenset[str]:
+        sig = self.signatures[sid]
+        return frozenset(s for s in sig.sources if s not in PROSE_KINDS)
+
+    def absence_known(self, sid: str) -> bool:
+        srcs = self.sources(sid)
+        return not srcs or bool(srcs & self.present)
+
+    def for_node(self, node: str | None, others: set[str]) -> SignatureIndex:
+        """The view of one node: lines naming another node of the bundle, and artefacts about
+        another node, are left out (node names the bundle does not hold stay in: a scheduler log
+        talks about every node in the cluster)."""
+        if not node and not others:
+            return self
+        foreign = {a.file for a in self.artefacts if a.node and a.node != node and a.node in others}
+        foreign_lines = {
+            (a.file, a.first_line) for a in self.artefacts if a.node and a.node != node
+        }
+        kept: dict[str, list[Match]] = {}
+        for sid, ms in self.matches.items():
+            cap = self.signatures[sid].node_capture
+            sel = []
+            for m in ms:
+                if cap and node and m.captures.get(cap) not in (None, "", node):
+                    continue
+                if (m.file, _artefact_start(self, m)) in foreign_lines and m.file in foreign:
+                    continue
+                sel.append(m)
+            if sel:
+                kept[sid] = sel
+        view = SignatureIndex(
+            self.signatures, self.catalogue, kept, self.counts, self.present, self.artefacts
+        )
+        view.errors = self.errors
+        view.counts = {
+            sid: (n if len(kept.get(sid, [])) == len(self.matches.get(sid, [])) else len(kept.get(sid, [])))
+            for sid, n in self.counts.items()
+        }
+        return view
+
+
+def _artefact_start(index: SignatureIndex, m: Match) -> int:
+    best = 0
+    for a in index.artefacts:
+        if a.file == m.file and a.first_line <= m.line and a.first_line >= best:
+            best = a.first_line
+    return best
+
+
+def collect_matches(
+    logs: list[ParsedLog], kinds: list[str], signatures: dict[str, Signature], catalogue: Catalogue
+) -> SignatureIndex:
+    index = SignatureIndex(signatures, catalogue)
+    index.present = catalogue.satisfied({k for k in kinds if catalogue.get(k) and catalogue[k].family != "junk"})
+    for log in logs:
+        art = log.artefact
+        info = ArtefactInfo(art.file.name, art.kind, art.first_line)
+        index.artefacts.append(info)
+        for sid, n in log.stats.sig_counts.items():
+            index.counts[sid] = index.counts.get(sid, 0) + n
+        if "sigs" not in log.frame.columns:
+            continue
+        hits = log.frame.filter(pl.col("sigs").list.len() > 0).select("line", "text", "ts", "sigs")
+        for line, text, ts, sigs in hits.iter_rows():
+            for sid in sigs:
+                sig = signatures[sid]
+                try:
+                    m = sig.compiled.search(text, timeout=MATCH_TIMEOUT)
+                except TimeoutError:
+                    index.errors.append(f"signature {sid}: regex timed out on {art.file.name}:{line}")
+                    continue
+                if not m:
+                    continue  # Rust and Python regex dialects disagreed; trust the stricter
+                if SCRIPT_RE.search(text[: m.start()]):
+                    continue  # a command that echoes the words is not the event
+                caps = {k: v or "" for k, v in m.groupdict().items()}
+                match = Match(
+                    sid, art.file.name, line, text, ts, caps, m.span(), art.kind,
+                    strength_of(art.kind, text, sig),
+                )
+                index.matches.setdefault(sid, []).append(match)
+                if sig.artefact_node and caps.get(sig.artefact_node):
+                    info.node = info.node or caps[sig.artefact_node]
+    return index

@@ -1,0 +1,82 @@
+"""Node facts: labels, annotations, taints, allocatable, readiness, from the Node object or
+`kubectl describe node` (a describe fragment tells only the sections it shows)."""
+
+from __future__ import annotations
+
+from analyzer.facts.model import FactSet, Where
+from analyzer.parse.node import NodeFacts
+
+_SECTION_PATHS = {
+    "labels": ("node.labels.", "node.label_managers."),
+    "annotations": ("node.annotations.", "node.hami_annotation_keys"),
+    "taints": ("node.taints", "node.taint_keys"),
+    "capacity": ("node.capacity.",),
+    "allocatable": ("node.allocatable.",),
+    "conditions": ("node.ready",),
+    "spec": ("node.unschedulable",),
+}
+
+
+def gpu_count(resources: dict[str, str], name: str = "nvidia.com/gpu") -> int | None:
+    """Allocatable nvidia.com/gpu as an int; 0 when the resource is not listed.
+
+    >>> gpu_count({"nvidia.com/gpu": "10"}), gpu_count({"cpu": "8"}), gpu_count({"nvidia.com/gpu": "x"})
+    (10, 0, None)
+    """
+    v = resources.get(name)
+    if v is None:
+        return 0
+    try:
+        return int(str(v).strip())
+    except ValueError:
+        return None
+
+
+def produce(node: NodeFacts | None, facts: FactSet, name: str | None = None) -> None:
+    """
+    >>> from analyzer.facts.samples import node
+    >>> fs = FactSet()
+    >>> produce(node('kind: Node\\nmetadata: {name: n1, labels: {gpu: "on"}}\\nstatus: {allocatable: {nvidia.com/gpu: "10"}}'), fs)
+    >>> fs.value("node.labels.gpu"), fs.value("node.allocatable.gpu"), fs.lookup("node.labels.other").value
+    ('on', 10, None)
+    >>> fs = FactSet(); produce(node("Capacity:\\n  nvidia.com/gpu: 0\\nAllocatable:\\n  nvidia.com/gpu: 0", "node-describe"), fs)
+    >>> fs.value("node.allocatable.gpu"), fs.lookup("node.labels.gpu")
+    (0, UNKNOWN)
+    """
+    facts.put("node.present", node is not None)
+    facts.put("node.name", (node.name if node is not None and node.name else None) or name)
+    if node is None:
+        return
+    file = node.file
+
+    def at(key: str | None = None) -> Where:
+        return Where(file, node.line_of.get(key, node.first_line) if key else node.first_line)
+
+    facts.put("node.form", node.form, at())
+    for section in node.sections:
+        facts.mark_known(*_SECTION_PATHS.get(section, ()))
+    if "labels" in node.sections:
+        for k, v in node.labels.items():
+            facts.put(f"node.labels.{k}", v, at(f"label.{k}"))
+        for k, managers in node.label_managers.items():
+            facts.put(f"node.label_managers.{k}", ", ".join(sorted(set(managers))), at(f"label.{k}"))
+    if "annotations" in node.sections:
+        for k, v in node.annotations.items():
+            facts.put(f"node.annotations.{k}", v, at(k))
+        keys = sorted(k for k in node.annotations if k.startswith(("hami.io/", "4pd.io/")))
+        facts.put("node.hami_annotation_keys", keys, at())
+    if "taints" in node.sections:
+        facts.put("node.taints", node.taints, at("taints"))
+        keys = {t.get("key", "") for t in node.taints if t.get("effect") in ("NoSchedule", "NoExecute")}
+        facts.put("node.taint_keys", sorted(keys), at("taints"))
+    if "spec" in node.sections:
+        facts.put("node.unschedulable", node.unschedulable, at())
+    if "conditions" in node.sections:
+        ready = [c for c in node.conditions if c.get("type") == "Ready"]
+        facts.put("node.ready", (ready[0].get("status") == "True") if ready else None, at("conditions"))
+    for section, values in (("allocatable", node.allocatable), ("capacity", node.capacity)):
+        if section not in node.sections:
+            continue
+        for res, v in values.items():
+            facts.put(f"node.{section}.{res}", v, at(f"{section}.{res}"))
+        facts.put(f"node.{section}.gpu", gpu_count(values), at(f"{section}.nvidia.com/gpu"))

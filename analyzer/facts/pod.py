@@ -1,0 +1,77 @@
+"""Pod facts from `kubectl describe pod` or the Pod object: where it is bound, which scheduler
+and runtime class it names, its HAMi annotations, limits, events and container reasons."""
+
+from __future__ import annotations
+
+from analyzer.facts.model import FactSet, Where
+from analyzer.parse.pod import PodFacts
+
+
+def _number(v: str):
+    """`"3000"` -> 3000; other quantities (500m, 1Gi) stay strings."""
+    try:
+        return int(str(v).strip().strip('"'))
+    except ValueError:
+        return v
+
+
+def relevant(pods: list[PodFacts], node: str | None) -> list[PodFacts]:
+    """The pods of a node: those bound to it (by spec or HAMi annotation), else every pod."""
+    if node:
+        mine = [p for p in pods if node in (p.node, p.annotations.get("hami.io/vgpu-node"))]
+        if mine:
+            return mine
+    return pods
+
+
+def produce(pods: list[PodFacts], facts: FactSet, node: str | None = None) -> None:
+    """
+    >>> from analyzer.facts.samples import pod
+    >>> fs = FactSet()
+    >>> produce([pod('kind: Pod\\nmetadata: {name: p}\\nspec:\\n  schedulerName: default-scheduler\\n  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: "3000"}}}]')], fs)
+    >>> fs.value("pod.scheduler_name"), fs.value("pod.limits.nvidia.com/gpumem"), fs.lookup("pod.runtime_class").value
+    ('default-scheduler', 3000, None)
+    >>> fs = FactSet(); produce([pod("Events:\\n  Warning  FailedScheduling  4m  default-scheduler  0/2 nodes are available", "pod-describe")], fs)
+    >>> fs.value("pod.event_sources"), fs.lookup("pod.scheduler_name")
+    (['default-scheduler'], UNKNOWN)
+    """
+    facts.put("pod.present", bool(pods))
+    pods = relevant(pods, node)
+    if not pods:
+        return
+    p = max(pods, key=lambda x: (bool(x.name), len(x.sections), len(x.annotations)))
+    at = Where(p.file, p.first_line)
+    sections = set().union(*(x.sections for x in pods))
+    if "header" in sections or p.form == "yaml":
+        facts.mark_known("pod.name", "pod.namespace", "pod.status", "pod.node", "pod.runtime_class")
+    if p.form == "yaml":
+        facts.mark_known("pod.scheduler_name")
+    for path, v in (
+        ("pod.name", p.name),
+        ("pod.namespace", p.namespace),
+        ("pod.status", p.status),
+        ("pod.node", p.node if p.node not in ("<none>", "") else None),
+        ("pod.scheduler_name", p.scheduler_name),
+        ("pod.runtime_class", p.runtime_class),
+    ):
+        if v is not None:
+            facts.put(path, v, at)
+    if "annotations" in sections:
+        facts.mark_known("pod.annotations.")
+        for x in pods:
+            for k, v in x.annotations.items():
+                facts.put(f"pod.annotations.{k}", v, Where(x.file, x.line_of.get(k, x.first_line)))
+    if "limits" in sections:
+        facts.mark_known("pod.limits.")
+        for x in pods:
+            for c in x.containers:
+                for k, v in c.limits.items():
+                    facts.put(f"pod.limits.{k}", _number(v), Where(x.file, x.first_line))
+    if "events" in sections:
+        events = [e for x in pods for e in x.events]
+        first = Where(pods[0].file, events[0].line) if events else at
+        facts.put("pod.event_sources", sorted({e.source for e in events}), first)
+        facts.put("pod.event_reasons", sorted({e.reason for e in events}), first)
+    if "containers" in sections:
+        reasons = {r for x in pods for c in x.containers for r in (c.reason, c.last_reason) if r}
+        facts.put("pod.container_reasons", sorted(reasons), at)

@@ -1,0 +1,119 @@
+"""Register facts: the GPUs the device plugin published in hami.io/node-nvidia-register, decoded
+with the formats of rules/annotations.yaml (omitempty JSON, 9/7/5-field CSV). Without a Node
+object, register data a HAMi log printed (the plugin's patch, the scheduler's encoded devices)
+stands in, marked `register.from = log`."""
+
+from __future__ import annotations
+
+import json
+
+from analyzer.facts.model import FactSet, Match, Where
+from analyzer.parse.annotations import AnnotationSpec, RegisterAnnotation
+from analyzer.parse.node import NodeFacts
+
+NVIDIA = "nvidia"
+
+
+def _cut_off(value: str) -> bool:
+    """A pasted value that stops mid-way (describe's `...`, or JSON that ends early)."""
+    v = value.rstrip()
+    if v.endswith(("...", "…")):
+        return True
+    if v.startswith("["):
+        try:
+            json.loads(v)
+        except json.JSONDecodeError as exc:
+            return exc.pos >= len(v) - 2
+        except RecursionError:
+            return False
+    return False
+
+
+def _normalised(value: str) -> str:
+    """Log lines print Go structs as JSON with capitalised keys ({"Id": ..., "Health": true})."""
+    v = value.strip()
+    if not v.startswith("["):
+        return v
+    try:
+        data = json.loads(v)
+    except (json.JSONDecodeError, RecursionError):
+        return v
+    if isinstance(data, list) and all(isinstance(d, dict) for d in data):
+        return json.dumps([{str(k).lower(): x for k, x in d.items()} for d in data])
+    return v
+
+
+def produce(
+    node: NodeFacts | None,
+    spec: AnnotationSpec,
+    facts: FactSet,
+    from_log: Match | None = None,
+) -> RegisterAnnotation | None:
+    """
+    >>> from analyzer.facts.samples import node, annotation_spec
+    >>> fs = FactSet()
+    >>> r = produce(node('kind: Node\\nmetadata:\\n  name: n1\\n  annotations:\\n    hami.io/node-nvidia-register: \\'[{"id":"GPU-1","count":10,"devmem":24564}]\\''), annotation_spec(), fs)
+    >>> fs.value("register.status"), fs.value("register.unhealthy_count"), fs.value("register.health_absent_count")
+    ('ok', 1, 1)
+    >>> fs = FactSet(); _ = produce(node('[{"id":"GPU-1","count":10,"health":true},{"id":"G', "node-annotations"), annotation_spec(), fs)
+    >>> fs.value("register.status")
+    'elided'
+    """
+    known = node is not None and "annotations" in node.sections
+    value = where = origin = key = None
+    if known:
+        others = sorted(k for k in node.annotations if spec.register_vendor(k) not in (None, NVIDIA))
+        facts.put("register.other_vendor_keys", others, Where(node.file, node.first_line))
+        key = next((k for k in node.annotations if spec.register_vendor(k) == NVIDIA), None)
+        if key is not None:
+            value, origin = node.annotations[key], "annotation"
+            where = Where(node.file, node.line_of.get(key, node.first_line))
+    if value is None and from_log is not None:
+        candidate = _normalised(from_log.captures.get("register", ""))
+        decoded = spec.decode_register("hami.io/node-nvidia-register", candidate)
+        if decoded.status in ("ok", "empty"):
+            value, origin, key = candidate, "log", decoded.key
+            where = Where(from_log.file, from_log.line)
+    if value is None:
+        if known:
+            facts.put("register.present", False, Where(node.file, node.first_line))
+            facts.put("register.status", "absent", Where(node.file, node.first_line))
+            facts.mark_known("register.")
+        return None
+    cut = origin == "annotation" and (key in node.elided or (node.form != "yaml" and _cut_off(value)))
+    reg = spec.decode_register(key, value, cut)
+    if cut and reg.status != "ok":
+        reg = spec.decode_register(key, value, True)
+    facts.mark_known("register.")
+    facts.put("register.present", True, where)
+    facts.put("register.from", origin, where)
+    facts.put("register.status", reg.status, where)
+    facts.put("register.format", reg.format, where)
+    facts.put("register.error", reg.error, where)
+    facts.put("register.text", reg.text, where)
+    devs = reg.devices
+    if reg.status not in ("ok", "empty"):
+        return reg
+    allocatable = facts.value("node.allocatable.gpu")
+    json_fmt = reg.format == "json"
+    for path, v in {
+        "register.device_count": len(devs),
+        "register.unhealthy_count": sum(1 for d in devs if not d.health),
+        "register.health_absent_count": sum(1 for d in devs if json_fmt and "health" in d.absent),
+        "register.split_total": sum(d.count for d in devs),
+        "register.split_counts": sorted({d.count for d in devs}),
+        "register.max_devmem": max((d.devmem for d in devs), default=None),
+        "register.max_devcore": max((d.devcore for d in devs), default=None),
+        "register.types": sorted({d.type for d in devs}),
+        "register.modes": sorted({d.mode for d in devs if d.mode}),
+        "register.allocatable_gap": (
+            allocatable - sum(d.count for d in devs)
+            if isinstance(allocatable, int) and devs and origin == "annotation"
+            else None
+        ),
+        "register.index_or_numa_absent": sum(
+            1 for d in devs if json_fmt and {"index", "numa"} & set(d.absent)
+        ),
+    }.items():
+        facts.put(path, v, where)
+    return reg

@@ -1,0 +1,149 @@
+"""Every fact a rule may name, declared once: its path, type, whether it may be absent, which
+producer makes it, the artefact kinds it comes from, and what it means.
+
+A path ending in `.*` declares a family (labels, annotations, config keys). `sources` are the
+kinds whose absence makes the fact UNKNOWN (a rule condition on it is then "not evaluated");
+an empty tuple means the fact is always known (derived from the whole bundle).
+`hami-analyzer rules facts` prints this table for rule authors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TYPES = ("int", "float", "str", "bool", "list", "datetime", "any")
+
+
+@dataclass(frozen=True)
+class FactSpec:
+    path: str
+    type: str
+    producer: str
+    sources: tuple[str, ...]
+    description: str
+    nullable: bool = True
+
+    @property
+    def family(self) -> bool:
+        return self.path.endswith(".*")
+
+
+def _f(path, type_, producer, sources, description, nullable=True) -> FactSpec:
+    return FactSpec(path, type_, producer, tuple(sources), description, nullable)
+
+
+NODE = ("node",)
+POD = ("pod",)
+FACTS: tuple[FactSpec, ...] = (
+    # bundle: always known
+    _f("bundle.kinds", "list", "bundle", (), "artefact kinds in the bundle", False),
+    _f("bundle.node_count", "int", "bundle", (), "Node objects in the bundle", False),
+    _f("bundle.collected_at", "datetime", "clock", (), "inferred collection time (UTC)"),
+    # node object or describe output
+    _f("node.present", "bool", "node", (), "a Node object or describe output is in the bundle", False),
+    _f("node.name", "str", "node", (), "name of the node analysed (object, or named by logs/pod)"),
+    _f("node.form", "str", "node", NODE, "yaml (kubectl get -o yaml/json) or describe"),
+    _f("node.labels.*", "str", "node", NODE, "node labels"),
+    _f("node.label_managers.*", "str", "node", NODE, "field managers that set a label, comma-separated (--show-managed-fields)"),
+    _f("node.annotations.*", "str", "node", NODE, "node annotations, raw"),
+    _f("node.taints", "list", "node", NODE, "taints as {key, value, effect}"),
+    _f("node.taint_keys", "list", "node", NODE, "keys of NoSchedule/NoExecute taints"),
+    _f("node.unschedulable", "bool", "node", NODE, "spec.unschedulable"),
+    _f("node.ready", "bool", "node", NODE, "the Ready condition is True"),
+    _f("node.allocatable.gpu", "int", "node", NODE, "allocatable nvidia.com/gpu (0 when the node lists no such resource)"),
+    _f("node.capacity.gpu", "int", "node", NODE, "capacity nvidia.com/gpu (0 when the node lists no such resource)"),
+    _f("node.allocatable.*", "str", "node", NODE, "status.allocatable by resource name, raw"),
+    _f("node.capacity.*", "str", "node", NODE, "status.capacity by resource name, raw"),
+    _f("node.hami_annotation_keys", "list", "node", NODE, "hami.io/* and 4pd.io/* annotation keys"),
+    # register annotation (node object, or register data a HAMi log printed)
+    _f("register.present", "bool", "register", NODE, "an NVIDIA register value is known (annotation, or printed by a HAMi log)"),
+    _f("register.from", "str", "register", NODE, "annotation (node object) or log (printed by the plugin or scheduler)"),
+    _f("register.status", "str", "register", NODE, "absent | empty | invalid | elided | ok"),
+    _f("register.format", "str", "register", NODE, "json | csv-9 | csv-7 | csv-5"),
+    _f("register.error", "str", "register", NODE, "decoder error of an invalid annotation"),
+    _f("register.text", "str", "register", NODE, "the raw register value"),
+    _f("register.device_count", "int", "register", NODE, "decoded devices"),
+    _f("register.unhealthy_count", "int", "register", NODE, "devices whose health is false (absent in JSON means unhealthy)"),
+    _f("register.health_absent_count", "int", "register", NODE, "JSON devices without a health key"),
+    _f("register.split_total", "int", "register", NODE, "sum of count over devices (the expected allocatable)"),
+    _f("register.split_counts", "list", "register", NODE, "distinct count values"),
+    _f("register.allocatable_gap", "int", "register", NODE, "allocatable nvidia.com/gpu minus the sum of count"),
+    _f("register.max_devmem", "int", "register", NODE, "largest devmem (MiB) of any GPU"),
+    _f("register.max_devcore", "int", "register", NODE, "largest devcore of any GPU"),
+    _f("register.types", "list", "register", NODE, "distinct GPU types"),
+    _f("register.modes", "list", "register", NODE, "distinct device modes (hami-core, mig, mps)"),
+    _f("register.index_or_numa_absent", "int", "register", NODE, "JSON devices lacking index or numa (normal: 0 omitted)"),
+    _f("register.other_vendor_keys", "list", "register", NODE, "register keys of other vendors"),
+    # handshake annotation
+    _f("handshake.present", "bool", "handshake", NODE, "hami.io/node-handshake exists"),
+    _f("handshake.state", "str", "handshake", NODE, "Requesting | Reported | Deleted | other"),
+    _f("handshake.value", "str", "handshake", NODE, "raw handshake value"),
+    _f("handshake.time", "datetime", "handshake", NODE, "timestamp in the handshake value"),
+    _f("handshake.age_seconds", "float", "handshake", NODE, "collection time minus handshake time"),
+    _f("handshake.other_vendor_keys", "list", "handshake", NODE, "handshake keys with a vendor suffix (-dcu, -xpu, ...)"),
+    _f("handshake.nvidia_suffix_key", "bool", "handshake", NODE, "a hami.io/node-handshake-nvidia key exists (it never should)"),
+    # the failing pod
+    _f("pod.present", "bool", "pod", (), "a pod (describe or YAML) is in the bundle", False),
+    _f("pod.name", "str", "pod", POD, "pod name"),
+    _f("pod.namespace", "str", "pod", POD, "pod namespace"),
+    _f("pod.status", "str", "pod", POD, "pod status / phase"),
+    _f("pod.node", "str", "pod", POD, "node the pod is bound to"),
+    _f("pod.scheduler_name", "str", "pod", POD, "spec.schedulerName (known from YAML only)"),
+    _f("pod.runtime_class", "str", "pod", POD, "runtimeClassName"),
+    _f("pod.annotations.*", "str", "pod", POD, "pod annotations"),
+    _f("pod.limits.*", "int", "pod", POD, "container resource limits, merged (numbers for nvidia.com/* resources)"),
+    _f("pod.event_sources", "list", "pod", POD, "the From column of the pod's events"),
+    _f("pod.event_reasons", "list", "pod", POD, "the Reason column of the pod's events"),
+    _f("pod.container_reasons", "list", "pod", POD, "container state and last-state reasons"),
+    _f("pod.selector_matching_cards", "int", "selector", ("node", "pod"), "cards left by the pod's use-/nouse-gputype and -gpuuuid annotations"),
+    # configuration files
+    _f("config.*", "any", "config", (), "flattened config values: config.<kind>.<dotted.key> (known when that kind is in the bundle)"),
+    _f("cdi.kinds", "list", "runtime", ("cdi-spec",), "CDI kinds in the bundle's CDI specs"),
+    _f("cdi.devices.*", "list", "runtime", ("cdi-spec",), "device names under a CDI kind (cdi.devices.nvidia.com/gpu)"),
+    _f("cdi.default_kind_uuid_names", "int", "runtime", ("cdi-spec", "toolkit-config"), "UUID-named devices under the toolkit's default CDI kind (absent: no spec of that kind)"),
+    _f("toolkit.modes", "list", "runtime", ("toolkit-config",), "nvidia-container-runtime modes in the config.toml copies (auto, cdi, legacy)"),
+    _f("toolkit.default_kinds", "list", "runtime", ("toolkit-config",), "CDI default-kind values in the config.toml copies"),
+    _f("toolkit.cdi_default_kinds", "list", "runtime", ("toolkit-config",), "default kinds of the configs running in CDI mode (else all)"),
+    _f("containerd.default_runtime", "str", "runtime", ("containerd-config",), "containerd default_runtime_name"),
+    _f("containerd.enable_cdi", "bool", "runtime", ("containerd-config",), "containerd CDI enabled"),
+    _f("containerd.runtimes", "list", "runtime", ("containerd-config",), "runtime handlers configured in containerd"),
+    _f("nvidia_smi.total_mib", "int", "smi", ("nvidia-smi",), "total GPU memory nvidia-smi reports (in a HAMi container: the gpumem limit)"),
+    _f("lease.holder", "str", "lease", ("lease",), "holderIdentity of the hami-scheduler Lease"),
+    # versions: always known (None when no clue)
+    _f("version.known", "bool", "version", (), "the HAMi version could be narrowed from the bundle", False),
+    _f("version.range", "str", "version", (), "inferred HAMi version range"),
+    _f("version.conflict", "bool", "version", (), "HAMi version clues contradict each other (mixed versions)", False),
+    _f("version.toolkit", "str", "version", (), "NVIDIA container toolkit version range seen in the bundle"),
+    _f("version.gpu-operator", "str", "version", (), "GPU Operator version range seen in the bundle"),
+    _f("version.*", "str", "version", (), "version range of another component seen in the bundle (version.nvidia-device-plugin, ...)"),
+    # log statistics
+    _f("logs.device_plugin.lines", "int", "logs", ("device-plugin-log",), "lines in the device-plugin log"),
+    _f("logs.device_plugin.errors", "int", "logs", ("device-plugin-log",), "E/F lines in the device-plugin log"),
+    _f("logs.device_plugin.truncated", "bool", "logs", ("device-plugin-log",), "the device-plugin log ends mid-line"),
+    _f("logs.scheduler.lines", "int", "logs", ("scheduler-log",), "lines in the scheduler log"),
+    _f("logs.scheduler.pod", "str", "logs", ("scheduler-log",), "the hami-scheduler pod the extender log came from (kubectl --prefix or the pasted command)"),
+)
+
+_EXACT = {f.path: f for f in FACTS if not f.family}
+_FAMILIES = sorted((f for f in FACTS if f.family), key=lambda f: -len(f.path))
+
+
+def spec_of(path: str) -> FactSpec | None:
+    """The declaration that covers a path: the exact entry, else the longest family prefix."""
+    hit = _EXACT.get(path)
+    if hit is not None:
+        return hit
+    for f in _FAMILIES:
+        prefix = f.path[:-1]  # keep the dot
+        if path.startswith(prefix) and len(path) > len(prefix):
+            return f
+    return None
+
+
+def sources_of(path: str) -> tuple[str, ...]:
+    """Kinds whose absence leaves the fact unknown; `config.<kind>.x` depends on <kind>."""
+    if path.startswith("config."):
+        kind = path.split(".", 2)[1]
+        return (kind,)
+    spec = spec_of(path)
+    return spec.sources if spec else ()

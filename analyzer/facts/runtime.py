@@ -1,0 +1,86 @@
+"""Container-runtime facts across config files: CDI kinds and device names, the toolkit's modes
+and default kinds (host and GPU Operator copies), containerd's default runtime and handlers."""
+
+from __future__ import annotations
+
+import re
+
+from analyzer.facts.model import FactSet, Where
+from analyzer.parse.configs import ConfigFacts
+
+_DEVICE_NAME_RE = re.compile(r"(?:^|\.)devices\.\d+\.name$")
+_RUNTIME_RE = re.compile(r"\.runtimes\.([\w.-]+)\.runtime_type$")
+
+
+def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
+    """
+    >>> from analyzer.facts.samples import config
+    >>> fs = FactSet()
+    >>> produce([config("containerd-config", '[plugins."io.containerd.grpc.v1.cri".containerd]\\n  default_runtime_name = "nvidia"\\n[plugins.')], fs)
+    >>> fs.value("containerd.default_runtime"), str(fs.where("containerd.default_runtime"))
+    ('nvidia', 'containerd-config.txt:2')
+    >>> fs.lookup("toolkit.modes")
+    UNKNOWN
+    """
+    kinds: dict[str, set[str]] = {}
+    kind_where: dict[str, Where] = {}
+    modes: list[str] = []
+    default_kinds: list[str] = []
+    cdi_mode_kinds: list[str] = []
+    where: dict[str, Where] = {}
+    runtimes: set[str] = set()
+    default_runtime = enable_cdi = None
+    for cf in configs:
+        v = cf.values
+        if cf.kind == "cdi-spec":
+            facts.mark_known("cdi.")
+            kind = v.get("kind") or next((x for k, x in v.items() if k.endswith(".kind")), None)
+            names = {str(x) for k, x in v.items() if _DEVICE_NAME_RE.search(k)}
+            if kind:
+                kinds.setdefault(str(kind), set()).update(names)
+                kind_where.setdefault(str(kind), Where(cf.file, cf.line_of("kind")))
+        elif cf.kind == "toolkit-config":
+            facts.mark_known("toolkit.")
+            mode = str(v.get("nvidia-container-runtime.mode", v.get("mode", "auto")))
+            modes.append(mode)
+            where.setdefault("mode", Where(cf.file, cf.line_of("mode")))
+            dk = v.get("nvidia-container-runtime.modes.cdi.default-kind")
+            if dk:
+                default_kinds.append(str(dk))
+                where.setdefault("kind", Where(cf.file, cf.line_of("default-kind")))
+                if mode == "cdi":
+                    cdi_mode_kinds.append(str(dk))
+        elif cf.kind == "containerd-config":
+            facts.mark_known("containerd.")
+            for k, x in v.items():
+                if k.endswith(".default_runtime_name") and default_runtime is None:
+                    default_runtime = str(x)
+                    where["runtime"] = Where(cf.file, cf.line_of("default_runtime_name"))
+                if k.endswith("enable_cdi"):
+                    enable_cdi = bool(x) or bool(enable_cdi)
+                    where["cdi"] = Where(cf.file, cf.line_of("enable_cdi"))
+                m = _RUNTIME_RE.search(k)
+                if m:
+                    runtimes.add(m[1])
+                    where.setdefault("runtimes", Where(cf.file, cf.line_of("runtime_type")))
+    if kinds:
+        first = next(iter(kind_where.values()))
+        facts.put("cdi.kinds", sorted(kinds), first)
+        for k, names in kinds.items():
+            facts.put(f"cdi.devices.{k}", sorted(names), kind_where[k])
+    if modes:
+        facts.put("toolkit.modes", sorted(set(modes)), where.get("mode"))
+    if default_kinds:
+        facts.put("toolkit.default_kinds", sorted(set(default_kinds)), where.get("kind"))
+        judged = cdi_mode_kinds or default_kinds
+        facts.put("toolkit.cdi_default_kinds", sorted(set(judged)), where.get("kind"))
+        if kinds:
+            uuid_names = [n for k in judged for n in kinds.get(k, set()) if n.startswith(("GPU-", "MIG-"))]
+            has_spec = any(k in kinds for k in judged)
+            facts.put("cdi.default_kind_uuid_names", len(uuid_names) if has_spec else None, where.get("kind"))
+    if default_runtime is not None:
+        facts.put("containerd.default_runtime", default_runtime, where["runtime"])
+    if enable_cdi is not None:
+        facts.put("containerd.enable_cdi", enable_cdi, where["cdi"])
+    if runtimes:
+        facts.put("containerd.runtimes", sorted(runtimes), where.get("runtimes"))

@@ -1,0 +1,87 @@
+"""Which HAMi release (and which toolkit / GPU Operator release) the bundle comes from: the
+register format, the handshake form, version-specific log lines, HAMi's own image tags and
+versions named in text. Clues that contradict each other are kept as conflicts (mixed versions)."""
+
+from __future__ import annotations
+
+import re
+
+from analyzer.facts.model import FactSet, Match
+from analyzer.parse.annotations import Handshake, RegisterAnnotation
+from analyzer.rules.model import Signature
+from analyzer.versions import Range, VersionEvidence, VersionInference
+
+# only HAMi's own images say which HAMi runs (a kube-scheduler tag of v1.32 does not)
+_HAMI_IMAGE_RE = re.compile(
+    r"(?:^|/)(?:hami|k8s-vgpu-scheduler|vgpu-scheduler|hami-scheduler|hami-device-plugin)"
+    r":v?(\d+\.\d+\.\d+)(?:[-@]|$)"
+)
+_TAG_RE = re.compile(r"v?(\d+)\.(\d+)\.(\d+)$")
+
+
+def tag_evidence(inf: VersionInference, tag: str, where: str, what: str) -> None:
+    m = _TAG_RE.match(tag.strip())
+    if m:
+        inf.add(VersionEvidence(Range.parse(f"=={m[1]}.{m[2]}.{m[3]}"), f"{what} {tag}", where))
+
+
+def hami_image_version(image: str) -> str | None:
+    """
+    >>> hami_image_version("docker.io/projecthami/hami:v2.5.1"), hami_image_version("registry/hami/kube-scheduler:v1.32.0")
+    ('2.5.1', None)
+    """
+    m = _HAMI_IMAGE_RE.search(image)
+    return m.group(1) if m else None
+
+
+def infer(
+    register: RegisterAnnotation | None,
+    register_where: str | None,
+    handshake: Handshake | None,
+    handshake_where: str | None,
+    matches: dict[str, list[Match]],
+    signatures: dict[str, Signature],
+    images: list[str],
+    helm_tags: list[tuple[str, str]],
+) -> tuple[VersionInference, dict[str, VersionInference]]:
+    hami = VersionInference()
+    components: dict[str, VersionInference] = {}
+    if register is not None and register.versions is not None and register_where:
+        hami.add(VersionEvidence(register.versions, f"register annotation format {register.format}", register_where))
+        for rng, why in register.version_reasons:
+            hami.add(VersionEvidence(rng, why, register_where))
+    if handshake is not None and handshake.versions is not None and handshake.state != "other":
+        hami.add(VersionEvidence(handshake.versions, f"handshake value form {handshake.state}", handshake_where or ""))
+    for sid, ms in sorted(matches.items()):
+        sig = signatures[sid]
+        if sig.version_capture:
+            target = hami if sig.version_of == "hami" else components.setdefault(sig.version_of, VersionInference())
+            what = sig.meaning.split(".")[0].lower() or "version"
+            for m in ms[:5]:
+                tag_evidence(target, m.captures.get(sig.version_capture, ""), f"{m.file}:{m.line}", what)
+        if sig.implies_version and not sig.versions.empty():
+            hami.add(
+                VersionEvidence(sig.versions, f"log line '{sid}' exists only in {sig.versions}", f"{ms[0].file}:{ms[0].line}")
+            )
+    for tag, where in helm_tags:
+        tag_evidence(hami, tag, where, "helm image tag")
+    for img in images:
+        v = hami_image_version(img)
+        if v:
+            tag_evidence(hami, v, f"node image {img}", "image tag")
+    return hami, components
+
+
+def produce(hami: VersionInference, components: dict[str, VersionInference], facts: FactSet) -> None:
+    """
+    >>> inf = VersionInference(); tag_evidence(inf, "v2.8.1", "values.yaml", "image tag")
+    >>> fs = FactSet(); produce(inf, {}, fs)
+    >>> fs.value("version.range"), fs.value("version.known"), fs.lookup("version.toolkit").value
+    ('v2.8.1', True, None)
+    """
+    facts.mark_known("version.")
+    facts.put("version.known", hami.known)
+    facts.put("version.range", str(hami.range) if hami.known else None)
+    facts.put("version.conflict", bool(hami.conflicts))
+    for comp, inf in components.items():
+        facts.put(f"version.{comp}", str(inf.range) if inf.known else None)

@@ -1,0 +1,132 @@
+"""The artefact-kind catalogue (rules/kinds.yaml): one vocabulary for recognition, parsing and
+the commands that collect each kind. It sits below the bundle layer and knows nothing of rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import regex
+import yaml
+
+from analyzer.errors import RuleLoadError
+
+FAMILIES = ("object", "log", "config", "table", "text", "junk")
+PARSERS = ("node", "pod", "config", "log")
+KIND_KEYS = {
+    "title",
+    "family",
+    "parser",
+    "k8s_kind",
+    "counts_as",
+    "collect",
+    "where",
+    "markers",
+    "containers",
+}
+
+
+@dataclass(frozen=True)
+class Kind:
+    id: str
+    title: str
+    family: str
+    parser: str | None = None
+    k8s_kind: str | None = None
+    counts_as: tuple[str, ...] = ()
+    collect: str = ""  # shell command; "" when there is nothing to ask for
+    where: str = "cluster"  # cluster | node (the command runs on the GPU node)
+    marker: regex.Pattern | None = None  # one alternation of the kind's marker lines
+    containers: tuple[str, ...] = ()
+
+    @property
+    def is_log(self) -> bool:
+        return self.family == "log"
+
+    @property
+    def scanned(self) -> bool:
+        """Whether its lines are searched for signatures: everything textual except parsed objects
+        and configs, whose values become facts instead (scanning a node's YAML for log lines would
+        only find annotation text)."""
+        return self.family in ("log", "text", "table") or self.id in ("pod", "pod-describe")
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    kinds: dict[str, Kind]
+    by_container: dict[str, str] = field(default_factory=dict)
+    by_k8s_kind: dict[str, str] = field(default_factory=dict)
+
+    def __contains__(self, kind_id: str) -> bool:
+        return kind_id in self.kinds
+
+    def __getitem__(self, kind_id: str) -> Kind:
+        return self.kinds[kind_id]
+
+    def get(self, kind_id: str) -> Kind | None:
+        return self.kinds.get(kind_id)
+
+    def log_kinds(self) -> list[Kind]:
+        return [k for k in self.kinds.values() if k.is_log and k.marker is not None]
+
+    def satisfied(self, present: set[str]) -> set[str]:
+        """Kind ids a bundle holding `present` provides (describe output counts as the object)."""
+        out = set(present)
+        for kid in present:
+            k = self.kinds.get(kid)
+            if k is not None:
+                out.update(k.counts_as)
+        return out
+
+
+def load_catalogue(path: Path) -> Catalogue:
+    try:
+        doc = yaml.load(
+            path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        )
+    except (OSError, yaml.YAMLError) as exc:
+        raise RuleLoadError([f"{path}: cannot read the kind catalogue: {exc}"]) from exc
+    problems: list[str] = []
+    kinds: dict[str, Kind] = {}
+    for kid, spec in ((doc or {}).get("kinds") or {}).items():
+        if not isinstance(spec, dict):
+            problems.append(f"{path}: kind {kid}: expected a mapping")
+            continue
+        for key in set(spec) - KIND_KEYS:
+            problems.append(f"{path}: kind {kid}: unknown key {key!r}")
+        family = spec.get("family", "text")
+        if family not in FAMILIES:
+            problems.append(f"{path}: kind {kid}: family {family!r} not one of {FAMILIES}")
+        parser = spec.get("parser")
+        if parser is not None and parser not in PARSERS:
+            problems.append(f"{path}: kind {kid}: parser {parser!r} not one of {PARSERS}")
+        markers = []
+        for m in spec.get("markers") or []:
+            try:
+                regex.compile(m)
+                markers.append(f"(?:{m})")
+            except regex.error as exc:
+                problems.append(f"{path}: kind {kid}: bad marker {m!r}: {exc}")
+        kinds[kid] = Kind(
+            id=kid,
+            title=str(spec.get("title", kid)),
+            family=family,
+            parser=parser,
+            k8s_kind=spec.get("k8s_kind"),
+            counts_as=tuple(spec.get("counts_as") or ()),
+            collect=" ".join(str(spec.get("collect", "")).split()),
+            where=str(spec.get("where", "cluster")),
+            marker=regex.compile("|".join(markers)) if markers else None,
+            containers=tuple(spec.get("containers") or ()),
+        )
+    for k in kinds.values():
+        for other in k.counts_as:
+            if other not in kinds:
+                problems.append(f"{path}: kind {k.id}: counts_as unknown kind {other!r}")
+    if problems:
+        raise RuleLoadError(problems)
+    return Catalogue(
+        kinds,
+        by_container={c: k.id for k in kinds.values() for c in k.containers},
+        by_k8s_kind={k.k8s_kind: k.id for k in kinds.values() if k.k8s_kind},
+    )

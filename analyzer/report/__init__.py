@@ -1,0 +1,1 @@
+"""The report: rule results assembled into one immutable, typed document."""

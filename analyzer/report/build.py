@@ -1,0 +1,268 @@
+"""Rule results -> the report. The one place a report is assembled: findings grouped by cause
+(a rule's `explains`), link states that never contradict a fault, the verdict with its
+confidence, what to collect next, and each node's timeline."""
+
+from __future__ import annotations
+
+from analyzer import __version__
+from analyzer.decisions import build_decisions
+from analyzer.facts.context import NodeContext
+from analyzer.parse.logs import ParsedLog
+from analyzer.pipeline import ParsedBundle
+from analyzer.report import collect
+from analyzer.report.model import (
+    CONFIDENCE_RANK,
+    SEVERITY_RANK,
+    ArtefactRow,
+    ClockInfo,
+    Finding,
+    GpuRow,
+    HandshakeInfo,
+    LinkState,
+    LogStatsRow,
+    NodeReport,
+    NotEvaluated,
+    RegisterInfo,
+    Report,
+    Verdict,
+    VersionClue,
+    VersionInfo,
+)
+from analyzer.rules.engine import ERROR, FIRED, NOT_APPLICABLE, NOT_EVALUATED, NOT_FIRED, RuleResult
+from analyzer.rules.model import RuleSet
+from analyzer.timeline import NodeTimeline, node_timeline
+
+REGISTRATION_LINKS = ("count", "spec", "liveness")
+KIND_RANK = {"fault": 0, "normal": 1, "ok": 2}
+
+
+def rank(f: Finding) -> tuple:
+    """Order of findings: faults first; the most certain, most severe, highest priority."""
+    return (KIND_RANK[f.kind], CONFIDENCE_RANK[f.confidence], SEVERITY_RANK[f.severity], -f.priority, f.rule_id)
+
+
+def _finding(r: RuleResult, consequences: tuple[Finding, ...] = ()) -> Finding:
+    rule = r.rule
+    return Finding(
+        rule_id=rule.id,
+        title=r.title,
+        category=rule.category,
+        severity=rule.severity,
+        kind=rule.kind,
+        link=rule.link,
+        case=rule.case,
+        confidence=r.confidence or "high",
+        confidence_reason=r.confidence_reason,
+        explanation=r.explanation,
+        remediation=r.remediation,
+        references=rule.references,
+        evidence=r.evidence,
+        priority=rule.priority,
+        consequences=consequences,
+    )
+
+
+def _group(fired: list[RuleResult]) -> list[Finding]:
+    """Consequences under their cause: a fired fault that `explains` another fired rule takes it
+    in, so one XID is one story. The strongest cause claims a consequence first."""
+    plain = {r.rule.id: _finding(r) for r in fired}
+    causes = sorted((f for f in plain.values() if f.kind == "fault"), key=rank)
+    by_id = {r.rule.id: r for r in fired}
+    owner: dict[str, str] = {}
+    for cause in causes:
+        if cause.rule_id in owner:
+            continue
+        for rid in by_id[cause.rule_id].rule.explains:
+            if rid in plain and rid not in owner and rid != cause.rule_id:
+                owner[rid] = cause.rule_id
+    out = []
+    for rid, f in plain.items():
+        if rid in owner:
+            continue
+        subs = tuple(sorted((plain[c] for c, o in owner.items() if o == rid), key=rank))
+        out.append(_finding(by_id[rid], subs) if subs else f)
+    return sorted(out, key=rank)
+
+
+def _without_contradictions(findings: list[Finding]) -> list[Finding]:
+    """No "this link works" beside a fault on the same link."""
+    broken = {f.link for f in findings if f.kind == "fault" for f in (f, *f.consequences)}
+    return [f for f in findings if not (f.kind == "ok" and f.link in broken)]
+
+
+def _links(findings: list[Finding], results: list[RuleResult]) -> tuple[LinkState, ...]:
+    flat = [g for f in findings for g in (f, *f.consequences)]
+    out = []
+    for link in REGISTRATION_LINKS:
+        faults = sorted((f for f in flat if f.link == link and f.kind == "fault"), key=rank)
+        oks = [f for f in flat if f.link == link and f.kind == "ok"]
+        if faults:
+            out.append(LinkState(link, "broken", faults[0].title, faults[0].rule_id))
+        elif oks:
+            out.append(LinkState(link, "ok", oks[0].title, oks[0].rule_id))
+        else:
+            missing = sorted(
+                {k for r in results if r.rule.link == link and r.rule.kind == "ok" and r.outcome == NOT_EVALUATED for k in r.missing}
+            )
+            reason = (
+                f"not enough evidence (needs {', '.join(missing)})"
+                if missing
+                else "no rule could confirm or refute it"
+            )
+            out.append(LinkState(link, "unknown", reason))
+    return tuple(out)
+
+
+def _verdict(findings: list[Finding], links: tuple[LinkState, ...], ctx: NodeContext) -> Verdict:
+    faults = [f for f in findings if f.kind == "fault"]
+    if faults:
+        f = faults[0]
+        return Verdict(f.rule_id, f.category, f.severity, f.title, f.case, f.confidence, f.confidence_reason)
+    state = {ln.link: ln.state for ln in links}
+    from_object = ctx.facts.value("register.from") == "annotation"
+    if state.get("count") == "ok" and state.get("spec") == "ok" and from_object:
+        level = "high" if state.get("liveness") == "ok" else "medium"
+        return Verdict(
+            None,
+            "healthy",
+            "info",
+            "No fault found: the node's registration links are intact",
+            confidence=level,
+            confidence_reason="count and spec links confirmed by the Node object"
+            + (" and the scheduler's cache" if level == "high" else ""),
+        )
+    answered = [
+        f for f in findings if f.kind == "normal" and any(e.artefact == "issue-text" for e in f.evidence)
+    ]
+    if answered and "broken" not in state.values():
+        return Verdict(
+            None,
+            "healthy",
+            "info",
+            f"What the issue describes is expected behaviour: {answered[0].title}",
+            confidence="medium",
+            confidence_reason="the issue asks about something that is normal, and no fault was found",
+        )
+    return Verdict(
+        None,
+        "inconclusive",
+        "info",
+        "Inconclusive: the bundle lacks the evidence to decide; see what to collect",
+        confidence="low",
+        confidence_reason="nothing in the bundle points to a cause",
+    )
+
+
+def _register_info(ctx: NodeContext) -> RegisterInfo | None:
+    r = ctx.register
+    if r is None:
+        if ctx.facts.value("register.status") == "absent":
+            return RegisterInfo("hami.io/node-nvidia-register", "absent", "annotation")
+        return None
+    devices = tuple(
+        GpuRow(d.id, d.index, d.count, d.devmem, d.devcore, d.type, d.numa, d.mode, d.health, tuple(d.absent))
+        for d in r.devices
+    )
+    return RegisterInfo(
+        r.key, r.status, ctx.facts.value("register.from") or "annotation", r.format, r.error, r.text[:4000], devices
+    )
+
+
+def _handshake_info(ctx: NodeContext) -> HandshakeInfo | None:
+    present = ctx.facts.value("handshake.present")
+    if present is None:
+        return None
+    h = ctx.handshake
+    others = tuple(ctx.facts.value("handshake.other_vendor_keys", []))
+    if h is None:
+        return HandshakeInfo(False, other_vendor_keys=others)
+    return HandshakeInfo(True, h.key, h.state, h.text, h.time, ctx.facts.value("handshake.age_seconds"), others)
+
+
+def _version_info(ctx: NodeContext) -> VersionInfo:
+    v = ctx.version
+    return VersionInfo(
+        str(v.range) if v.known else None,
+        v.describe(),
+        tuple(VersionClue(str(e.range), e.reason, e.where) for e in v.evidence),
+        tuple(VersionClue(str(e.range), e.reason, e.where) for e in v.conflicts),
+        tuple((c, str(i.range)) for c, i in sorted(ctx.components.items()) if i.known),
+    )
+
+
+def build_node(ctx: NodeContext, results: list[RuleResult], ruleset: RuleSet, bundle: ParsedBundle) -> tuple[NodeReport, NodeTimeline]:
+    fired = [r for r in results if r.outcome == FIRED]
+    findings = _without_contradictions(_group(fired))
+    links = _links(findings, results)
+    verdict = _verdict(findings, links, ctx)
+    timeline = node_timeline(bundle, ctx, ruleset.episodes, [g for f in findings for g in (f, *f.consequences)])
+    report = NodeReport(
+        node=ctx.name,
+        primary=verdict,
+        findings=tuple(findings),
+        links=links,
+        not_evaluated=tuple(
+            NotEvaluated(r.rule.id, r.rule.title, tuple(sorted(r.missing)))
+            for r in results
+            if r.outcome == NOT_EVALUATED
+        ),
+        not_applicable=tuple(r.rule.id for r in results if r.outcome == NOT_APPLICABLE),
+        not_fired=tuple(r.rule.id for r in results if r.outcome == NOT_FIRED),
+        rule_errors=tuple([*ctx.index.errors, *(r.error for r in results if r.outcome == ERROR and r.error)]),
+        collect=collect.choose(verdict, results, ctx, ruleset.catalogue),
+        version=_version_info(ctx),
+        clock=ClockInfo(ctx.clock.collected_at, ctx.clock.year, ctx.clock.source),
+        register=_register_info(ctx),
+        handshake=_handshake_info(ctx),
+        decisions=build_decisions(ctx, ruleset.decisions),
+        timeline=timeline.rows,
+        timeline_total=timeline.total,
+        episodes=timeline.episodes,
+        clock_issues=timeline.clock_issues,
+    )
+    return report, timeline
+
+
+def _badness(n: NodeReport) -> tuple:
+    p = n.primary
+    if n.faults():
+        return (0, CONFIDENCE_RANK[p.confidence], SEVERITY_RANK[p.severity])
+    return (1 if p.category == "inconclusive" else 2, 0, 0)
+
+
+def _log_stats(log: ParsedLog, starts: dict[str, str]) -> LogStatsRow:
+    """Whole-file statistics; `restarts` counts the process starts after the first, by the start
+    signature rules/timeline.yaml declares for the log's kind (None: no such signature)."""
+    s = log.stats
+    start = starts.get(log.artefact.kind)
+    return LogStatsRow(
+        file=log.artefact.file.name,
+        kind=log.artefact.kind,
+        first_line=log.artefact.first_line,
+        lines=s.lines,
+        klog_lines=s.klog_lines,
+        severities=dict(s.severities),
+        first=s.first_clock,
+        last=s.last_clock,
+        containers=tuple(s.containers),
+        hard_wrap_joins=s.hard_wrap_joins,
+        truncated_last_line=s.truncated_last_line,
+        all_lines_kept=s.all_lines_kept,
+        signature_counts=dict(sorted(s.sig_counts.items())),
+        restarts=max(0, s.sig_counts.get(start, 0) - 1) if start else None,
+    )
+
+
+def build_report(bundle: ParsedBundle, nodes: list[NodeReport], ruleset: RuleSet) -> Report:
+    inv = bundle.inventory
+    return Report(
+        nodes=tuple(sorted(nodes, key=_badness)),
+        inventory=tuple(
+            ArtefactRow(a.file.name, a.kind, a.reason, a.first_line, a.file.size) for a in inv.artefacts
+        ),
+        warnings=tuple(inv.warnings),
+        log_stats=tuple(_log_stats(log, ruleset.episodes.starts) for log in bundle.logs),
+        analyzer_version=__version__,
+        rules_version=ruleset.version,
+        digest=bundle.digest,
+    )

@@ -1,0 +1,265 @@
+"""The report: immutable, typed, one entry per node. Renderers read only this; datetimes stay
+datetimes until a renderer formats them."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, fields, is_dataclass
+from typing import Any
+
+from analyzer.facts.model import Evidence
+from analyzer.rules.model import Step
+
+SEVERITY_RANK = {"critical": 0, "error": 1, "warning": 2, "info": 3}
+CONFIDENCE_RANK = {"high": 0, "medium": 1, "low": 2}
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule_id: str
+    title: str
+    category: str
+    severity: str
+    kind: str  # fault | normal | ok
+    link: str | None
+    case: int | None
+    confidence: str
+    confidence_reason: str
+    explanation: str
+    remediation: tuple[Step, ...]
+    references: tuple[str, ...]
+    evidence: tuple[Evidence, ...]
+    priority: int = 50
+    consequences: tuple[Finding, ...] = ()  # findings this cause explains
+
+
+@dataclass(frozen=True)
+class NotEvaluated:
+    rule_id: str
+    title: str
+    missing: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Collect:
+    kind: str
+    title: str
+    command: str
+    where: str  # cluster | node (run it on the GPU node)
+    why: str
+    needs: tuple[str, ...] = ()  # shell variables the user must set (values the bundle lacks)
+
+
+@dataclass(frozen=True)
+class LinkState:
+    link: str
+    state: str  # ok | broken | unknown
+    reason: str
+    rule_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    rule_id: str | None
+    category: str
+    severity: str
+    title: str
+    case: int | None = None
+    confidence: str = "high"
+    confidence_reason: str = ""
+
+    @property
+    def likely(self) -> bool:
+        """Wording for renderers: a verdict below high confidence is 'likely'."""
+        return self.confidence != "high" and self.category not in ("inconclusive",)
+
+
+@dataclass(frozen=True)
+class VersionClue:
+    range: str
+    reason: str
+    where: str
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    range: str | None
+    summary: str
+    evidence: tuple[VersionClue, ...] = ()
+    conflicts: tuple[VersionClue, ...] = ()
+    components: tuple[tuple[str, str], ...] = ()  # (component, range) of toolkit, operator, ...
+
+
+@dataclass(frozen=True)
+class ClockInfo:
+    collected_at: dt.datetime | None
+    year: int | None
+    how: str
+
+
+@dataclass(frozen=True)
+class GpuRow:
+    id: str
+    index: int
+    count: int
+    devmem: int
+    devcore: int
+    type: str
+    numa: int
+    mode: str
+    health: bool
+    absent: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RegisterInfo:
+    key: str
+    status: str
+    source: str  # annotation | log
+    format: str | None = None
+    error: str | None = None
+    text: str = ""
+    devices: tuple[GpuRow, ...] = ()
+
+
+@dataclass(frozen=True)
+class HandshakeInfo:
+    present: bool
+    key: str = "hami.io/node-handshake"
+    state: str | None = None
+    value: str | None = None
+    time: dt.datetime | None = None
+    age_seconds: float | None = None
+    other_vendor_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Decision:
+    pod: str
+    node: str
+    fit: bool
+    reason: str
+    count: int
+    file: str
+    line: int
+
+
+@dataclass(frozen=True)
+class TimelineRow:
+    time: dt.datetime | None
+    source: str
+    file: str
+    line: int
+    severity: str | None
+    signature: str | None
+    message: str
+    findings: str | None = None
+
+
+@dataclass(frozen=True)
+class Episode:
+    kind: str
+    time: dt.datetime
+    text: str
+    file: str | None = None
+    line: int | None = None
+    source: str | None = None
+
+
+@dataclass(frozen=True)
+class ArtefactRow:
+    file: str
+    kind: str
+    reason: str
+    first_line: int
+    size: int
+
+
+@dataclass(frozen=True)
+class LogStatsRow:
+    file: str
+    kind: str
+    first_line: int
+    lines: int
+    klog_lines: int
+    severities: dict[str, int]
+    first: str | None
+    last: str | None
+    containers: tuple[str, ...]
+    hard_wrap_joins: int
+    truncated_last_line: bool
+    all_lines_kept: bool
+    signature_counts: dict[str, int]
+    restarts: int | None
+
+
+@dataclass(frozen=True)
+class NodeReport:
+    node: str | None
+    primary: Verdict
+    findings: tuple[Finding, ...]  # causes; consequences sit under them
+    links: tuple[LinkState, ...]
+    not_evaluated: tuple[NotEvaluated, ...]
+    not_applicable: tuple[str, ...]
+    not_fired: tuple[str, ...]
+    rule_errors: tuple[str, ...]
+    collect: tuple[Collect, ...]
+    version: VersionInfo
+    clock: ClockInfo
+    register: RegisterInfo | None
+    handshake: HandshakeInfo | None
+    decisions: tuple[Decision, ...] = ()
+    timeline: tuple[TimelineRow, ...] = ()
+    timeline_total: int = 0
+    episodes: tuple[Episode, ...] = ()
+    clock_issues: tuple[str, ...] = ()
+
+    def faults(self) -> list[Finding]:
+        return [f for f in self.findings if f.kind == "fault"]
+
+    def normals(self) -> list[Finding]:
+        return [f for f in self.findings if f.kind == "normal"]
+
+    def oks(self) -> list[Finding]:
+        return [f for f in self.findings if f.kind == "ok"]
+
+    def all_findings(self) -> list[Finding]:
+        """Causes and their consequences, flattened."""
+        out = []
+        for f in self.findings:
+            out.append(f)
+            out.extend(f.consequences)
+        return out
+
+
+@dataclass(frozen=True)
+class Report:
+    nodes: tuple[NodeReport, ...]  # the worst node first
+    inventory: tuple[ArtefactRow, ...]
+    warnings: tuple[str, ...]
+    log_stats: tuple[LogStatsRow, ...]
+    analyzer_version: str
+    rules_version: str
+    digest: str = ""
+
+    @property
+    def worst(self) -> NodeReport:
+        return self.nodes[0]
+
+    @property
+    def primary(self) -> Verdict:
+        return self.nodes[0].primary
+
+    def faulty_nodes(self) -> list[NodeReport]:
+        return [n for n in self.nodes if n.faults()]
+
+
+def plain(value: Any) -> Any:
+    """Plain data for JSON and tables, without dataclasses.asdict's deep copies."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    return value

@@ -1,0 +1,183 @@
+"""Semantic checks of a loaded rule set, one small validator each. Errors stop the load (a rule
+that names an unknown fact or compares a string fact with `true` can never work); warnings are
+printed by `hami-analyzer rules lint`, which fails CI on either."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import regex
+
+from analyzer.facts.registry import spec_of
+from analyzer.rules.conditions import (
+    ORDERING,
+    AgeCond,
+    Cond,
+    FactCond,
+    FactRef,
+    facts_in,
+    signatures_in,
+)
+from analyzer.rules.model import Rule, RuleSet
+
+Problem = tuple[str, str]  # (error | warning, "file:line: message")
+_TEMPLATE_FACT_RE = regex.compile(r"""fact\(\s*['"]([^'"]+)['"]""")
+_TEMPLATE_CAPTURE_RE = regex.compile(r"""captures\[\s*['"]([\w-]+)['"]\s*\]""")
+_PY_TYPES = {
+    "int": (int,),
+    "float": (int, float),
+    "str": (str,),
+    "bool": (bool,),
+    "list": (list,),
+}
+
+
+def _conditions(rule: Rule) -> Iterator[Cond]:
+    for root in (rule.when, rule.unless):
+        if root is not None:
+            yield from root.walk()
+
+
+def _templates(rule: Rule) -> list[str]:
+    return [
+        rule.title,
+        rule.explanation,
+        *[s.text for s in rule.remediation],
+        *[s.command for s in rule.remediation if s.command],
+    ]
+
+
+def unknown_facts(rs: RuleSet) -> Iterator[Problem]:
+    """Every fact a condition or template names is declared in the registry."""
+    for rule in rs.rules.values():
+        paths = facts_in(rule.when) + facts_in(rule.unless)
+        for text in _templates(rule):
+            paths += _TEMPLATE_FACT_RE.findall(text)
+        for path in sorted(set(paths)):
+            if path.endswith("."):
+                continue  # a template builds the rest of the path (fact('cdi.devices.' ~ kind))
+            if spec_of(path) is None:
+                yield "error", f"{rule.file}:{rule.line}: rule {rule.id}: unknown fact {path!r} (see `hami-analyzer rules facts`)"
+
+
+def operand_types(rs: RuleSet) -> Iterator[Problem]:
+    """A comparison's operand has the fact's type: `eq: true` on a string label never matches."""
+    for rule in rs.rules.values():
+        for c in _conditions(rule):
+            if not isinstance(c, FactCond | AgeCond):
+                continue
+            spec = spec_of(c.path)
+            if spec is None or spec.type == "any":
+                continue
+            where = f"{rule.file}:{c.line}: rule {rule.id}: {c.path} ({spec.type})"
+            if isinstance(c, AgeCond):
+                if spec.type != "datetime":
+                    yield "error", f"{where}: age_of needs a datetime fact"
+                continue
+            for op, want in c.ops:
+                if isinstance(want, FactRef):
+                    other = spec_of(want.path)
+                    if other and other.type not in (spec.type, "any") and not (
+                        {other.type, spec.type} <= {"int", "float"}
+                    ):
+                        yield "error", f"{where}: compared with {want.path} ({other.type})"
+                    continue
+                yield from _operand_problem(where, spec.type, op, want)
+
+
+def _operand_problem(where: str, typ: str, op: str, want) -> Iterator[Problem]:
+    if op == "exists":
+        if not isinstance(want, bool):
+            yield "error", f"{where}: exists takes true or false, got {want!r}"
+        return
+    if op in ORDERING:
+        if typ not in ("int", "float") or isinstance(want, bool) or not isinstance(want, int | float):
+            yield "error", f"{where}: {op} needs a number fact and a number, got {want!r}"
+        return
+    if op == "matches":
+        if typ != "str":
+            yield "error", f"{where}: matches needs a string fact"
+        return
+    if op in ("contains", "not_contains"):
+        if typ not in ("list", "str"):
+            yield "error", f"{where}: {op} needs a list or string fact"
+        elif typ == "str" and not isinstance(want, str):
+            yield "error", f"{where}: {op} on a string needs a string, got {want!r}"
+        return
+    values = want if op in ("in", "not_in") else [want]
+    allowed = _PY_TYPES.get(typ)
+    if allowed is None:
+        return
+    for v in values:
+        bad = not isinstance(v, allowed) or (typ != "bool" and isinstance(v, bool))
+        if bad:
+            yield "error", f"{where}: {op} {v!r} can never equal a {typ} value (write it as a {typ})"
+
+
+def signature_examples(rs: RuleSet) -> Iterator[Problem]:
+    """Every signature shows real lines it matches, and each example behaves as declared."""
+    for s in rs.signatures.values():
+        here = f"{s.file}:{s.line}: signature {s.id}"
+        if not s.examples_match:
+            yield "warning", f"{here}: no `examples: match:` line (give a real line it must match)"
+        for ex in s.examples_match:
+            if s.compiled.search(ex) is None:
+                yield "error", f"{here}: example does not match: {ex[:80]!r}"
+        for ex in s.examples_no_match:
+            if s.compiled.search(ex) is not None:
+                yield "error", f"{here}: no_match example matches: {ex[:80]!r}"
+
+
+def references_resolve(rs: RuleSet) -> Iterator[Problem]:
+    """`explains` names rules, `collect` names kinds that have a command."""
+    for rule in rs.rules.values():
+        here = f"{rule.file}:{rule.line}: rule {rule.id}"
+        for rid in rule.explains:
+            if rid not in rs.rules:
+                yield "error", f"{here}: explains unknown rule {rid!r}"
+            elif rid == rule.id:
+                yield "error", f"{here}: explains itself"
+        for kid in rule.collect:
+            kind = rs.catalogue.get(kid)
+            if kind is None:
+                yield "error", f"{here}: collect names unknown kind {kid!r}"
+            elif not kind.collect:
+                yield "error", f"{here}: collect names kind {kid!r}, which has no command"
+
+
+def template_captures(rs: RuleSet) -> Iterator[Problem]:
+    """A template that reads captures['sig'] names a signature the rule's conditions use."""
+    for rule in rs.rules.values():
+        used = set(signatures_in(rule.when)) | set(signatures_in(rule.unless))
+        for text in _templates(rule):
+            for sid in _TEMPLATE_CAPTURE_RE.findall(text):
+                if sid not in rs.signatures:
+                    yield "error", f"{rule.file}:{rule.line}: rule {rule.id}: template reads unknown signature {sid!r}"
+                elif sid not in used:
+                    yield "warning", f"{rule.file}:{rule.line}: rule {rule.id}: template reads captures of {sid!r}, which its conditions never use"
+
+
+def rule_tests(rs: RuleSet) -> Iterator[Problem]:
+    """Every rule has at least one case it must fire on (ruff-style: each rule is tested)."""
+    for rule in rs.rules.values():
+        if not rule.tests.get("fires"):
+            yield "warning", f"{rule.file}:{rule.line}: rule {rule.id}: no `tests: fires:` case"
+
+
+VALIDATORS: tuple[Callable[[RuleSet], Iterator[Problem]], ...] = (
+    unknown_facts,
+    operand_types,
+    signature_examples,
+    references_resolve,
+    template_captures,
+    rule_tests,
+)
+
+
+def lint(rs: RuleSet) -> tuple[list[str], list[str]]:
+    errors: list[str] = []
+    warnings: list[str] = []
+    for check in VALIDATORS:
+        for level, msg in check(rs):
+            (errors if level == "error" else warnings).append(msg)
+    return errors, warnings

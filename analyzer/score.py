@@ -1,0 +1,116 @@
+"""Score the analyzer on real cases (a folder per case with expected.yaml), both ways: the
+artefact files as an attached bundle (without issue.md), and issue.md alone as the issue bot
+reads it. Right (the category or an also_ok) = 1, inconclusive = 0.5, anything else = 0; a
+wrong verdict given with high or medium confidence is listed as confident-wrong."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import yaml
+
+from analyzer.errors import AnalyzerError
+from analyzer.rules.model import RuleSet
+
+FORMS = ("files", "issue")
+SKIP = ("expected.yaml", "issue.md")
+
+
+@dataclass
+class CaseScore:
+    case: str
+    form: str
+    expected: str
+    also_ok: list[str]
+    expected_confidence: str | None
+    got: str
+    rule_id: str | None
+    confidence: str | None
+    score: float
+
+    @property
+    def confident_wrong(self) -> bool:
+        return self.score == 0 and self.confidence in ("high", "medium")
+
+
+@dataclass
+class ScoreResult:
+    rows: list[CaseScore] = field(default_factory=list)
+
+    def total(self, form: str) -> tuple[float, int]:
+        rows = [r for r in self.rows if r.form == form]
+        return sum(r.score for r in rows), len(rows)
+
+    def percent(self, form: str) -> float:
+        got, n = self.total(form)
+        return 100.0 * got / n if n else 0.0
+
+    def confident_wrong(self) -> list[CaseScore]:
+        return [r for r in self.rows if r.confident_wrong]
+
+
+def _score(category: str, ok: list[str]) -> float:
+    if category in ok:
+        return 1.0
+    return 0.5 if category == "inconclusive" else 0.0
+
+
+def score_case(case: Path, ruleset: RuleSet) -> list[CaseScore]:
+    from analyzer.analyze import analyze, analyze_issue
+
+    exp = yaml.safe_load((case / "expected.yaml").read_text(encoding="utf-8"))
+    ok = [exp["category"], *(exp.get("also_ok") or [])]
+    files = [str(p) for p in sorted(case.iterdir()) if p.is_file() and p.name not in SKIP]
+    out = []
+    for form in FORMS:
+        try:
+            if form == "files":
+                if not files:
+                    continue
+                _, report = analyze(files, ruleset)
+            else:
+                issue = case / "issue.md"
+                if not issue.is_file():
+                    continue
+                _, report = analyze_issue(issue.read_bytes(), ruleset)
+            p = report.primary
+            got, rule, conf = p.category, p.rule_id, p.confidence
+        except AnalyzerError as exc:
+            got, rule, conf = f"error: {exc}", None, None
+        out.append(
+            CaseScore(
+                case.name, form, exp["category"], ok[1:], exp.get("confidence"), got, rule, conf, _score(got, ok)
+            )
+        )
+    return out
+
+
+def score_corpus(corpus: Path, ruleset: RuleSet) -> ScoreResult:
+    result = ScoreResult()
+    for case in sorted(p for p in corpus.iterdir() if (p / "expected.yaml").is_file()):
+        result.rows.extend(score_case(case, ruleset))
+    return result
+
+
+def render_score(result: ScoreResult, fmt: str = "text") -> str:
+    if fmt == "json":
+        doc = {
+            "rows": [asdict(r) | {"confident_wrong": r.confident_wrong} for r in result.rows],
+            "totals": {f: {"score": result.total(f)[0], "cases": result.total(f)[1], "percent": round(result.percent(f), 1)} for f in FORMS},
+        }
+        return json.dumps(doc, indent=2)
+    lines = [f"{'case':32} {'form':6} {'expected':30} {'got':48} score"]
+    for r in result.rows:
+        exp = r.expected + (f" (+{','.join(r.also_ok)})" if r.also_ok else "")
+        got = f"{r.got} [{r.confidence}]" + (f" {r.rule_id}" if r.rule_id else "")
+        flag = "  CONFIDENT-WRONG" if r.confident_wrong else ""
+        lines.append(f"{r.case:32} {r.form:6} {exp[:30]:30} {got[:48]:48} {r.score:g}{flag}")
+    lines.append("")
+    for f in FORMS:
+        got, n = result.total(f)
+        lines.append(f"{f:6}: {got:g}/{n} = {result.percent(f):.1f}%")
+    wrong = result.confident_wrong()
+    lines.append(f"confident-wrong: {len(wrong)}" + (": " + ", ".join(f"{r.case} ({r.form})" for r in wrong) if wrong else ""))
+    return "\n".join(lines)

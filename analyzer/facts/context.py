@@ -57,11 +57,14 @@ class NodeContext:
     def count(self, sig: str) -> int:
         return self.index.count(sig)
 
-    def absence_known(self, sig: str) -> bool:
-        return self.index.absence_known(sig)
+    def absence_known(self, sig: str, kinds: frozenset[str] = frozenset()) -> bool:
+        return self.index.absence_known(sig, kinds)
 
-    def sources(self, sig: str) -> frozenset[str]:
-        return self.index.sources(sig)
+    def sources(self, sig: str, kinds: frozenset[str] = frozenset()) -> frozenset[str]:
+        return self.index.sources(sig, kinds)
+
+    def kind_matches(self, kind: str, kinds: frozenset[str]) -> bool:
+        return self.index.kind_matches(kind, kinds)
 
     def meaning(self, sig: str) -> str:
         s = self.index.signatures[sig]

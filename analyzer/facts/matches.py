@@ -56,13 +56,18 @@ class SignatureIndex:
     def count(self, sid: str) -> int:
         return max(len(self.matches.get(sid, [])), self.counts.get(sid, 0))
 
-    def sources(self, sid: str) -> frozenset[str]:
-        sig = self.signatures[sid]
-        return frozenset(s for s in sig.sources if s not in PROSE_KINDS)
+    def sources(self, sid: str, kinds: frozenset[str] = frozenset()) -> frozenset[str]:
+        """Kinds where the line is expected (`kinds`, when a condition narrows them)."""
+        srcs = kinds or frozenset(self.signatures[sid].sources)
+        return frozenset(s for s in srcs if s not in PROSE_KINDS)
 
-    def absence_known(self, sid: str) -> bool:
-        srcs = self.sources(sid)
+    def absence_known(self, sid: str, kinds: frozenset[str] = frozenset()) -> bool:
+        srcs = self.sources(sid, kinds)
         return not srcs or bool(srcs & self.present)
+
+    def kind_matches(self, kind: str, kinds: frozenset[str]) -> bool:
+        k = self.catalogue.get(kind)
+        return kind in kinds or (k is not None and bool(set(k.counts_as) & kinds))
 
     def for_node(self, node: str | None, others: set[str]) -> SignatureIndex:
         """The view of one node: lines naming another node of the bundle, and artefacts about

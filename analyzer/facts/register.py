@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from analyzer.facts.model import FactSet, Match, Where
+from analyzer.facts.model import UNKNOWN, FactSet, Match, Where
 from analyzer.parse.annotations import AnnotationSpec, RegisterAnnotation
 from analyzer.parse.node import NodeFacts
 
@@ -76,15 +76,16 @@ def produce(
             where = Where(from_log.file, from_log.line)
     if value is None:
         if known:
-            facts.put("register.present", False, Where(node.file, node.first_line))
-            facts.put("register.status", "absent", Where(node.file, node.first_line))
-            facts.mark_known("register.")
+            at = Where(node.file, node.first_line)
+            facts.put("register.present", False, at)
+            facts.put("register.status", "absent", at)
+            for path in ("format", "error", "text", "from"):
+                facts.put(f"register.{path}", None, at)
         return None
     cut = origin == "annotation" and (key in node.elided or (node.form != "yaml" and _cut_off(value)))
     reg = spec.decode_register(key, value, cut)
     if cut and reg.status != "ok":
         reg = spec.decode_register(key, value, True)
-    facts.mark_known("register.")
     facts.put("register.present", True, where)
     facts.put("register.from", origin, where)
     facts.put("register.status", reg.status, where)
@@ -94,11 +95,14 @@ def produce(
     devs = reg.devices
     if reg.status not in ("ok", "empty"):
         return reg
-    allocatable = facts.value("node.allocatable.gpu")
+    allocatable = facts.lookup("node.allocatable.gpu")
+    if origin == "annotation" and devs and allocatable is not UNKNOWN and isinstance(allocatable.value, int):
+        gap = allocatable.value - sum(d.count for d in devs)
+        facts.put("register.allocatable_gap", gap, where)  # only where both sides are known
     json_fmt = reg.format == "json"
     for path, v in {
         "register.device_count": len(devs),
-        "register.unhealthy_count": sum(1 for d in devs if not d.health),
+        "register.unhealthy_count": sum(1 for d in devs if d.health is False),
         "register.health_absent_count": sum(1 for d in devs if json_fmt and "health" in d.absent),
         "register.split_total": sum(d.count for d in devs),
         "register.split_counts": sorted({d.count for d in devs}),
@@ -106,11 +110,6 @@ def produce(
         "register.max_devcore": max((d.devcore for d in devs), default=None),
         "register.types": sorted({d.type for d in devs}),
         "register.modes": sorted({d.mode for d in devs if d.mode}),
-        "register.allocatable_gap": (
-            allocatable - sum(d.count for d in devs)
-            if isinstance(allocatable, int) and devs and origin == "annotation"
-            else None
-        ),
         "register.index_or_numa_absent": sum(
             1 for d in devs if json_fmt and {"index", "numa"} & set(d.absent)
         ),

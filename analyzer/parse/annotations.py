@@ -26,7 +26,7 @@ class GpuDevice:
     type: str
     numa: int
     mode: str
-    health: bool
+    health: bool | None  # None: the format has no health field
     absent: list[str] = field(default_factory=list)  # fields the annotation omitted
 
     def as_dict(self) -> dict[str, Any]:
@@ -227,7 +227,7 @@ def _decode_delimited(value: str, spec: dict) -> tuple[list[GpuDevice], str | No
                 type=raw.get("type", ""),
                 numa=int(raw.get("numa", 0) or 0),
                 mode=raw.get("mode", ""),
-                health=raw.get("health", "").strip().lower() == "true",
+                health=(raw["health"].strip().lower() == "true") if "health" in raw else None,
                 absent=[n for n in ("index", "devcore", "numa", "mode") if n not in raw],
             )
         except ValueError as exc:

@@ -127,6 +127,8 @@ def parse_node(artefact: Artefact) -> list[NodeFacts]:
             node_info=_str_map(status.get("nodeInfo")),
             warnings=list(warnings),
         )
+        if any("parsed the part before" in w for w in warnings):  # a cut-off paste
+            n.sections = _present_sections(meta, spec, status)
         for t in spec.get("taints") or []:
             if isinstance(t, dict):
                 n.taints.append({k: str(v) for k, v in t.items() if v is not None})
@@ -149,6 +151,14 @@ def parse_node(artefact: Artefact) -> list[NodeFacts]:
         n.warnings.append("no Node object could be read")
         nodes.append(n)
     return nodes
+
+
+def _present_sections(meta: dict, spec: dict, status: dict) -> frozenset[str]:
+    """The sections a cut-off object still shows (an absent one was cut, not empty)."""
+    have = {"labels": "labels" in meta, "annotations": "annotations" in meta}
+    have |= {k: k in status for k in ("capacity", "allocatable", "conditions", "images")}
+    have |= {"taints": bool(spec) or "capacity" in status, "spec": bool(spec)}
+    return frozenset(k for k, v in have.items() if v)
 
 
 _SECTION_RE = re.compile(r"^([A-Z][A-Za-z ]*):\s*(.*)$")

@@ -20,6 +20,7 @@ NODE_KEYS = (
     "not_evaluated",
     "not_applicable",
     "not_fired",
+    "explained_away",
     "rule_errors",
     "collect",
     "version",

@@ -28,7 +28,15 @@ from analyzer.report.model import (
     VersionClue,
     VersionInfo,
 )
-from analyzer.rules.engine import ERROR, FIRED, NOT_APPLICABLE, NOT_EVALUATED, NOT_FIRED, RuleResult
+from analyzer.rules.engine import (
+    ERROR,
+    EXPLAINED,
+    FIRED,
+    NOT_APPLICABLE,
+    NOT_EVALUATED,
+    NOT_FIRED,
+    RuleResult,
+)
 from analyzer.rules.model import RuleSet
 from analyzer.timeline import NodeTimeline, node_timeline
 
@@ -208,6 +216,7 @@ def build_node(ctx: NodeContext, results: list[RuleResult], ruleset: RuleSet, bu
         ),
         not_applicable=tuple(r.rule.id for r in results if r.outcome == NOT_APPLICABLE),
         not_fired=tuple(r.rule.id for r in results if r.outcome == NOT_FIRED),
+        explained_away=tuple(r.rule.id for r in results if r.outcome == EXPLAINED),
         rule_errors=tuple([*ctx.index.errors, *(r.error for r in results if r.outcome == ERROR and r.error)]),
         collect=collect.choose(verdict, results, ctx, ruleset.catalogue),
         version=_version_info(ctx),

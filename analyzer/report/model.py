@@ -202,6 +202,7 @@ class NodeReport:
     not_evaluated: tuple[NotEvaluated, ...]
     not_applicable: tuple[str, ...]
     not_fired: tuple[str, ...]
+    explained_away: tuple[str, ...]  # fired, but their `unless` held
     rule_errors: tuple[str, ...]
     collect: tuple[Collect, ...]
     version: VersionInfo

@@ -8,7 +8,9 @@ did not match counts as absent only when the bundle holds a log where it would h
     all: [c, ...]        FALSE if any is FALSE, else UNKNOWN if any is UNKNOWN, else TRUE
     any: [c, ...]        TRUE if any is TRUE, else UNKNOWN if any is UNKNOWN, else FALSE
     not: c               swaps TRUE and FALSE, keeps UNKNOWN
-    signature: ID        where: {capture: regex}, count_ge: N (default 1), count_le: N
+    signature: ID        where: {capture: regex}, count_ge: N (default 1), count_le: N,
+                         in: [kind, ...] (only lines found in artefacts of these kinds),
+                         equal: [capture, capture, ...] (only lines where these captures agree)
     fact: PATH           eq ne gt ge lt le in not_in matches contains not_contains exists;
                          an operand may be {fact: OTHER_PATH}
     age_of: PATH         gt/ge/lt/le with a duration (90s, 5m, 2h, 1d) against the collection time
@@ -82,9 +84,11 @@ class EvalContext(Protocol):
 
     def count(self, sig: str) -> int: ...
 
-    def absence_known(self, sig: str) -> bool: ...
+    def absence_known(self, sig: str, kinds: frozenset[str] = frozenset()) -> bool: ...
 
-    def sources(self, sig: str) -> frozenset[str]: ...
+    def sources(self, sig: str, kinds: frozenset[str] = frozenset()) -> frozenset[str]: ...
+
+    def kind_matches(self, kind: str, kinds: frozenset[str]) -> bool: ...
 
     def meaning(self, sig: str) -> str: ...
 
@@ -208,9 +212,15 @@ class SignatureCond(Cond):
     count_ge: int = 1
     count_le: int | None = None
     line: int = 0
+    kinds: frozenset[str] = frozenset()  # `in:` only lines found in artefacts of these kinds
+    equal: tuple[str, ...] = ()  # only lines where these captures have one value
 
     def selected(self, ctx: EvalContext) -> list[Match]:
         ms = ctx.matches(self.signature)
+        if self.kinds:
+            ms = [m for m in ms if ctx.kind_matches(m.kind, self.kinds)]
+        if self.equal:
+            ms = [m for m in ms if len({m.captures.get(c, "") for c in self.equal}) == 1]
         if self.where:
             ms = [
                 m
@@ -225,11 +235,11 @@ class SignatureCond(Cond):
     def evaluate(self, ctx: EvalContext) -> Outcome:
         ms = self.selected(ctx)
         count = len(ms)
-        if not self.where:  # big logs keep samples of each signature; the scan counted them all
+        if not (self.where or self.kinds or self.equal):  # big logs keep samples; the scan counted all
             count = max(count, ctx.count(self.signature))
         ok = count >= self.count_ge and (self.count_le is None or count <= self.count_le)
-        if count == 0 and not ctx.absence_known(self.signature):
-            return unknown(ctx.sources(self.signature))
+        if count == 0 and not ctx.absence_known(self.signature, self.kinds):
+            return unknown(ctx.sources(self.signature, self.kinds))
         if not ok:
             return FALSE
         if count == 0:  # count_le: 0 asks for absence, and absence is known
@@ -437,7 +447,7 @@ def parse_condition(raw: Any, line: int, problems: ParseProblems, signatures) ->
 
 def _parse_signature(raw, keys, here, problems, signatures) -> Cond | None:
     sid = raw["signature"]
-    bad = keys - {"signature", "where", "count_ge", "count_le"}
+    bad = keys - {"signature", "where", "count_ge", "count_le", "in", "equal"}
     if bad:
         problems.add(here, f"unknown keys in a signature condition: {sorted(bad)}")
     sig = signatures.get(sid)
@@ -464,8 +474,26 @@ def _parse_signature(raw, keys, here, problems, signatures) -> Cond | None:
                 problems.add(here, f"{k} must be a whole number >= 0, got {v!r}")
                 return None
             counts[k] = v
+    kinds = raw.get("in") or []
+    if isinstance(kinds, str):
+        kinds = [kinds]
+    if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
+        problems.add(here, f"in: needs a list of artefact kinds, got {kinds!r}")
+        return None
+    equal = raw.get("equal") or []
+    for cap in equal:
+        if cap not in sig.compiled.groupindex:
+            problems.add(here, f"signature {sid} has no capture {cap!r} (in equal:)")
+    if equal and len(equal) < 2:
+        problems.add(here, "equal: needs at least two captures")
     return SignatureCond(
-        sid, tuple(where), counts.get("count_ge", 1), counts.get("count_le"), here
+        sid,
+        tuple(where),
+        counts.get("count_ge", 1),
+        counts.get("count_le"),
+        here,
+        frozenset(kinds),
+        tuple(str(c) for c in equal),
     )
 
 
@@ -549,6 +577,10 @@ def describe(cond: Cond | None, indent: str = "") -> list[str]:
         if cond.count_le is not None:
             extra.append(f"at most {cond.count_le} lines")
         extra += [f"{c} ~ /{p}/" for c, p in cond.where]
+        if cond.kinds:
+            extra.append(f"in {', '.join(sorted(cond.kinds))}")
+        if cond.equal:
+            extra.append(" = ".join(cond.equal))
         return [f"{indent}signature {cond.signature}" + (f" ({', '.join(extra)})" if extra else "")]
     if isinstance(cond, FactCond | AgeCond):
         what = "age of " if isinstance(cond, AgeCond) else ""

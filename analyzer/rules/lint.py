@@ -129,9 +129,13 @@ def signature_examples(rs: RuleSet) -> Iterator[Problem]:
 
 
 def references_resolve(rs: RuleSet) -> Iterator[Problem]:
-    """`explains` names rules, `collect` names kinds that have a command."""
+    """`explains` names rules, `collect` names kinds that have a command, `in:` names kinds."""
     for rule in rs.rules.values():
         here = f"{rule.file}:{rule.line}: rule {rule.id}"
+        for c in _conditions(rule):
+            for kid in getattr(c, "kinds", ()):
+                if kid not in rs.catalogue:
+                    yield "error", f"{rule.file}:{c.line}: rule {rule.id}: in: unknown kind {kid!r}"
         for rid in rule.explains:
             if rid not in rs.rules:
                 yield "error", f"{here}: explains unknown rule {rid!r}"

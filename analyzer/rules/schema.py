@@ -71,6 +71,8 @@ def _condition_schema() -> dict[str, Any]:
             "where": {"type": "object", "additionalProperties": _STR},
             "count_ge": {"type": "integer", "minimum": 0},
             "count_le": {"type": "integer", "minimum": 0},
+            "in": {"type": "array", "items": _STR, "description": "only lines in these kinds"},
+            "equal": {"type": "array", "items": _STR, "minItems": 2, "description": "captures that must agree"},
         },
     }
     ref = {"$ref": "#/$defs/condition"}

@@ -20,8 +20,9 @@ class CaseResult:
 
 
 def _run_case(ruleset: RuleSet, case: dict, base: Path):
-    from analyzer.analyze import analyze_parsed
-    from analyzer.pipeline import parse_files
+    """A rule test case as a bundle: a sample folder and/or named files (a `.md` file is the
+    issue's own text, as the issue bot reads it)."""
+    from analyzer.analyze import analyze_parsed, parse_reader
 
     reader = BundleReader()
     try:
@@ -32,8 +33,9 @@ def _run_case(ruleset: RuleSet, case: dict, base: Path):
                 path = next((c for c in candidates if c.exists()), candidates[0])
             reader.add_input(str(path))
         for name, content in (case.get("files") or {}).items():
-            reader.add_bytes(name, str(content).encode())
-        parsed = parse_files(reader, ruleset)
+            kind = "issue-text" if name.endswith(".md") else None
+            reader.add_bytes(name, str(content).encode(), kind=kind)
+        parsed = parse_reader(reader, ruleset)
         return analyze_parsed(parsed, ruleset, case.get("node"))
     finally:
         reader.close()
@@ -67,20 +69,24 @@ def run_rule_tests(ruleset: RuleSet, only: str | None = None) -> list[CaseResult
             for i, case in enumerate(cases):
                 label = f"{want}[{i}]" + (f" {case.get('name')}" if case.get("name") else "")
                 try:
-                    diags = _run_case(ruleset, case, base)
+                    report = _run_case(ruleset, case, base)
                 except AnalyzerError as exc:
                     results.append(CaseResult(rule.id, label, False, f"input error: {exc}"))
                     continue
-                fired = any(f.rule_id == rule.id for d in diags for f in d.findings)
+                got = {f.rule_id for n in report.nodes for f in n.all_findings()}
+                explained = {rid for n in report.nodes for rid in n.explained_away}
+                fired = rule.id in got
                 ok = fired if want == "fires" else not fired
                 detail = ""
                 if not ok:
-                    got = sorted({f.rule_id for d in diags for f in d.findings})
-                    ne = [n.rule_id for d in diags for n in d.not_evaluated]
+                    got = sorted(got)
+                    ne = [n.rule_id for d in report.nodes for n in d.not_evaluated]
                     detail = f"expected {'to fire' if want == 'fires' else 'silence'}; fired: {got}"
                     if rule.id in ne:
                         detail += (
-                            " (rule was not evaluated: a required source is missing from the case)"
+                            " (rule was not evaluated: the evidence it needs is missing from the case)"
                         )
+                    if rule.id in explained:
+                        detail += " (its `unless` explained it away)"
                 results.append(CaseResult(rule.id, label, ok, detail))
     return results

@@ -40,7 +40,9 @@ def parse_reader(reader: BundleReader, ruleset: RuleSet) -> ParsedBundle:
 def check_analysable(bundle: ParsedBundle) -> None:
     """An input with nothing to analyse is a usage error, not a healthy node."""
     inv = bundle.inventory
-    useful = [a for a in inv.artefacts if a.kind not in ("binary", "empty", "unreadable", "unrecognised")]
+    useful = [
+        a for a in inv.artefacts if a.kind not in ("binary", "empty", "unreadable", "unrecognised")
+    ]
     if useful:
         return
     if not inv.files:
@@ -86,6 +88,8 @@ def issue_bundle(raw: bytes, ruleset: RuleSet) -> ParsedBundle:
         reader.close()
 
 
-def analyze_issue(raw: bytes, ruleset: RuleSet, node: str | None = None) -> tuple[ParsedBundle, Report]:
+def analyze_issue(
+    raw: bytes, ruleset: RuleSet, node: str | None = None
+) -> tuple[ParsedBundle, Report]:
     bundle = issue_bundle(raw, ruleset)
     return bundle, analyze_parsed(bundle, ruleset, node)

@@ -81,7 +81,15 @@ def score_case(case: Path, ruleset: RuleSet) -> list[CaseScore]:
             got, rule, conf = f"error: {exc}", None, None
         out.append(
             CaseScore(
-                case.name, form, exp["category"], ok[1:], exp.get("confidence"), got, rule, conf, _score(got, ok)
+                case.name,
+                form,
+                exp["category"],
+                ok[1:],
+                exp.get("confidence"),
+                got,
+                rule,
+                conf,
+                _score(got, ok),
             )
         )
     return out
@@ -98,7 +106,14 @@ def render_score(result: ScoreResult, fmt: str = "text") -> str:
     if fmt == "json":
         doc = {
             "rows": [asdict(r) | {"confident_wrong": r.confident_wrong} for r in result.rows],
-            "totals": {f: {"score": result.total(f)[0], "cases": result.total(f)[1], "percent": round(result.percent(f), 1)} for f in FORMS},
+            "totals": {
+                f: {
+                    "score": result.total(f)[0],
+                    "cases": result.total(f)[1],
+                    "percent": round(result.percent(f), 1),
+                }
+                for f in FORMS
+            },
         }
         return json.dumps(doc, indent=2)
     lines = [f"{'case':32} {'form':6} {'expected':30} {'got':48} score"]
@@ -112,5 +127,8 @@ def render_score(result: ScoreResult, fmt: str = "text") -> str:
         got, n = result.total(f)
         lines.append(f"{f:6}: {got:g}/{n} = {result.percent(f):.1f}%")
     wrong = result.confident_wrong()
-    lines.append(f"confident-wrong: {len(wrong)}" + (": " + ", ".join(f"{r.case} ({r.form})" for r in wrong) if wrong else ""))
+    lines.append(
+        f"confident-wrong: {len(wrong)}"
+        + (": " + ", ".join(f"{r.case} ({r.form})" for r in wrong) if wrong else "")
+    )
     return "\n".join(lines)

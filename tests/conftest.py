@@ -4,9 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.analyze import analyze_parsed
+from analyzer.analyze import analyze_parsed, parse_reader
 from analyzer.bundle.reader import BundleReader
-from analyzer.pipeline import parse_files
 from analyzer.rules.loader import load_ruleset
 
 REPO = Path(__file__).resolve().parent.parent
@@ -24,7 +23,7 @@ def parse_texts(ruleset, files: dict[str, str | bytes]):
     try:
         for name, content in files.items():
             reader.add_bytes(name, content if isinstance(content, bytes) else content.encode())
-        return parse_files(reader, ruleset)
+        return parse_reader(reader, ruleset)
     finally:
         reader.close()
 
@@ -33,5 +32,8 @@ def diagnose_texts(ruleset, files: dict[str, str | bytes], node: str | None = No
     return analyze_parsed(parse_texts(ruleset, files), ruleset, node)
 
 
-def fired(diags) -> set[str]:
-    return {f.rule_id for d in diags for f in d.findings}
+def fired(report) -> set[str]:
+    """Every rule that fired (consequences included) on a report's nodes, a node, or nodes."""
+    nodes = report.nodes if hasattr(report, "nodes") else report
+    nodes = nodes if isinstance(nodes, list | tuple) else [nodes]
+    return {f.rule_id for n in nodes for f in n.all_findings()}

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from analyzer.errors import RuleLoadError
 from analyzer.rules.loader import load_ruleset
 from conftest import diagnose_texts, fired, parse_texts
@@ -30,33 +32,38 @@ def test_yaml_alias_bomb_is_refused(ruleset):
 
 def test_truncated_and_wrongly_typed_annotation(ruleset):
     node = 'kind: Node\nmetadata:\n  name: n1\n  annotations:\n    hami.io/node-nvidia-register: \'[{"id":"GPU-1","count":10,"health":"yes"}]\'\n'
-    d = diagnose_texts(ruleset, {"node.yaml": node})[0]
-    assert d.register["status"] == "invalid" and "health" in d.register["error"]
+    d = diagnose_texts(ruleset, {"node.yaml": node}).worst
+    assert d.register.status == "invalid" and "health" in d.register.error
     assert "register-annotation-invalid" in fired([d])
 
 
 def test_binary_junk_and_empty_files(ruleset):
-    d = diagnose_texts(
+    from analyzer.analyze import check_analysable
+    from analyzer.errors import BundleError
+    from conftest import parse_texts
+
+    parsed = parse_texts(
         ruleset, {"junk.bin": bytes(range(256)) * 100, "empty.log": b"", "blank.txt": b"\n\n  \n"}
-    )[0]
-    kinds = {a["file"]: a["kind"] for a in d.inventory}
+    )
+    kinds = {a.file.name: a.kind for a in parsed.inventory.artefacts}
     assert kinds == {"junk.bin": "binary", "empty.log": "empty", "blank.txt": "empty"}
-    assert d.primary.category == "inconclusive"
+    with pytest.raises(BundleError, match="nothing to analyse: 3 file"):
+        check_analysable(parsed)
 
 
 def test_single_huge_line(ruleset):
     start = time.monotonic()
-    d = diagnose_texts(
+    report = diagnose_texts(
         ruleset,
         {"big.log": "I0815 09:04:51.202341  412873 main.go:275] " + "A" * (50 << 20) + "\n"},
-    )[0]
+    )
     assert time.monotonic() - start < 60
-    assert d.log_stats and d.log_stats[0]["lines"] == 1
+    assert report.log_stats and report.log_stats[0].lines == 1
 
 
 def test_crlf_ansi_bom_log(ruleset):
     text = "\ufeff\x1b[32mI0815 09:04:51.202341  412873 main.go:275] Start working on node n\x1b[0m\r\nE0815 09:06:21.709851  412873 register.go:96] nvml Init err:  ERROR_LIBRARY_NOT_FOUND\r\n"
-    d = diagnose_texts(ruleset, {"dp.log": text.encode()})[0]
+    d = diagnose_texts(ruleset, {"dp.log": text.encode()}).worst
     assert "nvml-init-failed" in fired([d])
 
 
@@ -65,6 +72,8 @@ def test_catastrophic_custom_regex_is_a_rule_error(ruleset, tmp_path: Path):
         "signatures:\n"
         "  - id: evil\n"
         "    source: text\n"
+        "    meaning: catastrophic backtracking\n"
+        "    examples: {match: [aaaa]}\n"
         "    regex: '^(a+)+$'\n"
         "rules:\n"
         "  - id: evil-rule\n"
@@ -74,10 +83,11 @@ def test_catastrophic_custom_regex_is_a_rule_error(ruleset, tmp_path: Path):
         "    category: runtime-other\n"
         "    when: {signature: evil}\n"
         "    explanation: x\n"
+        "    tests: {fires: [{files: {x.txt: aaaa}}]}\n"
     )
     rs = load_ruleset([tmp_path])
     start = time.monotonic()
-    d = diagnose_texts(rs, {"x.txt": "a" * 40 + "!\n" + "a" * 30 + "\n"})[0]
+    d = diagnose_texts(rs, {"x.txt": "a" * 40 + "!\n" + "a" * 30 + "\n"}).worst
     assert time.monotonic() - start < 20
     # Rust's linear-time scanner picks the line; the Python capture pass times out and is reported.
     assert "evil-rule" in fired([d]) or any("timed out" in e for e in d.rule_errors)
@@ -119,6 +129,7 @@ def test_rule_load_errors_name_file_and_line(tmp_path: Path):
 def test_invalid_utf8_deep_in_a_streamed_log_leaves_the_input_alone(ruleset, tmp_path, monkeypatch):
     """polars refuses invalid UTF-8 mid-stream: a repaired copy is streamed from a private folder,
     never written next to the user's file."""
+    from analyzer.analyze import matcher_for
     from analyzer.bundle import recognise as recognise_mod
     from analyzer.pipeline import parse_bundle
 
@@ -135,7 +146,7 @@ def test_invalid_utf8_deep_in_a_streamed_log_leaves_the_input_alone(ruleset, tmp
     )
     before = {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in bundle.iterdir()}
     monkeypatch.setattr(recognise_mod, "SMALL_FILE", 1000)
-    parsed = parse_bundle([str(bundle)], ruleset)
+    parsed = parse_bundle([str(bundle)], ruleset.catalogue, matcher_for(ruleset))
     after = {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in bundle.iterdir()}
     assert after == before
     stats = parsed.logs[0].stats

@@ -77,7 +77,7 @@ def test_batch_mixed_folder(tickets, tmp_path):
     assert dups == {"healthy-single-gpu": "dup-of-healthy"}  # the first copy (by order) is analysed
     assert "unsafe archive member name" in by_name["evil.tar"]["error"]
     assert "corrupt" in by_name["junk.tgz"]["error"]
-    assert by_name["empty"]["category"] == "inconclusive" and by_name["empty"]["error"] is None
+    assert "nothing to analyse" in by_name["empty"]["error"]  # an input error, as `analyze` says
     f = _table(out, "findings")
     assert set(f.columns) >= {
         "bundle_id",

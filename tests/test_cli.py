@@ -18,7 +18,7 @@ def test_analyze_json_and_exit_codes():
     )
     assert res.exit_code == 1
     doc = json.loads(res.stdout)
-    assert doc["schema_version"] == "1.0"
+    assert doc["schema_version"] == "2.0"
     assert doc["primary"]["rule_id"] == "rbac-patch-forbidden"
     assert doc["primary"]["category"] == "rbac-patch-forbidden"
     f = next(f for f in doc["findings"] if f["rule_id"] == "rbac-patch-forbidden")
@@ -49,12 +49,12 @@ def test_inspect_text_and_json():
             app, ["inspect", str(SAMPLES / "annotation-health-omitted" / "bundle"), "-f", "json"]
         ).stdout
     )
-    devs = js[0]["register"]["devices"]
+    devs = js["nodes"][0]["register"]["devices"]
     assert [d["health"] for d in devs] == [True, False] and "health" in devs[1]["absent"]
     # the plugin log of this sample holds three "Start working on node" lines: two restarts
     crash = str(SAMPLES / "nvml-init-error" / "bundle")
     assert "restarts: 2" in runner.invoke(app, ["inspect", crash]).stdout
-    stats = json.loads(runner.invoke(app, ["inspect", crash, "-f", "json"]).stdout)[0]["logs"]
+    stats = json.loads(runner.invoke(app, ["inspect", crash, "-f", "json"]).stdout)["logs"]
     assert [s["restarts"] for s in stats if s["kind"] == "device-plugin-log"] == [2]
 
 

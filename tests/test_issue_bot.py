@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from analyzer.analyze import analyze, analyze_issue
 from analyzer.bundle.issue import parse_issue
 from analyzer.cli import app
-from analyzer.render.jsonout import diagnosis_document, render_json
+from analyzer.render.jsonout import render_json, report_document
 from analyzer.render.markdown import MAX_COMMENT, code_block, render_markdown, safe_text
 from conftest import REPO, SAMPLES, SHARED
 
@@ -53,10 +53,10 @@ def test_issue_json_payload_and_prose_version(ruleset):
     event = json.dumps(
         {"action": "opened", "issue": {"title": "plugin crash", "body": body}}
     ).encode()
-    _, diags = analyze_issue(event, ruleset)
-    d = diags[0]
+    _, report = analyze_issue(event, ruleset)
+    d = report.worst
     assert d.primary.rule_id == "nvml-init-failed"
-    assert d.version["range"] == "v2.7.1"
+    assert d.version.range == "v2.7.1"
 
 
 def _corpus_cases():
@@ -71,24 +71,28 @@ def test_rebuilt_issue_reads_the_same_artefacts(ruleset, case):
     import yaml
 
     exp = yaml.safe_load((case / "expected.yaml").read_text())
-    files = [p for p in sorted(case.iterdir()) if p.name != "expected.yaml"]
-    parts = [f"{exp['title']}\n\n{exp['symptom']}\n"]
+    files = [p for p in sorted(case.iterdir()) if p.name not in ("expected.yaml", "issue.md")]
+    parts = [f"# {exp['title']}\n"]
     for f in files:
         text = f.read_text()
-        # a paste that already carries its own fences goes in as it is
+        # a paste that already carries its own fences goes in as it is (a fence the excerpt cut
+        # off is closed, as the original issue did further down)
+        if sum(1 for x in text.split("\n") if x.strip().startswith("```")) % 2:
+            text += "\n```"
         parts.append(
             f"Here is {f.stem}:\n\n{text}\n"
             if "```" in text
             else f"Here is {f.stem}:\n\n```\n{text}\n```\n"
         )
-    _, issue_diags = analyze_issue("\n".join(parts).encode(), ruleset)
-    _, bundle_diags = analyze([str(f) for f in files], ruleset)
+    _, from_issue = analyze_issue("\n".join(parts).encode(), ruleset)
+    _, from_files = analyze([str(f) for f in files], ruleset)
 
-    def kinds(d):
-        return {a["kind"] for a in d.inventory if a["kind"] not in ("text", "empty")}
+    def kinds(report):
+        return {a.kind for a in report.inventory if a.kind not in ("text", "empty", "issue-text")}
 
-    assert kinds(issue_diags[0]) == kinds(bundle_diags[0])
-    assert issue_diags[0].primary.category == bundle_diags[0].primary.category
+    assert kinds(from_issue) == kinds(from_files)
+    if from_files.primary.category != "inconclusive":  # the title may add a weak clue to nothing
+        assert from_issue.primary.category == from_files.primary.category
 
 
 HOSTILE = [
@@ -128,8 +132,8 @@ def test_hostile_issue_comment_is_inert(ruleset):
         f"{evil}\n\n```\nE0815 09:06:21.709851  412873 register.go:96] nvml Init err:  {evil}\n"
         f"I0815 09:04:51.202341  412873 main.go:275] Start working on node {evil}\n```\n"
     )
-    _, diags = analyze_issue(body.encode(), ruleset)
-    md = render_markdown(diags, body.encode())
+    _, report = analyze_issue(body.encode(), ruleset)
+    md = render_markdown(report, body.encode())
     outside = _outside_code(md)
     assert "@octocat" not in outside and "#99" not in outside and "GH-7" not in outside
     assert "<script>" not in md.replace("```", "") or "<script>" not in outside
@@ -183,12 +187,12 @@ def test_markdown_is_cut_to_github_limit(ruleset, monkeypatch):
     tested with a small limit."""
     import analyzer.render.markdown as md_mod
 
-    _, diags = analyze([str(SAMPLES / "xid79-gpu-lost" / "bundle")], ruleset)
-    full = render_markdown(diags, b"x")
+    _, report = analyze([str(SAMPLES / "xid79-gpu-lost" / "bundle")], ruleset)
+    full = render_markdown(report, b"x")
     assert len(full) <= MAX_COMMENT
     for limit in range(900, 3000, 37):  # cut positions inside and outside code blocks
         monkeypatch.setattr(md_mod, "MAX_COMMENT", limit)
-        cut = md_mod.render_markdown(diags, b"x")
+        cut = md_mod.render_markdown(report, b"x")
         assert len(cut) <= limit < len(full)
         assert "cut to GitHub's size limit" in cut and _balanced(cut)
     assert cut.rstrip("\n").split("\n")[-1].startswith("<!-- hami-bundle-analyzer version=")
@@ -204,8 +208,8 @@ GOLDEN_SAMPLES = [
 
 @pytest.mark.parametrize("name", GOLDEN_SAMPLES)
 def test_markdown_golden(ruleset, name):
-    _, diags = analyze([str(SAMPLES / name / "bundle")], ruleset)
-    md = render_markdown(diags, b"golden")
+    _, report = analyze([str(SAMPLES / name / "bundle")], ruleset)
+    md = render_markdown(report, b"golden")
     golden = (GOLDEN / f"{name}.md").read_text()
 
     def norm(s):  # the rules digest changes with any rule edit; the wording is what is reviewed
@@ -216,10 +220,10 @@ def test_markdown_golden(ruleset, name):
 
 @pytest.mark.parametrize("sample", SAMPLE_DIRS, ids=lambda p: p.name)
 def test_json_validates_against_schema(ruleset, sample):
-    _, diags = analyze([str(sample / "bundle")], ruleset)
-    doc = json.loads(render_json(diags))
+    _, report = analyze([str(sample / "bundle")], ruleset)
+    doc = json.loads(render_json(report))
     jsonschema.validate(doc, SCHEMA)
-    assert doc["schema_version"] == diagnosis_document(diags)["schema_version"]
+    assert doc["schema_version"] == report_document(report)["schema_version"]
 
 
 def test_cli_from_issue_stdin():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -12,8 +13,14 @@ from conftest import REPO
 
 
 def test_wheel_ships_rules_templates_and_schema(tmp_path):
+    # build from a copy: setuptools' build/ folder in a working tree can hold files deleted since
+    src = tmp_path / "src"
+    for part in ("analyzer", "rules"):
+        shutil.copytree(REPO / part, src / part, ignore=shutil.ignore_patterns("__pycache__"))
+    for part in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / part, src / part)
     res = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(REPO)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(src)],
         capture_output=True,
         text=True,
         timeout=600,
@@ -27,6 +34,13 @@ def test_wheel_ships_rules_templates_and_schema(tmp_path):
     assert {f"analyzer/_rules/{f}" for f in rule_files} <= names
     assert "analyzer/render/templates/report.html.j2" in names
     assert "analyzer/schema/diagnosis.schema.json" in names
+    assert "analyzer/schema/rules.schema.json" in names
+    shipped = {
+        n.removeprefix("analyzer/_rules/")
+        for n in names
+        if n.startswith("analyzer/_rules/") and n.endswith(".yaml")
+    }
+    assert shipped == rule_files  # nothing stale, nothing missing
     assert any(n.endswith("entry_points.txt") for n in names)
     # installed from the wheel (not the checkout) and run from elsewhere, it finds its rules
     target = tmp_path / "site"

@@ -239,17 +239,18 @@ items:
 
 
 def test_node_list_and_selection(ruleset):
-    diags = diagnose_texts(ruleset, {"nodes.yaml": NODE_LIST})
-    assert [d.node for d in diags] == ["a", "b"]
+    report = diagnose_texts(ruleset, {"nodes.yaml": NODE_LIST})
+    assert sorted(n.node for n in report.nodes) == ["a", "b"]
+    assert report.worst.node == "b"  # no GPU at all is worse than a tainted, registered node
     only_b = diagnose_texts(ruleset, {"nodes.yaml": NODE_LIST}, node="b")
-    assert [d.node for d in only_b] == ["b"]
+    assert [n.node for n in only_b.nodes] == ["b"]
     b = parse_texts(ruleset, {"nodes.yaml": NODE_LIST})
     a = b.nodes[0]
     assert a.taints == [{"key": "sku", "value": "gpu", "effect": "NoSchedule"}]
     assert (
         a.allocatable["nvidia.com/gpu"] == "10" and a.line_of["hami.io/node-nvidia-register"] == 10
     )
-    assert diags[0].clock["year"] == 2026
+    assert all(n.clock.year == 2026 for n in report.nodes)
 
 
 def test_node_json_and_describe(ruleset):
@@ -345,4 +346,7 @@ def test_mixed_paste_is_split(ruleset):
     kinds = [a.kind for a in b.inventory.artefacts]
     assert "pods-list" in kinds and "vgpu-monitor-log" in kinds
     vm = next(a for a in b.inventory.artefacts if a.kind == "vgpu-monitor-log")
-    assert vm.first_line == 11 and vm.container == "vgpu-monitor"
+    assert (
+        vm.first_line == 10 and vm.container == "vgpu-monitor"
+    )  # the command stays with its output
+    assert vm.text.startswith("root@cp:~# kubectl logs")

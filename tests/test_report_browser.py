@@ -82,8 +82,8 @@ def _probe(tmp_path, page: str, keep_csp: bool = True) -> dict:
 
 @pytest.mark.parametrize("sample", SAMPLE_DIRS, ids=lambda p: p.name)
 def test_report_in_browser(tmp_path, ruleset, sample):
-    _, diags = analyze([str(sample / "bundle")], ruleset)
-    page = render_html(diags)
+    _, report = analyze([str(sample / "bundle")], ruleset)
+    page = render_html(report)
     report = tmp_path / "report.html"
     report.write_text(page, encoding="utf-8")
     out = _probe(tmp_path, page)
@@ -91,7 +91,7 @@ def test_report_in_browser(tmp_path, ruleset, sample):
     assert out["resources"] == [], "the report loaded something"
     assert out["verdictBottom"] <= out["viewport"], "verdict not in the first viewport"
     assert out["dialogs"] == 0 and out["pwned"] is None and "PWNED" not in out["title"]
-    faults = diags[0].faults()
+    faults = report.worst.faults()
     if faults and any(s.command for s in faults[0].remediation):
         assert out["copyButtons"] > 0, "our own script (allowed by its CSP hash) did not run"
     ARTIFACTS.mkdir(exist_ok=True)
@@ -102,16 +102,16 @@ def test_report_in_browser(tmp_path, ruleset, sample):
 
 def test_hostile_bundle_inert_even_without_csp(tmp_path, ruleset):
     """Escaping alone must keep the XSS sample inert; the CSP is a second wall."""
-    _, diags = analyze([str(SAMPLES / "xss-hostile" / "bundle")], ruleset)
-    out = _probe(tmp_path, render_html(diags), keep_csp=False)
+    _, report = analyze([str(SAMPLES / "xss-hostile" / "bundle")], ruleset)
+    out = _probe(tmp_path, render_html(report), keep_csp=False)
     assert out["dialogs"] == 0 and out["pwned"] is None and "PWNED" not in out["title"]
     assert out["resources"] == []
 
 
 def test_phone_width_screenshot(tmp_path, ruleset):
-    _, diags = analyze([str(SAMPLES / "annotation-health-omitted" / "bundle")], ruleset)
+    _, report = analyze([str(SAMPLES / "annotation-health-omitted" / "bundle")], ruleset)
     report = tmp_path / "report.html"
-    report.write_text(render_html(diags), encoding="utf-8")
+    report.write_text(render_html(report), encoding="utf-8")
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "phone-annotation-health-omitted.png"
     _run(report, "--window-size=390,844", f"--screenshot={shot}")

@@ -40,7 +40,6 @@ def test_custom_rule_replaces_builtin(tmp_path: Path, ruleset):
         "    severity: warning\n"
         "    kind: fault\n"
         "    category: no-device-plugin-pod\n"
-        "    requires: [node]\n"
         "    when: {fact: node.labels.pool, eq: gpu}\n"
         "    explanation: custom\n"
     )
@@ -48,23 +47,36 @@ def test_custom_rule_replaces_builtin(tmp_path: Path, ruleset):
     assert rs.rules["no-gpu-label"].title == "Custom label check"
     node = "kind: Node\nmetadata: {name: n, labels: {pool: gpu}}\n"
     d = diagnose_texts(rs, {"node.yaml": node})
-    assert "no-gpu-label" in fired(d) and d[0].primary.severity == "warning"
+    assert "no-gpu-label" in fired(d) and d.worst.primary.severity == "warning"
 
 
-def test_not_evaluated_lists_collect_commands(ruleset):
+def test_collect_next_fills_the_node_and_asks_for_the_basics(ruleset):
+    """Nothing points anywhere: the verdict is inconclusive and collect-next asks for the basic
+    evidence, with the node name the bundle gives filled into each command."""
     d = diagnose_texts(
         ruleset,
         {
-            "node.yaml": "kind: Node\nmetadata: {name: gpu-7, labels: {gpu: 'on'}}\nstatus: {allocatable: {nvidia.com/gpu: '10'}}\n"
+            "node.txt": "Name:               gpu-7\nRoles:              <none>\nLabels:             gpu=on\n"
         },
-    )[0]
-    missing = {n.rule_id for n in d.not_evaluated}
-    assert "rbac-patch-forbidden" in missing
-    cmds = {c.source: c.command for c in d.collect}
-    assert "spec.nodeName=gpu-7" in cmds["device-plugin-log"]
-    assert cmds["scheduler-log"].startswith(
+    ).worst
+    assert d.primary.category == "inconclusive"
+    assert any(n.rule_id == "rbac-patch-forbidden" for n in d.not_evaluated)
+    cmds = {c.kind: c for c in d.collect}
+    assert "spec.nodeName=gpu-7" in cmds["device-plugin-log"].command
+    assert cmds["device-plugin-log"].needs == ()
+    assert cmds["scheduler-log"].command.startswith(
         "kubectl logs -n kube-system deploy/hami-scheduler -c vgpu-scheduler-extender"
     )
+    assert "node" not in cmds  # the node is in the bundle already
+    assert len(d.collect) <= 5
+
+
+def test_collect_next_is_empty_on_a_healthy_node(ruleset):
+    from analyzer.analyze import analyze
+    from conftest import SAMPLES
+
+    _, report = analyze([str(SAMPLES / "healthy-single-gpu" / "bundle")], ruleset)
+    assert report.primary.category == "healthy" and report.worst.collect == ()
 
 
 def test_version_out_of_range_is_not_applicable(ruleset):
@@ -75,6 +87,6 @@ def test_version_out_of_range_is_not_applicable(ruleset):
         '    hami.io/node-nvidia-register: \'[{"id":"GPU-1","count":10,"health":true}]\'\n'
         "status: {allocatable: {nvidia.com/gpu: '10'}}\n"
     )
-    d = diagnose_texts(ruleset, {"node.yaml": node})[0]
-    assert d.version["range"] is not None
+    d = diagnose_texts(ruleset, {"node.yaml": node}).worst
+    assert d.version.range is not None
     assert "handshake-deleted-stuck" in d.not_applicable

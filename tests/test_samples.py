@@ -18,14 +18,14 @@ def test_there_are_enough_samples():
 @pytest.mark.parametrize("sample", SAMPLE_DIRS, ids=lambda p: p.name)
 def test_sample_diagnosis(ruleset, sample):
     expected = yaml.safe_load((sample / "expected.yaml").read_text())
-    _, diags = analyze([str(sample / "bundle")], ruleset)
-    d = diags[0]
-    fired = {f.rule_id for f in d.findings}
+    _, report = analyze([str(sample / "bundle")], ruleset)
+    d = report.worst
+    fired = {f.rule_id for f in d.all_findings()}
     assert d.primary.category == expected["primary_category"], (d.primary, sorted(fired))
     assert set(expected["must_fire"]) - fired == set()
     assert set(expected["must_not_fire"]) & fired == set()
-    assert d.rule_errors == []
-    for f in d.findings:
+    assert d.rule_errors == ()
+    for f in d.all_findings():
         assert f.evidence, f"{f.rule_id} fired without evidence"
         for e in f.evidence:
             if e.kind == "log":
@@ -38,9 +38,9 @@ def test_sample_diagnosis(ruleset, sample):
     ids=lambda p: p.name,
 )
 def test_no_fault_on_healthy_samples(ruleset, sample):
-    _, diags = analyze([str(sample / "bundle")], ruleset)
-    assert [f.rule_id for f in diags[0].faults()] == []
-    assert {ln.link: ln.state for ln in diags[0].links} == {
+    _, report = analyze([str(sample / "bundle")], ruleset)
+    assert [f.rule_id for f in report.worst.faults()] == []
+    assert {ln.link: ln.state for ln in report.worst.links} == {
         "count": "ok",
         "spec": "ok",
         "liveness": "ok",

@@ -65,7 +65,7 @@ CASES = {
 
 @pytest.mark.parametrize("expected", sorted(CASES))
 def test_sniff_kinds(ruleset, expected):
-    kind, reason = sniff(CASES[expected], ruleset.sources)
+    kind, reason = sniff(CASES[expected], ruleset.catalogue)
     want = expected.split("-json")[0].replace("node-list", "node")
     assert kind == want, reason
     assert reason
@@ -73,6 +73,6 @@ def test_sniff_kinds(ruleset, expected):
 
 def test_prefixed_log_is_recognised(ruleset):
     text = "[pod/hami-device-plugin-7xk2p/device-plugin] 2026-08-15T09:04:51.202341Z I0815 09:04:51.202341  412873 main.go:275] Start working on node n\n"
-    assert sniff(text, ruleset.sources)[0] == "device-plugin-log"
+    assert sniff(text, ruleset.catalogue)[0] == "device-plugin-log"
     cri = "2023-10-19T14:25:03.801614288+08:00 stderr F I1019 06:25:03.801505  4106 main.go:275] Start working on node n\n"
-    assert sniff(cri, ruleset.sources)[0] == "device-plugin-log"
+    assert sniff(cri, ruleset.catalogue)[0] == "device-plugin-log"

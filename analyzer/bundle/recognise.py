@@ -40,7 +40,9 @@ class _Segment:
     container: str | None
 
 
-def recognise(files: list[BundleFile], catalogue: Catalogue, inventory: Inventory) -> list[Artefact]:
+def recognise(
+    files: list[BundleFile], catalogue: Catalogue, inventory: Inventory
+) -> list[Artefact]:
     out: list[Artefact] = []
     for f in files:
         try:
@@ -99,9 +101,10 @@ def _explicit_segments(lines: list[str], split_headers: bool) -> list[_Segment]:
             continue
         prompt = _PROMPT_RE.match(line) if len(line) < 600 else None
         if prompt and (prompt["prompt"] or prompt["prog"] in _BARE_COMMANDS):
-            flush(i + 1)
+            flush(i)
             m = _CONTAINER_FLAG_RE.search(prompt.group("cmd"))
             container = m.group(1) if m else None
+            cur.append(line)  # the command stays with its output (its flags are evidence too)
             continue
         if split_headers and _HEADER_RE.match(line) and (i == 1 or not lines[i - 2].strip()):
             flush(i + 1)
@@ -176,9 +179,17 @@ def _split(f: BundleFile, text: str, catalogue: Catalogue) -> list[Artefact]:
         for part, kind, reason in _regions(seg, catalogue):
             cont = part.container
             if cont and cont in catalogue.by_container and not _structured(kind, catalogue):
-                kind, reason = catalogue.by_container[cont], f"pasted `kubectl logs -c {cont}` output"
+                kind, reason = (
+                    catalogue.by_container[cont],
+                    f"pasted `kubectl logs -c {cont}` output",
+                )
             part_text = "\n".join(part.lines)
-            if out and out[-1].kind == kind and not _structured(kind, catalogue) and out[-1].container == cont:
+            if (
+                out
+                and out[-1].kind == kind
+                and not _structured(kind, catalogue)
+                and out[-1].container == cont
+            ):
                 prev = out[-1]
                 gap = part.first - (prev.first_line + prev.text.count("\n") + 1)
                 merged = prev.text + "\n" * (gap + 1) + part_text

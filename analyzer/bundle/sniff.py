@@ -45,9 +45,11 @@ _POD_ROW_RE = re.compile(
     r"CreateContainerError|CreateContainerConfigError|RunContainerError|StartError)\s+\d+"
 )
 _NODE_DESCRIBE_RE = re.compile(
-    r"(?m)^(?:Roles|Taints|Capacity|Allocatable|System Info|Conditions):\s*"
+    r"(?m)^(?:Roles|Taints|Capacity|Allocatable|System Info|Conditions|Addresses|Unschedulable|ProviderID|PodCIDRs?):\s*"
 )
-_POD_STRUCTURE_RE = re.compile(r"(?m)^(?:Containers|Events|Controlled By|QoS Class|Node-Selectors):")
+_POD_STRUCTURE_RE = re.compile(
+    r"(?m)^(?:Containers|Events|Controlled By|QoS Class|Node-Selectors):"
+)
 _EVENTS_HEADER_RE = re.compile(r"(?m)^\s*Type\s+Reason\s+Age\s+From\s+Message")
 _EVENT_ROW_RE = re.compile(r"(?m)^\s*(?:Warning|Normal)\s+\S+\s+\S+.*(?:scheduler|kubelet)")
 _POD_ANNOTATION_RE = re.compile(

@@ -89,7 +89,9 @@ def _merge_fragments(nodes: list[NodeFacts]) -> list[NodeFacts]:
     return [target]
 
 
-def _clock(bundle: ParsedBundle, nodes: list[NodeFacts], decoded: dict[int, dict[str, Handshake]]) -> Clock:
+def _clock(
+    bundle: ParsedBundle, nodes: list[NodeFacts], decoded: dict[int, dict[str, Handshake]]
+) -> Clock:
     beats: list[tuple[dt.datetime, str]] = []
     for n in nodes:
         for c in n.conditions:
@@ -109,14 +111,19 @@ def _clock(bundle: ParsedBundle, nodes: list[NodeFacts], decoded: dict[int, dict
     return infer_clock(beats, stamps, bundle.member_mtimes)
 
 
-def build_contexts(bundle: ParsedBundle, ruleset: RuleSet, node_name: str | None = None) -> list[NodeContext]:
+def build_contexts(
+    bundle: ParsedBundle, ruleset: RuleSet, node_name: str | None = None
+) -> list[NodeContext]:
     nodes = _merge_fragments(list(bundle.nodes))
     spec = ruleset.annotations
     decoded = {id(n): handshake_facts.decode_all(n, spec) for n in nodes}
     clock = _clock(bundle, nodes, decoded)
     stamp_logs(bundle.logs, clock)
     index = collect_matches(
-        bundle.logs, [a.kind for a in bundle.inventory.artefacts], ruleset.signatures, ruleset.catalogue
+        bundle.logs,
+        [a.kind for a in bundle.inventory.artefacts],
+        ruleset.signatures,
+        ruleset.catalogue,
     )
     names = {n.name for n in nodes if n.name}
     targets: list[NodeFacts | None] = list(nodes)
@@ -182,7 +189,9 @@ def _context(bundle, ruleset, node, clock, index, names, decoded) -> NodeContext
     helm_tags = [
         (str(v), f"{f.where}")
         for p, f in facts.facts.items()
-        if p.startswith("config.helm-values.") and p.endswith(("imageTag", "image.tag")) and isinstance(v := f.value, str)
+        if p.startswith("config.helm-values.")
+        and p.endswith(("imageTag", "image.tag"))
+        and isinstance(v := f.value, str)
     ]
     reg_where = str(facts.where("register.text")) if register else None
     hs_where = str(facts.where("handshake.value")) if handshake else None

@@ -14,7 +14,11 @@ def decode_all(node: NodeFacts | None, spec: AnnotationSpec) -> dict[str, Handsh
     """Every handshake annotation of a node, decoded once (the clock needs their times too)."""
     if node is None:
         return {}
-    return {k: spec.decode_handshake(k, v) for k, v in node.annotations.items() if spec.handshake_vendor(k)}
+    return {
+        k: spec.decode_handshake(k, v)
+        for k, v in node.annotations.items()
+        if spec.handshake_vendor(k)
+    }
 
 
 def produce(

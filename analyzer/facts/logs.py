@@ -24,7 +24,9 @@ def produce(logs: list[ParsedLog], facts: FactSet) -> None:
         facts.put(f"logs.{key}.lines", facts.value(f"logs.{key}.lines", 0) + st.lines, at)
         if key == "device_plugin":
             errs = st.severities.get("E", 0) + st.severities.get("F", 0)
-            facts.put("logs.device_plugin.errors", facts.value("logs.device_plugin.errors", 0) + errs, at)
+            facts.put(
+                "logs.device_plugin.errors", facts.value("logs.device_plugin.errors", 0) + errs, at
+            )
             if st.truncated_last_line:
                 facts.put("logs.device_plugin.truncated", True, at)
         if key == "scheduler" and st.pods:

@@ -96,7 +96,11 @@ class SignatureIndex:
         )
         view.errors = self.errors
         view.counts = {
-            sid: (n if len(kept.get(sid, [])) == len(self.matches.get(sid, [])) else len(kept.get(sid, [])))
+            sid: (
+                n
+                if len(kept.get(sid, [])) == len(self.matches.get(sid, []))
+                else len(kept.get(sid, []))
+            )
             for sid, n in self.counts.items()
         }
         return view
@@ -114,7 +118,9 @@ def collect_matches(
     logs: list[ParsedLog], kinds: list[str], signatures: dict[str, Signature], catalogue: Catalogue
 ) -> SignatureIndex:
     index = SignatureIndex(signatures, catalogue)
-    index.present = catalogue.satisfied({k for k in kinds if catalogue.get(k) and catalogue[k].family != "junk"})
+    index.present = catalogue.satisfied(
+        {k for k in kinds if catalogue.get(k) and catalogue[k].family != "junk"}
+    )
     for log in logs:
         art = log.artefact
         info = ArtefactInfo(art.file.name, art.kind, art.first_line)
@@ -130,7 +136,9 @@ def collect_matches(
                 try:
                     m = sig.compiled.search(text, timeout=MATCH_TIMEOUT)
                 except TimeoutError:
-                    index.errors.append(f"signature {sid}: regex timed out on {art.file.name}:{line}")
+                    index.errors.append(
+                        f"signature {sid}: regex timed out on {art.file.name}:{line}"
+                    )
                     continue
                 if not m:
                     continue  # Rust and Python regex dialects disagreed; trust the stricter
@@ -138,7 +146,14 @@ def collect_matches(
                     continue  # a command that echoes the words is not the event
                 caps = {k: v or "" for k, v in m.groupdict().items()}
                 match = Match(
-                    sid, art.file.name, line, text, ts, caps, m.span(), art.kind,
+                    sid,
+                    art.file.name,
+                    line,
+                    text,
+                    ts,
+                    caps,
+                    m.span(),
+                    art.kind,
                     strength_of(art.kind, text, sig),
                 )
                 index.matches.setdefault(sid, []).append(match)

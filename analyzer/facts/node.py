@@ -59,7 +59,9 @@ def produce(node: NodeFacts | None, facts: FactSet, name: str | None = None) -> 
         for k, v in node.labels.items():
             facts.put(f"node.labels.{k}", v, at(f"label.{k}"))
         for k, managers in node.label_managers.items():
-            facts.put(f"node.label_managers.{k}", ", ".join(sorted(set(managers))), at(f"label.{k}"))
+            facts.put(
+                f"node.label_managers.{k}", ", ".join(sorted(set(managers))), at(f"label.{k}")
+            )
     if "annotations" in node.sections:
         for k, v in node.annotations.items():
             facts.put(f"node.annotations.{k}", v, at(k))
@@ -67,13 +69,17 @@ def produce(node: NodeFacts | None, facts: FactSet, name: str | None = None) -> 
         facts.put("node.hami_annotation_keys", keys, at())
     if "taints" in node.sections:
         facts.put("node.taints", node.taints, at("taints"))
-        keys = {t.get("key", "") for t in node.taints if t.get("effect") in ("NoSchedule", "NoExecute")}
+        keys = {
+            t.get("key", "") for t in node.taints if t.get("effect") in ("NoSchedule", "NoExecute")
+        }
         facts.put("node.taint_keys", sorted(keys), at("taints"))
     if "spec" in node.sections:
         facts.put("node.unschedulable", node.unschedulable, at())
     if "conditions" in node.sections:
         ready = [c for c in node.conditions if c.get("type") == "Ready"]
-        facts.put("node.ready", (ready[0].get("status") == "True") if ready else None, at("conditions"))
+        facts.put(
+            "node.ready", (ready[0].get("status") == "True") if ready else None, at("conditions")
+        )
     for section, values in (("allocatable", node.allocatable), ("capacity", node.capacity)):
         if section not in node.sections:
             continue

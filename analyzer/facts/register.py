@@ -62,7 +62,9 @@ def produce(
     known = node is not None and "annotations" in node.sections
     value = where = origin = key = None
     if known:
-        others = sorted(k for k in node.annotations if spec.register_vendor(k) not in (None, NVIDIA))
+        others = sorted(
+            k for k in node.annotations if spec.register_vendor(k) not in (None, NVIDIA)
+        )
         facts.put("register.other_vendor_keys", others, Where(node.file, node.first_line))
         key = next((k for k in node.annotations if spec.register_vendor(k) == NVIDIA), None)
         if key is not None:
@@ -82,7 +84,9 @@ def produce(
             for path in ("format", "error", "text", "from"):
                 facts.put(f"register.{path}", None, at)
         return None
-    cut = origin == "annotation" and (key in node.elided or (node.form != "yaml" and _cut_off(value)))
+    cut = origin == "annotation" and (
+        key in node.elided or (node.form != "yaml" and _cut_off(value))
+    )
     reg = spec.decode_register(key, value, cut)
     if cut and reg.status != "ok":
         reg = spec.decode_register(key, value, True)
@@ -96,7 +100,12 @@ def produce(
     if reg.status not in ("ok", "empty"):
         return reg
     allocatable = facts.lookup("node.allocatable.gpu")
-    if origin == "annotation" and devs and allocatable is not UNKNOWN and isinstance(allocatable.value, int):
+    if (
+        origin == "annotation"
+        and devs
+        and allocatable is not UNKNOWN
+        and isinstance(allocatable.value, int)
+    ):
         gap = allocatable.value - sum(d.count for d in devs)
         facts.put("register.allocatable_gap", gap, where)  # only where both sides are known
     json_fmt = reg.format == "json"

@@ -75,9 +75,15 @@ def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
         judged = cdi_mode_kinds or default_kinds
         facts.put("toolkit.cdi_default_kinds", sorted(set(judged)), where.get("kind"))
         if kinds:
-            uuid_names = [n for k in judged for n in kinds.get(k, set()) if n.startswith(("GPU-", "MIG-"))]
+            uuid_names = [
+                n for k in judged for n in kinds.get(k, set()) if n.startswith(("GPU-", "MIG-"))
+            ]
             has_spec = any(k in kinds for k in judged)
-            facts.put("cdi.default_kind_uuid_names", len(uuid_names) if has_spec else None, where.get("kind"))
+            facts.put(
+                "cdi.default_kind_uuid_names",
+                len(uuid_names) if has_spec else None,
+                where.get("kind"),
+            )
     if default_runtime is not None:
         facts.put("containerd.default_runtime", default_runtime, where["runtime"])
     if enable_cdi is not None:

@@ -47,32 +47,53 @@ def infer(
     hami = VersionInference()
     components: dict[str, VersionInference] = {}
     if register is not None and register.versions is not None and register_where:
-        hami.add(VersionEvidence(register.versions, f"register annotation format {register.format}", register_where))
+        hami.add(
+            VersionEvidence(
+                register.versions, f"register annotation format {register.format}", register_where
+            )
+        )
         for rng, why in register.version_reasons:
             hami.add(VersionEvidence(rng, why, register_where))
     if handshake is not None and handshake.versions is not None and handshake.state != "other":
-        hami.add(VersionEvidence(handshake.versions, f"handshake value form {handshake.state}", handshake_where or ""))
+        hami.add(
+            VersionEvidence(
+                handshake.versions, f"handshake value form {handshake.state}", handshake_where or ""
+            )
+        )
     for sid, ms in sorted(matches.items()):
         sig = signatures[sid]
         if sig.version_capture:
-            target = hami if sig.version_of == "hami" else components.setdefault(sig.version_of, VersionInference())
+            target = (
+                hami
+                if sig.version_of == "hami"
+                else components.setdefault(sig.version_of, VersionInference())
+            )
             what = sig.meaning.split(".")[0].lower() or "version"
             for m in ms[:5]:
-                tag_evidence(target, m.captures.get(sig.version_capture, ""), f"{m.file}:{m.line}", what)
+                tag_evidence(
+                    target, m.captures.get(sig.version_capture, ""), f"{m.file}:{m.line}", what
+                )
         if sig.implies_version and not sig.versions.empty():
             hami.add(
-                VersionEvidence(sig.versions, f"log line '{sid}' exists only in {sig.versions}", f"{ms[0].file}:{ms[0].line}")
+                VersionEvidence(
+                    sig.versions,
+                    f"log line '{sid}' exists only in {sig.versions}",
+                    f"{ms[0].file}:{ms[0].line}",
+                )
             )
     for tag, where in helm_tags:
         tag_evidence(hami, tag, where, "helm image tag")
-    for img in images:
-        v = hami_image_version(img)
-        if v:
-            tag_evidence(hami, v, f"node image {img}", "image tag")
+    if not hami.known:  # images cached on a node outlive upgrades: a clue only when nothing else is
+        for img in images:
+            v = hami_image_version(img)
+            if v:
+                tag_evidence(hami, v, f"node image {img}", "image tag")
     return hami, components
 
 
-def produce(hami: VersionInference, components: dict[str, VersionInference], facts: FactSet) -> None:
+def produce(
+    hami: VersionInference, components: dict[str, VersionInference], facts: FactSet
+) -> None:
     """
     >>> inf = VersionInference(); tag_evidence(inf, "v2.8.1", "values.yaml", "image tag")
     >>> fs = FactSet(); produce(inf, {}, fs)

@@ -67,7 +67,9 @@ def _locate(text: str, first_line: int, keys: list[str]) -> dict[str, int]:
 _YAML_KEY_RE = re.compile(r'^(\s*)(?:-\s+)?"?([^":{}\[\]]+?)"?\s*:(?:\s|$)')
 
 
-def yaml_lines(text: str, first_line: int, paths: list[tuple[str, ...]]) -> dict[tuple[str, ...], int]:
+def yaml_lines(
+    text: str, first_line: int, paths: list[tuple[str, ...]]
+) -> dict[tuple[str, ...], int]:
     """Line of each key path in block YAML or indented JSON (kubectl output), by indentation."""
     want = set(paths)
     out: dict[tuple[str, ...], int] = {}
@@ -139,8 +141,15 @@ def parse_node(artefact: Artefact) -> list[NodeFacts]:
             if isinstance(img, dict):
                 n.images.extend(str(x) for x in img.get("names") or [])
         n.line_of = _locate(artefact.text or "", artefact.first_line, list(n.annotations))
-        paths = [("status", sec, res) for sec in ("allocatable", "capacity") for res in (n.allocatable if sec == "allocatable" else n.capacity)]
-        paths += [("metadata", "labels", k) for k in n.labels] + [("spec", "taints"), ("status", "conditions")]
+        paths = [
+            ("status", sec, res)
+            for sec in ("allocatable", "capacity")
+            for res in (n.allocatable if sec == "allocatable" else n.capacity)
+        ]
+        paths += [("metadata", "labels", k) for k in n.labels] + [
+            ("spec", "taints"),
+            ("status", "conditions"),
+        ]
         for path, line in yaml_lines(artefact.text or "", artefact.first_line, paths).items():
             key = f"{path[1]}.{path[2]}" if len(path) == 3 else path[1]
             n.line_of.setdefault(key.replace("labels.", "label."), line)

@@ -148,8 +148,12 @@ def _parse_describe(artefact: Artefact) -> PodFacts:
             section, sub = key, None
             low = key.lower()
             seen.update(
-                {"name": ["header"], "annotations": ["annotations"], "events": ["events"],
-                 "containers": ["containers"]}.get(low, [])
+                {
+                    "name": ["header"],
+                    "annotations": ["annotations"],
+                    "events": ["events"],
+                    "containers": ["containers"],
+                }.get(low, [])
             )
             if low == "name":
                 p.name = value

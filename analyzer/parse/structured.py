@@ -47,7 +47,9 @@ def load_documents(text: str) -> tuple[list[Any], list[str]]:
     return load_documents_yaml(text)
 
 
-_TOP_KEY_RE = re.compile(r"^(?:apiVersion|kind|metadata|spec|status|items|annotations|[A-Za-z_][\w.-]*):(?:\s|$)")
+_TOP_KEY_RE = re.compile(
+    r"^(?:apiVersion|kind|metadata|spec|status|items|annotations|[A-Za-z_][\w.-]*):(?:\s|$)"
+)
 
 
 def load_documents_yaml(text: str) -> tuple[list[Any], list[str]]:
@@ -57,8 +59,10 @@ def load_documents_yaml(text: str) -> tuple[list[Any], list[str]]:
     # top-level key when the first line is not one
     first = next((i for i, x in enumerate(lines) if x.strip()), 0)
     head = lines[first] if lines else ""
-    if head and not _TOP_KEY_RE.match(head) and not (
-        head.startswith(("- ", "#", " ", "{", "[")) or head.strip() in ("---", "-")
+    if (
+        head
+        and not _TOP_KEY_RE.match(head)
+        and not (head.startswith(("- ", "#", " ", "{", "[")) or head.strip() in ("---", "-"))
     ):
         start = next((i for i, x in enumerate(lines) if _TOP_KEY_RE.match(x)), None)
         if start:

@@ -55,11 +55,15 @@ def render_inspect(report: Report) -> str:
         if r:
             out.append("")
             src = "" if r.source == "annotation" else " (printed by a HAMi log, no Node object)"
-            out.append(f"Register {r.key}: {r.status}" + (f" ({r.format})" if r.format else "") + src)
+            out.append(
+                f"Register {r.key}: {r.status}" + (f" ({r.format})" if r.format else "") + src
+            )
             if r.error:
                 out.append(f"  error: {clean(r.error)}")
             if r.devices:
-                out.append("  " + "  ".join(f"{c:>8}" if c != "id" else f"{c:40}" for c in GPU_COLUMNS))
+                out.append(
+                    "  " + "  ".join(f"{c:>8}" if c != "id" else f"{c:40}" for c in GPU_COLUMNS)
+                )
                 for dev in r.devices:
                     cells = []
                     for c in GPU_COLUMNS:
@@ -67,7 +71,9 @@ def render_inspect(report: Report) -> str:
                         v = clean(str(getattr(dev, c))) + mark
                         cells.append(f"{v:40}" if c == "id" else f"{v:>8}")
                     out.append("  " + "  ".join(cells))
-                out.append("  (* = field absent in the annotation; omitempty: absent health means unhealthy)")
+                out.append(
+                    "  (* = field absent in the annotation; omitempty: absent health means unhealthy)"
+                )
         h = n.handshake
         if h:
             if h.present:
@@ -91,5 +97,7 @@ def render_inspect(report: Report) -> str:
         if s.hard_wrap_joins:
             out.append(f"    rejoined {s.hard_wrap_joins} terminal-wrapped lines")
         if s.signature_counts:
-            out.append("    signatures: " + ", ".join(f"{k}×{v}" for k, v in s.signature_counts.items()))
+            out.append(
+                "    signatures: " + ", ".join(f"{k}×{v}" for k, v in s.signature_counts.items())
+            )
     return "\n".join(out)

@@ -92,7 +92,7 @@ def _icon(n: NodeReport) -> str:
 def _headline(n: NodeReport) -> str:
     p = n.primary
     likely = "Likely: " if p.likely else ""
-    node = f" on node {code_span(n.node, 80)}" if n.node else ""
+    node = f" on node {code_span(n.node, 80)}" if n.node and n.node not in p.title else ""
     meta = [f"`{p.category}`"]
     if p.rule_id:
         meta.append(f"rule `{p.rule_id}`")
@@ -115,7 +115,10 @@ def _node_body(n: NodeReport, limit: int) -> list[str]:
         if f.evidence:
             body += ["", _evidence(_best_evidence(f.evidence))]
         if f.consequences:
-            body += ["", "Consequences: " + "; ".join(safe_text(c.title, 200) for c in f.consequences)]
+            body += [
+                "",
+                "Consequences: " + "; ".join(safe_text(c.title, 200) for c in f.consequences),
+            ]
         if f.remediation:
             body += ["", "**Fix:**"]
             for i, step in enumerate(f.remediation[:3], 1):
@@ -136,7 +139,9 @@ def render_markdown(report: Report, digest_source: bytes = b"") -> str:
         head += ["", "| node | verdict |", "|---|---|"]
         for n in report.nodes:
             p = n.primary
-            head.append(f"| {code_span(n.node or 'unknown', 80)} | {_icon(n)} `{p.category}`: {safe_text(p.title, 160)} |")
+            head.append(
+                f"| {code_span(n.node or 'unknown', 80)} | {_icon(n)} `{p.category}`: {safe_text(p.title, 160)} |"
+            )
     body = _node_body(d, MAX_FINDINGS)
     for n in report.nodes[1:]:
         if n.faults():
@@ -147,12 +152,19 @@ def render_markdown(report: Report, digest_source: bytes = b"") -> str:
         for c in d.collect[:MAX_COLLECT]:
             where = " (run it on the node)" if c.where == "node" else ""
             needs = f" Set {', '.join(code_span(v) for v in c.needs)} first." if c.needs else ""
-            body += [f"- [ ] {safe_text(c.title, 200)}{where}.{needs}", "", code_block(c.command, 600)]
+            body += [
+                f"- [ ] {safe_text(c.title, 200)}{where}.{needs}",
+                "",
+                code_block(c.command, 600),
+            ]
     details: list[str] = []
     if len(d.collect) > MAX_COLLECT:
         details += [
             "**Also useful:**",
-            *[f"- {safe_text(c.title, 200)}: {code_span(c.command, 300)}" for c in d.collect[MAX_COLLECT:]],
+            *[
+                f"- {safe_text(c.title, 200)}: {code_span(c.command, 300)}"
+                for c in d.collect[MAX_COLLECT:]
+            ],
             "",
         ]
     rest = d.faults()[MAX_FINDINGS:]
@@ -171,7 +183,9 @@ def render_markdown(report: Report, digest_source: bytes = b"") -> str:
         ]
     if d.register and d.register.devices:
         details += [
-            "**GPUs in the register annotation:**" if d.register.source == "annotation" else "**GPUs a HAMi log reported:**",
+            "**GPUs in the register annotation:**"
+            if d.register.source == "annotation"
+            else "**GPUs a HAMi log reported:**",
             "",
             "| id | type | devmem | count | health |",
             "|---|---|---|---|---|",
@@ -190,7 +204,9 @@ def render_markdown(report: Report, digest_source: bytes = b"") -> str:
     details.append("**Files read:** " + files)
     details.append("")
     if report.warnings:
-        details.append("**Input warnings:** " + "; ".join(safe_text(w, 200) for w in report.warnings[:10]))
+        details.append(
+            "**Input warnings:** " + "; ".join(safe_text(w, 200) for w in report.warnings[:10])
+        )
         details.append("")
     details.append(safe_text(d.clock.how, 300))
     footer = [

@@ -12,7 +12,8 @@ def render_signature_page(rs: RuleSet, sid: str) -> str:
         [
             f"# signature {s.id}",
             f"printed by: {s.component}   level: {s.level}   verbosity: V{s.verbosity}   versions: {s.versions}",
-            f"expected in: {', '.join(s.sources)}" + ("   (a described symptom: weak evidence)" if s.symptom else ""),
+            f"expected in: {', '.join(s.sources)}"
+            + ("   (a described symptom: weak evidence)" if s.symptom else ""),
             f"origin: {s.origin or '(not recorded)'}",
             "",
             "## Meaning",
@@ -58,14 +59,22 @@ def render_rule_page(rs: RuleSet, rid: str) -> str:
         s = rs.signatures[sid]
         lines.append(f"  - {sid} ({s.component}): {s.meaning or s.pattern}")
     if r.explains:
-        lines += ["", "## Explains (consequences grouped under it)", *[f"- {x}" for x in r.explains]]
+        lines += [
+            "",
+            "## Explains (consequences grouped under it)",
+            *[f"- {x}" for x in r.explains],
+        ]
     lines += ["", "## Fix"]
     for step in r.remediation:
         lines.append(f"- {step.text}")
         if step.command:
             lines.append(f"    {step.command}")
     if r.collect:
-        lines += ["", "## What confirms or overturns it", *[f"- {rs.catalogue[k].title}: {rs.catalogue[k].collect}" for k in r.collect]]
+        lines += [
+            "",
+            "## What confirms or overturns it",
+            *[f"- {rs.catalogue[k].title}: {rs.catalogue[k].collect}" for k in r.collect],
+        ]
     lines += [
         "",
         "## References",

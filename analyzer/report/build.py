@@ -46,7 +46,13 @@ KIND_RANK = {"fault": 0, "normal": 1, "ok": 2}
 
 def rank(f: Finding) -> tuple:
     """Order of findings: faults first; the most certain, most severe, highest priority."""
-    return (KIND_RANK[f.kind], CONFIDENCE_RANK[f.confidence], SEVERITY_RANK[f.severity], -f.priority, f.rule_id)
+    return (
+        KIND_RANK[f.kind],
+        CONFIDENCE_RANK[f.confidence],
+        SEVERITY_RANK[f.severity],
+        -f.priority,
+        f.rule_id,
+    )
 
 
 def _finding(r: RuleResult, consequences: tuple[Finding, ...] = ()) -> Finding:
@@ -72,23 +78,33 @@ def _finding(r: RuleResult, consequences: tuple[Finding, ...] = ()) -> Finding:
 
 def _group(fired: list[RuleResult]) -> list[Finding]:
     """Consequences under their cause: a fired fault that `explains` another fired rule takes it
-    in, so one XID is one story. The strongest cause claims a consequence first."""
+    in, so one XID is one story. The strongest cause claims a consequence first; a consequence's
+    own consequences move up to the top cause with it."""
     plain = {r.rule.id: _finding(r) for r in fired}
-    causes = sorted((f for f in plain.values() if f.kind == "fault"), key=rank)
     by_id = {r.rule.id: r for r in fired}
     owner: dict[str, str] = {}
-    for cause in causes:
-        if cause.rule_id in owner:
-            continue
+    for cause in sorted((f for f in plain.values() if f.kind == "fault"), key=rank):
         for rid in by_id[cause.rule_id].rule.explains:
             if rid in plain and rid not in owner and rid != cause.rule_id:
                 owner[rid] = cause.rule_id
-    out = []
-    for rid, f in plain.items():
-        if rid in owner:
-            continue
-        subs = tuple(sorted((plain[c] for c, o in owner.items() if o == rid), key=rank))
-        out.append(_finding(by_id[rid], subs) if subs else f)
+
+    def top(rid: str) -> str:
+        seen = {rid}
+        while rid in owner and owner[rid] not in seen:
+            rid = owner[rid]
+            seen.add(rid)
+        return rid
+
+    subs: dict[str, list[Finding]] = {}
+    for rid in owner:
+        head = top(rid)
+        if head != rid:
+            subs.setdefault(head, []).append(plain[rid])
+    out = [
+        _finding(by_id[rid], tuple(sorted(subs[rid], key=rank))) if rid in subs else f
+        for rid, f in plain.items()
+        if top(rid) == rid
+    ]
     return sorted(out, key=rank)
 
 
@@ -110,7 +126,12 @@ def _links(findings: list[Finding], results: list[RuleResult]) -> tuple[LinkStat
             out.append(LinkState(link, "ok", oks[0].title, oks[0].rule_id))
         else:
             missing = sorted(
-                {k for r in results if r.rule.link == link and r.rule.kind == "ok" and r.outcome == NOT_EVALUATED for k in r.missing}
+                {
+                    k
+                    for r in results
+                    if r.rule.link == link and r.rule.kind == "ok" and r.outcome == NOT_EVALUATED
+                    for k in r.missing
+                }
             )
             reason = (
                 f"not enough evidence (needs {', '.join(missing)})"
@@ -125,7 +146,9 @@ def _verdict(findings: list[Finding], links: tuple[LinkState, ...], ctx: NodeCon
     faults = [f for f in findings if f.kind == "fault"]
     if faults:
         f = faults[0]
-        return Verdict(f.rule_id, f.category, f.severity, f.title, f.case, f.confidence, f.confidence_reason)
+        return Verdict(
+            f.rule_id, f.category, f.severity, f.title, f.case, f.confidence, f.confidence_reason
+        )
     state = {ln.link: ln.state for ln in links}
     from_object = ctx.facts.value("register.from") == "annotation"
     if state.get("count") == "ok" and state.get("spec") == "ok" and from_object:
@@ -140,7 +163,9 @@ def _verdict(findings: list[Finding], links: tuple[LinkState, ...], ctx: NodeCon
             + (" and the scheduler's cache" if level == "high" else ""),
         )
     answered = [
-        f for f in findings if f.kind == "normal" and any(e.artefact == "issue-text" for e in f.evidence)
+        f
+        for f in findings
+        if f.kind == "normal" and any(e.artefact == "issue-text" for e in f.evidence)
     ]
     if answered and "broken" not in state.values():
         return Verdict(
@@ -168,11 +193,28 @@ def _register_info(ctx: NodeContext) -> RegisterInfo | None:
             return RegisterInfo("hami.io/node-nvidia-register", "absent", "annotation")
         return None
     devices = tuple(
-        GpuRow(d.id, d.index, d.count, d.devmem, d.devcore, d.type, d.numa, d.mode, d.health, tuple(d.absent))
+        GpuRow(
+            d.id,
+            d.index,
+            d.count,
+            d.devmem,
+            d.devcore,
+            d.type,
+            d.numa,
+            d.mode,
+            d.health,
+            tuple(d.absent),
+        )
         for d in r.devices
     )
     return RegisterInfo(
-        r.key, r.status, ctx.facts.value("register.from") or "annotation", r.format, r.error, r.text[:4000], devices
+        r.key,
+        r.status,
+        ctx.facts.value("register.from") or "annotation",
+        r.format,
+        r.error,
+        r.text[:4000],
+        devices,
     )
 
 
@@ -184,7 +226,9 @@ def _handshake_info(ctx: NodeContext) -> HandshakeInfo | None:
     others = tuple(ctx.facts.value("handshake.other_vendor_keys", []))
     if h is None:
         return HandshakeInfo(False, other_vendor_keys=others)
-    return HandshakeInfo(True, h.key, h.state, h.text, h.time, ctx.facts.value("handshake.age_seconds"), others)
+    return HandshakeInfo(
+        True, h.key, h.state, h.text, h.time, ctx.facts.value("handshake.age_seconds"), others
+    )
 
 
 def _version_info(ctx: NodeContext) -> VersionInfo:
@@ -198,12 +242,16 @@ def _version_info(ctx: NodeContext) -> VersionInfo:
     )
 
 
-def build_node(ctx: NodeContext, results: list[RuleResult], ruleset: RuleSet, bundle: ParsedBundle) -> tuple[NodeReport, NodeTimeline]:
+def build_node(
+    ctx: NodeContext, results: list[RuleResult], ruleset: RuleSet, bundle: ParsedBundle
+) -> tuple[NodeReport, NodeTimeline]:
     fired = [r for r in results if r.outcome == FIRED]
     findings = _without_contradictions(_group(fired))
     links = _links(findings, results)
     verdict = _verdict(findings, links, ctx)
-    timeline = node_timeline(bundle, ctx, ruleset.episodes, [g for f in findings for g in (f, *f.consequences)])
+    timeline = node_timeline(
+        bundle, ctx, ruleset.episodes, [g for f in findings for g in (f, *f.consequences)]
+    )
     report = NodeReport(
         node=ctx.name,
         primary=verdict,
@@ -217,7 +265,9 @@ def build_node(ctx: NodeContext, results: list[RuleResult], ruleset: RuleSet, bu
         not_applicable=tuple(r.rule.id for r in results if r.outcome == NOT_APPLICABLE),
         not_fired=tuple(r.rule.id for r in results if r.outcome == NOT_FIRED),
         explained_away=tuple(r.rule.id for r in results if r.outcome == EXPLAINED),
-        rule_errors=tuple([*ctx.index.errors, *(r.error for r in results if r.outcome == ERROR and r.error)]),
+        rule_errors=tuple(
+            [*ctx.index.errors, *(r.error for r in results if r.outcome == ERROR and r.error)]
+        ),
         collect=collect.choose(verdict, results, ctx, ruleset.catalogue),
         version=_version_info(ctx),
         clock=ClockInfo(ctx.clock.collected_at, ctx.clock.year, ctx.clock.source),
@@ -267,7 +317,8 @@ def build_report(bundle: ParsedBundle, nodes: list[NodeReport], ruleset: RuleSet
     return Report(
         nodes=tuple(sorted(nodes, key=_badness)),
         inventory=tuple(
-            ArtefactRow(a.file.name, a.kind, a.reason, a.first_line, a.file.size) for a in inv.artefacts
+            ArtefactRow(a.file.name, a.kind, a.reason, a.first_line, a.file.size)
+            for a in inv.artefacts
         ),
         warnings=tuple(inv.warnings),
         log_stats=tuple(_log_stats(log, ruleset.episodes.starts) for log in bundle.logs),

@@ -30,7 +30,11 @@ def fill(command: str, values: dict[str, str | None]) -> tuple[str, tuple[str, .
 
 
 def _quote(value: str) -> str:
-    return value if all(c.isalnum() or c in "-._/:" for c in value) else "'" + value.replace("'", "'\\''") + "'"
+    return (
+        value
+        if all(c.isalnum() or c in "-._/:" for c in value)
+        else "'" + value.replace("'", "'\\''") + "'"
+    )
 
 
 def values_of(ctx: NodeContext) -> dict[str, str | None]:
@@ -75,7 +79,9 @@ def choose(
             for kind in BASE_KINDS:
                 want(kind, "basic evidence for any verdict")
         for kind in sorted(counts, key=lambda k: (-len(counts[k]), k)):
-            want(kind, f"lets {len(counts[kind])} more rule(s) decide: {', '.join(counts[kind][:4])}")
+            want(
+                kind, f"lets {len(counts[kind])} more rule(s) decide: {', '.join(counts[kind][:4])}"
+            )
     limit = 3 if verdict.confidence == "high" and primary is not None else 5
     values = values_of(ctx)
     out = []

@@ -9,6 +9,6 @@ def builtin_rules_dir() -> Path:
     """The shipped rules: analyzer/_rules in a wheel, the top-level rules/ in a checkout."""
     here = Path(__file__).resolve().parent.parent
     packaged = here / "_rules"
-    if (packaged / "sources.yaml").is_file():
+    if (packaged / "kinds.yaml").is_file():
         return packaged
     return here.parent / "rules"

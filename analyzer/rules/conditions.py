@@ -26,7 +26,7 @@ from typing import Any, Protocol
 import regex
 
 from analyzer.facts.model import STRENGTHS, UNKNOWN, Evidence, FactSet, Match, weakest
-from analyzer.facts.registry import sources_of
+from analyzer.facts.registry import sources_of, spec_of
 
 MATCH_TIMEOUT = 0.25  # seconds: a catastrophic `where`/`matches` regex becomes a rule error
 MAX_EVIDENCE_LINES = 3
@@ -235,7 +235,9 @@ class SignatureCond(Cond):
     def evaluate(self, ctx: EvalContext) -> Outcome:
         ms = self.selected(ctx)
         count = len(ms)
-        if not (self.where or self.kinds or self.equal):  # big logs keep samples; the scan counted all
+        if not (
+            self.where or self.kinds or self.equal
+        ):  # big logs keep samples; the scan counted all
             count = max(count, ctx.count(self.signature))
         ok = count >= self.count_ge and (self.count_le is None or count <= self.count_le)
         if count == 0 and not ctx.absence_known(self.signature, self.kinds):
@@ -404,13 +406,14 @@ LINE_KEY = "__line__"
 
 @dataclass
 class ParseProblems:
-    """Problems found while parsing one rule's conditions, each naming file and line."""
+    """Problems found while parsing one rule's conditions, each naming file, line and rule."""
 
     file: str
+    rule: str = "?"
     items: list[str] = field(default_factory=list)
 
     def add(self, line: int, msg: str) -> None:
-        self.items.append(f"{self.file}:{line}: {msg}")
+        self.items.append(f"{self.file}:{line}: rule {self.rule}: {msg}")
 
 
 def parse_condition(raw: Any, line: int, problems: ParseProblems, signatures) -> Cond | None:
@@ -503,6 +506,8 @@ def _parse_fact(raw, keys, here, problems) -> Cond | None:
     if not isinstance(path, str):
         problems.add(here, f"{path_key} needs a fact path, got {path!r}")
         return None
+    if spec_of(path) is None:
+        problems.add(here, f"unknown fact path {path!r} (see `hami-analyzer rules facts`)")
     ops = keys - {path_key}
     allowed = ORDERING if path_key == "age_of" else COMPARATORS
     bad = ops - set(allowed)
@@ -527,6 +532,8 @@ def _parse_fact(raw, keys, here, problems) -> Cond | None:
                 problems.add(here, f"{op}: an operand mapping must be {{fact: PATH}}")
                 return None
             want = FactRef(str(want["fact"]))
+            if spec_of(want.path) is None:
+                problems.add(here, f"unknown fact path {want.path!r} in {op}")
         elif op == "matches":
             try:
                 regex.compile(str(want))
@@ -585,7 +592,8 @@ def describe(cond: Cond | None, indent: str = "") -> list[str]:
     if isinstance(cond, FactCond | AgeCond):
         what = "age of " if isinstance(cond, AgeCond) else ""
         ops = ", ".join(
-            f"{op} {('fact ' + w.path) if isinstance(w, FactRef) else repr(w)}" for op, w in cond.ops
+            f"{op} {('fact ' + w.path) if isinstance(w, FactRef) else repr(w)}"
+            for op, w in cond.ops
         )
         return [f"{indent}{what}{cond.path} {ops}"]
     return [f"{indent}{cond!r}"]

@@ -132,7 +132,9 @@ def evaluate(ruleset: RuleSet, ctx: NodeContext) -> list[RuleResult]:
             continue
         evidence = _dedupe(when.evidence)
         level = weakest(rule.confidence, when.strength)
-        unless_unknown = unless.missing if unless is not None and unless.state is Tri.UNKNOWN else frozenset()
+        unless_unknown = (
+            unless.missing if unless is not None and unless.state is Tri.UNKNOWN else frozenset()
+        )
         if unless_unknown:
             level = lower(level)
         try:

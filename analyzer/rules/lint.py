@@ -15,7 +15,6 @@ from analyzer.rules.conditions import (
     Cond,
     FactCond,
     FactRef,
-    facts_in,
     signatures_in,
 )
 from analyzer.rules.model import Rule, RuleSet
@@ -48,16 +47,20 @@ def _templates(rule: Rule) -> list[str]:
 
 
 def unknown_facts(rs: RuleSet) -> Iterator[Problem]:
-    """Every fact a condition or template names is declared in the registry."""
+    """Every fact a template names is declared in the registry (conditions are checked when
+    they are parsed)."""
     for rule in rs.rules.values():
-        paths = facts_in(rule.when) + facts_in(rule.unless)
+        paths: list[str] = []
         for text in _templates(rule):
             paths += _TEMPLATE_FACT_RE.findall(text)
         for path in sorted(set(paths)):
             if path.endswith("."):
                 continue  # a template builds the rest of the path (fact('cdi.devices.' ~ kind))
             if spec_of(path) is None:
-                yield "error", f"{rule.file}:{rule.line}: rule {rule.id}: unknown fact {path!r} (see `hami-analyzer rules facts`)"
+                yield (
+                    "error",
+                    f"{rule.file}:{rule.line}: rule {rule.id}: unknown fact {path!r} (see `hami-analyzer rules facts`)",
+                )
 
 
 def operand_types(rs: RuleSet) -> Iterator[Problem]:
@@ -77,8 +80,10 @@ def operand_types(rs: RuleSet) -> Iterator[Problem]:
             for op, want in c.ops:
                 if isinstance(want, FactRef):
                     other = spec_of(want.path)
-                    if other and other.type not in (spec.type, "any") and not (
-                        {other.type, spec.type} <= {"int", "float"}
+                    if (
+                        other
+                        and other.type not in (spec.type, "any")
+                        and not ({other.type, spec.type} <= {"int", "float"})
                     ):
                         yield "error", f"{where}: compared with {want.path} ({other.type})"
                     continue
@@ -91,7 +96,11 @@ def _operand_problem(where: str, typ: str, op: str, want) -> Iterator[Problem]:
             yield "error", f"{where}: exists takes true or false, got {want!r}"
         return
     if op in ORDERING:
-        if typ not in ("int", "float") or isinstance(want, bool) or not isinstance(want, int | float):
+        if (
+            typ not in ("int", "float")
+            or isinstance(want, bool)
+            or not isinstance(want, int | float)
+        ):
             yield "error", f"{where}: {op} needs a number fact and a number, got {want!r}"
         return
     if op == "matches":
@@ -111,7 +120,10 @@ def _operand_problem(where: str, typ: str, op: str, want) -> Iterator[Problem]:
     for v in values:
         bad = not isinstance(v, allowed) or (typ != "bool" and isinstance(v, bool))
         if bad:
-            yield "error", f"{where}: {op} {v!r} can never equal a {typ} value (write it as a {typ})"
+            yield (
+                "error",
+                f"{where}: {op} {v!r} can never equal a {typ} value (write it as a {typ})",
+            )
 
 
 def signature_examples(rs: RuleSet) -> Iterator[Problem]:
@@ -156,9 +168,15 @@ def template_captures(rs: RuleSet) -> Iterator[Problem]:
         for text in _templates(rule):
             for sid in _TEMPLATE_CAPTURE_RE.findall(text):
                 if sid not in rs.signatures:
-                    yield "error", f"{rule.file}:{rule.line}: rule {rule.id}: template reads unknown signature {sid!r}"
+                    yield (
+                        "error",
+                        f"{rule.file}:{rule.line}: rule {rule.id}: template reads unknown signature {sid!r}",
+                    )
                 elif sid not in used:
-                    yield "warning", f"{rule.file}:{rule.line}: rule {rule.id}: template reads captures of {sid!r}, which its conditions never use"
+                    yield (
+                        "warning",
+                        f"{rule.file}:{rule.line}: rule {rule.id}: template reads captures of {sid!r}, which its conditions never use",
+                    )
 
 
 def rule_tests(rs: RuleSet) -> Iterator[Problem]:

@@ -226,6 +226,7 @@ def _load_signature(path: str, s: Any, catalogue, problems: list[str]) -> Signat
     missing = [k for k in SIGNATURE_REQUIRED if k not in s and k != "examples"]
     if missing:
         problems.append(f"{where}: signature {sid!r} needs {', '.join(missing)}")
+    if not sid or "regex" not in s:
         return None
     pattern = str(s["regex"])
     srcs = _as_list(s.get("source")) or ["text"]
@@ -239,7 +240,9 @@ def _load_signature(path: str, s: Any, catalogue, problems: list[str]) -> Signat
         return None
     rust = _rust_error(pattern)
     if rust:
-        problems.append(f"{where}: signature {sid}: regex not supported by the linear-time scanner: {rust}")
+        problems.append(
+            f"{where}: signature {sid}: regex not supported by the linear-time scanner: {rust}"
+        )
         return None
     try:
         versions = Range.parse(s.get("versions", ""))
@@ -254,7 +257,9 @@ def _load_signature(path: str, s: Any, catalogue, problems: list[str]) -> Signat
     lits = [str(x) for x in _as_list(s.get("prefilter"))]
     for e in ex.get("match") or []:
         if lits and not any(lit in e for lit in lits):
-            problems.append(f"{where}: signature {sid}: example {e[:50]!r}... contains no prefilter literal")
+            problems.append(
+                f"{where}: signature {sid}: example {e[:50]!r}... contains no prefilter literal"
+            )
     return Signature(
         id=str(sid),
         sources=tuple(srcs),
@@ -310,7 +315,9 @@ def _load_rule(path: str, r: Any, sigs: dict, problems: list[str]) -> Rule | Non
         ("confidence", CONFIDENCES),
     ):
         if key in r and r[key] not in allowed:
-            problems.append(f"{where}: rule {rid}: {key} {r[key]!r} not one of {', '.join(allowed)}")
+            problems.append(
+                f"{where}: rule {rid}: {key} {r[key]!r} not one of {', '.join(allowed)}"
+            )
     if r.get("link") is not None and r["link"] not in LINKS:
         problems.append(f"{where}: rule {rid}: link {r['link']!r} not one of {', '.join(LINKS)}")
     if r.get("case") is not None and r["case"] not in (1, 2, 3, 4, 5):
@@ -320,12 +327,10 @@ def _load_rule(path: str, r: Any, sigs: dict, problems: list[str]) -> Rule | Non
     except ValueError as exc:
         problems.append(f"{where}: rule {rid}: {exc}")
         versions = Range()
-    cond_problems = ParseProblems(path)
+    cond_problems = ParseProblems(path, str(rid))
     when = parse_condition(r["when"], line, cond_problems, sigs)
     unless = parse_condition(r["unless"], line, cond_problems, sigs) if "unless" in r else None
-    problems.extend(f"{p} (rule {rid})" for p in cond_problems.items)
-    if when is None:
-        return None
+    problems.extend(cond_problems.items)
     remediation = []
     for step in r.get("remediation") or []:
         if isinstance(step, str):
@@ -341,6 +346,8 @@ def _load_rule(path: str, r: Any, sigs: dict, problems: list[str]) -> Rule | Non
         *[s.command for s in remediation if s.command],
     ]:
         _check_template(where, rid, str(text), problems)
+    if when is None or missing_required(r):
+        return None
     return Rule(
         id=str(rid),
         title=str(r.get("title", "")),
@@ -366,6 +373,10 @@ def _load_rule(path: str, r: Any, sigs: dict, problems: list[str]) -> Rule | Non
         tests=_strip(r.get("tests") or {}),
         disabled=bool(r.get("disabled", False)),
     )
+
+
+def missing_required(r: dict) -> bool:
+    return any(k not in r for k in RULE_REQUIRED if k != "tests")
 
 
 def _component_versions(r: dict, where: str, problems: list[str]) -> dict[str, Range]:

@@ -49,7 +49,9 @@ SIGNATURE_REQUIRED = ("id", "regex", "meaning", "examples")
 
 
 def _condition_schema() -> dict[str, Any]:
-    operand = {"oneOf": [{}, {"type": "object", "required": ["fact"], "properties": {"fact": _STR}}]}
+    operand = {
+        "oneOf": [{}, {"type": "object", "required": ["fact"], "properties": {"fact": _STR}}]
+    }
     fact = {
         "type": "object",
         "required": ["fact"],
@@ -72,7 +74,12 @@ def _condition_schema() -> dict[str, Any]:
             "count_ge": {"type": "integer", "minimum": 0},
             "count_le": {"type": "integer", "minimum": 0},
             "in": {"type": "array", "items": _STR, "description": "only lines in these kinds"},
-            "equal": {"type": "array", "items": _STR, "minItems": 2, "description": "captures that must agree"},
+            "equal": {
+                "type": "array",
+                "items": _STR,
+                "minItems": 2,
+                "description": "captures that must agree",
+            },
         },
     }
     ref = {"$ref": "#/$defs/condition"}
@@ -85,7 +92,12 @@ def _condition_schema() -> dict[str, Any]:
         }
         for k in ("all", "any")
     ]
-    neg = {"type": "object", "required": ["not"], "additionalProperties": False, "properties": {"not": ref}}
+    neg = {
+        "type": "object",
+        "required": ["not"],
+        "additionalProperties": False,
+        "properties": {"not": ref},
+    }
     return {"oneOf": [*combos, neg, sig, fact, age]}
 
 
@@ -134,7 +146,10 @@ RULE_FIELDS: dict[str, dict[str, Any]] = {
     "tests": {
         "type": "object",
         "additionalProperties": False,
-        "properties": {"fires": {"type": "array", "items": _CASE}, "silent": {"type": "array", "items": _CASE}},
+        "properties": {
+            "fires": {"type": "array", "items": _CASE},
+            "silent": {"type": "array", "items": _CASE},
+        },
         "required": ["fires"],
     },
     "disabled": {"type": "boolean"},

@@ -83,9 +83,7 @@ def run_rule_tests(ruleset: RuleSet, only: str | None = None) -> list[CaseResult
                     ne = [n.rule_id for d in report.nodes for n in d.not_evaluated]
                     detail = f"expected {'to fire' if want == 'fires' else 'silence'}; fired: {got}"
                     if rule.id in ne:
-                        detail += (
-                            " (rule was not evaluated: the evidence it needs is missing from the case)"
-                        )
+                        detail += " (rule was not evaluated: the evidence it needs is missing from the case)"
                     if rule.id in explained:
                         detail += " (its `unless` explained it away)"
                 results.append(CaseResult(rule.id, label, ok, detail))

@@ -54,7 +54,7 @@ def check_analysable(bundle: ParsedBundle) -> None:
 
 def analyze_parsed(bundle: ParsedBundle, ruleset: RuleSet, node: str | None = None) -> Report:
     reports = []
-    for ctx in build_contexts(bundle, ruleset, node):
+    for ctx in build_contexts(bundle, ruleset.fact_inputs, node):
         node_report, _timeline = build_node(ctx, evaluate(ruleset, ctx), ruleset, bundle)
         reports.append(node_report)
     return build_report(bundle, reports, ruleset)

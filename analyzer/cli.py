@@ -253,7 +253,7 @@ def timeline(
         with open_bundle(inputs) as reader:
             bundle = parse_reader(reader, ruleset)
         check_analysable(bundle)
-        ctx = build_contexts(bundle, ruleset, node)[0]
+        ctx = build_contexts(bundle, ruleset.fact_inputs, node)[0]
         _report, tl = build_node(ctx, evaluate(ruleset, ctx), ruleset, bundle)
         frame = filter_timeline(tl.frame, source, severity, since, until)
     except (AnalyzerError, ValueError) as exc:

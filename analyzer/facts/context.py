@@ -22,10 +22,11 @@ from analyzer.facts import version as version_facts
 from analyzer.facts.clock import Clock, infer_clock, parse_time, stamp_logs
 from analyzer.facts.matches import SignatureIndex, collect_matches
 from analyzer.facts.model import FactSet, Match
-from analyzer.parse.annotations import Handshake, RegisterAnnotation
+from analyzer.kinds import Catalogue
+from analyzer.parse.annotations import AnnotationSpec, Handshake, RegisterAnnotation
 from analyzer.parse.node import NodeFacts
 from analyzer.pipeline import ParsedBundle
-from analyzer.rules.model import RuleSet
+from analyzer.signatures import Signature
 from analyzer.versions import VersionInference
 
 
@@ -111,19 +112,28 @@ def _clock(
     return infer_clock(beats, stamps, bundle.member_mtimes)
 
 
+@dataclass(frozen=True)
+class FactInputs:
+    """The parts of the rule set the facts stage needs (not the rules themselves)."""
+
+    signatures: dict[str, Signature]
+    catalogue: Catalogue
+    annotations: AnnotationSpec
+
+
 def build_contexts(
-    bundle: ParsedBundle, ruleset: RuleSet, node_name: str | None = None
+    bundle: ParsedBundle, inputs: FactInputs, node_name: str | None = None
 ) -> list[NodeContext]:
     nodes = _merge_fragments(list(bundle.nodes))
-    spec = ruleset.annotations
+    spec = inputs.annotations
     decoded = {id(n): handshake_facts.decode_all(n, spec) for n in nodes}
     clock = _clock(bundle, nodes, decoded)
     stamp_logs(bundle.logs, clock)
     index = collect_matches(
         bundle.logs,
         [a.kind for a in bundle.inventory.artefacts],
-        ruleset.signatures,
-        ruleset.catalogue,
+        inputs.signatures,
+        inputs.catalogue,
     )
     names = {n.name for n in nodes if n.name}
     targets: list[NodeFacts | None] = list(nodes)
@@ -135,7 +145,7 @@ def build_contexts(
     if not targets:
         targets = [None]
     return [
-        _context(bundle, ruleset, n, clock, index, names, decoded.get(id(n), {})) for n in targets
+        _context(bundle, inputs, n, clock, index, names, decoded.get(id(n), {})) for n in targets
     ]
 
 
@@ -166,7 +176,7 @@ def _register_from_logs(index: SignatureIndex) -> Match | None:
     return best
 
 
-def _context(bundle, ruleset, node, clock, index, names, decoded) -> NodeContext:
+def _context(bundle, inputs: FactInputs, node, clock, index, names, decoded) -> NodeContext:
     name = node.name if node is not None and node.name else None
     view = index.for_node(name, names)
     name = name or _guess_name(view, bundle)
@@ -176,7 +186,7 @@ def _context(bundle, ruleset, node, clock, index, names, decoded) -> NodeContext
     facts.put("bundle.node_count", sum(1 for n in bundle.nodes if n.form != "fragment"))
     facts.put("bundle.collected_at", clock.collected_at)
     node_facts.produce(node, facts, name)
-    spec = ruleset.annotations
+    spec = inputs.annotations
     register = register_facts.produce(node, spec, facts, _register_from_logs(view))
     handshake = handshake_facts.produce(node, decoded, spec, facts, clock.collected_at)
     pod_facts.produce(bundle.pods, facts, name)
@@ -201,7 +211,7 @@ def _context(bundle, ruleset, node, clock, index, names, decoded) -> NodeContext
         handshake,
         hs_where,
         view.matches,
-        ruleset.signatures,
+        inputs.signatures,
         node.images if node is not None else [],
         helm_tags,
     )

@@ -12,11 +12,10 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from analyzer.bundle.text import LOG_LINE_RE, SCRIPT_RE
-from analyzer.facts.model import Match
+from analyzer.facts.model import MATCH_TIMEOUT, Match
 from analyzer.kinds import Catalogue
 from analyzer.parse.logs import ParsedLog
-from analyzer.rules.conditions import MATCH_TIMEOUT
-from analyzer.rules.model import Signature
+from analyzer.signatures import Signature
 
 PROSE_KINDS = ("text", "issue-text")
 

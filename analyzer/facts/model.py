@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 STRENGTHS = ("high", "medium", "low")
+MATCH_TIMEOUT = (
+    0.25  # seconds per line for Python-side regexes: a catastrophic one becomes an error
+)
 
 
 def weakest(*levels: str) -> str:

@@ -8,7 +8,7 @@ import re
 
 from analyzer.facts.model import FactSet, Match
 from analyzer.parse.annotations import Handshake, RegisterAnnotation
-from analyzer.rules.model import Signature
+from analyzer.signatures import Signature
 from analyzer.versions import Range, VersionEvidence, VersionInference
 
 # only HAMi's own images say which HAMi runs (a kube-scheduler tag of v1.32 does not)

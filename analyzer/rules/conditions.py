@@ -25,10 +25,17 @@ from typing import Any, Protocol
 
 import regex
 
-from analyzer.facts.model import STRENGTHS, UNKNOWN, Evidence, FactSet, Match, weakest
+from analyzer.facts.model import (
+    MATCH_TIMEOUT,
+    STRENGTHS,
+    UNKNOWN,
+    Evidence,
+    FactSet,
+    Match,
+    weakest,
+)
 from analyzer.facts.registry import sources_of, spec_of
 
-MATCH_TIMEOUT = 0.25  # seconds: a catastrophic `where`/`matches` regex becomes a rule error
 MAX_EVIDENCE_LINES = 3
 COMPARATORS = (
     "eq",

@@ -46,8 +46,12 @@ class RuleResult:
 
 def _template_context(ctx: NodeContext) -> dict:
     caps = {sid: ms[0].captures for sid, ms in ctx.index.matches.items() if ms}
+    pod = ctx.facts.value("pod.name")
     return {
+        # known values fill commands; what the bundle does not tell stays a shell variable
         "node": ctx.name or "$NODE",
+        "pod": pod or "$POD",
+        "pod_ns": ctx.facts.value("pod.namespace") or ("default" if pod else "$POD_NS"),
         "fact": lambda path, default=None: ctx.facts.value(path, default),
         "captures": caps,
         "count": ctx.index.count,

@@ -6,10 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import regex
-
 from analyzer.kinds import Catalogue
 from analyzer.rules.conditions import Cond
+from analyzer.signatures import Signature
 from analyzer.versions import Range
 
 SEVERITIES = ("critical", "error", "warning", "info")
@@ -38,34 +37,6 @@ CATEGORIES = (
     "healthy",
     "inconclusive",
 )
-
-
-@dataclass(frozen=True)
-class Signature:
-    """A log line declared once (Sigma-style): who prints it, where in their source, what it means."""
-
-    id: str
-    sources: tuple[str, ...]  # artefact kinds where it is expected (absence is judged there)
-    pattern: str
-    compiled: regex.Pattern
-    meaning: str
-    file: str
-    line: int
-    component: str = "hami"  # who prints it: hami-device-plugin, containerd, kubelet, ...
-    origin: str = ""  # upstream source location of the wording
-    level: str = "I"
-    verbosity: int = 0
-    versions: Range = field(default_factory=Range)
-    implies_version: bool = False
-    examples_match: tuple[str, ...] = ()
-    examples_no_match: tuple[str, ...] = ()
-    node_capture: str | None = None  # capture naming the node the line is about
-    artefact_node: str | None = None  # capture naming the node the whole artefact is about
-    version_capture: str | None = None  # capture holding a version (evidence)
-    version_of: str = "hami"  # whose version the capture is: hami, toolkit, gpu-operator, ...
-    prefilter: tuple[str, ...] = ()  # literals for the fast scan (default: derived from regex)
-    symptom: bool = False  # a described symptom, not a printed line: weak evidence
-    references: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -140,3 +111,10 @@ class RuleSet:
     decisions: tuple[DecisionSpec, ...] = ()
     version: str = ""  # digest of the rule files, cited by every diagnosis
     warnings: list[str] = field(default_factory=list)  # lint findings that do not block loading
+
+    @property
+    def fact_inputs(self):
+        """What the facts stage needs: signatures, kinds and annotation formats."""
+        from analyzer.facts.context import FactInputs
+
+        return FactInputs(self.signatures, self.catalogue, self.annotations)

@@ -84,8 +84,8 @@ def _probe(tmp_path, page: str, keep_csp: bool = True) -> dict:
 def test_report_in_browser(tmp_path, ruleset, sample):
     _, report = analyze([str(sample / "bundle")], ruleset)
     page = render_html(report)
-    report = tmp_path / "report.html"
-    report.write_text(page, encoding="utf-8")
+    page_file = tmp_path / "report.html"
+    page_file.write_text(page, encoding="utf-8")
     out = _probe(tmp_path, page)
     assert out["errors"] == [] and out["csp"] == [], out
     assert out["resources"] == [], "the report loaded something"
@@ -96,7 +96,7 @@ def test_report_in_browser(tmp_path, ruleset, sample):
         assert out["copyButtons"] > 0, "our own script (allowed by its CSP hash) did not run"
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / f"{sample.name}.png"
-    _run(report, "--window-size=1280,900", f"--screenshot={shot}")
+    _run(page_file, "--window-size=1280,900", f"--screenshot={shot}")
     assert shot.is_file() and shot.stat().st_size > 10_000
 
 
@@ -110,9 +110,9 @@ def test_hostile_bundle_inert_even_without_csp(tmp_path, ruleset):
 
 def test_phone_width_screenshot(tmp_path, ruleset):
     _, report = analyze([str(SAMPLES / "annotation-health-omitted" / "bundle")], ruleset)
-    report = tmp_path / "report.html"
-    report.write_text(render_html(report), encoding="utf-8")
+    page_file = tmp_path / "report.html"
+    page_file.write_text(render_html(report), encoding="utf-8")
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "phone-annotation-health-omitted.png"
-    _run(report, "--window-size=390,844", f"--screenshot={shot}")
+    _run(page_file, "--window-size=390,844", f"--screenshot={shot}")
     assert shot.is_file()

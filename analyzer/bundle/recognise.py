@@ -31,6 +31,9 @@ _BARE_COMMANDS = ("kubectl", "helm", "journalctl", "crictl", "nvidia-ctk", "nvid
 _DEFAULTED_RE = re.compile(r'^Defaulted container "([\w.-]+)"')
 _CONTAINER_FLAG_RE = re.compile(r"(?:^|\s)(?:-c|--container)[ =]([\w.-]+)")
 _HEADER_RE = re.compile(r"^#{1,6}\s+\S")
+# `kubectl describe` starts each object with `Name:` at column 0, then its namespace or labels
+_DESCRIBE_START_RE = re.compile(r"^Name:\s+\S")
+_DESCRIBE_SECOND_RE = re.compile(r"^(?:Namespace|Roles|Labels|Priority):")
 
 
 @dataclass
@@ -82,8 +85,8 @@ def _structured(kind: str, catalogue: Catalogue) -> bool:
 
 
 def _explicit_segments(lines: list[str], split_headers: bool) -> list[_Segment]:
-    """Split at fences, shell prompts (the command names the container), Markdown headings and
-    `Defaulted container` lines."""
+    """Split at fences, shell prompts (the command names the container), Markdown headings,
+    `Defaulted container` lines and the `Name:` line that starts a described object."""
     segments: list[_Segment] = []
     cur: list[str] = []
     start = 1
@@ -109,6 +112,15 @@ def _explicit_segments(lines: list[str], split_headers: bool) -> list[_Segment]:
         if split_headers and _HEADER_RE.match(line) and (i == 1 or not lines[i - 2].strip()):
             flush(i + 1)
             container = None
+            continue
+        if (
+            cur
+            and _DESCRIBE_START_RE.match(line)
+            and i < len(lines)
+            and _DESCRIBE_SECOND_RE.match(lines[i])
+        ):
+            flush(i)  # a new described object: the part before it is something else
+            cur.append(line)
             continue
         dm = _DEFAULTED_RE.match(line)
         if dm:
@@ -170,7 +182,9 @@ def _regions(seg: _Segment, catalogue: Catalogue) -> list[tuple[_Segment, str, s
 def _split(f: BundleFile, text: str, catalogue: Catalogue) -> list[Artefact]:
     whole_kind, whole_reason = sniff(text, catalogue)
     lines = text.split("\n")
-    has_breaks = any(_FENCE_RE.match(x) or _DEFAULTED_RE.match(x) for x in lines[:20000])
+    has_breaks = any(_FENCE_RE.match(x) or _DEFAULTED_RE.match(x) for x in lines[:20000]) or any(
+        _DESCRIBE_START_RE.match(x) for x in lines[1:20000]
+    )
     if _structured(whole_kind, catalogue) and not has_breaks and "\n\n" not in text.strip():
         return [Artefact(f, whole_kind, whole_reason, 1, text)]
     segments = _explicit_segments(lines, split_headers=not _structured(whole_kind, catalogue))

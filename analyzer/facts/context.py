@@ -72,21 +72,41 @@ class NodeContext:
         return s.meaning.split(". ")[0] if s.meaning else s.pattern
 
 
+_SECTION_FIELDS = {
+    "labels": "labels",
+    "taints": "taints",
+    "capacity": "capacity",
+    "allocatable": "allocatable",
+    "allocated": "allocated",
+    "conditions": "conditions",
+    "images": "images",
+    "spec": "unschedulable",
+}
+
+
 def _merge_fragments(nodes: list[NodeFacts]) -> list[NodeFacts]:
-    """Annotations pasted on their own belong to the one node of the bundle (or are it)."""
-    objects = [n for n in nodes if n.form != "fragment"]
-    fragments = [n for n in nodes if n.form == "fragment"]
-    if not fragments:
-        return objects
-    if len(objects) > 1:
-        return objects
-    target = objects[0] if objects else fragments.pop(0)
-    for f in fragments:
-        for k, v in f.annotations.items():
+    """Pieces without a node name (annotations pasted on their own, a describe cut to its
+    Capacity block) belong to the one node of the bundle, or are it. A section the node already
+    shows wins over a later piece's: the first paste is the state the issue describes."""
+    named = [n for n in nodes if n.name and n.form != "fragment"]
+    pieces = [n for n in nodes if not (n.name and n.form != "fragment")]
+    if not pieces or len(named) > 1:
+        return named or nodes
+    target = named[0] if named else pieces.pop(0)
+    for piece in pieces:
+        for k, v in piece.annotations.items():
             target.annotations.setdefault(k, v)
-            if k in f.line_of:
-                target.line_of.setdefault(k, f.line_of[k])
-        target.sections = target.sections | {"annotations"}
+        if "annotations" in piece.sections:
+            target.elided |= piece.elided
+        for section in piece.sections - target.sections:
+            if section in _SECTION_FIELDS:
+                attr = _SECTION_FIELDS[section]
+                setattr(target, attr, getattr(piece, attr))
+        for k, line in piece.line_of.items():
+            if k not in target.line_of:
+                target.line_of[k] = line
+                target.file_of[k] = piece.file_of.get(k, piece.file)
+        target.sections = target.sections | piece.sections
     return [target]
 
 
@@ -161,18 +181,27 @@ def _guess_name(index: SignatureIndex, bundle: ParsedBundle) -> str | None:
     return None
 
 
-def _register_from_logs(index: SignatureIndex) -> Match | None:
-    """The latest register value a HAMi log printed for this node (the plugin's own first)."""
+def _register_from_logs(index: SignatureIndex, node: str | None) -> Match | None:
+    """The latest register value a HAMi log printed for this node (the plugin's own first).
+
+    Without a node name, only when every such line is about one and the same node: a scheduler
+    log prints the devices of all nodes of the cluster."""
     best: Match | None = None
+    named: set[str] = set()
     for sid, ms in index.matches.items():
-        if "register" not in index.signatures[sid].compiled.groupindex:
+        sig = index.signatures[sid]
+        if "register" not in sig.compiled.groupindex:
             continue
         for m in ms:
             if not m.captures.get("register"):
                 continue
+            if sig.node_capture:
+                named.add(m.captures.get(sig.node_capture) or "")
             rank = (m.kind == "device-plugin-log", m.line)
             if best is None or rank > (best.kind == "device-plugin-log", best.line):
                 best = m
+    if node is None and len(named) > 1:
+        return None
     return best
 
 
@@ -180,6 +209,10 @@ def _context(bundle, inputs: FactInputs, node, clock, index, names, decoded) -> 
     name = node.name if node is not None and node.name else None
     view = index.for_node(name, names)
     name = name or _guess_name(view, bundle)
+    from_log = _register_from_logs(view, name)
+    if name is None and from_log is not None:  # the one node whose devices a HAMi log printed
+        cap = inputs.signatures[from_log.sig].node_capture
+        name = (from_log.captures.get(cap) if cap else None) or None
     facts = FactSet()
     kinds = sorted(view.present)
     facts.put("bundle.kinds", kinds)
@@ -187,7 +220,7 @@ def _context(bundle, inputs: FactInputs, node, clock, index, names, decoded) -> 
     facts.put("bundle.collected_at", clock.collected_at)
     node_facts.produce(node, facts, name)
     spec = inputs.annotations
-    register = register_facts.produce(node, spec, facts, _register_from_logs(view))
+    register = register_facts.produce(node, spec, facts, from_log)
     handshake = handshake_facts.produce(node, decoded, spec, facts, clock.collected_at)
     pod_facts.produce(bundle.pods, facts, name)
     config_facts.produce(bundle.configs, facts)
@@ -203,7 +236,11 @@ def _context(bundle, inputs: FactInputs, node, clock, index, names, decoded) -> 
         and p.endswith(("imageTag", "image.tag"))
         and isinstance(v := f.value, str)
     ]
-    reg_where = str(facts.where("register.text")) if register else None
+    # the annotation's format dates the plugin; the scheduler prints its own device structs
+    dated = facts.value("register.from") == "annotation" or (
+        from_log is not None and from_log.kind == "device-plugin-log"
+    )
+    reg_where = str(facts.where("register.text")) if register and dated else None
     hs_where = str(facts.where("handshake.value")) if handshake else None
     version, components = version_facts.infer(
         register,

@@ -44,7 +44,7 @@ def produce(
     others = []
     for key, hs in decoded.items():
         if key.endswith("-nvidia"):
-            facts.put("handshake.nvidia_suffix_key", True, Where(node.file, node.line_of.get(key)))
+            facts.put("handshake.nvidia_suffix_key", True, Where(*node.source_of(key)))
         if spec.handshake_vendor(key) == spec.default_vendor and not key.endswith("-nvidia"):
             handshake = hs
         else:
@@ -53,7 +53,7 @@ def produce(
     facts.put("handshake.present", handshake is not None, Where(node.file, node.first_line))
     if handshake is None:
         return None
-    where = Where(node.file, node.line_of.get(handshake.key, node.first_line))
+    where = Where(*node.source_of(handshake.key))
     facts.put("handshake.state", handshake.state, where)
     facts.put("handshake.value", handshake.text, where)
     facts.put("handshake.time", handshake.time, where)

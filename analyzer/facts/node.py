@@ -12,6 +12,7 @@ _SECTION_PATHS = {
     "taints": ("node.taints", "node.taint_keys"),
     "capacity": ("node.capacity.",),
     "allocatable": ("node.allocatable.",),
+    "allocated": ("node.allocated.",),
     "conditions": ("node.ready",),
     "spec": ("node.unschedulable",),
 }
@@ -40,17 +41,21 @@ def produce(node: NodeFacts | None, facts: FactSet, name: str | None = None) -> 
     >>> fs.value("node.labels.gpu"), fs.value("node.allocatable.gpu"), fs.lookup("node.labels.other").value
     ('on', 10, None)
     >>> fs = FactSet(); produce(node("Capacity:\\n  nvidia.com/gpu: 0\\nAllocatable:\\n  nvidia.com/gpu: 0", "node-describe"), fs)
-    >>> fs.value("node.allocatable.gpu"), fs.lookup("node.labels.gpu")
-    (0, UNKNOWN)
+    >>> fs.value("node.allocatable.gpu"), fs.lookup("node.labels.gpu"), fs.lookup("node.allocated.gpu")
+    (0, UNKNOWN, UNKNOWN)
+    >>> fs = FactSet(); produce(node("Allocated resources:\\n  Resource        Requests    Limits\\n  --------        --------    ------\\n  cpu             950m (5%)   100m (0%)\\n  nvidia.com/gpu  1           1", "node-describe"), fs)
+    >>> fs.value("node.allocated.gpu"), fs.value("node.allocated.cpu"), str(fs.where("node.allocated.gpu"))
+    (1, '950m', 'node.yaml:5')
+    >>> fs.lookup("node.free_gpu_slots")  # allocatable not shown
+    UNKNOWN
     """
     facts.put("node.present", node is not None)
     facts.put("node.name", (node.name if node is not None and node.name else None) or name)
     if node is None:
         return
-    file = node.file
 
     def at(key: str | None = None) -> Where:
-        return Where(file, node.line_of.get(key, node.first_line) if key else node.first_line)
+        return Where(*node.source_of(key))
 
     facts.put("node.form", node.form, at())
     for section in node.sections:
@@ -86,3 +91,15 @@ def produce(node: NodeFacts | None, facts: FactSet, name: str | None = None) -> 
         for res, v in values.items():
             facts.put(f"node.{section}.{res}", v, at(f"{section}.{res}"))
         facts.put(f"node.{section}.gpu", gpu_count(values), at(f"{section}.nvidia.com/gpu"))
+    if {"allocatable", "capacity"} <= node.sections:
+        total, healthy = gpu_count(node.capacity), gpu_count(node.allocatable)
+        if total is not None and healthy is not None:
+            facts.put("node.unhealthy_gpu_slots", total - healthy, at("allocatable.nvidia.com/gpu"))
+    if "allocated" in node.sections:
+        for res, v in node.allocated.items():
+            facts.put(f"node.allocated.{res}", v, at(f"allocated.{res}"))
+        used = gpu_count(node.allocated)
+        facts.put("node.allocated.gpu", used, at("allocated.nvidia.com/gpu"))
+        total = gpu_count(node.allocatable) if "allocatable" in node.sections else None
+        if used is not None and total is not None:
+            facts.put("node.free_gpu_slots", total - used, at("allocated.nvidia.com/gpu"))

@@ -69,7 +69,7 @@ def produce(
         key = next((k for k in node.annotations if spec.register_vendor(k) == NVIDIA), None)
         if key is not None:
             value, origin = node.annotations[key], "annotation"
-            where = Where(node.file, node.line_of.get(key, node.first_line))
+            where = Where(*node.source_of(key))
     if value is None and from_log is not None:
         candidate = _normalised(from_log.captures.get("register", ""))
         decoded = spec.decode_register("hami.io/node-nvidia-register", candidate)

@@ -78,6 +78,28 @@ FACTS: tuple[FactSpec, ...] = (
         "capacity nvidia.com/gpu (0 when the node lists no such resource)",
     ),
     _f("node.allocatable.*", "str", "node", NODE, "status.allocatable by resource name, raw"),
+    _f(
+        "node.allocated.gpu",
+        "int",
+        "node",
+        NODE,
+        "nvidia.com/gpu requested by the node's pods (describe node's Allocated resources)",
+    ),
+    _f(
+        "node.unhealthy_gpu_slots",
+        "int",
+        "node",
+        NODE,
+        "capacity minus allocatable nvidia.com/gpu: slots the device plugin reports unhealthy",
+    ),
+    _f(
+        "node.free_gpu_slots",
+        "int",
+        "node",
+        NODE,
+        "allocatable minus allocated nvidia.com/gpu (vGPU slots no pod holds yet)",
+    ),
+    _f("node.allocated.*", "str", "node", NODE, "describe node's Allocated resources: requests"),
     _f("node.capacity.*", "str", "node", NODE, "status.capacity by resource name, raw"),
     _f("node.hami_annotation_keys", "list", "node", NODE, "hami.io/* and 4pd.io/* annotation keys"),
     # register annotation (node object, or register data a HAMi log printed)

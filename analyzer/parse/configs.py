@@ -64,7 +64,8 @@ def load_toml(text: str) -> tuple[dict[str, Any], list[str]]:
             return tomllib.loads("\n".join(lines)), warnings
         except tomllib.TOMLDecodeError as exc:
             m = _TOML_LINE_RE.search(str(exc))
-            line = int(m.group(1)) if m else 0
+            # "at end of document" has no line number: the last line is the broken one
+            line = int(m.group(1)) if m else len(lines)
             warnings.append(f"TOML error: {exc}; parsed the part before line {line}")
             cut = min(line - 1, len(lines) - 1)
             if cut <= 0:

@@ -24,6 +24,7 @@ _DESCRIBE_SECTIONS = {
     "Allocatable": "allocatable",
     "Conditions": "conditions",
     "Unschedulable": "spec",
+    "Allocated resources": "allocated",
 }
 _FRAGMENT_LINE_RE = re.compile(
     r'^\s*(?:Annotations:\s+|-\s+)?"?(?P<key>(?:[\w.-]+/)?[\w.-]+)"?\s*:\s*(?P<value>.*?)\s*,?$'
@@ -43,15 +44,23 @@ class NodeFacts:
     taints: list[dict[str, str]] = field(default_factory=list)
     capacity: dict[str, str] = field(default_factory=dict)
     allocatable: dict[str, str] = field(default_factory=dict)
+    allocated: dict[str, str] = field(default_factory=dict)  # describe: requests by resource
     conditions: list[dict[str, str]] = field(default_factory=list)
     created: str | None = None
     unschedulable: bool = False
     images: list[str] = field(default_factory=list)
     node_info: dict[str, str] = field(default_factory=dict)
     line_of: dict[str, int] = field(default_factory=dict)  # key -> 1-based line in the file
+    file_of: dict[str, str] = field(default_factory=dict)  # key -> file, when merged from another
     label_managers: dict[str, list[str]] = field(default_factory=dict)  # label -> field managers
     warnings: list[str] = field(default_factory=list)
     handshakes: dict[str, Handshake] = field(default_factory=dict)  # decoded by the pipeline
+
+    def source_of(self, key: str | None) -> tuple[str, int | None]:
+        """File and line a key was read from (a merged piece keeps its own file)."""
+        if key is None:
+            return self.file, self.first_line
+        return self.file_of.get(key, self.file), self.line_of.get(key, self.first_line)
 
 
 def _locate(text: str, first_line: int, keys: list[str]) -> dict[str, int]:
@@ -129,8 +138,9 @@ def parse_node(artefact: Artefact) -> list[NodeFacts]:
             node_info=_str_map(status.get("nodeInfo")),
             warnings=list(warnings),
         )
-        if any("parsed the part before" in w for w in warnings):  # a cut-off paste
-            n.sections = _present_sections(meta, spec, status)
+        # kubectl always prints labels, annotations, capacity...: a missing one was cut or
+        # trimmed from the paste, which says nothing about the node
+        n.sections = _uncut(n, _present_sections(meta, spec, status))
         for t in spec.get("taints") or []:
             if isinstance(t, dict):
                 n.taints.append({k: str(v) for k, v in t.items() if v is not None})
@@ -235,8 +245,17 @@ def _parse_describe(artefact: Artefact) -> NodeFacts:
     for k, v in n.annotations.items():
         if v.endswith(("...", "…")):
             n.elided.add(k)
-    n.sections = frozenset(seen)
+    n.sections = _uncut(n, frozenset(seen))
     return n
+
+
+def _uncut(n: NodeFacts, sections: frozenset[str]) -> frozenset[str]:
+    """kubectl lists the same resources under capacity and allocatable: an allocatable without
+    some of them was cut off in the paste, and a missing nvidia.com/gpu there is not a 0."""
+    if {"capacity", "allocatable"} <= sections and set(n.capacity) - set(n.allocatable):
+        n.warnings.append("allocatable lists fewer resources than capacity: cut off, not read")
+        return sections - {"allocatable"}
+    return sections
 
 
 def _last_annotation(n: NodeFacts, section: str) -> str | None:
@@ -267,6 +286,15 @@ def _describe_item(n: NodeFacts, section: str, body: str, lineno: int) -> None:
             target = n.capacity if section == "Capacity" else n.allocatable
             target[k.strip()] = v.strip()
             n.line_of.setdefault(f"{section.lower()}.{k.strip()}", lineno)
+    elif section == "Allocated resources":
+        parts = re.split(r"\s{2,}", body)
+        if len(parts) >= 2 and parts[0] not in (
+            "Resource",
+            "--------",
+            "(Total limits may be over 100 percent, i.e., overcommitted.)",
+        ):
+            n.allocated[parts[0]] = parts[1].split(" (")[0]
+            n.line_of.setdefault(f"allocated.{parts[0]}", lineno)
     elif section == "Conditions":
         parts = re.split(r"\s{2,}", body)
         if len(parts) >= 2 and parts[0] not in ("Type", "----"):

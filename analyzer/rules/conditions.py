@@ -297,6 +297,7 @@ class FactCond(Cond):
         if f is UNKNOWN:
             return unknown(sources_of(self.path))
         value = f.value
+        facts = [(self.path, f)]
         for op, want in self.ops:
             if isinstance(want, FactRef):
                 ref = ctx.facts.lookup(want.path)
@@ -304,23 +305,23 @@ class FactCond(Cond):
                     return unknown(sources_of(want.path))
                 if ref.value is None:
                     return FALSE
+                facts.append((want.path, ref))  # the compared-to fact is evidence too
                 want = ref.value
             if not compare(op, value, want):
                 return FALSE
-        where = f.where
-        return Outcome(
-            Tri.TRUE,
-            (
-                Evidence(
-                    "fact",
-                    where.file if where else None,
-                    where.line if where else None,
-                    path=self.path,
-                    value=value,
-                    strength="high",
-                ),
-            ),
-        )
+        return Outcome(Tri.TRUE, tuple(_fact_evidence(path, fact) for path, fact in facts))
+
+
+def _fact_evidence(path: str, fact) -> Evidence:
+    where = fact.where
+    return Evidence(
+        "fact",
+        where.file if where else None,
+        where.line if where else None,
+        path=path,
+        value=fact.value,
+        strength="high",
+    )
 
 
 @dataclass(frozen=True)

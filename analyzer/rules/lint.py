@@ -22,6 +22,8 @@ from analyzer.rules.model import Rule, RuleSet
 Problem = tuple[str, str]  # (error | warning, "file:line: message")
 _TEMPLATE_FACT_RE = regex.compile(r"""fact\(\s*['"]([^'"]+)['"]""")
 _TEMPLATE_CAPTURE_RE = regex.compile(r"""captures\[\s*['"]([\w-]+)['"]\s*\]""")
+# `captures.get('sig')` in a template: context the rule shows when that line exists, on purpose
+_TEMPLATE_GUARD_RE = regex.compile(r"""captures\.get\(\s*['"]([\w-]+)['"]""")
 _PY_TYPES = {
     "int": (int,),
     "float": (int, float),
@@ -162,9 +164,11 @@ def references_resolve(rs: RuleSet) -> Iterator[Problem]:
 
 
 def template_captures(rs: RuleSet) -> Iterator[Problem]:
-    """A template that reads captures['sig'] names a signature the rule's conditions use."""
+    """A template that reads captures['sig'] names a signature the rule's conditions use, or
+    guards the read with captures.get('sig') (optional context)."""
     for rule in rs.rules.values():
         used = set(signatures_in(rule.when)) | set(signatures_in(rule.unless))
+        used |= {sid for text in _templates(rule) for sid in _TEMPLATE_GUARD_RE.findall(text)}
         for text in _templates(rule):
             for sid in _TEMPLATE_CAPTURE_RE.findall(text):
                 if sid not in rs.signatures:

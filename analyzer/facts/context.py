@@ -181,25 +181,34 @@ def _guess_name(index: SignatureIndex, bundle: ParsedBundle) -> str | None:
     return None
 
 
+# A HAMi log line can print a node's devices: `register` captures the annotation's value as the
+# plugin writes it (it dates the plugin like the annotation does), `devices` an internal struct
+# dump in the same JSON shape (used only when no `register` line is there, never for dating).
+DEVICE_CAPTURES = ("register", "devices")
+
+
 def _register_from_logs(index: SignatureIndex, node: str | None) -> Match | None:
-    """The latest register value a HAMi log printed for this node (the plugin's own first).
+    """The latest register value a HAMi log printed for this node: annotation values before
+    struct dumps, the plugin's own before the scheduler's.
 
     Without a node name, only when every such line is about one and the same node: a scheduler
     log prints the devices of all nodes of the cluster."""
     best: Match | None = None
+    best_rank: tuple = ()
     named: set[str] = set()
     for sid, ms in index.matches.items():
         sig = index.signatures[sid]
-        if "register" not in sig.compiled.groupindex:
+        cap = next((c for c in DEVICE_CAPTURES if c in sig.compiled.groupindex), None)
+        if cap is None:
             continue
         for m in ms:
-            if not m.captures.get("register"):
+            if not m.captures.get(cap):
                 continue
             if sig.node_capture:
                 named.add(m.captures.get(sig.node_capture) or "")
-            rank = (m.kind == "device-plugin-log", m.line)
-            if best is None or rank > (best.kind == "device-plugin-log", best.line):
-                best = m
+            rank = (cap == "register", m.kind == "device-plugin-log", m.line)
+            if best is None or rank > best_rank:
+                best, best_rank = m, rank
     if node is None and len(named) > 1:
         return None
     return best
@@ -236,9 +245,9 @@ def _context(bundle, inputs: FactInputs, node, clock, index, names, decoded) -> 
         and p.endswith(("imageTag", "image.tag"))
         and isinstance(v := f.value, str)
     ]
-    # the annotation's format dates the plugin; the scheduler prints its own device structs
+    # the annotation's encoding dates HAMi; a struct dump (`devices`) does not
     dated = facts.value("register.from") == "annotation" or (
-        from_log is not None and from_log.kind == "device-plugin-log"
+        from_log is not None and bool(from_log.captures.get("register"))
     )
     reg_where = str(facts.where("register.text")) if register and dated else None
     hs_where = str(facts.where("handshake.value")) if handshake else None

@@ -71,7 +71,9 @@ def produce(
             value, origin = node.annotations[key], "annotation"
             where = Where(*node.source_of(key))
     if value is None and from_log is not None:
-        candidate = _normalised(from_log.captures.get("register", ""))
+        candidate = _normalised(
+            from_log.captures.get("register") or from_log.captures.get("devices") or ""
+        )
         decoded = spec.decode_register("hami.io/node-nvidia-register", candidate)
         if decoded.status in ("ok", "empty"):
             value, origin, key = candidate, "log", decoded.key

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench bench-batch clean
+.PHONY: demo test bench bench-batch score clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,12 @@ test: $(STAMP)
 	$(BIN)/hami-analyzer rules lint
 	$(BIN)/pytest
 
+# accuracy on the real cases beside the checkout (see README, Accuracy on real cases)
+score: $(STAMP)
+	$(BIN)/hami-analyzer dev score ../shared/corpus
+
 bench: $(STAMP)
+	$(BIN)/pip install -q -e '.[bench]'
 	$(BIN)/python -m analyzer.bench
 
 bench-batch: $(STAMP)

@@ -23,9 +23,7 @@ def matcher_for(ruleset: RuleSet) -> Matcher:
     if hit is None or hit[0] is not ruleset:
         sigs = list(ruleset.signatures.values())
         matcher = Matcher(
-            [(s.id, s.pattern) for s in sigs],
-            {s.id: list(s.prefilter) or None for s in sigs},
-            {s.id: s.compiled for s in sigs},
+            [(s.id, s.pattern) for s in sigs], {s.id: list(s.prefilter) or None for s in sigs}
         )
         if len(_MATCHERS) > 8:
             _MATCHERS.clear()

@@ -9,6 +9,7 @@ Nothing holds more than one bundle's events at a time.
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import hashlib
 import os
 import signal
@@ -153,6 +154,7 @@ def _init_worker() -> None:
     from analyzer.rules.loader import load_ruleset
 
     _RULESET = load_ruleset()
+    gc.freeze()  # modules and rules live as long as the worker: keep the collector off them
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
 
 

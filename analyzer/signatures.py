@@ -4,6 +4,7 @@ A leaf definition, shared by the scan, the facts stage and the rule engine."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import regex
 
@@ -17,7 +18,6 @@ class Signature:
     id: str
     sources: tuple[str, ...]  # artefact kinds where it is expected (absence is judged there)
     pattern: str
-    compiled: regex.Pattern
     meaning: str
     file: str
     line: int
@@ -36,3 +36,14 @@ class Signature:
     prefilter: tuple[str, ...] = ()  # literals for the fast scan (default: derived from regex)
     symptom: bool = False  # a described symptom, not a printed line: weak evidence
     references: tuple[str, ...] = ()
+
+    @cached_property
+    def compiled(self) -> regex.Pattern:
+        """Compiled on first use: a small bundle needs a handful of the hundreds of patterns,
+        and compiling them all (or unpickling them compiled) would cost more than its analysis."""
+        return regex.compile(self.pattern)
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("compiled", None)  # recompiled lazily after unpickling
+        return state

@@ -98,16 +98,24 @@ def _explicit_segments(lines: list[str], split_headers: bool) -> list[_Segment]:
             segments.append(_Segment(start, cur, container))
         cur, start = [], next_start
 
+    fence_indent = None  # a fence indented under a list item indents its whole block
+    prompt_only = False  # cur holds nothing but a command line (and blank lines)
     for i, line in enumerate(lines, 1):
         if _FENCE_RE.match(line):
             flush(i + 1)
+            fence_indent = None if fence_indent is not None else len(line) - len(line.lstrip())
             continue
+        if fence_indent and line[:fence_indent].isspace():
+            line = line[fence_indent:]
         prompt = _PROMPT_RE.match(line) if len(line) < 600 else None
-        if prompt and (prompt["prompt"] or prompt["prog"] in _BARE_COMMANDS):
+        bare = prompt and prompt["prog"] in _BARE_COMMANDS and not line[:1].isspace()
+        if prompt and (prompt["prompt"] or bare):
             flush(i)
             m = _CONTAINER_FLAG_RE.search(prompt.group("cmd"))
             container = m.group(1) if m else None
             cur.append(line)  # the command stays with its output (its flags are evidence too)
+            start = i
+            prompt_only = True
             continue
         if split_headers and _HEADER_RE.match(line) and (i == 1 or not lines[i - 2].strip()):
             flush(i + 1)
@@ -115,13 +123,16 @@ def _explicit_segments(lines: list[str], split_headers: bool) -> list[_Segment]:
             continue
         if (
             cur
+            and not prompt_only
             and _DESCRIBE_START_RE.match(line)
             and i < len(lines)
-            and _DESCRIBE_SECOND_RE.match(lines[i])
+            and _DESCRIBE_SECOND_RE.match(lines[i].strip())
         ):
             flush(i)  # a new described object: the part before it is something else
             cur.append(line)
             continue
+        if line.strip():
+            prompt_only = False
         dm = _DEFAULTED_RE.match(line)
         if dm:
             container = container or dm.group(1)

@@ -20,26 +20,127 @@ except ImportError:  # pragma: no cover
 MIN_LITERAL = 4
 
 
-def _seq_literal(items) -> str:
-    """Longest run of consecutive literal characters in a parsed sequence (all mandatory)."""
-    best, cur = "", ""
+def _score(lits: list[str]) -> tuple[int, int]:
+    """A set of literals is as selective as its shortest one; fewer literals scan faster."""
+    return (min(len(x) for x in lits), -len(lits))
+
+
+def _best(options: list[list[str]]) -> list[str] | None:
+    usable = [o for o in options if o and min(len(x) for x in o) >= MIN_LITERAL]
+    return max(usable, key=_score) if usable else None
+
+
+def _element(op, av) -> list[str] | None:
+    """Literals one of which every match of one mandatory element contains."""
+    if op is C.SUBPATTERN:
+        if av[1] & C.SRE_FLAG_IGNORECASE:
+            return None  # (?i:...): a case-sensitive literal scan would miss matches
+        return _sequence(list(av[-1]))
+    if op is C.BRANCH:  # one literal from each alternative
+        out: list[str] = []
+        for branch in av[1]:
+            lits = _sequence(list(branch))
+            if lits is None:
+                return None
+            out.extend(x for x in lits if x not in out)
+        return out
+    if op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[0] >= 1:
+        return _sequence(list(av[2]))
+    return None
+
+
+def _leading(op, av) -> list[str] | None:
+    """The literal text each match of an element starts with, one per alternative (None when
+    some alternative does not start with a literal)."""
+    if op is C.SUBPATTERN and not av[1] & C.SRE_FLAG_IGNORECASE:
+        items = list(av[-1])
+        if len(items) == 1:
+            return _leading(*items[0])
+        return _prefix_of(items)
+    if op is C.BRANCH:
+        out: list[str] = []
+        for branch in av[1]:
+            lead = _prefix_of(list(branch))
+            if lead is None:
+                return None
+            out.extend(x for x in lead if x not in out)
+        return out
+    return None
+
+
+def _prefix_of(items) -> list[str] | None:
+    run = ""
+    for op, av in items:
+        if op is not C.LITERAL:
+            if run:
+                return [run]
+            return _leading(op, av)
+        run += chr(av)
+    return [run] if run else None
+
+
+MAX_EXPANSION = 16  # literal alternatives one run may expand into
+
+
+def _exact(op, av) -> list[str] | None:
+    """The complete texts an element can match when it is a group of plain literal alternatives
+    (`(?:get|save)`), else None."""
+    if op is C.SUBPATTERN and not av[1] & C.SRE_FLAG_IGNORECASE:
+        items = list(av[-1])
+        if len(items) == 1 and items[0][0] is not C.LITERAL:
+            return _exact(*items[0])
+        return _plain(items)
+    if op is C.BRANCH:
+        out: list[str] = []
+        for branch in av[1]:
+            text = _plain(list(branch))
+            if text is None:
+                return None
+            out.extend(text)
+        return out
+    return None
+
+
+def _plain(items) -> list[str] | None:
+    if all(op is C.LITERAL for op, _ in items):
+        return ["".join(chr(av) for _, av in items)]
+    if len(items) == 1:
+        return _exact(*items[0])
+    return None
+
+
+def _sequence(items) -> list[str] | None:
+    """The best set of literals one of which every match of a sequence contains: its longest
+    run of mandatory literal text, where a run continues through groups of plain alternatives
+    ("failed to (?:get|save) CDI spec" needs "failed to get CDI spec" or "failed to save CDI
+    spec") and into the literal start of the alternatives after it, or what a mandatory group
+    or alternation requires."""
+    options: list[list[str]] = []
+    run = [""]  # the texts the current run can be
+
+    def flush() -> None:
+        if any(run):
+            options.append(sorted(set(run)))
+
     for op, av in items:
         if op is C.LITERAL:
-            cur += chr(av)
+            run = [r + chr(av) for r in run]
             continue
-        if op is C.SUBPATTERN:
-            inner = _seq_literal(av[-1])
-            best = max(best, cur, inner, key=len)
-            cur = ""
+        exact = _exact(op, av)
+        if exact and len(run) * len(exact) <= MAX_EXPANSION:
+            run = [r + x for r in run for x in exact]
             continue
-        if op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[0] >= 1:
-            inner = _seq_literal(av[2])
-            best = max(best, cur, inner, key=len)
-            cur = ""
-            continue
-        best = max(best, cur, key=len)
-        cur = ""
-    return max(best, cur, key=len)
+        if any(run):
+            lead = _leading(op, av)
+            if lead and len(run) * len(lead) <= MAX_EXPANSION:
+                options.append(sorted({r + x for r in run for x in lead}))
+        flush()
+        run = [""]
+        inner = _element(op, av)
+        if inner:
+            options.append(inner)
+    flush()
+    return _best(options)
 
 
 def required_literals(pattern: str) -> list[str] | None:
@@ -48,21 +149,9 @@ def required_literals(pattern: str) -> list[str] | None:
         parsed = P.parse(pattern)
     except (re.error, TypeError, ValueError, RecursionError):
         return None
-    if parsed.state.flags & re.IGNORECASE or "(?i" in pattern:
+    if parsed.state.flags & re.IGNORECASE:
         return None  # a case-sensitive literal scan would miss matches
-    return _literals_of(list(parsed))
-
-
-def _literals_of(items) -> list[str] | None:
-    if len(items) == 1 and items[0][0] is C.SUBPATTERN:
-        return _literals_of(list(items[0][1][-1]))
-    if len(items) == 1 and items[0][0] is C.BRANCH:  # top-level alternation: one per branch
-        out = []
-        for branch in items[0][1][1]:
-            lit = _seq_literal(list(branch))
-            if len(lit) < MIN_LITERAL:
-                return None
-            out.append(lit)
-        return out
-    lit = _seq_literal(items)
-    return [lit] if len(lit) >= MIN_LITERAL else None
+    try:
+        return _sequence(list(parsed))
+    except RecursionError:
+        return None

@@ -194,12 +194,21 @@ def _parse_fragment(artefact: Artefact) -> NodeFacts:
         n.annotations["hami.io/node-nvidia-register"] = text
         n.line_of["hami.io/node-nvidia-register"] = artefact.first_line
         return n
+    last_key, key_column = None, 0
     for i, raw in enumerate((artefact.text or "").split("\n")):
         m = _FRAGMENT_LINE_RE.match(raw)
         if m and "/" in m["key"]:
             key = m["key"]
             n.annotations[key] = m["value"].strip().strip("'\"")
             n.line_of.setdefault(key, artefact.first_line + i)
+            last_key, key_column = key, m.start("key")
+        elif last_key and raw.strip() and len(raw) - len(raw.lstrip()) > key_column:
+            # kubectl describe wraps a long value onto the next, deeper indented line
+            value = (n.annotations[last_key] + " " + raw.strip()).strip()
+            n.annotations[last_key] = value.strip("'\"")
+        else:
+            last_key = None
+    n.elided = {k for k, v in n.annotations.items() if v.endswith(("...", "…"))}
     return n
 
 

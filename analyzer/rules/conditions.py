@@ -298,17 +298,21 @@ class FactCond(Cond):
             return unknown(sources_of(self.path))
         value = f.value
         facts = [(self.path, f)]
-        for op, want in self.ops:
+        missing: set[str] = set()
+        for op, want in self.ops:  # an AND: a failed comparison decides, even beside an unknown
             if isinstance(want, FactRef):
                 ref = ctx.facts.lookup(want.path)
                 if ref is UNKNOWN:
-                    return unknown(sources_of(want.path))
+                    missing.update(sources_of(want.path))
+                    continue
                 if ref.value is None:
                     return FALSE
                 facts.append((want.path, ref))  # the compared-to fact is evidence too
                 want = ref.value
             if not compare(op, value, want):
                 return FALSE
+        if missing:
+            return unknown(tuple(sorted(missing)))
         return Outcome(Tri.TRUE, tuple(_fact_evidence(path, fact) for path, fact in facts))
 
 
@@ -375,26 +379,31 @@ def _number(v: Any) -> float | None:
     return None
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Equality that does not take a bool for a number (Python's True == 1)."""
+    return isinstance(a, bool) == isinstance(b, bool) and a == b
+
+
 def compare(op: str, value: Any, want: Any) -> bool:
     """One comparison, strict about types: a value of the wrong type never matches (the linter
     catches such rules; at run time a config value may still be anything)."""
     if op == "exists":
-        return (value is not None and value != []) == bool(want)
+        return isinstance(want, bool) and (value is not None and value != []) == want
     if value is None:
         return op in ("ne", "not_in", "not_contains")
     if op == "eq":
-        return value == want
+        return _same(value, want)
     if op == "ne":
-        return value != want
+        return not _same(value, want)
     if op in ORDERING:
         a, b = _number(value), _number(want)
         if a is None or b is None:
             return False
         return {"gt": a > b, "ge": a >= b, "lt": a < b, "le": a <= b}[op]
     if op == "in":
-        return isinstance(want, list) and value in want
+        return isinstance(want, list) and any(_same(value, w) for w in want)
     if op == "not_in":
-        return isinstance(want, list) and value not in want
+        return isinstance(want, list) and not any(_same(value, w) for w in want)
     if op == "matches":
         return isinstance(value, str) and (
             regex.search(str(want), value, timeout=MATCH_TIMEOUT) is not None
@@ -404,7 +413,8 @@ def compare(op: str, value: Any, want: Any) -> bool:
             return op == "not_contains"
         if isinstance(value, str) and not isinstance(want, str):
             return op == "not_contains"
-        return (want in value) == (op == "contains")
+        found = want in value if isinstance(value, str) else any(_same(x, want) for x in value)
+        return found == (op == "contains")
     return False
 
 
@@ -461,12 +471,19 @@ def _parse_signature(raw, keys, here, problems, signatures) -> Cond | None:
     bad = keys - {"signature", "where", "count_ge", "count_le", "in", "equal"}
     if bad:
         problems.add(here, f"unknown keys in a signature condition: {sorted(bad)}")
+    if not isinstance(sid, str):
+        problems.add(here, f"signature needs one signature id, got {sid!r}")
+        return None
     sig = signatures.get(sid)
     if sig is None:
         problems.add(here, f"unknown signature id {sid!r}")
         return None
     where = []
-    for cap, pat in (raw.get("where") or {}).items():
+    raw_where = raw.get("where") or {}
+    if not isinstance(raw_where, dict):
+        problems.add(here, f"where: needs a mapping of capture to regex, got {raw_where!r}")
+        return None
+    for cap, pat in raw_where.items():
         if cap == LINE_KEY:
             continue
         if cap not in sig.compiled.groupindex:
@@ -492,6 +509,9 @@ def _parse_signature(raw, keys, here, problems, signatures) -> Cond | None:
         problems.add(here, f"in: needs a list of artefact kinds, got {kinds!r}")
         return None
     equal = raw.get("equal") or []
+    if not isinstance(equal, list) or not all(isinstance(c, str) for c in equal):
+        problems.add(here, f"equal: needs a list of capture names, got {equal!r}")
+        return None
     for cap in equal:
         if cap not in sig.compiled.groupindex:
             problems.add(here, f"signature {sid} has no capture {cap!r} (in equal:)")

@@ -72,9 +72,14 @@ def operand_types(rs: RuleSet) -> Iterator[Problem]:
             if not isinstance(c, FactCond | AgeCond):
                 continue
             spec = spec_of(c.path)
-            if spec is None or spec.type == "any":
+            if spec is None:
                 continue
             where = f"{rule.file}:{c.line}: rule {rule.id}: {c.path} ({spec.type})"
+            if spec.type == "any":  # a config value may be anything; `exists` still takes a bool
+                for op, want in getattr(c, "ops", ()):
+                    if op == "exists":
+                        yield from _operand_problem(where, spec.type, op, want)
+                continue
             if isinstance(c, AgeCond):
                 if spec.type != "datetime":
                     yield "error", f"{where}: age_of needs a datetime fact"

@@ -260,11 +260,10 @@ def _load_signature(path: str, s: Any, catalogue, problems: list[str]) -> Signat
             problems.append(
                 f"{where}: signature {sid}: example {e[:50]!r}... contains no prefilter literal"
             )
-    return Signature(
+    sig = Signature(
         id=str(sid),
         sources=tuple(srcs),
         pattern=pattern,
-        compiled=compiled,
         meaning=" ".join(str(s.get("meaning", "")).split()),
         file=path,
         line=line,
@@ -284,6 +283,8 @@ def _load_signature(path: str, s: Any, catalogue, problems: list[str]) -> Signat
         symptom=bool(s.get("symptom", False)),
         references=tuple(str(x) for x in _as_list(s.get("references"))),
     )
+    sig.__dict__["compiled"] = compiled  # already compiled for validation: seed the cache
+    return sig
 
 
 def _check_template(where: str, rid: str, text: str, problems: list[str]) -> None:

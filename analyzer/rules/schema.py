@@ -50,7 +50,7 @@ SIGNATURE_REQUIRED = ("id", "regex", "meaning", "examples")
 
 def _condition_schema() -> dict[str, Any]:
     operand = {
-        "oneOf": [{}, {"type": "object", "required": ["fact"], "properties": {"fact": _STR}}]
+        "anyOf": [{}, {"type": "object", "required": ["fact"], "properties": {"fact": _STR}}]
     }
     fact = {
         "type": "object",

@@ -1,0 +1,349 @@
+"""The rule linter (analyzer/rules/lint.py): each validator reports a one-defect rules directory
+with the right severity and the offending id, the builtin rules lint clean, and the shipped JSON
+Schema is current and accepts every rule and signature file under rules/."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+import analyzer.rules.lint as lint_mod
+from analyzer.cli import app
+from analyzer.rules import builtin_rules_dir
+from analyzer.rules.lint import VALIDATORS, lint
+from analyzer.rules.loader import BUILTIN_DATA, load_ruleset
+from analyzer.rules.schema import SCHEMA_PATH, rules_schema, schema_text
+
+runner = CliRunner()
+RID, SID = "lint-probe", "lint-probe-sig"
+
+
+def probe_rule(**changes) -> dict:
+    """A custom rule that lints clean; `changes` add the one defect (None removes a key)."""
+    rule = {
+        "id": RID,
+        "title": "Lint probe",
+        "severity": "info",
+        "kind": "fault",
+        "category": "inconclusive",
+        "when": {"fact": "node.ready", "eq": False},
+        "explanation": "probe",
+        "tests": {"fires": [{"files": {"node.yaml": "kind: Node\n"}}]},
+    }
+    rule.update(changes)
+    return {k: v for k, v in rule.items() if v is not None}
+
+
+def probe_signature(**changes) -> dict:
+    """A custom signature that lints clean; `changes` add the one defect (None removes a key)."""
+    sig = {
+        "id": SID,
+        "source": ["text"],
+        "regex": r"lint probe failed: (?P<what>\w+)",
+        "meaning": "A probe line.",
+        "examples": {"match": ["lint probe failed: disk"], "no_match": ["lint probe ok"]},
+    }
+    sig.update(changes)
+    return {k: v for k, v in sig.items() if v is not None}
+
+
+def write_rules(d: Path, rules=(), signatures=()) -> Path:
+    doc = {}
+    if signatures:
+        doc["signatures"] = list(signatures)
+    if rules:
+        doc["rules"] = list(rules)
+    path = d / "probe.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def reported(d: Path, validator, monkeypatch) -> list[tuple[str, str]]:
+    """What one validator reports on builtin rules plus `d`, loaded without the load-time lint."""
+    with monkeypatch.context() as m:
+        m.setattr(lint_mod, "lint", lambda rs: ([], []))
+        rs = load_ruleset([d], use_cache=False)
+    return list(validator(rs))
+
+
+def assert_one_defect(tmp_path, monkeypatch, validator, severity, ident, fragment):
+    """`validator` reports exactly one problem of `severity` naming the file, `ident` and
+    `fragment`, and `hami-analyzer rules lint --rules DIR` prints that one problem and nothing else."""
+    path = tmp_path / "probe.yaml"
+    problems = reported(tmp_path, validator, monkeypatch)
+    assert len(problems) == 1, problems
+    level, msg = problems[0]
+    assert level == severity
+    assert msg.startswith(f"{path}:") and ident in msg and fragment in msg, msg
+    res = runner.invoke(app, ["rules", "lint", "--rules", str(tmp_path)])
+    assert res.exit_code == (2 if severity == "error" else 1), res.output
+    assert res.stderr.splitlines() == [f"{severity}: {msg}"]
+
+
+COVERED = set()
+
+
+def covers(validator):
+    """Register the validator a test exercises (checked by test_every_validator_has_a_test)."""
+
+    def mark(fn):
+        COVERED.add(validator.__name__)
+        return fn
+
+    return mark
+
+
+def test_probe_files_lint_clean(tmp_path):
+    """The probe rule and signature alone lint clean, so each test's report is its one defect."""
+    write_rules(tmp_path, [probe_rule()], [probe_signature()])
+    res = runner.invoke(app, ["rules", "lint", "--rules", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert res.stderr == ""
+
+
+def test_builtin_rules_lint_clean():
+    """`hami-analyzer rules lint` on the shipped rules exits 0 with no warnings."""
+    res = runner.invoke(app, ["rules", "lint"])
+    assert res.exit_code == 0, res.output
+    assert res.stderr == "" and res.stdout.startswith("ok: ")
+    assert lint(load_ruleset(use_cache=False)) == ([], [])
+
+
+@covers(lint_mod.unknown_facts)
+def test_unknown_facts(tmp_path, monkeypatch):
+    """unknown_facts: a template naming an undeclared fact is an error naming the rule."""
+    write_rules(tmp_path, [probe_rule(title="GPUs: {{ fact('node.bogus_count') }}")])
+    assert_one_defect(
+        tmp_path,
+        monkeypatch,
+        lint_mod.unknown_facts,
+        "error",
+        f"rule {RID}",
+        "unknown fact 'node.bogus_count'",
+    )
+
+
+@covers(lint_mod.operand_types)
+@pytest.mark.parametrize(
+    ("when", "fragment"),
+    [
+        pytest.param(
+            {"fact": "node.labels.gpu", "eq": True},
+            "eq True can never equal a str value",
+            id="bool-vs-str-fact",
+        ),
+        pytest.param(
+            {"fact": "node.allocatable.gpu", "in": [1, "2"]},
+            "in '2' can never equal a int value",
+            id="str-in-int-list",
+        ),
+        pytest.param(
+            {"fact": "node.name", "gt": 3}, "gt needs a number fact", id="ordering-on-str"
+        ),
+        pytest.param(
+            {"fact": "node.allocatable.gpu", "ge": "1"},
+            "ge needs a number fact and a number",
+            id="ordering-str-operand",
+        ),
+        pytest.param(
+            {"fact": "node.allocatable.gpu", "matches": "^1"},
+            "matches needs a string fact",
+            id="matches-on-int",
+        ),
+        pytest.param(
+            {"fact": "node.name", "contains": 1},
+            "contains on a string needs a string",
+            id="contains-int-in-str",
+        ),
+        pytest.param(
+            {"fact": "node.ready", "exists": "yes"},
+            "exists takes true or false",
+            id="exists-not-bool",
+        ),
+        pytest.param(
+            {"fact": "config.helm-values.devicePlugin.enabled", "exists": "false"},
+            "exists takes true or false",
+            id="exists-not-bool-on-config-fact",
+        ),
+        pytest.param(
+            {"age_of": "node.name", "gt": "5m"}, "age_of needs a datetime fact", id="age-of-str"
+        ),
+        pytest.param(
+            {"fact": "node.name", "eq": {"fact": "node.ready"}},
+            "compared with node.ready (bool)",
+            id="factref-type-mismatch",
+        ),
+    ],
+)
+def test_operand_types(tmp_path, monkeypatch, when, fragment):
+    """operand_types: an operand that can never match the fact's type is an error naming the rule."""
+    write_rules(tmp_path, [probe_rule(when=when)])
+    assert_one_defect(
+        tmp_path, monkeypatch, lint_mod.operand_types, "error", f"rule {RID}", fragment
+    )
+
+
+@covers(lint_mod.signature_examples)
+@pytest.mark.parametrize(
+    ("changes", "severity", "fragment"),
+    [
+        pytest.param(
+            {"examples": {"match": ["lint probe passed"]}},
+            "error",
+            "example does not match",
+            id="match-example-fails",
+        ),
+        pytest.param(
+            {"examples": {"match": ["lint probe failed: a"], "no_match": ["lint probe failed: b"]}},
+            "error",
+            "no_match example matches",
+            id="no-match-example-matches",
+        ),
+        pytest.param({"examples": None}, "warning", "no `examples: match:` line", id="no-examples"),
+    ],
+)
+def test_signature_examples(tmp_path, monkeypatch, changes, severity, fragment):
+    """signature_examples: a missing or misbehaving example is reported naming the signature."""
+    write_rules(tmp_path, signatures=[probe_signature(**changes)])
+    assert_one_defect(
+        tmp_path, monkeypatch, lint_mod.signature_examples, severity, f"signature {SID}", fragment
+    )
+
+
+@covers(lint_mod.references_resolve)
+@pytest.mark.parametrize(
+    ("changes", "fragment"),
+    [
+        pytest.param(
+            {"explains": ["no-such-rule"]}, "explains unknown rule 'no-such-rule'", id="explains"
+        ),
+        pytest.param({"explains": [RID]}, "explains itself", id="explains-itself"),
+        pytest.param(
+            {"collect": ["no-such-kind"]},
+            "collect names unknown kind 'no-such-kind'",
+            id="collect-unknown",
+        ),
+        pytest.param(
+            {"collect": ["issue-text"]},
+            "collect names kind 'issue-text', which has no command",
+            id="collect-no-command",
+        ),
+        pytest.param(
+            {"when": {"signature": "sch-node-added", "in": ["no-such-kind"]}},
+            "in: unknown kind 'no-such-kind'",
+            id="in-unknown-kind",
+        ),
+    ],
+)
+def test_references_resolve(tmp_path, monkeypatch, changes, fragment):
+    """references_resolve: explains/collect/in naming nothing real is an error naming the rule."""
+    write_rules(tmp_path, [probe_rule(**changes)])
+    assert_one_defect(
+        tmp_path, monkeypatch, lint_mod.references_resolve, "error", f"rule {RID}", fragment
+    )
+
+
+@covers(lint_mod.template_captures)
+@pytest.mark.parametrize(
+    ("explanation", "severity", "fragment"),
+    [
+        pytest.param(
+            "node {{ captures['no-such-sig'].node }}",
+            "error",
+            "template reads unknown signature 'no-such-sig'",
+            id="unknown-signature",
+        ),
+        pytest.param(
+            "node {{ captures['sch-node-added'].node }}",
+            "warning",
+            "template reads captures of 'sch-node-added', which its conditions never use",
+            id="signature-not-in-conditions",
+        ),
+    ],
+)
+def test_template_captures(tmp_path, monkeypatch, explanation, severity, fragment):
+    """template_captures: a template reading captures the conditions cannot supply is reported."""
+    write_rules(tmp_path, [probe_rule(explanation=explanation)])
+    assert_one_defect(
+        tmp_path, monkeypatch, lint_mod.template_captures, severity, f"rule {RID}", fragment
+    )
+
+
+def test_template_captures_guarded_read_is_not_reported(tmp_path, monkeypatch):
+    """template_captures: a read guarded by captures.get('sig') is optional context, not a defect."""
+    text = "{% if captures.get('sch-node-added') %}{{ captures['sch-node-added'].node }}{% endif %}"
+    write_rules(tmp_path, [probe_rule(explanation=text)])
+    assert reported(tmp_path, lint_mod.template_captures, monkeypatch) == []
+
+
+@covers(lint_mod.rule_tests)
+@pytest.mark.parametrize(
+    "tests",
+    [pytest.param(None, id="no-tests"), pytest.param({"fires": []}, id="empty-fires")],
+)
+def test_rule_tests(tmp_path, monkeypatch, tests):
+    """rule_tests: a rule without a `tests: fires:` case is a warning naming the rule."""
+    write_rules(tmp_path, [probe_rule(tests=tests)])
+    assert_one_defect(
+        tmp_path, monkeypatch, lint_mod.rule_tests, "warning", f"rule {RID}", "no `tests: fires:`"
+    )
+
+
+def test_every_validator_has_a_test():
+    """Each validator in VALIDATORS is exercised by a one-defect test above."""
+    assert {v.__name__ for v in VALIDATORS} == COVERED
+
+
+# ---- the JSON Schema --------------------------------------------------------------------------
+def test_shipped_schema_is_current():
+    """analyzer/schema/rules.schema.json is what `hami-analyzer rules schema` prints."""
+    res = runner.invoke(app, ["rules", "schema"])
+    assert res.exit_code == 0
+    assert SCHEMA_PATH.read_text(encoding="utf-8") == res.stdout == schema_text()
+    assert json.loads(res.stdout) == rules_schema()
+
+
+def test_schema_is_valid_draft_2020_12():
+    """The generated schema is itself a valid draft 2020-12 JSON Schema."""
+    jsonschema.Draft202012Validator.check_schema(rules_schema())
+
+
+RULE_FILES = sorted(
+    p
+    for p in builtin_rules_dir().rglob("*.yaml")
+    if p.relative_to(builtin_rules_dir()).as_posix() not in BUILTIN_DATA
+)
+
+
+def test_rule_files_are_found():
+    """The schema tests below see both rule files and signature files."""
+    names = {p.relative_to(builtin_rules_dir()).as_posix() for p in RULE_FILES}
+    assert {"registration/links.yaml", "signatures/cloud.yaml"} <= names
+    assert not names & set(BUILTIN_DATA)
+
+
+@pytest.mark.parametrize(
+    "path", RULE_FILES, ids=lambda p: p.relative_to(builtin_rules_dir()).as_posix()
+)
+def test_rule_file_validates_against_schema(path):
+    """Every shipped rule and signature file validates against the shipped schema."""
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    errors = [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message[:200]}"
+        for e in jsonschema.Draft202012Validator(schema).iter_errors(doc)
+    ]
+    assert errors == []
+
+
+def test_schema_rejects_a_malformed_rule():
+    """The schema is not vacuous: a rule with an unknown comparator and no tests is rejected."""
+    bad = probe_rule(when={"fact": "node.ready", "equals": True}, tests=None)
+    v = jsonschema.Draft202012Validator(rules_schema())
+    assert not v.is_valid({"rules": [bad]})
+    assert v.is_valid({"rules": [probe_rule()], "signatures": [probe_signature()]})

@@ -49,23 +49,28 @@ def _element(op, av) -> list[str] | None:
     return None
 
 
-def _leading(op, av) -> list[str] | None:
-    """The literal text each match of an element starts with, one per alternative (None when
-    some alternative does not start with a literal)."""
+def _per_alternative(op, av, each) -> list[str] | None:
+    """`each` applied to every alternative of a group or alternation, the results joined (None
+    when one alternative gives None, or the element is neither)."""
     if op is C.SUBPATTERN and not av[1] & C.SRE_FLAG_IGNORECASE:
         items = list(av[-1])
-        if len(items) == 1:
-            return _leading(*items[0])
-        return _prefix_of(items)
+        if len(items) == 1 and items[0][0] is not C.LITERAL:
+            return _per_alternative(*items[0], each)
+        return each(items)
     if op is C.BRANCH:
         out: list[str] = []
         for branch in av[1]:
-            lead = _prefix_of(list(branch))
-            if lead is None:
+            texts = each(list(branch))
+            if texts is None:
                 return None
-            out.extend(x for x in lead if x not in out)
+            out.extend(x for x in texts if x not in out)
         return out
     return None
+
+
+def _leading(op, av) -> list[str] | None:
+    """The literal text each match of an element starts with, one per alternative."""
+    return _per_alternative(op, av, _prefix_of)
 
 
 def _prefix_of(items) -> list[str] | None:
@@ -85,20 +90,7 @@ MAX_EXPANSION = 16  # literal alternatives one run may expand into
 def _exact(op, av) -> list[str] | None:
     """The complete texts an element can match when it is a group of plain literal alternatives
     (`(?:get|save)`), else None."""
-    if op is C.SUBPATTERN and not av[1] & C.SRE_FLAG_IGNORECASE:
-        items = list(av[-1])
-        if len(items) == 1 and items[0][0] is not C.LITERAL:
-            return _exact(*items[0])
-        return _plain(items)
-    if op is C.BRANCH:
-        out: list[str] = []
-        for branch in av[1]:
-            text = _plain(list(branch))
-            if text is None:
-                return None
-            out.extend(text)
-        return out
-    return None
+    return _per_alternative(op, av, _plain)
 
 
 def _plain(items) -> list[str] | None:
@@ -144,7 +136,17 @@ def _sequence(items) -> list[str] | None:
 
 
 def required_literals(pattern: str) -> list[str] | None:
-    """Literals one of which every match must contain; None when no useful literal exists."""
+    r"""Literals one of which every match must contain; None when no useful literal exists.
+
+    >>> required_literals(r"nvml Init err:\s*(?P<ret>.*)")
+    ['nvml Init err:']
+    >>> required_literals(r"failed to (?:get|save) CDI spec")
+    ['failed to get CDI spec', 'failed to save CDI spec']
+    >>> required_literals(r"nvidia-container-cli(?:\.real)?: (?i:unknown error)")
+    ['nvidia-container-cli']
+    >>> required_literals(r"(?i)\bhami\b"), required_literals(r"a|bc")
+    (None, None)
+    """
     try:
         parsed = P.parse(pattern)
     except (re.error, TypeError, ValueError, RecursionError):

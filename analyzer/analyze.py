@@ -3,15 +3,18 @@ facts per node, evaluate the rules, build the report."""
 
 from __future__ import annotations
 
-from analyzer.bundle.reader import BundleReader, Limits, open_bundle
+from collections.abc import Iterator
+
+from analyzer.bundle.reader import BundleReader, Limits
 from analyzer.errors import BundleError
 from analyzer.facts.context import build_contexts
 from analyzer.parse.logs import Matcher
-from analyzer.pipeline import ParsedBundle, parse_files
+from analyzer.pipeline import ParsedBundle, parse_bundle, parse_files
 from analyzer.report.build import build_node, build_report
-from analyzer.report.model import Report
+from analyzer.report.model import NodeReport, Report
 from analyzer.rules.engine import evaluate
 from analyzer.rules.model import RuleSet
+from analyzer.timeline import NodeTimeline
 
 _MATCHERS: dict[int, tuple[RuleSet, Matcher]] = {}
 
@@ -22,8 +25,11 @@ def matcher_for(ruleset: RuleSet) -> Matcher:
     hit = _MATCHERS.get(id(ruleset))
     if hit is None or hit[0] is not ruleset:
         sigs = list(ruleset.signatures.values())
+        by_id = ruleset.signatures
         matcher = Matcher(
-            [(s.id, s.pattern) for s in sigs], {s.id: list(s.prefilter) or None for s in sigs}
+            [(s.id, s.pattern) for s in sigs],
+            {s.id: list(s.prefilter) or None for s in sigs},
+            lambda sid: by_id[sid].compiled,
         )
         if len(_MATCHERS) > 8:
             _MATCHERS.clear()
@@ -38,10 +44,7 @@ def parse_reader(reader: BundleReader, ruleset: RuleSet) -> ParsedBundle:
 def check_analysable(bundle: ParsedBundle) -> None:
     """An input with nothing to analyse is a usage error, not a healthy node."""
     inv = bundle.inventory
-    useful = [
-        a for a in inv.artefacts if a.kind not in ("binary", "empty", "unreadable", "unrecognised")
-    ]
-    if useful:
+    if bundle.analysable:
         return
     if not inv.files:
         why = "; ".join(inv.warnings[:3]) or "no files"
@@ -50,20 +53,30 @@ def check_analysable(bundle: ParsedBundle) -> None:
     raise BundleError(f"nothing to analyse: {len(inv.files)} file(s), all {'/'.join(kinds)}")
 
 
-def analyze_parsed(bundle: ParsedBundle, ruleset: RuleSet, node: str | None = None) -> Report:
-    reports = []
+def node_reports(
+    bundle: ParsedBundle, ruleset: RuleSet, node: str | None = None
+) -> Iterator[tuple[NodeReport, NodeTimeline]]:
+    """Each node's report with its timeline, in the order the bundle holds the nodes."""
     for ctx in build_contexts(bundle, ruleset.fact_inputs, node):
-        node_report, _timeline = build_node(ctx, evaluate(ruleset, ctx), ruleset, bundle)
-        reports.append(node_report)
+        yield build_node(ctx, evaluate(ruleset, ctx), ruleset, bundle)
+
+
+def analyze_parsed(bundle: ParsedBundle, ruleset: RuleSet, node: str | None = None) -> Report:
+    reports = [report for report, _timeline in node_reports(bundle, ruleset, node)]
     return build_report(bundle, reports, ruleset)
+
+
+def load_bundle(inputs: list[str], ruleset: RuleSet, limits: Limits | None = None) -> ParsedBundle:
+    """Read and parse the inputs; nothing analysable is a BundleError."""
+    bundle = parse_bundle(inputs, ruleset.catalogue, matcher_for(ruleset), limits)
+    check_analysable(bundle)
+    return bundle
 
 
 def analyze(
     inputs: list[str], ruleset: RuleSet, node: str | None = None, limits: Limits | None = None
 ) -> tuple[ParsedBundle, Report]:
-    with open_bundle(inputs, limits) as reader:
-        bundle = parse_reader(reader, ruleset)
-    check_analysable(bundle)
+    bundle = load_bundle(inputs, ruleset, limits)
     return bundle, analyze_parsed(bundle, ruleset, node)
 
 

@@ -243,11 +243,7 @@ def timeline(
     rules: RulesOpt = None,
 ) -> None:
     """The merged, time-ordered events of every log and of the node object."""
-    from analyzer.analyze import check_analysable, parse_reader
-    from analyzer.bundle.reader import open_bundle
-    from analyzer.facts.context import build_contexts
-    from analyzer.report.build import build_node
-    from analyzer.rules.engine import evaluate
+    from analyzer.analyze import load_bundle, node_reports
     from analyzer.timeline import filter_timeline, write_timeline
 
     if format not in ("text", "csv", "json", "parquet"):
@@ -256,11 +252,8 @@ def timeline(
         _fail("--format parquet needs --output FILE")
     ruleset = _ruleset(rules)
     try:
-        with open_bundle(inputs) as reader:
-            bundle = parse_reader(reader, ruleset)
-        check_analysable(bundle)
-        ctx = build_contexts(bundle, ruleset.fact_inputs, node)[0]
-        _report, tl = build_node(ctx, evaluate(ruleset, ctx), ruleset, bundle)
+        bundle = load_bundle(inputs, ruleset)
+        _report, tl = next(node_reports(bundle, ruleset, node))
         frame = filter_timeline(tl.frame, source, severity, since, until)
     except (AnalyzerError, ValueError) as exc:
         _fail(str(exc))

@@ -23,7 +23,9 @@ KIND_KEYS = {
     "where",
     "markers",
     "containers",
+    "scanned",
 }
+SCANNED_FAMILIES = ("log", "text", "table")
 
 
 @dataclass(frozen=True)
@@ -38,17 +40,13 @@ class Kind:
     where: str = "cluster"  # cluster | node (the command runs on the GPU node)
     marker: regex.Pattern | None = None  # one alternation of the kind's marker lines
     containers: tuple[str, ...] = ()
+    # whether its lines are searched for signatures: by default everything textual but parsed
+    # objects and configs, whose values become facts instead (a node's YAML holds no log lines)
+    scanned: bool = False
 
     @property
     def is_log(self) -> bool:
         return self.family == "log"
-
-    @property
-    def scanned(self) -> bool:
-        """Whether its lines are searched for signatures: everything textual except parsed objects
-        and configs, whose values become facts instead (scanning a node's YAML for log lines would
-        only find annotation text)."""
-        return self.family in ("log", "text", "table") or self.id in ("pod", "pod-describe")
 
 
 @dataclass(frozen=True)
@@ -118,6 +116,7 @@ def load_catalogue(path: Path) -> Catalogue:
             where=str(spec.get("where", "cluster")),
             marker=regex.compile("|".join(markers)) if markers else None,
             containers=tuple(spec.get("containers") or ()),
+            scanned=bool(spec.get("scanned", family in SCANNED_FAMILIES)),
         )
     for k in kinds.values():
         for other in k.counts_as:

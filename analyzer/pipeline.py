@@ -27,6 +27,7 @@ class ParsedBundle:
     logs: list[ParsedLog] = field(default_factory=list)  # every scanned (line-oriented) artefact
     member_mtimes: list[float] = field(default_factory=list)
     digest: str = ""  # of the file fingerprints: the same bundle gives the same digest
+    analysable: bool = False  # some artefact is more than junk (binary, empty, unreadable...)
 
     @property
     def kinds(self) -> list[str]:
@@ -51,6 +52,7 @@ def parse_files(reader, catalogue: Catalogue, matcher: Matcher) -> ParsedBundle:
     out.digest = h.hexdigest()
     for a in artefacts:
         kind = catalogue.get(a.kind)
+        out.analysable = out.analysable or (kind is not None and kind.family != "junk")
         parser = kind.parser if kind else None
         if parser == "node":
             nodes = parse_node(a)

@@ -18,6 +18,7 @@ from analyzer.kinds import Catalogue
 
 SMALL_FILE = 16 << 20  # read whole and segment below this size; stream logs above it
 HEAD_BYTES = 256 << 10
+PARAGRAPH_SPLIT_MAX = 1 << 20  # split blank-line separated parts only in pastes up to this
 WEAK_KINDS = ("text", "klog", "empty")  # say little about what a part is
 
 _FENCE_RE = re.compile(r"^\s*(?:```|~~~)")
@@ -164,11 +165,17 @@ def _paragraphs(seg: _Segment) -> list[_Segment]:
     return out
 
 
-def _regions(seg: _Segment, catalogue: Catalogue) -> list[tuple[_Segment, str, str]]:
+def _regions(
+    seg: _Segment, catalogue: Catalogue, known: tuple[str, str] | None = None
+) -> list[tuple[_Segment, str, str]]:
     """A segment as one artefact, or split where blank-line separated parts are different
-    things (more than one specific kind among them)."""
+    things (more than one specific kind among them). Only a paste-sized segment is split: a
+    big one with blank lines is a log, and sniffing each of its paragraphs would cost seconds.
+    `known` is the segment's kind when the caller sniffed the same text already."""
     whole = "\n".join(seg.lines)
-    wk, wr = sniff(whole, catalogue)
+    wk, wr = known or sniff(whole, catalogue)
+    if len(whole) > PARAGRAPH_SPLIT_MAX:
+        return [(seg, wk, wr)]
     paras = _paragraphs(seg)
     if len(paras) <= 1:
         return [(seg, wk, wr)]
@@ -200,8 +207,11 @@ def _split(f: BundleFile, text: str, catalogue: Catalogue) -> list[Artefact]:
         return [Artefact(f, whole_kind, whole_reason, 1, text)]
     segments = _explicit_segments(lines, split_headers=not _structured(whole_kind, catalogue))
     out: list[Artefact] = []
+    whole = len(segments) == 1 and segments[0].lines == lines
     for seg in segments:
-        for part, kind, reason in _regions(seg, catalogue):
+        for part, kind, reason in _regions(
+            seg, catalogue, (whole_kind, whole_reason) if whole else None
+        ):
             cont = part.container
             if cont and cont in catalogue.by_container and not _structured(kind, catalogue):
                 kind, reason = (

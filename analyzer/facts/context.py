@@ -151,7 +151,7 @@ def build_contexts(
     stamp_logs(bundle.logs, clock)
     index = collect_matches(
         bundle.logs,
-        [a.kind for a in bundle.inventory.artefacts],
+        bundle.kinds,
         inputs.signatures,
         inputs.catalogue,
     )

@@ -16,8 +16,10 @@ from analyzer.versions import Range
 MAX_DEVICES = 4096
 
 
-@dataclass
+@dataclass(frozen=True)
 class GpuDevice:
+    """One GPU as the register annotation describes it (also a row of the report's GPU table)."""
+
     id: str
     index: int
     count: int
@@ -28,9 +30,6 @@ class GpuDevice:
     mode: str
     health: bool | None  # None: the format has no health field
     absent: list[str] = field(default_factory=list)  # fields the annotation omitted
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 @dataclass

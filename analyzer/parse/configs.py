@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from analyzer.bundle.model import Artefact
@@ -17,6 +18,9 @@ from analyzer.parse.structured import load_documents
 
 MAX_KEYS = 20_000
 _TOML_LINE_RE = re.compile(r"at line (\d+)")
+
+
+_KEY_LINE_RE = re.compile(r'^\s*-?\s*(?:"([^"]+)"|([^\s"=:]+))\s*[:=]')
 
 
 @dataclass
@@ -33,11 +37,18 @@ class ConfigFacts:
         leaf = dotted.rsplit(".", 1)[-1]
         if not leaf or leaf.isdigit():
             return None
-        pat = re.compile(rf'^\s*-?\s*"?{re.escape(leaf)}"?\s*[:=]')
+        line = self._key_lines.get(leaf)
+        return None if line is None else self.first_line + line
+
+    @cached_property
+    def _key_lines(self) -> dict[str, int]:
+        """Each key's first line (0-based), read once: the facts ask for every key."""
+        out: dict[str, int] = {}
         for i, line in enumerate(self.text.split("\n")):
-            if pat.match(line):
-                return self.first_line + i
-        return None
+            m = _KEY_LINE_RE.match(line)
+            if m:
+                out.setdefault(m.group(1) or m.group(2), i)
+        return out
 
 
 def flatten(obj: Any, prefix: str = "", out: dict[str, Any] | None = None) -> dict[str, Any]:

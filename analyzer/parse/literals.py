@@ -37,13 +37,7 @@ def _element(op, av) -> list[str] | None:
             return None  # (?i:...): a case-sensitive literal scan would miss matches
         return _sequence(list(av[-1]))
     if op is C.BRANCH:  # one literal from each alternative
-        out: list[str] = []
-        for branch in av[1]:
-            lits = _sequence(list(branch))
-            if lits is None:
-                return None
-            out.extend(x for x in lits if x not in out)
-        return out
+        return _per_alternative(op, av, _sequence)
     if op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[0] >= 1:
         return _sequence(list(av[2]))
     return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import codecs
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -76,18 +77,18 @@ class Matcher:
     """Attributes lines to signatures: literal prefilter (one Rust-regex alternation), then each
     candidate signature's regex once. Patterns without a usable literal are checked on every row.
 
-    `compiled` takes the rule set's compiled patterns (they load with it); others are compiled on
-    first use, since compiling every pattern would cost a small bundle more than analysing it."""
+    `compile` returns a signature's compiled pattern (the rule set's own, compiled on first use:
+    compiling every pattern would cost a small bundle more than analysing it)."""
 
     def __init__(
         self,
         sigs: list[SigSpec],
         prefilters: dict[str, list[str] | None] | None = None,
-        compiled: dict[str, regex.Pattern] | None = None,
+        compile: Callable[[str], regex.Pattern] | None = None,
     ):
         self.sigs = sigs
         self.pattern = dict(sigs)
-        self._compiled: dict[str, regex.Pattern] = dict(compiled or {})
+        self._compile = compile or (lambda sid: regex.compile(self.pattern[sid]))
         self._keep: dict[frozenset[str], pl.Expr] = {}
         prefilters = prefilters or {}
         lit_rows: list[tuple[str, str]] = []
@@ -180,9 +181,7 @@ class Matcher:
         return hits.sort("line", maintain_order=True)
 
     def regex(self, sid: str) -> regex.Pattern:
-        if sid not in self._compiled:
-            self._compiled[sid] = regex.compile(self.pattern[sid])
-        return self._compiled[sid]
+        return self._compile(sid)
 
     def _attribute_rows(self, frame: pl.DataFrame) -> pl.DataFrame:
         """Small frames: the prefilter in polars, then a Python loop over the candidates is

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from analyzer.bundle.model import Artefact
 from analyzer.parse.structured import load_documents
-
-if TYPE_CHECKING:
-    from analyzer.parse.annotations import Handshake
-
 
 NODE_SECTIONS = frozenset(
     {"labels", "annotations", "taints", "capacity", "allocatable", "conditions", "images", "spec"}
@@ -54,7 +50,6 @@ class NodeFacts:
     file_of: dict[str, str] = field(default_factory=dict)  # key -> file, when merged from another
     label_managers: dict[str, list[str]] = field(default_factory=dict)  # label -> field managers
     warnings: list[str] = field(default_factory=list)
-    handshakes: dict[str, Handshake] = field(default_factory=dict)  # decoded by the pipeline
 
     def source_of(self, key: str | None) -> tuple[str, int | None]:
         """File and line a key was read from (a merged piece keeps its own file)."""
@@ -221,7 +216,7 @@ def _parse_describe(artefact: Artefact) -> NodeFacts:
     for i, raw in enumerate(text.split("\n")):
         lineno = artefact.first_line + i
         m = _SECTION_RE.match(raw) or _INDENTED_SECTION_RE.match(raw)
-        if m and (not raw.startswith(" ") or m.group(1) in ("Capacity", "Allocatable")):
+        if m:  # a top-level section, or an indented Capacity/Allocatable block
             section, rest = m.group(1), m.group(2).strip()
             if section in _DESCRIBE_SECTIONS:
                 seen.add(_DESCRIBE_SECTIONS[section])

@@ -16,7 +16,6 @@ from analyzer.report.model import (
     ArtefactRow,
     ClockInfo,
     Finding,
-    GpuRow,
     HandshakeInfo,
     LinkState,
     LogStatsRow,
@@ -192,21 +191,6 @@ def _register_info(ctx: NodeContext) -> RegisterInfo | None:
         if ctx.facts.value("register.status") == "absent":
             return RegisterInfo("hami.io/node-nvidia-register", "absent", "annotation")
         return None
-    devices = tuple(
-        GpuRow(
-            d.id,
-            d.index,
-            d.count,
-            d.devmem,
-            d.devcore,
-            d.type,
-            d.numa,
-            d.mode,
-            d.health,
-            tuple(d.absent),
-        )
-        for d in r.devices
-    )
     return RegisterInfo(
         r.key,
         r.status,
@@ -214,7 +198,7 @@ def _register_info(ctx: NodeContext) -> RegisterInfo | None:
         r.format,
         r.error,
         r.text[:4000],
-        devices,
+        tuple(r.devices),
     )
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
 from analyzer.facts.model import Evidence
+from analyzer.parse.annotations import GpuDevice
 from analyzer.rules.model import Step
 
 SEVERITY_RANK = {"critical": 0, "error": 1, "warning": 2, "info": 3}
@@ -98,20 +99,6 @@ class ClockInfo:
 
 
 @dataclass(frozen=True)
-class GpuRow:
-    id: str
-    index: int
-    count: int
-    devmem: int
-    devcore: int
-    type: str
-    numa: int
-    mode: str
-    health: bool
-    absent: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
 class RegisterInfo:
     key: str
     status: str
@@ -119,7 +106,7 @@ class RegisterInfo:
     format: str | None = None
     error: str | None = None
     text: str = ""
-    devices: tuple[GpuRow, ...] = ()
+    devices: tuple[GpuDevice, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ MaxMembers = Annotated[int, typer.Option("--max-members", help="Archive member c
 
 def _fail(msg: str) -> None:
     typer.echo(f"error: {msg}", err=True)
-    raise typer.Exit(2)
+    raise typer.Exit(EXIT_INPUT)
 
 
 def _ruleset(extra: list[Path] | None, use_cache: bool = True):
@@ -73,7 +73,7 @@ def _ruleset(extra: list[Path] | None, use_cache: bool = True):
     except RuleLoadError as exc:
         for p in exc.problems:
             typer.echo(f"error: {p}", err=True)
-        raise typer.Exit(2) from None
+        raise typer.Exit(EXIT_INPUT) from None
     # the modules and the rules live as long as the process: keep the collector off them (a
     # full collection over polars' and jinja2's objects costs a small bundle ~20 ms)
     gc.freeze()
@@ -440,8 +440,8 @@ def run(args: list[str] | None = None) -> int:
         typer.echo(
             f"error: internal error ({type(exc).__name__}: {exc}); please report it", err=True
         )
-        return 3
-    return code if isinstance(code, int) else 0
+        return EXIT_INTERNAL
+    return code if isinstance(code, int) else EXIT_OK
 
 
 def main() -> None:

@@ -24,6 +24,7 @@ KIND_KEYS = {
     "markers",
     "containers",
     "scanned",
+    "basic",
 }
 SCANNED_FAMILIES = ("log", "text", "table")
 
@@ -43,6 +44,7 @@ class Kind:
     # whether its lines are searched for signatures: by default everything textual but parsed
     # objects and configs, whose values become facts instead (a node's YAML holds no log lines)
     scanned: bool = False
+    basic: bool = False  # asked for first when nothing points anywhere
 
     @property
     def is_log(self) -> bool:
@@ -63,6 +65,10 @@ class Catalogue:
 
     def get(self, kind_id: str) -> Kind | None:
         return self.kinds.get(kind_id)
+
+    def basic(self) -> list[Kind]:
+        """The kinds every diagnosis starts from, in catalogue order."""
+        return [k for k in self.kinds.values() if k.basic]
 
     def log_kinds(self) -> list[Kind]:
         return [k for k in self.kinds.values() if k.is_log and k.marker is not None]
@@ -117,6 +123,7 @@ def load_catalogue(path: Path) -> Catalogue:
             marker=regex.compile("|".join(markers)) if markers else None,
             containers=tuple(spec.get("containers") or ()),
             scanned=bool(spec.get("scanned", family in SCANNED_FAMILIES)),
+            basic=bool(spec.get("basic", False)),
         )
     for k in kinds.values():
         for other in k.counts_as:

@@ -55,6 +55,15 @@ class NodeContext:
     def matches(self, sig: str) -> list[Match]:
         return self.index.matches.get(sig, [])
 
+    def shell_values(self) -> dict[str, str | None]:
+        """What the bundle tells of the node and the failing pod, for commands ($NODE, ...)."""
+        pod = self.facts.value("pod.name")
+        return {
+            "NODE": self.name,
+            "POD": pod,
+            "POD_NS": self.facts.value("pod.namespace") or ("default" if pod else None),
+        }
+
     def count(self, sig: str) -> int:
         return self.index.count(sig)
 

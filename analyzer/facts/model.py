@@ -18,6 +18,11 @@ def weakest(*levels: str) -> str:
     return max(levels, key=STRENGTHS.index, default="high")
 
 
+def strongest(*levels: str) -> str:
+    """The highest of some confidence levels."""
+    return min(levels, key=STRENGTHS.index, default="low")
+
+
 def lower(level: str) -> str:
     return STRENGTHS[min(STRENGTHS.index(level) + 1, len(STRENGTHS) - 1)]
 

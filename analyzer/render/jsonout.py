@@ -49,13 +49,14 @@ def node_document(n: NodeReport) -> dict[str, Any]:
 
 def report_document(report: Report) -> dict[str, Any]:
     worst = report.worst
-    doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, **node_document(worst)}
+    nodes = [node_document(n) for n in report.nodes]  # the worst first: also the top level
+    doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, **nodes[0]}
     doc["timeline"] = plain(worst.timeline)
     doc["timeline_total"] = worst.timeline_total
     doc["inventory"] = plain(report.inventory)
     doc["warnings"] = list(report.warnings)
     doc["log_stats"] = plain(report.log_stats)
-    doc["nodes"] = [node_document(n) for n in report.nodes]
+    doc["nodes"] = nodes
     doc["analyzer_version"] = report.analyzer_version
     doc["rules_version"] = report.rules_version
     return doc

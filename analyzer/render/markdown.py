@@ -12,7 +12,7 @@ import hashlib
 import regex
 
 from analyzer import __version__
-from analyzer.facts.model import Evidence
+from analyzer.facts.model import STRENGTHS, Evidence
 from analyzer.report.model import NodeReport, Report
 
 MAX_COMMENT = 65_536
@@ -66,7 +66,7 @@ def _best_evidence(evidence: tuple[Evidence, ...]) -> Evidence:
     """A log line if there is one (the strongest), else the last (most specific) fact."""
     logs = [e for e in evidence if e.kind == "log"]
     if logs:
-        return min(logs, key=lambda e: ("high", "medium", "low").index(e.strength))
+        return min(logs, key=lambda e: STRENGTHS.index(e.strength))
     return evidence[-1]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from analyzer.facts.model import Where
 from analyzer.report.model import Finding, NodeReport, Report
 
 MARK = {"broken": "✗", "ok": "✓", "unknown": "?"}
@@ -34,7 +35,7 @@ def _finding(f: Finding, indent: str = "") -> list[str]:
             more = f"  (+{e.count - 1} more)" if e.count and e.count > 1 else ""
             out.append(f"{indent}    > {e.file}:{e.line}: {clean(e.text or '')[:200]}{more}")
         elif e.kind == "fact":
-            where = f" ({e.file}:{e.line})" if e.line else f" ({e.file})" if e.file else ""
+            where = f" ({Where(e.file, e.line)})" if e.file else ""
             out.append(f"{indent}    > {e.path} = {clean(e.value)[:200]}{where}")
         else:
             out.append(f"{indent}    > {clean(e.text or '')}")

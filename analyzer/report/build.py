@@ -26,6 +26,7 @@ from analyzer.report.model import (
     Verdict,
     VersionClue,
     VersionInfo,
+    flatten,
 )
 from analyzer.rules.engine import (
     ERROR,
@@ -109,12 +110,12 @@ def _group(fired: list[RuleResult]) -> list[Finding]:
 
 def _without_contradictions(findings: list[Finding]) -> list[Finding]:
     """No "this link works" beside a fault on the same link."""
-    broken = {f.link for f in findings if f.kind == "fault" for f in (f, *f.consequences)}
+    broken = {g.link for f in findings if f.kind == "fault" for g in flatten([f])}
     return [f for f in findings if not (f.kind == "ok" and f.link in broken)]
 
 
-def _links(findings: list[Finding], results: list[RuleResult]) -> tuple[LinkState, ...]:
-    flat = [g for f in findings for g in (f, *f.consequences)]
+def _links(flat: list[Finding], results: list[RuleResult]) -> tuple[LinkState, ...]:
+    """The state of each registration link, from every finding (consequences included)."""
     out = []
     for link in REGISTRATION_LINKS:
         faults = sorted((f for f in flat if f.link == link and f.kind == "fault"), key=rank)
@@ -231,11 +232,10 @@ def build_node(
 ) -> tuple[NodeReport, NodeTimeline]:
     fired = [r for r in results if r.outcome == FIRED]
     findings = _without_contradictions(_group(fired))
-    links = _links(findings, results)
+    flat = flatten(findings)
+    links = _links(flat, results)
     verdict = _verdict(findings, links, ctx)
-    timeline = node_timeline(
-        bundle, ctx, ruleset.episodes, [g for f in findings for g in (f, *f.consequences)]
-    )
+    timeline = node_timeline(bundle, ctx, ruleset.episodes, flat)
     report = NodeReport(
         node=ctx.name,
         primary=verdict,

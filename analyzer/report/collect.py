@@ -9,7 +9,6 @@ from analyzer.kinds import Catalogue
 from analyzer.report.model import Collect, Verdict
 from analyzer.rules.engine import FIRED, NOT_EVALUATED, RuleResult
 
-BASE_KINDS = ("node", "device-plugin-log", "scheduler-log", "pod-describe")
 DEFAULT_NAMESPACE = "kube-system"
 VARIABLES = ("NODE", "NS", "POD", "POD_NS")
 
@@ -38,13 +37,7 @@ def _quote(value: str) -> str:
 
 
 def values_of(ctx: NodeContext) -> dict[str, str | None]:
-    f = ctx.facts
-    return {
-        "NODE": ctx.name,
-        "NS": DEFAULT_NAMESPACE,
-        "POD": f.value("pod.name"),
-        "POD_NS": f.value("pod.namespace") or ("default" if f.value("pod.name") else None),
-    }
+    return {**ctx.shell_values(), "NS": DEFAULT_NAMESPACE}
 
 
 def choose(
@@ -76,8 +69,8 @@ def choose(
                 for kind in sorted(r.missing):
                     counts.setdefault(kind, []).append(r.rule.id)
         if primary is None:
-            for kind in BASE_KINDS:
-                want(kind, "basic evidence for any verdict")
+            for k in catalogue.basic():
+                want(k.id, "basic evidence for any verdict")
         for kind in sorted(counts, key=lambda k: (-len(counts[k]), k)):
             want(
                 kind, f"lets {len(counts[kind])} more rule(s) decide: {', '.join(counts[kind][:4])}"

@@ -7,12 +7,12 @@ import datetime as dt
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
-from analyzer.facts.model import Evidence
+from analyzer.facts.model import STRENGTHS, Evidence
 from analyzer.parse.annotations import GpuDevice
-from analyzer.rules.model import Step
+from analyzer.rules.model import SEVERITIES, Step
 
-SEVERITY_RANK = {"critical": 0, "error": 1, "warning": 2, "info": 3}
-CONFIDENCE_RANK = {"high": 0, "medium": 1, "low": 2}
+SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
+CONFIDENCE_RANK = {c: i for i, c in enumerate(STRENGTHS)}
 
 
 @dataclass(frozen=True)
@@ -208,16 +208,14 @@ class NodeReport:
     def normals(self) -> list[Finding]:
         return [f for f in self.findings if f.kind == "normal"]
 
-    def oks(self) -> list[Finding]:
-        return [f for f in self.findings if f.kind == "ok"]
-
     def all_findings(self) -> list[Finding]:
         """Causes and their consequences, flattened."""
-        out = []
-        for f in self.findings:
-            out.append(f)
-            out.extend(f.consequences)
-        return out
+        return flatten(self.findings)
+
+
+def flatten(findings) -> list[Finding]:
+    """Causes followed by their consequences."""
+    return [g for f in findings for g in (f, *f.consequences)]
 
 
 @dataclass(frozen=True)
@@ -237,9 +235,6 @@ class Report:
     @property
     def primary(self) -> Verdict:
         return self.nodes[0].primary
-
-    def faulty_nodes(self) -> list[NodeReport]:
-        return [n for n in self.nodes if n.faults()]
 
 
 def plain(value: Any) -> Any:

@@ -32,6 +32,7 @@ from analyzer.facts.model import (
     Evidence,
     FactSet,
     Match,
+    strongest,
     weakest,
 )
 from analyzer.facts.registry import sources_of, spec_of
@@ -67,10 +68,6 @@ class Outcome:
     evidence: tuple[Evidence, ...] = ()
     missing: frozenset[str] = frozenset()
     strength: str = "high"  # how much the evidence of a TRUE outcome weighs
-
-    @property
-    def true(self) -> bool:
-        return self.state is Tri.TRUE
 
 
 FALSE = Outcome(Tri.FALSE)
@@ -172,7 +169,7 @@ class AnyOf(Cond):
             if o.state is Tri.TRUE:
                 hit = True
                 evidence.extend(o.evidence)
-                best = min(best, o.strength, key=STRENGTHS.index)
+                best = strongest(best, o.strength)
             elif o.state is Tri.UNKNOWN:
                 undecided = True
                 missing |= o.missing
@@ -196,20 +193,16 @@ class Not(Cond):
         if o.state is Tri.TRUE:
             return FALSE
         if isinstance(self.item, SignatureCond):
-            sid = self.item.signature
-            return Outcome(
-                Tri.TRUE,
-                (
-                    Evidence(
-                        "absence",
-                        text=f"no line matches '{sid}' ({ctx.meaning(sid)})",
-                        signature=sid,
-                        strength="low",
-                    ),
-                ),
-                strength="low",
-            )
+            return _absent(ctx, self.item.signature)
         return Outcome(Tri.TRUE, strength="low")
+
+
+def _absent(ctx: EvalContext, sid: str) -> Outcome:
+    """TRUE from the known absence of a line: weak evidence, cited as such."""
+    text = f"no line matches '{sid}' ({ctx.meaning(sid)})"
+    return Outcome(
+        Tri.TRUE, (Evidence("absence", text=text, signature=sid, strength="low"),), strength="low"
+    )
 
 
 @dataclass(frozen=True)
@@ -252,18 +245,7 @@ class SignatureCond(Cond):
         if not ok:
             return FALSE
         if count == 0:  # count_le: 0 asks for absence, and absence is known
-            return Outcome(
-                Tri.TRUE,
-                (
-                    Evidence(
-                        "absence",
-                        text=f"no line matches '{self.signature}' ({ctx.meaning(self.signature)})",
-                        signature=self.signature,
-                        strength="low",
-                    ),
-                ),
-                strength="low",
-            )
+            return _absent(ctx, self.signature)
         ev = tuple(
             Evidence(
                 "log",
@@ -580,17 +562,6 @@ def signatures_in(cond: Cond | None) -> list[str]:
     if cond is None:
         return []
     return [c.signature for c in cond.walk() if isinstance(c, SignatureCond)]
-
-
-def facts_in(cond: Cond | None) -> list[str]:
-    if cond is None:
-        return []
-    out = []
-    for c in cond.walk():
-        if isinstance(c, FactCond | AgeCond):
-            out.append(c.path)
-            out.extend(w.path for _op, w in c.ops if isinstance(w, FactRef))
-    return out
 
 
 def describe(cond: Cond | None, indent: str = "") -> list[str]:

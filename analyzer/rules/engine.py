@@ -8,13 +8,13 @@ when `unless` could not be checked."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import regex
 from jinja2 import TemplateError
 
 from analyzer.facts.context import NodeContext
-from analyzer.facts.model import Evidence, lower, weakest
+from analyzer.facts.model import STRENGTHS, Evidence, lower, weakest
 from analyzer.rules.conditions import Tri, human_duration
 from analyzer.rules.model import Rule, RuleSet, Step
 from analyzer.rules.templates import render
@@ -41,17 +41,16 @@ class RuleResult:
     explanation: str = ""
     remediation: tuple[Step, ...] = ()
     error: str | None = None
-    captures: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def _template_context(ctx: NodeContext) -> dict:
     caps = {sid: ms[0].captures for sid, ms in ctx.index.matches.items() if ms}
-    pod = ctx.facts.value("pod.name")
+    shell = ctx.shell_values()
     return {
         # known values fill commands; what the bundle does not tell stays a shell variable
-        "node": ctx.name or "$NODE",
-        "pod": pod or "$POD",
-        "pod_ns": ctx.facts.value("pod.namespace") or ("default" if pod else "$POD_NS"),
+        "node": shell["NODE"] or "$NODE",
+        "pod": shell["POD"] or "$POD",
+        "pod_ns": shell["POD_NS"] or "$POD_NS",
         "fact": lambda path, default=None: ctx.facts.value(path, default),
         "captures": caps,
         "count": ctx.index.count,
@@ -87,7 +86,7 @@ def _reason(level: str, evidence: tuple[Evidence, ...], unless_unknown: frozense
     elif any(e.kind == "absence" for e in evidence) and not logs:
         why = "inference from what the logs do not show"
     elif logs:
-        e = min(logs, key=lambda x: ("high", "medium", "low").index(x.strength))
+        e = min(logs, key=lambda x: STRENGTHS.index(x.strength))
         why = (
             f"a quoted error without a log header ({e.file}:{e.line})"
             if e.strength == "medium"

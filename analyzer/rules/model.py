@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from analyzer.facts.model import STRENGTHS
 from analyzer.kinds import Catalogue
 from analyzer.rules.conditions import Cond
 from analyzer.signatures import Signature
@@ -14,7 +15,7 @@ from analyzer.versions import Range
 SEVERITIES = ("critical", "error", "warning", "info")
 KINDS = ("fault", "normal", "ok")
 LINKS = ("count", "spec", "liveness", "runtime", "platform", "scheduling")
-CONFIDENCES = ("high", "medium", "low")
+CONFIDENCES = STRENGTHS
 CATEGORIES = (
     "no-device-plugin-pod",
     "plugin-crash-nvml",

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,27 @@ from analyzer.rules.loader import load_ruleset
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 SAMPLES = REPO / "sample_bundles"
+_SCRIPT = Path(sys.executable).with_name("hami-analyzer")
+CLI = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "analyzer"]
+
+
+def run_cli(*args: str, stdin: bytes | None = None, **env: str) -> subprocess.CompletedProcess:
+    """The real console script in a child process (HAMI_ANALYZER_DEBUG unset), text output."""
+    environ = {k: v for k, v in os.environ.items() if k != "HAMI_ANALYZER_DEBUG"}
+    environ.update(env)
+    proc = subprocess.run(
+        [*CLI, *args],
+        input=stdin if stdin is not None else b"",
+        capture_output=True,
+        env=environ,
+        timeout=180,
+    )
+    return subprocess.CompletedProcess(
+        proc.args,
+        proc.returncode,
+        proc.stdout.decode("utf-8", "replace"),
+        proc.stderr.decode("utf-8", "replace"),
+    )
 
 
 @pytest.fixture(scope="session")

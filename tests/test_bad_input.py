@@ -40,7 +40,6 @@ def test_truncated_and_wrongly_typed_annotation(ruleset):
 def test_binary_junk_and_empty_files(ruleset):
     from analyzer.analyze import check_analysable
     from analyzer.errors import BundleError
-    from conftest import parse_texts
 
     parsed = parse_texts(
         ruleset, {"junk.bin": bytes(range(256)) * 100, "empty.log": b"", "blank.txt": b"\n\n  \n"}

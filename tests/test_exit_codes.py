@@ -18,36 +18,21 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import SAMPLES
+from conftest import SAMPLES, run_cli
 
-_SCRIPT = Path(sys.executable).with_name("hami-analyzer")
-CMD = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "analyzer"]
 HEALTHY = SAMPLES / "healthy-single-gpu" / "bundle"
 WARNING_ONLY = SAMPLES / "handshake-deleted-stuck" / "bundle"  # one warning-level fault
 ERROR_ONLY = SAMPLES / "annotation-health-omitted" / "bundle"  # error-level faults
 CRITICAL = SAMPLES / "rbac-patch-forbidden" / "bundle"  # a critical fault
 
 
+run = run_cli
+
+
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "HAMI_ANALYZER_DEBUG"}
     env.update(extra)
     return env
-
-
-def run(*args: str, stdin: bytes | None = None, **env: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run(
-        [*CMD, *args],
-        input=stdin if stdin is not None else b"",
-        capture_output=True,
-        env=_env(**env),
-        timeout=120,
-    )
-    return subprocess.CompletedProcess(
-        proc.args,
-        proc.returncode,
-        proc.stdout.decode("utf-8", "replace"),
-        proc.stderr.decode("utf-8", "replace"),
-    )
 
 
 def expected(sample: str) -> dict:

@@ -274,6 +274,20 @@ def test_template_captures(tmp_path, monkeypatch, explanation, severity, fragmen
     )
 
 
+def test_template_captures_from_one_branch_of_any_is_reported(tmp_path, monkeypatch):
+    """template_captures: an unguarded read of a signature only one `any` branch has is reported."""
+    when = {"any": [{"signature": "sch-node-added"}, {"signature": "dp-start"}]}
+    write_rules(tmp_path, [probe_rule(when=when, explanation="{{ captures['dp-start'].node }}")])
+    assert_one_defect(
+        tmp_path,
+        monkeypatch,
+        lint_mod.template_captures,
+        "warning",
+        f"rule {RID}",
+        "which not every firing has: use captures.get('dp-start')",
+    )
+
+
 def test_template_captures_guarded_read_is_not_reported(tmp_path, monkeypatch):
     """template_captures: a read guarded by captures.get('sig') is optional context, not a defect."""
     text = "{% if captures.get('sch-node-added') %}{{ captures['sch-node-added'].node }}{% endif %}"

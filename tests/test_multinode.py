@@ -4,19 +4,13 @@ every output (JSON, Markdown, --node, batch tables) keeps the nodes apart."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
 import yaml
 
-from conftest import SAMPLES
-
-_SCRIPT = Path(sys.executable).with_name("hami-analyzer")
-CMD = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "analyzer"]
+from conftest import SAMPLES, run_cli
 
 OK_NODE, BAD_NODE = "gpu-node-1", "gpu-node-2"
 GPU_A = "GPU-fc28df76-54d2-c387-e52e-5f0a9495968c"
@@ -116,16 +110,7 @@ def write_bundle(folder: Path, layout: str) -> Path:
 LAYOUTS = ["two-files", "two-files-faulty-first", "list", "multi-doc"]
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "HAMI_ANALYZER_DEBUG"}
-    return subprocess.run(
-        [*CMD, *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=180,
-        stdin=subprocess.DEVNULL,
-    )
+run = run_cli
 
 
 def analyze_json(*args: str) -> tuple[int, dict]:

@@ -564,6 +564,18 @@ def signatures_in(cond: Cond | None) -> list[str]:
     return [c.signature for c in cond.walk() if isinstance(c, SignatureCond)]
 
 
+def required_signatures(cond: Cond | None) -> set[str]:
+    """The signatures a TRUE outcome always has lines of (so templates may read their captures):
+    every item of an `all`, only what every branch of an `any` shares."""
+    if isinstance(cond, SignatureCond):
+        return {cond.signature} if cond.count_ge > 0 else set()
+    if isinstance(cond, AllOf):
+        return set().union(*(required_signatures(c) for c in cond.items))
+    if isinstance(cond, AnyOf):
+        return set.intersection(*(required_signatures(c) for c in cond.items))
+    return set()
+
+
 def describe(cond: Cond | None, indent: str = "") -> list[str]:
     """A condition as indented text, for rule pages."""
     if cond is None:

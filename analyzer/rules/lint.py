@@ -15,6 +15,7 @@ from analyzer.rules.conditions import (
     Cond,
     FactCond,
     FactRef,
+    required_signatures,
     signatures_in,
 )
 from analyzer.rules.model import Rule, RuleSet
@@ -169,23 +170,27 @@ def references_resolve(rs: RuleSet) -> Iterator[Problem]:
 
 
 def template_captures(rs: RuleSet) -> Iterator[Problem]:
-    """A template that reads captures['sig'] names a signature the rule's conditions use, or
-    guards the read with captures.get('sig') (optional context)."""
+    """A template reads captures['sig'] only of a signature every firing of the rule has lines
+    of, or guards the read with captures.get('sig') (optional context): an unguarded read of a
+    signature from one branch of an `any` fails when another branch fires."""
     for rule in rs.rules.values():
         used = set(signatures_in(rule.when)) | set(signatures_in(rule.unless))
-        used |= {sid for text in _templates(rule) for sid in _TEMPLATE_GUARD_RE.findall(text)}
-        for text in _templates(rule):
-            for sid in _TEMPLATE_CAPTURE_RE.findall(text):
-                if sid not in rs.signatures:
-                    yield (
-                        "error",
-                        f"{rule.file}:{rule.line}: rule {rule.id}: template reads unknown signature {sid!r}",
-                    )
-                elif sid not in used:
-                    yield (
-                        "warning",
-                        f"{rule.file}:{rule.line}: rule {rule.id}: template reads captures of {sid!r}, which its conditions never use",
-                    )
+        guarded = {sid for text in _templates(rule) for sid in _TEMPLATE_GUARD_RE.findall(text)}
+        required = required_signatures(rule.when)
+        reads = {sid for text in _templates(rule) for sid in _TEMPLATE_CAPTURE_RE.findall(text)}
+        where = f"{rule.file}:{rule.line}: rule {rule.id}: template reads"
+        for sid in sorted(reads):
+            if sid not in rs.signatures:
+                yield "error", f"{where} unknown signature {sid!r}"
+            elif sid in guarded:
+                continue
+            elif sid not in used:
+                yield "warning", f"{where} captures of {sid!r}, which its conditions never use"
+            elif sid not in required:
+                yield (
+                    "warning",
+                    f"{where} captures of {sid!r}, which not every firing has: use captures.get({sid!r})",
+                )
 
 
 def rule_tests(rs: RuleSet) -> Iterator[Problem]:

@@ -14,7 +14,7 @@ from functools import cached_property
 from typing import Any
 
 from analyzer.bundle.model import Artefact
-from analyzer.parse.structured import load_documents
+from analyzer.parse.structured import load_documents, load_prefix
 
 MAX_KEYS = 20_000
 _TOML_LINE_RE = re.compile(r"at line (\d+)")
@@ -68,23 +68,18 @@ def flatten(obj: Any, prefix: str = "", out: dict[str, Any] | None = None) -> di
 
 def load_toml(text: str) -> tuple[dict[str, Any], list[str]]:
     """TOML, or the part of it before the line where a cut-off paste breaks it."""
-    lines = text.split("\n")
-    warnings: list[str] = []
-    for _attempt in range(6):
-        try:
-            return tomllib.loads("\n".join(lines)), warnings
-        except tomllib.TOMLDecodeError as exc:
-            m = _TOML_LINE_RE.search(str(exc))
-            # "at end of document" has no line number: the last line is the broken one
-            line = int(m.group(1)) if m else len(lines)
-            warnings.append(f"TOML error: {exc}; parsed the part before line {line}")
-            cut = min(line - 1, len(lines) - 1)
-            if cut <= 0:
-                return {}, warnings
-            lines = lines[:cut]
-        except RecursionError:
-            return {}, [*warnings, "TOML nested too deeply"]
-    return {}, warnings
+    return load_prefix(text.split("\n"), tomllib.loads, _toml_problem, {})
+
+
+def _toml_problem(exc: Exception, n_lines: int) -> tuple[int | None, str]:
+    if isinstance(exc, tomllib.TOMLDecodeError):
+        m = _TOML_LINE_RE.search(str(exc))
+        # "at end of document" has no line number: the last line is the broken one
+        line = int(m.group(1)) if m else n_lines
+        return line, f"TOML error: {exc}; parsed the part before line {line}"
+    if isinstance(exc, RecursionError):
+        return None, "TOML nested too deeply"
+    raise exc
 
 
 def parse_config(artefact: Artefact) -> ConfigFacts:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -68,20 +69,38 @@ def load_documents_yaml(text: str) -> tuple[list[Any], list[str]]:
         if start:
             warnings.append(f"skipped {start} line(s) before the first YAML key")
             lines = lines[start:]
+    docs, more = load_prefix(lines, _load_all, _yaml_problem, [])
+    return docs, warnings + more
+
+
+def _yaml_problem(exc: Exception, _n_lines: int) -> tuple[int | None, str]:
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        line = (mark.line if mark else 0) + 1
+        return line, f"YAML error at line {line}: {exc.problem or exc}; parsed the part before it"
+    if isinstance(exc, yaml.YAMLError | RecursionError | ValueError):
+        return None, f"YAML rejected: {str(exc).splitlines()[0]}"
+    raise exc
+
+
+def load_prefix(
+    lines: list[str],
+    load: Callable[[str], Any],
+    problem: Callable[[Exception, int], tuple[int | None, str]],
+    empty: Any,
+) -> tuple[Any, list[str]]:
+    """The text parsed, or the part of it before the line where a cut-off paste breaks it.
+    `problem` turns a parse error and the line count into (the 1-based line it breaks at, or
+    None to give up; a warning)."""
+    warnings: list[str] = []
     for _attempt in range(6):
         try:
-            return _load_all("\n".join(lines)), warnings
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            line = mark.line if mark else 0
-            warnings.append(
-                f"YAML error at line {line + 1}: {exc.problem or exc}; parsed the part before it"
-            )
-            cut = min(line, len(lines) - 1)
+            return load("\n".join(lines)), warnings
+        except Exception as exc:
+            line, warning = problem(exc, len(lines))
+            warnings.append(warning)
+            cut = min(line - 1, len(lines) - 1) if line is not None else 0
             if cut <= 0:
-                return [], warnings
+                return empty, warnings
             lines = lines[:cut]
-        except (yaml.YAMLError, RecursionError, ValueError) as exc:
-            warnings.append(f"YAML rejected: {str(exc).splitlines()[0]}")
-            return [], warnings
-    return [], warnings
+    return empty, warnings

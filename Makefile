@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-batch score clean
+.PHONY: demo test fuzz bench bench-batch score clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,14 @@ test: $(STAMP)
 	$(BIN)/ruff check analyzer tests tools
 	$(BIN)/hami-analyzer rules lint
 	$(BIN)/pytest
+
+# the fuzz test of `make test`, longer: make fuzz SEED=7 EXAMPLES=3000 (see README, Hostile input)
+SEED ?= $(shell date +%s)
+EXAMPLES ?= 2000
+fuzz: $(STAMP)
+	@echo "fuzz: seed $(SEED), $(EXAMPLES) examples (rerun with SEED=$(SEED) to reproduce)"
+	HAMI_FUZZ_SEED=$(SEED) HAMI_FUZZ_EXAMPLES=$(EXAMPLES) $(BIN)/pytest tests/test_fuzz.py \
+		-k contract -p no:cacheprovider -q --hypothesis-show-statistics
 
 # accuracy on the real cases beside the checkout (see README, Accuracy on real cases)
 score: $(STAMP)

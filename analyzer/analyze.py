@@ -80,16 +80,19 @@ def analyze(
     return bundle, analyze_parsed(bundle, ruleset, node)
 
 
-def issue_bundle(raw: bytes, ruleset: RuleSet) -> ParsedBundle:
+def issue_bundle(raw: bytes, ruleset: RuleSet, limits: Limits | None = None) -> ParsedBundle:
     """A GitHub issue (Markdown or event JSON): its code blocks and its prose (title included,
-    as the issue's own words) become the bundle."""
+    as the issue's own words) become the bundle, each block one file under the archive limits."""
     from analyzer.bundle.issue import issue_from_payload, parse_issue
 
     issue = parse_issue(issue_from_payload(raw))
-    reader = BundleReader()
+    reader = BundleReader(limits)
     try:
+        seen: set[str] = set()
         for name, body in issue.blocks:
-            reader.add_bytes(name, body.encode("utf-8", errors="replace"))
+            if body.strip() and body not in seen:  # a block pasted twice is one file
+                seen.add(body)
+                reader.add_bytes(name, body.encode("utf-8", errors="replace"))
         if issue.prose.strip():
             reader.add_bytes(
                 "issue-text.md", issue.prose.encode("utf-8", errors="replace"), kind="issue-text"
@@ -100,7 +103,7 @@ def issue_bundle(raw: bytes, ruleset: RuleSet) -> ParsedBundle:
 
 
 def analyze_issue(
-    raw: bytes, ruleset: RuleSet, node: str | None = None
+    raw: bytes, ruleset: RuleSet, node: str | None = None, limits: Limits | None = None
 ) -> tuple[ParsedBundle, Report]:
-    bundle = issue_bundle(raw, ruleset)
+    bundle = issue_bundle(raw, ruleset, limits)
     return bundle, analyze_parsed(bundle, ruleset, node)

@@ -11,7 +11,9 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import signal
 import sys
+import threading
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -145,7 +147,7 @@ def analyze(
     try:
         if from_issue or (len(inputs) == 1 and _is_issue(inputs[0])):
             raw = _read_input(inputs[0])
-            _bundle, report = analyze_issue(raw, ruleset, node)
+            _bundle, report = analyze_issue(raw, ruleset, node, _limits(max_bytes, max_members))
             digest = raw
         else:
             bundle, report = run(inputs, ruleset, node, _limits(max_bytes, max_members))
@@ -416,8 +418,14 @@ def run(args: list[str] | None = None) -> int:
     """The command line, as an exit status. Usage errors are one line too (click would print
     the usage and a box), so a bot or CI log shows the reason, not a screenful."""
     command = typer.main.get_command(app)
+    previous = signal.getsignal(signal.SIGTERM)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         code = command.main(args=args, prog_name="hami-analyzer", standalone_mode=False)
+    except _Terminated:
+        typer.echo("terminated", err=True)
+        return 143
     except SystemExit as exc:
         if exc.code is None or isinstance(exc.code, int):
             return exc.code or 0
@@ -437,11 +445,56 @@ def run(args: list[str] | None = None) -> int:
             import traceback
 
             traceback.print_exc()
+        detail = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
         typer.echo(
-            f"error: internal error ({type(exc).__name__}: {exc}); please report it", err=True
+            f"error: internal error ({detail}); this is a bug in hami-analyzer {__version__}: "
+            f"please report it at {_issue_tracker()} with this line and the input digest "
+            f"{_input_digest(args if args is not None else sys.argv[1:])} "
+            "(HAMI_ANALYZER_DEBUG=1 prints the traceback)",
+            err=True,
         )
         return EXIT_INTERNAL
+    finally:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, previous)
     return code if isinstance(code, int) else EXIT_OK
+
+
+class _Terminated(BaseException):
+    """SIGTERM as an exception, so every `with` block unwinds and removes its temp folder."""
+
+
+def _terminate(signum: int, _frame) -> None:
+    raise _Terminated(signum)
+
+
+def _issue_tracker() -> str:
+    from importlib.metadata import PackageNotFoundError, metadata
+
+    try:
+        urls = metadata("hami-bundle-analyzer").get_all("Project-URL") or []
+    except PackageNotFoundError:
+        urls = []
+    return next((u.split(",", 1)[1].strip() for u in urls if u.startswith("Issues")), "")
+
+
+def _input_digest(args: list[str]) -> str:
+    """sha256 of the input files named on the command line (their contents, in order), so a bug
+    report identifies the input without attaching it."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    outputs = {"-o", "--output", "--out"}
+    for previous, arg in zip(["", *args], args, strict=False):
+        path = Path(arg)
+        if previous in outputs or arg.startswith("-"):
+            continue
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for f in files:
+            with contextlib.suppress(OSError), f.open("rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    digest.update(chunk)
+    return f"sha256:{digest.hexdigest()[:16]}"
 
 
 def main() -> None:

@@ -97,7 +97,7 @@ def test_links_and_devices_are_not_followed(tmp_path):
 
 def test_member_count_limit(tmp_path):
     _tar(tmp_path / "many.tgz", {f"f{i}.log": b"x" for i in range(30)})
-    with pytest.raises(BundleError, match="more than 10 members"):
+    with pytest.raises(BundleError, match="more than 10 files"):
         with open_bundle([str(tmp_path / "many.tgz")], Limits(max_members=10)):
             pass
 
@@ -106,6 +106,18 @@ def test_gzip_bomb_hits_size_limit(tmp_path):
     (tmp_path / "bomb.log.gz").write_bytes(gzip.compress(b"\0" * (8 << 20)))
     with pytest.raises(BundleError, match="uncompressed size exceeds 1 MiB"):
         with open_bundle([str(tmp_path / "bomb.log.gz")], Limits(max_total_bytes=1 << 20)):
+            pass
+
+
+def test_tar_gz_counts_its_bytes_once(tmp_path):
+    """700 KiB of members in a .tar.gz fit a 1 MiB cap (they were counted as the decompressed
+    tar and again as members), and a tar.gz bomb still hits it."""
+    _tar(tmp_path / "b.tgz", {"dp.log": LOG * 9000})  # ~700 KiB
+    with open_bundle([str(tmp_path / "b.tgz")], Limits(max_total_bytes=1 << 20)) as r:
+        assert _names(r) == ["b.tgz!dp.log"]
+    _tar(tmp_path / "bomb.tgz", {"zeros": b"\0" * (8 << 20)})
+    with pytest.raises(BundleError, match="uncompressed size exceeds 1 MiB"):
+        with open_bundle([str(tmp_path / "bomb.tgz")], Limits(max_total_bytes=1 << 20)):
             pass
 
 
@@ -119,10 +131,22 @@ def test_nested_archive_depth(tmp_path):
         assert any("nested too deep" in w for w in r.inventory.warnings)
 
 
-def test_corrupt_archive_is_a_warning(tmp_path):
+def test_corrupt_bundle_archive_is_an_input_error(tmp_path):
+    """The bundle itself cut short: analysing the part that survived would mislead."""
     (tmp_path / "bad.tgz").write_bytes(gzip.compress(bytes(range(256)) * 64)[:300])
-    with open_bundle([str(tmp_path / "bad.tgz")]) as r:
-        assert any("corrupt" in w for w in r.inventory.warnings)
+    with pytest.raises(BundleError, match="truncated or corrupt gzip archive"):
+        with open_bundle([str(tmp_path / "bad.tgz")]):
+            pass
+
+
+def test_corrupt_archive_inside_the_bundle_is_a_warning(tmp_path):
+    (tmp_path / "bad.tgz").write_bytes(gzip.compress(bytes(range(256)) * 64)[:300])
+    _tar(tmp_path / "b.tar", {"dp.log": LOG}, mode="w")
+    with tarfile.open(tmp_path / "b.tar", "a") as tf:
+        tf.add(tmp_path / "bad.tgz", arcname="inner.tgz")
+    with open_bundle([str(tmp_path / "b.tar")]) as r:
+        assert any("inner.tgz: truncated or corrupt gzip" in w for w in r.inventory.warnings)
+        assert [f.name for f in r.inventory.files] == ["b.tar!dp.log"]
 
 
 def test_missing_path_is_one_line_error(tmp_path):

@@ -7,13 +7,19 @@ and not only the "unrecognised" path."""
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+import os
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, note, seed, settings
 from hypothesis import strategies as st
 
 from analyzer.analyze import analyze_parsed
 from analyzer.errors import AnalyzerError
 from analyzer.facts.samples import annotation_spec
 from conftest import parse_texts
+from contract import assert_contract
+from fuzzing import RUNS, fuzz_cases
 
 FRAGMENTS = [
     "I0815 09:04:51.202341  412873 main.go:275] Start working on node gpu-1",
@@ -98,3 +104,28 @@ def test_register_and_handshake_decoding_never_raise(value):
     assert reg.status
     hs = spec.decode_handshake("hami.io/node-handshake", value)
     assert hs.state
+
+
+# `make test` runs a seeded minute at most; `make fuzz SEED=n EXAMPLES=n` the same for longer
+FUZZ_SEED = int(os.environ.get("HAMI_FUZZ_SEED", "13"))
+FUZZ_EXAMPLES = int(os.environ.get("HAMI_FUZZ_EXAMPLES", "70"))
+
+
+@seed(FUZZ_SEED)
+@settings(
+    max_examples=FUZZ_EXAMPLES,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
+@given(case=fuzz_cases, run=st.sampled_from(RUNS))
+def test_mutated_bundles_and_issues_keep_the_contract(case, run):
+    """Mutated samples and issue texts along the failure classes of issue 13: exit 0/1/2/4, no
+    traceback, one-line errors, bounded time and memory, inputs untouched, and valid, inert
+    JSON/HTML/Markdown."""
+    command, fmt, check = RUNS[0] if case.options and run[0] != "analyze" else run
+    note(case.label)
+    with tempfile.TemporaryDirectory() as tmp:
+        inputs = case.write(Path(tmp) / "in")
+        args = [command, *map(str, inputs), *case.options, "--format", fmt]
+        assert_contract(args, inputs, check)

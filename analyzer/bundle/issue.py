@@ -10,17 +10,16 @@ versions quoted outside code blocks are found too.
 from __future__ import annotations
 
 import html
-import json
 from dataclasses import dataclass, field
 
 import regex
 
 from analyzer.errors import BundleError
+from analyzer.parse.structured import load_json
 
 _FENCE_OPEN = regex.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`\n]*)$")
-_PRE_RE = regex.compile(
-    r"<pre[^>]*>(?:\s*<code[^>]*>)?(?P<body>.*?)(?:</code>\s*)?</pre>", regex.S | regex.I
-)
+_PRE_OPEN = regex.compile(r"<pre\b[^>\n]{0,200}>(?:\s{0,200}<code\b[^>\n]{0,200}>)?", regex.I)
+_PRE_CLOSE = regex.compile(r"(?:</code>\s{0,200})?</pre>", regex.I)
 _TAG_RE = regex.compile(
     r"</?(?:details|summary|p|br|div|b|strong|em|i|code|sub|sup|span)\b[^>]*>", regex.I
 )
@@ -31,6 +30,25 @@ MAX_ISSUE_BYTES = 4 << 20
 class IssueText:
     blocks: list[tuple[str, str]] = field(default_factory=list)  # (name, text)
     prose: str = ""
+
+
+def _take_pre_blocks(text: str) -> tuple[list[str], str]:
+    """`<pre><code>` blocks out of the text (their content is HTML-escaped), in one pass: each
+    search starts where the last block ended, and an opening tag with no closing one ends the
+    scan, so a storm of `<pre>` tags costs linear time, not a rescan per tag."""
+    blocks: list[str] = []
+    rest: list[str] = []
+    pos = 0
+    while (opening := _PRE_OPEN.search(text, pos)) is not None:
+        closing = _PRE_CLOSE.search(text, opening.end())
+        if closing is None:
+            break
+        rest.append(text[pos : opening.start()])
+        rest.append("\n")
+        blocks.append(html.unescape(_TAG_RE.sub("", text[opening.end() : closing.start()])))
+        pos = closing.end()
+    rest.append(text[pos:])
+    return blocks, "".join(rest)
 
 
 def _unfence(text: str) -> tuple[list[tuple[str, str]], list[str]]:
@@ -87,14 +105,7 @@ def parse_issue(text: str) -> IssueText:
     if len(text.encode("utf-8", errors="replace")) > MAX_ISSUE_BYTES:
         raise BundleError(f"issue text larger than {MAX_ISSUE_BYTES >> 20} MiB")
     out = IssueText()
-    # <pre><code> blocks first: their content is HTML-escaped text
-    pres = []
-
-    def take(m: regex.Match) -> str:
-        pres.append(html.unescape(_TAG_RE.sub("", m["body"])))
-        return "\n"
-
-    text = _PRE_RE.sub(take, text.replace("\r\n", "\n"))
+    pres, text = _take_pre_blocks(text.replace("\r\n", "\n"))
     fenced, prose_lines = _unfence(text)
     indented, prose_lines = _indented(prose_lines)
     n = 0
@@ -120,8 +131,8 @@ def issue_from_payload(raw: bytes) -> str:
     stripped = text.lstrip()
     if stripped.startswith("{"):
         try:
-            doc = json.loads(stripped)
-        except json.JSONDecodeError as exc:
+            doc = load_json(stripped)
+        except ValueError as exc:
             raise BundleError(f"issue JSON is not valid JSON: {exc}") from None
         issue = doc.get("issue", doc) if isinstance(doc, dict) else {}
         if not isinstance(issue, dict) or not isinstance(issue.get("body", ""), str | type(None)):

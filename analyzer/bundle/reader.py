@@ -48,7 +48,7 @@ class _Budget:
         self.members += 1
         if self.members > self.limits.max_members:
             raise BundleError(
-                f"archive has more than {self.limits.max_members} members (at {name!r}); "
+                f"bundle has more than {self.limits.max_members} files (at {name!r}); "
                 "raise --max-members if this bundle is genuine"
             )
 
@@ -73,6 +73,16 @@ def _sniff_container(head: bytes) -> str | None:
     return None
 
 
+_CORRUPT = (
+    OSError,
+    EOFError,
+    zlib.error,
+    tarfile.TarError,
+    zipfile.BadZipFile,
+    gzip.BadGzipFile,
+)
+
+
 def _read_head(path: Path, n: int = 512) -> bytes:
     with path.open("rb") as fh:
         return fh.read(n)
@@ -91,7 +101,19 @@ def _copy_limited(src: BinaryIO, dst: Path, budget: _Budget, name: str) -> int:
     return total
 
 
+def printable_name(name: str) -> str:
+    """A file name as text we can print anywhere: bytes that are not UTF-8 (kept by Python as
+    surrogates) become U+FFFD and control characters become `?`.
+
+    >>> printable_name("n\\udcf6de.yaml\\x1b[31m")
+    'n\ufffdde.yaml?[31m'
+    """
+    text = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return "".join("?" if ord(c) < 32 or 127 <= ord(c) < 160 else c for c in text)
+
+
 def _safe_member_name(name: str) -> str:
+    name = printable_name(name)
     parts = PurePosixPath(name.replace("\\", "/")).parts
     if name.startswith(("/", "\\")) or ".." in parts or (parts and parts[0].endswith(":")):
         raise BundleError(f"unsafe archive member name {name!r} (absolute or '..' path)")
@@ -134,7 +156,10 @@ class BundleReader:
 
     def add_bytes(self, name: str, data: bytes, kind: str | None = None) -> None:
         """For tests and the issue bot: a named in-memory file; `kind` declares what it is
-        (the issue's own prose) instead of letting its content decide."""
+        (the issue's own prose) instead of letting its content decide. Counted against the
+        limits like an archive member: an issue's thousand fenced blocks are a thousand files."""
+        self.budget.add_member(name)
+        self.budget.add_bytes(len(data), name)
         dst = self._tmpfile()
         dst.write_bytes(data)
         self._register(dst, name, None, depth=0, declared_kind=kind)
@@ -145,7 +170,7 @@ class BundleReader:
             dirnames.sort()
             for fname in sorted(filenames):
                 p = Path(dirpath) / fname
-                rel = p.relative_to(root).as_posix()
+                rel = printable_name(p.relative_to(root).as_posix())
                 if p.is_symlink():
                     self.inventory.warnings.append(f"{rel}: symbolic link not followed")
                     continue
@@ -192,15 +217,12 @@ class BundleReader:
                 return
         except BundleError:
             raise
-        except (
-            OSError,
-            EOFError,
-            zlib.error,
-            tarfile.TarError,
-            zipfile.BadZipFile,
-            gzip.BadGzipFile,
-        ) as exc:
-            self.inventory.warnings.append(f"{name}: corrupt {kind} archive ({exc})")
+        except _CORRUPT as exc:
+            detail = " ".join(str(exc).split())[:200]
+            problem = f"{name}: truncated or corrupt {kind} archive ({detail})"
+            if depth == 0:  # the bundle itself: analysing part of it would mislead
+                raise BundleError(f"{problem}; re-create or re-download it") from None
+            self.inventory.warnings.append(problem)
             return
         size = path.stat().st_size
         self.inventory.files.append(
@@ -215,7 +237,12 @@ class BundleReader:
         )
 
     def _add_gzip(self, path: Path, name: str, mtime: float | None, depth: int) -> None:
-        """A gzip layer is a compression, not a nesting level: `x.log.gz` reads as `x.log`."""
+        """A gzip layer is a compression, not a nesting level: `x.log.gz` reads as `x.log`. A
+        compressed tar is read in place, so its bytes count once, as its members."""
+        with gzip.open(path, "rb") as src:
+            if _sniff_container(src.read(512)) == "tar":
+                self._add_tar(path, name, depth)
+                return
         inner = name[:-3] if name.endswith(".gz") and not name.endswith(".tar.gz") else name
         dst = self._tmpfile()
         with gzip.open(path, "rb") as src:
@@ -261,8 +288,15 @@ class BundleReader:
                     self.inventory.warnings.append(f"{display}: encrypted member skipped")
                     continue
                 dst = self._tmpfile()
-                with zf.open(info) as src:
-                    _copy_limited(src, dst, self.budget, display)
+                try:
+                    with zf.open(info) as src:
+                        _copy_limited(src, dst, self.budget, display)
+                except NotImplementedError:  # Deflate64 (Windows Explorer), LZMA variants...
+                    self.inventory.warnings.append(
+                        f"{display}: compression method {info.compress_type} not supported; "
+                        "member skipped (re-create the archive with Deflate or as .tar.gz)"
+                    )
+                    continue
                 ts = _zip_mtime(info)
                 self._register(dst, display, ts, depth + 1)
 

@@ -10,6 +10,7 @@ import json
 from analyzer.facts.model import UNKNOWN, FactSet, Match, Where
 from analyzer.parse.annotations import AnnotationSpec, RegisterAnnotation
 from analyzer.parse.node import NodeFacts
+from analyzer.parse.structured import load_json
 
 NVIDIA = "nvidia"
 
@@ -21,10 +22,10 @@ def _cut_off(value: str) -> bool:
         return True
     if v.startswith("["):
         try:
-            json.loads(v)
+            load_json(v)
         except json.JSONDecodeError as exc:
             return exc.pos >= len(v) - 2
-        except RecursionError:
+        except ValueError:
             return False
     return False
 
@@ -35,8 +36,8 @@ def _normalised(value: str) -> str:
     if not v.startswith("["):
         return v
     try:
-        data = json.loads(v)
-    except (json.JSONDecodeError, RecursionError):
+        data = load_json(v)
+    except ValueError:
         return v
     if isinstance(data, list) and all(isinstance(d, dict) for d in data):
         return json.dumps([{str(k).lower(): x for k, x in d.items()} for d in data])

@@ -11,6 +11,7 @@ from typing import Any
 import regex
 import yaml
 
+from analyzer.parse.structured import load_json
 from analyzer.versions import Range
 
 MAX_DEVICES = 4096
@@ -175,8 +176,8 @@ def _coerce(value: Any, typ: str) -> Any:
 
 def _decode_json(value: str, fields: dict) -> tuple[list[GpuDevice], str | None]:
     try:
-        data = json.loads(value)
-    except (json.JSONDecodeError, RecursionError) as exc:
+        data = load_json(value)
+    except ValueError as exc:
         return [], f"JSON error: {exc}"
     if data is None:
         return [], None

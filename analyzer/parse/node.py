@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from analyzer.bundle.model import Artefact
+from analyzer.parse import shape
+from analyzer.parse.shape import conform
 from analyzer.parse.structured import load_documents
 
 NODE_SECTIONS = frozenset(
@@ -94,12 +95,6 @@ def yaml_lines(
     return out
 
 
-def _str_map(value: Any) -> dict[str, str]:
-    if not isinstance(value, dict):
-        return {}
-    return {str(k): "" if v is None else str(v) for k, v in value.items()}
-
-
 def parse_node(artefact: Artefact) -> list[NodeFacts]:
     if artefact.kind == "node-describe":
         return [_parse_describe(artefact)]
@@ -113,38 +108,32 @@ def parse_node(artefact: Artefact) -> list[NodeFacts]:
         elif isinstance(d, dict):
             objs.append(d)
     nodes = []
-    for obj in objs:
-        if obj.get("kind") not in ("Node", None):
+    for raw in objs:
+        if raw.get("kind") not in ("Node", None):
             continue
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-        status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+        problems: list[str] = []
+        obj = conform(raw, shape.NODE, problems)
+        meta, spec, status = (obj.get(k, {}) for k in ("metadata", "spec", "status"))
         n = NodeFacts(
-            name=str(meta["name"]) if meta.get("name") else None,
+            name=meta.get("name") or None,
             file=artefact.file.name,
             first_line=artefact.first_line,
             form="yaml",
-            labels=_str_map(meta.get("labels")),
-            annotations=_str_map(meta.get("annotations")),
-            capacity=_str_map(status.get("capacity")),
-            allocatable=_str_map(status.get("allocatable")),
-            created=str(meta["creationTimestamp"]) if meta.get("creationTimestamp") else None,
-            unschedulable=bool(spec.get("unschedulable")),
-            node_info=_str_map(status.get("nodeInfo")),
-            warnings=list(warnings),
+            labels=meta.get("labels", {}),
+            annotations=meta.get("annotations", {}),
+            capacity=status.get("capacity", {}),
+            allocatable=status.get("allocatable", {}),
+            created=meta.get("creationTimestamp") or None,
+            unschedulable=spec.get("unschedulable", False),
+            node_info=status.get("nodeInfo", {}),
+            warnings=[*warnings, *problems],
         )
         # kubectl always prints labels, annotations, capacity...: a missing one was cut or
         # trimmed from the paste, which says nothing about the node
         n.sections = _uncut(n, _present_sections(meta, spec, status))
-        for t in spec.get("taints") or []:
-            if isinstance(t, dict):
-                n.taints.append({k: str(v) for k, v in t.items() if v is not None})
-        for c in status.get("conditions") or []:
-            if isinstance(c, dict):
-                n.conditions.append({k: str(v) for k, v in c.items() if v is not None})
-        for img in status.get("images") or []:
-            if isinstance(img, dict):
-                n.images.extend(str(x) for x in img.get("names") or [])
+        n.taints = spec.get("taints", [])
+        n.conditions = status.get("conditions", [])
+        n.images = [name for img in status.get("images", []) for name in img.get("names", [])]
         n.line_of = _locate(artefact.text or "", artefact.first_line, list(n.annotations))
         paths = [
             ("status", sec, res)
@@ -158,7 +147,7 @@ def parse_node(artefact: Artefact) -> list[NodeFacts]:
         for path, line in yaml_lines(artefact.text or "", artefact.first_line, paths).items():
             key = f"{path[1]}.{path[2]}" if len(path) == 3 else path[1]
             n.line_of.setdefault(key.replace("labels.", "label."), line)
-        n.label_managers = _label_managers(meta.get("managedFields"))
+        n.label_managers = _label_managers(meta.get("managedFields", []))
         nodes.append(n)
     if not nodes:
         n = NodeFacts(None, artefact.file.name, artefact.first_line, "yaml", warnings=warnings)
@@ -305,14 +294,12 @@ def _describe_item(n: NodeFacts, section: str, body: str, lineno: int) -> None:
             n.conditions.append({"type": parts[0], "status": parts[1]})
 
 
-def _label_managers(fields: Any) -> dict[str, list[str]]:
+def _label_managers(fields: list[dict]) -> dict[str, list[str]]:
     """Which field managers set each label (present with `-o yaml --show-managed-fields`)."""
     out: dict[str, list[str]] = {}
-    for entry in fields if isinstance(fields, list) else []:
-        if not isinstance(entry, dict):
-            continue
-        labels = ((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:labels") or {}
-        for key in labels if isinstance(labels, dict) else {}:
+    for entry in fields:
+        labels = entry.get("fieldsV1", {}).get("f:metadata", {}).get("f:labels", {})
+        for key in labels:
             if key.startswith("f:"):
-                out.setdefault(key[2:], []).append(str(entry.get("manager", "")))
+                out.setdefault(key[2:], []).append(entry.get("manager", ""))
     return out

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analyzer.bundle.model import Artefact
+from analyzer.parse import shape
+from analyzer.parse.shape import conform
 from analyzer.parse.structured import load_documents
 
 _EVENT_RE = re.compile(
@@ -80,36 +82,33 @@ def _parse_yaml(artefact: Artefact) -> list[PodFacts]:
         elif isinstance(d, dict):
             objs.append(d)
     pods = []
-    for obj in objs:
-        if obj.get("kind") != "Pod":
+    for raw in objs:
+        if raw.get("kind") != "Pod":
             continue
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-        status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
-        p = PodFacts(artefact.file.name, artefact.first_line, "yaml", warnings=list(warnings))
+        problems: list[str] = []
+        obj = conform(raw, shape.POD, problems)
+        meta, spec, status = (obj.get(k, {}) for k in ("metadata", "spec", "status"))
+        p = PodFacts(
+            artefact.file.name, artefact.first_line, "yaml", warnings=[*warnings, *problems]
+        )
         p.name, p.namespace = meta.get("name"), meta.get("namespace")
-        p.annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
+        p.annotations = meta.get("annotations", {})
         p.node = spec.get("nodeName")
         p.scheduler_name = spec.get("schedulerName")
         p.runtime_class = spec.get("runtimeClassName")
         p.status = status.get("phase")
-        statuses = {
-            s.get("name"): s for s in status.get("containerStatuses") or [] if isinstance(s, dict)
-        }
-        for c in spec.get("containers") or []:
-            if not isinstance(c, dict):
-                continue
-            cs = ContainerState(str(c.get("name")))
-            res = c.get("resources") if isinstance(c.get("resources"), dict) else {}
-            cs.limits = {str(k): str(v) for k, v in (res.get("limits") or {}).items()}
-            st = statuses.get(c.get("name"), {})
-            for state_name, detail in (st.get("state") or {}).items():
+        statuses = {s.get("name"): s for s in status.get("containerStatuses", [])}
+        for c in spec.get("containers", []):
+            cs = ContainerState(c.get("name", ""))
+            cs.limits = c.get("resources", {}).get("limits", {})
+            st = statuses.get(cs.name, {})
+            for state_name, detail in st.get("state", {}).items():
                 cs.state, cs.reason, cs.message = (
                     state_name,
                     detail.get("reason"),
                     detail.get("message"),
                 )
-            for _name, detail in (st.get("lastState") or {}).items():
+            for detail in st.get("lastState", {}).values():
                 cs.last_reason, cs.last_message = detail.get("reason"), detail.get("message")
             p.containers.append(cs)
         pods.append(p)

@@ -1,19 +1,23 @@
 """Safe loading of YAML/JSON documents from untrusted text.
 
-Alias bombs are refused (the pure-Python loader counts aliases), and a document that breaks
+Alias bombs are refused (the pure-Python loader counts aliases and sizes the expanded
+document), numbers JSON does not have are refused, and a document that breaks
 part-way (a truncated paste) is parsed up to the broken line, with a warning saying so.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import yaml
 
 MAX_ALIASES = 100
+MAX_EXPANDED_NODES = 1_000_000  # kubectl never writes aliases; a large node list is ~100,000
 
 try:
     _FastLoader = yaml.CSafeLoader
@@ -29,10 +33,61 @@ class _CountingLoader(yaml.SafeLoader):
                 raise yaml.YAMLError(f"more than {MAX_ALIASES} YAML aliases (alias bomb?)")
         return super().compose_node(parent, index)
 
+    def compose_document(self):  # type: ignore[override]
+        node = super().compose_document()
+        if _expanded_size(node, {}) > MAX_EXPANDED_NODES:
+            raise yaml.YAMLError(
+                f"YAML aliases expand to more than {MAX_EXPANDED_NODES:,} values (alias bomb?)"
+            )
+        return node
+
+
+def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
+    """How many values the document holds once every alias is expanded, as any reader of the
+    loaded object would walk it. Shared nodes are sized once, so a bomb costs its source size;
+    a node still being sized (a recursive alias) counts as infinite."""
+    key = id(node)
+    if key in memo:
+        return memo[key]
+    memo[key] = MAX_EXPANDED_NODES + 1
+    if isinstance(node, yaml.SequenceNode):
+        size = 1 + sum(_expanded_size(child, memo) for child in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        size = 1 + sum(_expanded_size(k, memo) + _expanded_size(v, memo) for k, v in node.value)
+    else:
+        size = 1
+    memo[key] = min(size, MAX_EXPANDED_NODES + 1)
+    return memo[key]
+
 
 def _load_all(text: str) -> list[Any]:
     loader = _CountingLoader if ("&" in text and "*" in text) else _FastLoader
     return [d for d in yaml.load_all(text, Loader=loader) if d is not None]
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:24]} is out of range")
+    return value
+
+
+def load_json(text: str) -> Any:
+    """`json.loads` for untrusted text. Every way it can fail is a ValueError: invalid JSON, the
+    NaN/Infinity that Python accepts but JSON does not, numbers that overflow to infinity,
+    integers longer than Python converts, nesting deeper than the decoder recurses."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    except ValueError as exc:
+        if isinstance(exc, json.JSONDecodeError) or not str(exc).startswith("Exceeds the limit"):
+            raise
+        raise ValueError(f"an integer longer than {sys.get_int_max_str_digits()} digits") from None
 
 
 def load_documents(text: str) -> tuple[list[Any], list[str]]:
@@ -40,8 +95,8 @@ def load_documents(text: str) -> tuple[list[Any], list[str]]:
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
         try:
-            return [json.loads(stripped)], []
-        except (json.JSONDecodeError, RecursionError) as exc:
+            return [load_json(stripped)], []
+        except ValueError as exc:
             warn = f"truncated or invalid JSON ({exc}); trying YAML"
             docs, more = load_documents_yaml(text)
             return docs, [warn, *more]

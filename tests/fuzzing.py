@@ -1,0 +1,274 @@
+"""Hypothesis strategies that mutate the sample bundles and issue texts along the lines of the
+failure classes of issue 13: wrong value types and out-of-range values at any path of the Node
+and Pod objects, alias bombs, times outside Python's range in logs, broken and odd archives
+(member times, names, compression methods, truncation), and issue Markdown storms (`<pre>`, fences)
+and hostile event JSON. A drawn `FuzzCase` writes its input under a folder and names the command
+line that feeds it to `hami-analyzer analyze`."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from hypothesis import strategies as st
+
+from conftest import SAMPLES
+
+SAMPLE_DIRS = sorted(p / "bundle" for p in SAMPLES.iterdir() if (p / "bundle").is_dir())
+# (command, --format, the output check of contract.py)
+RUNS = [("analyze", f, f) for f in ("json", "html", "markdown", "terminal")] + [
+    ("timeline", "csv", "csv"),
+    ("inspect", "json", "inspect-json"),
+]
+
+# values of the wrong type or out of range, as YAML text (so .nan and 1e309 reach the parser)
+HOSTILE_SCALARS = [
+    ".nan",
+    ".inf",
+    "1e309",
+    "-1e309",
+    "9" * 5000,
+    "true",
+    "null",
+    "[a, b]",
+    "{a: {b: [1, 2]}}",
+    "''",
+    "'0000-01-01T00:00:00Z'",
+    "'0001-01-01T00:00:00+14:00'",
+    "'9999-12-31T23:59:59-14:00'",
+    "'<script>alert(1)</script> @octocat #12'",
+    '\'[{"id":"GPU-1","count":NaN,"devmem":Infinity,"devcore":1e309,"health":true}]\'',
+    "'GPU-1,10,99999999999999999999999999,100,NVIDIA,0,true:'",
+    "[" * 200 + "]" * 200,
+]
+HOSTILE_LOG_LINES = [
+    "0000-08-15T09:04:51.000000000Z I0815 09:04:51.202341       1 main.go:275] start",
+    "9999-12-31T23:59:59.999999999Z E0815 09:06:21.709851       1 register.go:96] nvml Init err",
+    "I1345 99:99:99.999999       1 x.go:1] month 13",
+    "E0230 25:61:61.000000       1 x.go:1] 30 February",
+    "\x00\x01\x02 binary \xff",
+    "x" * 200_000,
+    'I0815 09:04:51.202341       1 util.go:1] "Event occurred" message="' + "{" * 500,
+]
+
+
+@dataclass(frozen=True)
+class FuzzCase:
+    """What to write and how to call the CLI on it."""
+
+    label: str
+    write: Callable[[Path], list[Path]]  # writes the input under a folder, returns its paths
+    options: tuple[str, ...] = ()
+
+
+# ---- structured mutations -------------------------------------------------------------------
+def key_paths(doc, prefix=()) -> list[tuple]:
+    """Every key path and list index in a loaded document."""
+    out = [prefix] if prefix else []
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out += key_paths(v, (*prefix, k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            out += key_paths(v, (*prefix, i))
+    return out
+
+
+_PLACEHOLDER = "__HAMI_FUZZ_VALUE__"
+
+
+def with_value(doc, path: tuple, yaml_value: str) -> str:
+    """The document with the value at path replaced by raw YAML text (dumped, then substituted,
+    since .nan, 1e309 or a 5,000-digit integer cannot all round-trip through a dump)."""
+    node = doc
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = _PLACEHOLDER
+    text = yaml.safe_dump(doc, sort_keys=False, width=1 << 20)
+    return text.replace(_PLACEHOLDER, yaml_value.replace("\n", " "))
+
+
+def _structured_files() -> list[Path]:
+    out = []
+    for d in SAMPLE_DIRS:
+        for f in sorted(d.iterdir()):
+            if f.suffix in (".yaml", ".yml", ".json") and "kind:" in f.read_text()[:4000]:
+                out.append(f)
+    return out
+
+
+STRUCTURED = _structured_files()
+
+
+@st.composite
+def mutated_object(draw) -> FuzzCase:
+    """One value of a sample's Node/Pod/config object replaced by a hostile one."""
+    source = draw(st.sampled_from(STRUCTURED))
+    doc = yaml.safe_load(source.read_text())
+    paths = key_paths(doc)
+    path = draw(st.sampled_from(paths)) if paths else ()
+    value = draw(st.sampled_from(HOSTILE_SCALARS))
+    text = with_value(doc, path, value) if path else value
+
+    def write(root: Path) -> list[Path]:
+        bundle = root / "bundle"
+        bundle.mkdir(parents=True)
+        for f in source.parent.iterdir():
+            (bundle / f.name).write_bytes(f.read_bytes())
+        (bundle / source.name).write_text(text)
+        return [bundle]
+
+    return FuzzCase(f"{source.parent.parent.name}/{source.name} {path} = {value[:40]}", write)
+
+
+@st.composite
+def alias_bomb(draw) -> FuzzCase:
+    levels, width = draw(st.integers(3, 9)), draw(st.integers(2, 9))
+    lines = [f"a0: &a0 [{', '.join(['x'] * width)}]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * width)}]" for i in range(1, levels + 1)]
+    where = draw(st.sampled_from(["labels", "annotations", "capacity"]))
+    section = {"capacity": "status"}.get(where, "metadata")
+    node = (
+        "\n".join(lines)
+        + f"\napiVersion: v1\nkind: Node\n{section}:\n  name: gpu-1\n  {where}: *a{levels}\n"
+    )
+
+    def write(root: Path) -> list[Path]:
+        root.mkdir(parents=True)
+        (root / "node.yaml").write_text(node)
+        return [root / "node.yaml"]
+
+    return FuzzCase(f"alias bomb {width}^{levels} in {where}", write)
+
+
+# ---- logs -----------------------------------------------------------------------------------
+LOGS = [f for d in SAMPLE_DIRS for f in sorted(d.iterdir()) if f.suffix == ".log"]
+
+
+@st.composite
+def mutated_log(draw) -> FuzzCase:
+    """Hostile lines spliced into a sample log, which may also be cut at any byte."""
+    source = draw(st.sampled_from(LOGS))
+    lines = source.read_bytes().split(b"\n")
+    for _ in range(draw(st.integers(1, 4))):
+        at = draw(st.integers(0, len(lines)))
+        lines.insert(at, draw(st.sampled_from(HOSTILE_LOG_LINES)).encode("utf-8", "surrogatepass"))
+    data = b"\n".join(lines)
+    cut = draw(st.one_of(st.none(), st.integers(0, len(data))))
+    data = data if cut is None else data[:cut]
+
+    def write(root: Path) -> list[Path]:
+        bundle = root / "bundle"
+        bundle.mkdir(parents=True)
+        for f in source.parent.iterdir():
+            (bundle / f.name).write_bytes(f.read_bytes())
+        (bundle / source.name).write_bytes(data)
+        return [bundle]
+
+    return FuzzCase(f"{source.parent.parent.name}/{source.name} spliced, cut at {cut}", write)
+
+
+# ---- archives -------------------------------------------------------------------------------
+@st.composite
+def odd_archive(draw) -> FuzzCase:
+    """A sample packed as tar, tar.gz or zip with odd member times and names, a member marked
+    with an unsupported compression method, or the archive cut short."""
+    sample = draw(st.sampled_from(SAMPLE_DIRS))
+    kind = draw(st.sampled_from(["tar", "tar.gz", "zip"]))
+    mtime = draw(st.sampled_from([0, -1, 10**12, 2**33, 1_755_000_000]))
+    odd_name = draw(st.sampled_from(["", "\udcf6", "\x1b[31m", "\u202e", "../"]))
+    cut = draw(st.one_of(st.none(), st.floats(0.05, 0.95)))
+    deflate64 = kind == "zip" and draw(st.booleans())
+    files = {f.name: f.read_bytes() for f in sorted(sample.iterdir())}
+
+    def pack() -> bytes:
+        buf = io.BytesIO()
+        if kind == "zip":
+            with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+                for name, data in files.items():
+                    zf.writestr(odd_name.replace("\udcf6", "x").replace("../", "") + name, data)
+            raw = bytearray(buf.getvalue())
+            if deflate64:  # method 9 in the first local header and its central entry
+                raw[8:10] = (9).to_bytes(2, "little")
+                central = raw.find(b"PK\x01\x02")
+                raw[central + 10 : central + 12] = (9).to_bytes(2, "little")
+            return bytes(raw)
+        with tarfile.open(fileobj=buf, mode="w:gz" if kind == "tar.gz" else "w") as tf:
+            for name, data in files.items():
+                info = tarfile.TarInfo(odd_name + name)
+                info.size, info.mtime = len(data), mtime
+                tf.addfile(info, io.BytesIO(data))
+        return buf.getvalue()
+
+    def write(root: Path) -> list[Path]:
+        root.mkdir(parents=True)
+        raw = pack()
+        raw = raw if cut is None else raw[: int(len(raw) * cut)]
+        target = root / f"bundle.{kind}"
+        target.write_bytes(raw)
+        return [target]
+
+    label = f"{sample.parent.name} as {kind}, mtime {mtime}, name {odd_name!r}, cut {cut}"
+    return FuzzCase(label + (", deflate64" if deflate64 else ""), write)
+
+
+# ---- issues ---------------------------------------------------------------------------------
+def _issue_blocks(sample: Path) -> list[str]:
+    return [f.read_text(errors="replace")[:6000] for f in sorted(sample.iterdir())]
+
+
+@st.composite
+def hostile_issue(draw) -> FuzzCase:
+    """A sample pasted into an issue (fenced, in <pre>, indented), with storms and hostile
+    markup around it, as Markdown or as a GitHub event JSON (maybe deeply nested or with
+    an integer Python will not convert)."""
+    sample = draw(st.sampled_from(SAMPLE_DIRS))
+    parts = []
+    for text in _issue_blocks(sample):
+        wrap = draw(st.sampled_from(["fence", "pre", "indent", "bare"]))
+        if wrap == "fence":
+            parts.append(f"```\n{text}\n```")
+        elif wrap == "pre":
+            parts.append(f"<pre><code>{text.replace('<', '&lt;')}</code></pre>")
+        elif wrap == "indent":
+            parts.append("\n".join("    " + line for line in text.split("\n")))
+        else:
+            parts.append(text)
+    storm = draw(st.sampled_from(["", "<pre>", "```\nx\n```\n", "<details>", "@octocat #1 "]))
+    parts.append(storm * draw(st.integers(0, 6000)))
+    parts.append("<script>alert(1)</script> [x](javascript:alert(1)) GH-1 @someone")
+    body = "\n\n".join(parts)[:65_535]
+    form = draw(st.sampled_from(["markdown", "event", "nested event", "huge number"]))
+    if form == "markdown":
+        name, data = "issue.md", body
+    elif form == "event":
+        name, data = "event.json", json.dumps({"issue": {"title": "GPU", "body": body}})
+    elif form == "nested event":
+        depth = draw(st.integers(1000, 200_000))
+        name, data = (
+            "event.json",
+            '{"issue": {"body": "x", "n": ' + "[" * depth + "]" * depth + "}}",
+        )
+    else:
+        name = "event.json"
+        data = '{"issue": {"number": ' + "7" * 5000 + ", " + json.dumps({"body": body})[1:] + "}"
+
+    def write(root: Path) -> list[Path]:
+        root.mkdir(parents=True)
+        (root / name).write_text(data)
+        return [root / name]
+
+    return FuzzCase(
+        f"{sample.parent.name} issue ({form}, storm {storm[:10]!r})", write, ("--from-issue",)
+    )
+
+
+fuzz_cases = st.one_of(
+    mutated_object(), alias_bomb(), mutated_log(), odd_archive(), hostile_issue()
+)

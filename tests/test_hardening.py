@@ -1,0 +1,175 @@
+"""Regression inputs for each class of failure of issue 13 (see hostile.py): every one keeps the
+contract (exit 0/1/2/4, one-line errors, no traceback, bounded time and memory, input untouched,
+valid output), and each gets the specific outcome the domain calls for."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import CLI, SAMPLES, diagnose_texts
+from contract import assert_contract
+from fuzzing import key_paths, with_value
+from hostile import CASES
+
+
+def _run(name: str, tmp_path: Path, fmt: str = "json"):
+    args = CASES[name](tmp_path / "in")
+    command = args[0] if args[0] == "timeline" else "analyze"
+    args = args[1:] if command == "timeline" else args
+    inputs = [Path(a) for a in args if not a.startswith("-") and Path(a).exists()]
+    explicit = "--format" in args
+    full = [command, *args] + ([] if explicit or command == "timeline" else ["--format", fmt])
+    fmt = args[args.index("--format") + 1] if explicit else fmt
+    return assert_contract(full, inputs, "terminal" if command == "timeline" else fmt)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_hostile_input_keeps_the_contract(name, tmp_path):
+    _run(name, tmp_path)
+
+
+def _primary(outcome) -> str:
+    return json.loads(outcome.stdout)["primary"]["rule_id"]
+
+
+def test_alias_bomb_is_refused_by_its_expanded_size(tmp_path):
+    outcome = _run("yaml_alias_bomb", tmp_path)
+    warnings = " ".join(json.loads(outcome.stdout).get("input_warnings", [])) + outcome.stdout
+    assert "alias bomb" in warnings
+
+
+@pytest.mark.parametrize("name", ["register_nan_infinity", "register_huge_integer"])
+def test_numbers_json_does_not_have_make_the_register_invalid(name, tmp_path):
+    assert _primary(_run(name, tmp_path)) == "register-annotation-invalid"
+
+
+@pytest.mark.parametrize(
+    "name,message",
+    [
+        ("issue_event_deeply_nested", "nested too deeply"),
+        ("issue_event_huge_integer", "integer longer than"),
+        ("issue_fence_storm", "more than 100 files"),
+        ("truncated_tar_gz", "truncated or corrupt gzip archive"),
+        ("corrupt_zip", "truncated or corrupt zip archive"),
+    ],
+)
+def test_unreadable_inputs_are_one_line_input_errors(name, message, tmp_path):
+    outcome = _run(name, tmp_path)
+    assert outcome.code == 2 and message in outcome.stderr
+
+
+def test_wrong_value_types_are_dropped_with_a_warning(tmp_path):
+    outcome = _run("pod_limits_list_and_list_name", tmp_path)
+    assert "expected a mapping, got list; ignored" in outcome.stdout
+
+
+def test_unsupported_zip_method_is_a_skipped_member(tmp_path):
+    outcome = _run("zip_deflate64_member", tmp_path, fmt="terminal")
+    assert "compression method 9 not supported; member skipped" in outcome.stdout
+    assert outcome.code == 1  # the node object alone still shows its faults
+
+
+def test_non_utf8_member_names_are_printable(tmp_path):
+    outcome = _run("tar_non_utf8_member_name", tmp_path)
+    assert "n\ufffdde.yaml" in outcome.stdout
+
+
+def test_pre_storm_is_parsed_in_linear_time():
+    """65,535 characters of `<pre>` (GitHub's body limit) took 50 s when each tag rescanned the
+    rest; 4 times as many must still be far from quadratic (a generous bound: no timing test)."""
+    from analyzer.bundle.issue import parse_issue
+
+    for n in (13_000, 52_000):
+        start = time.perf_counter()
+        parsed = parse_issue("<pre>" * n)
+        elapsed = time.perf_counter() - start
+        assert parsed.blocks == []
+    assert elapsed < 5
+
+
+def test_internal_error_names_the_tracker_and_the_input_digest(tmp_path):
+    """A bug exits 3 with one line naming where to report it and the input's digest, and the
+    extracted copy of the input is removed."""
+    boom = (
+        "import sys, analyzer.pipeline as a\n"
+        "def boom(*_a, **_k):\n"
+        "    raise RuntimeError('synthetic failure')\n"
+        "a.parse_files = boom\n"
+        "sys.argv = ['hami-analyzer', 'analyze', sys.argv[1]]\n"
+        "from analyzer.cli import main\n"
+        "main()\n"
+    )
+    bundle = SAMPLES / "healthy-single-gpu" / "bundle"
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "HAMI_ANALYZER_DEBUG"} | {
+        "TMPDIR": str(tmpdir)
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", boom, str(bundle)], capture_output=True, text=True, env=env
+    )
+    digest = hashlib.sha256()
+    for f in sorted(p for p in bundle.rglob("*") if p.is_file()):
+        digest.update(f.read_bytes())
+    assert proc.returncode == 3 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "github.com/" in proc.stderr and "/issues" in proc.stderr
+    assert f"sha256:{digest.hexdigest()[:16]}" in proc.stderr
+    assert list(tmpdir.iterdir()) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stopped_analysis_removes_its_extracted_copy(sig, tmp_path):
+    """SIGTERM or Ctrl-C while a large compressed log is being read leaves nothing in $TMPDIR."""
+    import gzip
+
+    line = (SAMPLES / "annotation-health-omitted" / "bundle" / "device-plugin.log").read_bytes()
+    with gzip.open(tmp_path / "device-plugin.log.gz", "wb", compresslevel=1) as fh:
+        for _ in range(4000):
+            fh.write(line * 20)
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmpdir)}
+    proc = subprocess.Popen(
+        [*CLI, "analyze", str(tmp_path / "device-plugin.log.gz")],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while not any(tmpdir.iterdir()) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert proc.poll() is None, "finished before it could be stopped; make the input larger"
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode in (130, 143) and b"Traceback" not in err, err
+    assert list(tmpdir.iterdir()) == []
+
+
+WRONG_TYPES = [".nan", "[a, b]", "{a: {b: 1}}", "true"]
+SHAPED = [
+    SAMPLES / "annotation-health-omitted" / "bundle" / "node.yaml",
+    SAMPLES / "gpu-count-exceeds-cards" / "bundle" / "pod.yaml",
+]
+
+
+@pytest.mark.parametrize("source", SHAPED, ids=lambda p: p.name)
+def test_a_wrong_type_at_any_path_of_node_and_pod_is_survived(ruleset, source):
+    """Every key path of a Node and a Pod object, given each wrong type in turn, is analysed
+    (the parser boundary conforms the shape; no producer sees a type it does not expect)."""
+    doc = yaml.safe_load(source.read_text())
+    others = {f.name: f.read_text() for f in source.parent.iterdir() if f != source}
+    for path in key_paths(doc):
+        for value in WRONG_TYPES:
+            text = with_value(yaml.safe_load(source.read_text()), path, value)
+            report = diagnose_texts(ruleset, {**others, source.name: text})
+            assert report.nodes, (path, value)

@@ -23,13 +23,17 @@ from typing import Any
 import polars as pl
 import regex
 
+from analyzer.summary.tickets import report_name, ticket_of
+
 PART_ROWS = int(os.environ.get("HAMI_BATCH_PART_ROWS", "200"))  # bundles per part file
 BUNDLE_TIMEOUT = 300  # seconds one bundle may take before it is recorded as an error
 UNEXPLAINED_LINES = 200  # unmatched error lines taken from one bundle
 BUNDLE_SCHEMA = {
     "id": pl.String,
+    "ticket": pl.String,
     "path": pl.String,
     "digest": pl.String,
+    "content_digest": pl.String,
     "duplicate_of": pl.String,
     "nodes": pl.String,
     "hami_version": pl.String,
@@ -41,6 +45,9 @@ BUNDLE_SCHEMA = {
     "n_findings": pl.Int64,
     "n_not_evaluated": pl.Int64,
     "collected_at": pl.Datetime("us", "UTC"),
+    "undated_reason": pl.String,
+    "unversioned_reason": pl.String,
+    "report": pl.String,
     "duration_s": pl.Float64,
     "error": pl.String,
 }
@@ -166,14 +173,15 @@ def _alarm(_sig, _frame):
     raise _Timeout
 
 
-def analyze_one(task: tuple[str, str]) -> dict[str, Any]:
-    """Analyse one bundle; never raises. Returns the row, finding rows, unexplained lines."""
-    from analyzer.analyze import analyze
+def analyze_one(task: tuple[str, str] | tuple[str, str, str | None]) -> dict[str, Any]:
+    """Analyse one bundle; never raises. Returns the row, finding rows, unexplained lines.
+    A third task element names the folder where the bundle's HTML report is written."""
+    from analyzer.analyze import analyze_parsed, load_bundle
     from analyzer.errors import AnalyzerError
 
-    bundle_id, path = task
+    bundle_id, path, reports = (*task, None)[:3]
     start = time.perf_counter()
-    row: dict[str, Any] = {"id": bundle_id, "path": path}
+    row: dict[str, Any] = {"id": bundle_id, "ticket": ticket_of(path), "path": path}
     nodes: list[dict[str, Any]] = []
     findings: list[dict[str, Any]] = []
     unexplained: list[dict[str, Any]] = []
@@ -184,7 +192,8 @@ def analyze_one(task: tuple[str, str]) -> dict[str, Any]:
         if ruleset is None:
             _init_worker()
             ruleset = _RULESET
-        bundle, report = analyze([path], ruleset)
+        bundle = load_bundle([path], ruleset, content=True)
+        report = analyze_parsed(bundle, ruleset)
         d = report.worst
         row.update(
             nodes=",".join(x.node or "" for x in report.nodes),
@@ -197,7 +206,12 @@ def analyze_one(task: tuple[str, str]) -> dict[str, Any]:
             n_findings=sum(len(n.all_findings()) for n in report.nodes),
             n_not_evaluated=len(d.not_evaluated),
             collected_at=d.clock.collected_at,
+            undated_reason=d.clock.missing if d.clock.collected_at is None else None,
+            unversioned_reason=d.version.missing if d.version.range is None else None,
+            content_digest=bundle.content_digest,
         )
+        if reports:
+            row["report"] = _write_report(report, Path(reports), row["ticket"], bundle_id)
         for n in report.nodes:
             nodes.append(
                 {
@@ -238,6 +252,18 @@ def analyze_one(task: tuple[str, str]) -> dict[str, Any]:
         signal.signal(signal.SIGALRM, old)
     row["duration_s"] = time.perf_counter() - start
     return {"row": row, "nodes": nodes, "findings": findings, "unexplained": unexplained}
+
+
+def _write_report(report, folder: Path, ticket: str, bundle_id: str) -> str:
+    """The bundle's HTML report in OUT/reports/; returns its path relative to OUT."""
+    from analyzer.render.html import render_html
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / report_name(ticket, bundle_id)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(render_html(report), encoding="utf-8")
+    tmp.replace(path)
+    return f"{folder.name}/{path.name}"
 
 
 def _unexplained(bundle_id: str, bundle) -> list[dict[str, Any]]:
@@ -325,7 +351,7 @@ def bundle_ids(paths: list[Path]) -> Iterator[tuple[str, str]]:
 
 
 def run_batch(
-    inputs: list[str], out: Path, jobs: int | None, force: bool, csv: bool
+    inputs: list[str], out: Path, jobs: int | None, force: bool, csv: bool, reports: bool = False
 ) -> dict[str, Any]:
     from multiprocessing import get_context
 
@@ -345,11 +371,12 @@ def run_batch(
         dg = digests[bid]
         if dg in first_of:
             if bid not in done:
-                dup_rows.append({"id": bid, "path": p, "digest": dg, "duplicate_of": first_of[dg]})
+                dup = {"id": bid, "ticket": ticket_of(p), "path": p, "digest": dg}
+                dup_rows.append(dup | {"duplicate_of": first_of[dg]})
             continue
         first_of[dg] = bid
         if bid not in done:
-            todo.append((bid, p))
+            todo.append((bid, p, str(out / "reports") if reports else None))
     progress = Progress(total=len(todo), start=time.monotonic(), tty=sys.stderr.isatty())
     sys.stderr.write(
         f"{len(tasks)} bundles: {len(done)} already analysed, {len(dup_rows)} duplicates, {len(todo)} to analyse\n"
@@ -420,7 +447,7 @@ def assemble(out: Path, csv: bool = False) -> dict[str, Any]:
     tags = sorted(
         f.name[len("bundles-") : -len(".parquet")] for f in parts.glob("bundles-*.parquet")
     )
-    tables = {}
+    tables: dict[str, pl.DataFrame] = {}
     for name, schema in (
         ("bundles", BUNDLE_SCHEMA),
         ("nodes", NODE_SCHEMA),
@@ -432,7 +459,11 @@ def assemble(out: Path, csv: bool = False) -> dict[str, Any]:
         ]
         frame = pl.scan_parquet(files).collect() if files else pl.DataFrame(schema=schema)
         if name == "bundles":
-            frame = _fill_duplicates(frame.unique("id", keep="last").sort("id"))
+            frame = frame.unique("id", keep="last").sort("id")
+            frame = _fill_duplicates(_content_duplicates(frame))
+        else:  # a copy found by content was analysed too: its rows would count it twice
+            copies = tables["bundles"].filter(pl.col("duplicate_of").is_not_null())["id"]
+            frame = frame.filter(~pl.col("bundle_id").is_in(copies.implode()))
         tables[name] = frame
         _write_atomic(frame, out / f"{name}.parquet")
         if csv:
@@ -448,6 +479,19 @@ def write_summary(out: Path) -> Path:
     from analyzer.rules.loader import load_ruleset
 
     bundles = pl.read_parquet(out / "bundles.parquet")
+    # tables of an older run lack the newer columns; a report link needs its file
+    bundles = bundles.with_columns(
+        pl.lit(None, dtype).alias(c)
+        for c, dtype in BUNDLE_SCHEMA.items()
+        if c not in bundles.columns
+    )
+    bundles = bundles.with_columns(
+        pl.Series(
+            "report",
+            [r if r and (out / r).is_file() else None for r in bundles["report"]],
+            dtype=pl.String,
+        )
+    )
     findings = pl.read_parquet(out / "findings.parquet")
     unexplained = pl.read_parquet(out / "unexplained.parquet")
     html = render_summary(bundles, findings, unexplained, sorted(load_ruleset().rules))
@@ -458,11 +502,31 @@ def write_summary(out: Path) -> Path:
     return path
 
 
+def _content_duplicates(frame: pl.DataFrame) -> pl.DataFrame:
+    """Bundles with the same files (renamed, re-zipped, other member times) are duplicates of
+    the first of them by id; copies of a copy then point at that first one too."""
+    first = (
+        frame.filter(pl.col("duplicate_of").is_null() & pl.col("content_digest").is_not_null())
+        .group_by("content_digest")
+        .agg(pl.col("id").min().alias("_first"), pl.col("id").alias("_ids"))
+        .explode("_ids")
+        .filter(pl.col("_ids") != pl.col("_first"))
+    )
+    moved = dict(zip(first["_ids"].to_list(), first["_first"].to_list(), strict=True))
+    if not moved:
+        return frame
+    return frame.with_columns(
+        pl.when(pl.col("id").is_in(list(moved)))
+        .then(pl.col("id").replace_strict(moved, default=None))
+        .otherwise(pl.col("duplicate_of").replace(moved))
+        .alias("duplicate_of")
+    )
+
+
 def _fill_duplicates(frame: pl.DataFrame) -> pl.DataFrame:
     """A duplicate's row carries the verdict of the copy that was analysed (not its findings)."""
-    copied = [
-        c for c in BUNDLE_SCHEMA if c not in ("id", "path", "digest", "duplicate_of", "duration_s")
-    ]
+    own = ("id", "ticket", "path", "digest", "duplicate_of", "duration_s")
+    copied = [c for c in BUNDLE_SCHEMA if c not in own]
     originals = frame.filter(pl.col("duplicate_of").is_null()).select(
         pl.col("id").alias("duplicate_of"), *[pl.col(c).alias(f"_o_{c}") for c in copied]
     )

@@ -264,9 +264,10 @@ def test_content_digest_ignores_names_and_container(tmp_path, ruleset):
 
 
 SUMMARY_PROBE = (
-    "(function(){var out={dialogs:0,errors:[]};"
+    "(function(){var out={dialogs:0,errors:[],csp:[]};"
     "window.alert=window.confirm=window.prompt=function(){out.dialogs++;};"
     "window.addEventListener('error',function(e){out.errors.push(String(e.message));});"
+    "document.addEventListener('securitypolicyviolation',function(e){out.csp.push(e.violatedDirective);});"
     "window.addEventListener('load',function(){"
     "var segs=[].slice.call(document.querySelectorAll('figure.plot rect.seg'));"
     "out.plots=document.querySelectorAll('figure.plot svg').length;out.segments=segs.length;"
@@ -285,30 +286,48 @@ SUMMARY_PROBE = (
 )
 
 
-def test_summary_in_browser(batch_out, tmp_path):
-    """Headless Chromium: the plots draw bars, every anchor has its section, a click on a count
-    opens its tickets, report links open a report, and the markup in a ticket name stays text
-    (checked with the CSP removed: escaping alone must hold)."""
+def _browser_probe(batch_out: Path, keep_csp: bool) -> dict:
+    """Load summary.html with the probe (allowed by its hash when the CSP is kept)."""
+    import base64
+    import hashlib
     import html as htmlmod
     import json
     import re
 
-    from test_report_browser import ARTIFACTS, CHROMIUM, _run
+    from test_report_browser import _run
 
-    if CHROMIUM is None:
-        pytest.skip("chromium not installed (apt-get install chromium; .ci/run installs it)")
     page = (batch_out / "summary.html").read_text(encoding="utf-8")
-    page = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page)
+    if keep_csp:
+        digest = base64.b64encode(hashlib.sha256(SUMMARY_PROBE.encode()).digest()).decode()
+        page = page.replace(
+            "default-src 'none';", f"default-src 'none'; script-src 'sha256-{digest}';", 1
+        )
+    else:
+        page = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page)
     page = page.replace(
         '<meta charset="utf-8">', f'<meta charset="utf-8"><script>{SUMMARY_PROBE}</script>', 1
     )
     probe = batch_out / "probe.html"  # beside the tables, so that reports/ links resolve
     probe.write_text(page, encoding="utf-8")
-    res = _run(probe, "--window-size=1280,900", "--virtual-time-budget=3000", "--dump-dom")
-    probe.unlink()
+    try:
+        res = _run(probe, "--window-size=1280,900", "--virtual-time-budget=3000", "--dump-dom")
+    finally:
+        probe.unlink()
     m = re.search(r'data-probe="([^"]*)"', res.stdout)
     assert m, f"probe did not report: {res.stderr[-500:]}"
-    out = json.loads(htmlmod.unescape(m.group(1)))
+    return json.loads(htmlmod.unescape(m.group(1)))
+
+
+def test_summary_in_browser(batch_out):
+    """Headless Chromium: the plots draw bars, every anchor has its section, a click on a count
+    opens its tickets, report links open a report, nothing breaks the CSP, and the markup in a
+    ticket name stays text (also with the CSP removed: escaping alone must hold)."""
+    from test_report_browser import ARTIFACTS, CHROMIUM, _run
+
+    if CHROMIUM is None:
+        pytest.skip("chromium not installed (apt-get install chromium; .ci/run installs it)")
+    assert _browser_probe(batch_out, keep_csp=True)["csp"] == []
+    out = _browser_probe(batch_out, keep_csp=False)
     assert out["errors"] == [] and out["resources"] == [], out
     assert out["plots"] == 2 and out["segments"] >= 4 and out["drawn"] == out["segments"], out
     assert out["links"] > 20 and out["broken"] == [], out
@@ -324,3 +343,26 @@ def test_summary_in_browser(batch_out, tmp_path):
     shot = ARTIFACTS / "batch-summary.png"
     _run(batch_out / "summary.html", "--window-size=1280,2400", f"--screenshot={shot}")
     assert shot.is_file() and shot.stat().st_size > 10_000
+
+
+def test_a_copy_of_a_copy_points_at_the_analysed_bundle():
+    """B holds A's files re-packed (found by content after analysis); C is B byte for byte
+    (skipped before analysis, pointing at B): both end up copies of A, with A's verdict."""
+    from analyzer.batch import BUNDLE_SCHEMA, _content_duplicates, _fill_duplicates, _frame
+
+    rows = [
+        {"id": "A", "digest": "d1", "content_digest": "c", "category": "rbac-patch-forbidden"},
+        {"id": "B", "digest": "d2", "content_digest": "c", "category": "rbac-patch-forbidden"},
+        {"id": "C", "digest": "d2", "duplicate_of": "B"},
+        {"id": "D", "digest": "d3", "content_digest": "other", "category": "healthy"},
+        {"id": "E", "digest": "d4", "error": "corrupt gzip archive"},
+    ]
+    frame = _fill_duplicates(_content_duplicates(_frame(rows, BUNDLE_SCHEMA)))
+    got = {r["id"]: (r["duplicate_of"], r["category"]) for r in frame.to_dicts()}
+    assert got == {
+        "A": (None, "rbac-patch-forbidden"),
+        "B": ("A", "rbac-patch-forbidden"),
+        "C": ("A", "rbac-patch-forbidden"),
+        "D": (None, "healthy"),
+        "E": (None, None),
+    }

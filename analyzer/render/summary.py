@@ -70,10 +70,15 @@ def render_summary(
             pl.col("count").sum().alias("lines"),
             pl.col("bundle_id").n_unique().alias("bundles"),
             pl.col("example").first(),
+            pl.col("bundle_id").alias("ids"),
         )
         .sort(["bundles", "lines", "template"], descending=[True, True, False])
         .head(50)
     )
+    template_drills = [
+        grids.drill(f"ut-{i}", f"unexplained error line {t}", ids)
+        for i, (t, ids) in enumerate(templates.select("template", "ids").iter_rows())
+    ]
     errors = (
         bundles.filter(pl.col("error").is_not_null())
         .select("id", "ticket", "error")
@@ -105,11 +110,13 @@ def render_summary(
         never=[r for r in all_rules if r not in fired],
         grids=grid_list,
         plots={g.key: plots.stacked_bars(g) for g in grid_list[:2]},
-        trend=trends.trends(by_month),
-        drills=[d for g in grid_list for d in g.drills] + [r.drill for r in undated + unversioned],
+        trends=[t for t in (trends.trends(by_month), trends.trends(by_rule_month)) if t],
+        drills=[d for g in grid_list for d in g.drills]
+        + [r.drill for r in undated + unversioned]
+        + template_drills,
         refs=_ticket_refs(tickets),
         ranked=_rows(ranked),
-        templates=_rows(templates),
+        templates=list(zip(_rows(templates.drop("ids")), template_drills, strict=True)),
         errors=_rows(errors),
         max_category=max((r.total.count for r in by_month.rows), default=1),
     )

@@ -27,6 +27,12 @@ class Drill:
     total: int
 
 
+def drill(anchor: str, title: str, ids: list[str]) -> Drill:
+    """The sorted distinct ids behind a count, at most DRILL_CAP of them listed."""
+    ids = sorted(set(ids))
+    return Drill(anchor, title, tuple(ids[:DRILL_CAP]), len(ids))
+
+
 @dataclass(frozen=True)
 class Cell:
     count: int
@@ -98,9 +104,8 @@ def build_grid(
     def cell(ids: list[str], anchor: str, what: str) -> Cell:
         if not ids:
             return Cell(0, 0.0, None)
-        ids = sorted(set(ids))
-        drills.append(Drill(anchor, what, tuple(ids[:DRILL_CAP]), len(ids)))
-        return Cell(len(ids), len(ids) / max(base, 1), anchor)
+        drills.append(drill(anchor, what, ids))
+        return Cell(drills[-1].total, drills[-1].total / max(base, 1), anchor)
 
     by_cell = {(r, c): ids for r, c, ids in pairs.group_by("row", "col").agg("id").iter_rows()}
     by_row = {r: ids for r, ids in pairs.group_by("row").agg("id").iter_rows()}

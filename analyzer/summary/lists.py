@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analyzer.summary.grids import DRILL_CAP, Drill
+from analyzer.summary.grids import DRILL_CAP, Drill, drill
 
 
 @dataclass(frozen=True)
@@ -29,12 +29,12 @@ def reasons(tickets: pl.DataFrame, column: str, key: str) -> tuple[Reason, ...]:
     groups = (
         tickets.filter(pl.col(column).is_not_null())
         .group_by(column)
-        .agg(pl.col("id").sort())
+        .agg("id")
         .with_columns(pl.col("id").list.len().alias("n"))
         .sort(["n", column], descending=[True, False])
     )
     return tuple(
-        Reason(why, Drill(f"{key}-{i}", why, tuple(ids[:DRILL_CAP]), len(ids)))
+        Reason(why, drill(f"{key}-{i}", why, ids))
         for i, (why, ids, _n) in enumerate(groups.iter_rows())
     )
 

@@ -19,6 +19,7 @@ class Trend:
 
 @dataclass(frozen=True)
 class Trends:
+    what: str  # the grid's row name: category, rule
     before: str
     after: str
     rows: tuple[Trend, ...]  # grown first, by how much
@@ -44,4 +45,4 @@ def trends(grid: Grid) -> Trends | None:
         if r.cells[a].count or r.cells[b].count
     ]
     rows.sort(key=lambda t: (-(t.after - t.before), -(t.after_share - t.before_share), t.label))
-    return Trends(grid.columns[b], grid.columns[a], tuple(rows))
+    return Trends(grid.row_name, grid.columns[b], grid.columns[a], tuple(rows))

@@ -123,6 +123,8 @@ def test_undated_and_unversioned_reasons(batch_out):
     assert lone["collected_at"] is None and lone["hami_version"] is None
     assert lone["undated_reason"].startswith("log times without a year")
     assert "no register annotation or handshake" in lone["unversioned_reason"]
+    report = (batch_out / lone["report"]).read_text()  # the ticket's report says it too
+    assert f"missing: {lone['undated_reason']}" in report
     for t in ("T-100", "T-101", HOSTILE):  # a Node object's heartbeats date the bundle
         assert b[t]["collected_at"] is not None and b[t]["undated_reason"] is None
     assert b["T-100"]["hami_version"] and b["T-100"]["unversioned_reason"] is None

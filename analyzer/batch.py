@@ -457,7 +457,15 @@ def assemble(out: Path, csv: bool = False) -> dict[str, Any]:
         files = [
             parts / f"{name}-{t}.parquet" for t in tags if (parts / f"{name}-{t}.parquet").exists()
         ]
-        frame = pl.scan_parquet(files).collect() if files else pl.DataFrame(schema=schema)
+        # parts written by an older version may lack newer columns: they read as null
+        frame = (
+            _conform(
+                pl.concat([pl.scan_parquet(f) for f in files], how="diagonal_relaxed").collect(),
+                schema,
+            )
+            if files
+            else pl.DataFrame(schema=schema)
+        )
         if name == "bundles":
             frame = frame.unique("id", keep="last").sort("id")
             frame = _fill_duplicates(_content_duplicates(frame))
@@ -474,18 +482,19 @@ def assemble(out: Path, csv: bool = False) -> dict[str, Any]:
     return {k: v.height for k, v in tables.items()}
 
 
+def _conform(frame: pl.DataFrame, schema: dict) -> pl.DataFrame:
+    """The schema's columns in its order; those missing (tables of an older run) as null."""
+    return frame.with_columns(
+        pl.lit(None, dtype).alias(c) for c, dtype in schema.items() if c not in frame.columns
+    ).select(list(schema))
+
+
 def write_summary(out: Path) -> Path:
     from analyzer.render.summary import render_summary
     from analyzer.rules.loader import load_ruleset
 
-    bundles = pl.read_parquet(out / "bundles.parquet")
-    # tables of an older run lack the newer columns; a report link needs its file
-    bundles = bundles.with_columns(
-        pl.lit(None, dtype).alias(c)
-        for c, dtype in BUNDLE_SCHEMA.items()
-        if c not in bundles.columns
-    )
-    bundles = bundles.with_columns(
+    bundles = _conform(pl.read_parquet(out / "bundles.parquet"), BUNDLE_SCHEMA)
+    bundles = bundles.with_columns(  # a report link needs its file
         pl.Series(
             "report",
             [r if r and (out / r).is_file() else None for r in bundles["report"]],

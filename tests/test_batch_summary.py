@@ -368,3 +368,20 @@ def test_a_copy_of_a_copy_points_at_the_analysed_bundle():
         "D": (None, "healthy"),
         "E": (None, None),
     }
+
+
+def test_resume_over_parts_of_an_older_version(tmp_path):
+    """Parts written before the new columns existed are read with those columns empty."""
+    root = tmp_path / "t"
+    shutil.copytree(SAMPLES / "healthy-single-gpu" / "bundle", root / "T-100")
+    out = tmp_path / "o"
+    assert runner.invoke(app, ["batch", str(root), "--out", str(out), "--jobs", "1"]).exit_code == 0
+    new = ["ticket", "content_digest", "undated_reason", "unversioned_reason", "report"]
+    (part,) = (out / "parts").glob("bundles-*.parquet")
+    pl.read_parquet(part).drop(new).write_parquet(part)
+    shutil.copytree(SAMPLES / "rbac-patch-forbidden" / "bundle", root / "T-101")
+    res = runner.invoke(app, ["batch", str(root), "--out", str(out), "--jobs", "1"])
+    assert res.exit_code == 0, res.output
+    b = {Path(r["id"]).name: r for r in pl.read_parquet(out / "bundles.parquet").to_dicts()}
+    assert b["T-100"]["ticket"] is None and b["T-100"]["category"] == "healthy"
+    assert b["T-101"]["ticket"] == "T-101" and b["T-101"]["content_digest"]

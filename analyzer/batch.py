@@ -23,7 +23,7 @@ from typing import Any
 import polars as pl
 import regex
 
-from analyzer.summary.tickets import report_name, ticket_of
+from analyzer.summary.tickets import report_names, ticket_of
 
 PART_ROWS = int(os.environ.get("HAMI_BATCH_PART_ROWS", "200"))  # bundles per part file
 BUNDLE_TIMEOUT = 300  # seconds one bundle may take before it is recorded as an error
@@ -175,7 +175,7 @@ def _alarm(_sig, _frame):
 
 def analyze_one(task: tuple[str, str] | tuple[str, str, str | None]) -> dict[str, Any]:
     """Analyse one bundle; never raises. Returns the row, finding rows, unexplained lines.
-    A third task element names the folder where the bundle's HTML report is written."""
+    A third task element names the file where the bundle's HTML report is written."""
     from analyzer.analyze import analyze_parsed, load_bundle
     from analyzer.errors import AnalyzerError
 
@@ -211,7 +211,7 @@ def analyze_one(task: tuple[str, str] | tuple[str, str, str | None]) -> dict[str
             content_digest=bundle.content_digest,
         )
         if reports:
-            row["report"] = _write_report(report, Path(reports), row["ticket"], bundle_id)
+            row["report"] = _write_report(report, Path(reports))
         for n in report.nodes:
             nodes.append(
                 {
@@ -254,16 +254,15 @@ def analyze_one(task: tuple[str, str] | tuple[str, str, str | None]) -> dict[str
     return {"row": row, "nodes": nodes, "findings": findings, "unexplained": unexplained}
 
 
-def _write_report(report, folder: Path, ticket: str, bundle_id: str) -> str:
+def _write_report(report, path: Path) -> str:
     """The bundle's HTML report in OUT/reports/; returns its path relative to OUT."""
     from analyzer.render.html import render_html
 
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / report_name(ticket, bundle_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(render_html(report), encoding="utf-8")
     tmp.replace(path)
-    return f"{folder.name}/{path.name}"
+    return f"{path.parent.name}/{path.name}"
 
 
 def _unexplained(bundle_id: str, bundle) -> list[dict[str, Any]]:
@@ -366,6 +365,7 @@ def run_batch(
     # identical bundles are analysed once; their rows point at the first copy
     digests = {bid: bundle_digest(Path(p)) for bid, p in tasks}
     first_of: dict[str, str] = {}
+    report_of = {bid: str(out / "reports" / n) for bid, n in report_names(tasks).items()}
     dup_rows, todo = [], []
     for bid, p in tasks:
         dg = digests[bid]
@@ -376,7 +376,7 @@ def run_batch(
             continue
         first_of[dg] = bid
         if bid not in done:
-            todo.append((bid, p, str(out / "reports") if reports else None))
+            todo.append((bid, p, report_of[bid] if reports else None))
     progress = Progress(total=len(todo), start=time.monotonic(), tty=sys.stderr.isatty())
     sys.stderr.write(
         f"{len(tasks)} bundles: {len(done)} already analysed, {len(dup_rows)} duplicates, {len(todo)} to analyse\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from pathlib import PurePath
 from urllib.parse import quote
 
@@ -25,19 +26,26 @@ def ticket_of(path: str) -> str:
     return name
 
 
-def report_name(ticket: str, bundle_id: str) -> str:
-    """`<ticket>.html` when the ticket is plain; otherwise a sanitised name made unique by a hash
-    of the bundle id (a ticket name is untrusted: no path, no markup, no leading dot).
+def report_names(tasks: list[tuple[str, str]]) -> dict[str, str]:
+    """Report file name of each (bundle id, path): `<ticket>.html` when the ticket is plain and
+    no other bundle of the batch has the same ticket; otherwise a sanitised name made unique by a
+    hash of the bundle id (a ticket name is untrusted: no path, no markup, no leading dot).
 
-    >>> report_name("T-1042", "/t/T-1042.tgz")
-    'T-1042.html'
-    >>> report_name("../<b>x", "/t/../<b>x")
-    '__b_x-a1057db0.html'
+    >>> report_names([("/t/T-1.tgz", "/t/T-1.tgz"), ("/t/../<b>x", "/t/../<b>x")])
+    {'/t/T-1.tgz': 'T-1.html', '/t/../<b>x': '_b_x-a1057db0.html'}
+    >>> a, b = report_names([("/a/T-2", "/a/T-2"), ("/b/T-2.zip", "/b/T-2.zip")]).values()
+    >>> a != b and a.startswith("T-2-") and b.startswith("T-2-")
+    True
     """
-    safe = _UNSAFE.sub("_", ticket)[:80].lstrip(".") or "ticket"
-    if safe != ticket:
-        safe += "-" + hashlib.sha256(bundle_id.encode()).hexdigest()[:8]
-    return safe + ".html"
+    tickets = {bid: ticket_of(path) for bid, path in tasks}
+    seen = Counter(tickets.values())
+    names = {}
+    for bid, ticket in tickets.items():
+        safe = _UNSAFE.sub("_", ticket)[:80].lstrip(".") or "ticket"
+        if safe != ticket or seen[ticket] > 1:
+            safe += "-" + hashlib.sha256(bid.encode()).hexdigest()[:8]
+        names[bid] = safe + ".html"
+    return names
 
 
 _REPORT_PATH = re.compile(r"reports/[A-Za-z0-9._-]+\.html")

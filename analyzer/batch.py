@@ -134,7 +134,9 @@ def _looks_like_bundle(p: Path) -> bool:
 
 
 def bundle_digest(p: Path) -> str:
-    """Content digest of a bundle path (folder: names and contents of its files)."""
+    """Fast digest of a bundle path: a folder's file names and contents, an archive's bytes (not
+    its name: the same archive under two names is one bundle). Same files re-packed are found
+    after analysis by `content_digest`."""
     h = hashlib.sha256()
     try:
         files = (
@@ -143,7 +145,8 @@ def bundle_digest(p: Path) -> str:
             else [p]
         )
         for f in files:
-            h.update(str(f.relative_to(p) if p.is_dir() else f.name).encode())
+            if p.is_dir():
+                h.update(str(f.relative_to(p)).encode())
             with f.open("rb") as fh:
                 while chunk := fh.read(1 << 20):
                     h.update(chunk)

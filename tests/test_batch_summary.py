@@ -36,7 +36,8 @@ def _files(sample: str) -> list[Path]:
 def batch_out(tmp_path_factory) -> Path:
     """T-100 healthy, T-101 RBAC, T-102/T-103 the RBAC files re-packed (tar.gz, zip with other
     member times), T-104 a byte copy of T-100, T-105 a lone device-plugin log (undated,
-    unversioned), and a ticket whose name is markup (no GPU label)."""
+    unversioned), T-106 the archive T-102 under another name, and a ticket whose name is markup
+    (no GPU label)."""
     root = tmp_path_factory.mktemp("tickets")
     shutil.copytree(SAMPLES / "healthy-single-gpu" / "bundle", root / "T-100")
     shutil.copytree(SAMPLES / "rbac-patch-forbidden" / "bundle", root / "T-101")
@@ -50,6 +51,7 @@ def batch_out(tmp_path_factory) -> Path:
         for f in _files("rbac-patch-forbidden"):
             zf.writestr(zipfile.ZipInfo(f"x/{f.name}", (2019, 3, 4, 5, 6, 8)), f.read_bytes())
     shutil.copytree(root / "T-100", root / "T-104")
+    shutil.copy(root / "T-102.tgz", root / "T-106.tgz")
     shutil.copytree(SAMPLES / "runtime-runc-default" / "bundle", root / "T-105")
     (root / "T-105" / "containerd-config.toml").unlink()
     shutil.copytree(SAMPLES / "no-gpu-label" / "bundle", root / HOSTILE)
@@ -103,10 +105,12 @@ def _page(out: Path) -> tuple[str, _Links]:
 
 def test_tickets_and_duplicates_by_content(batch_out):
     b = _bundles(batch_out)
-    assert set(b) == {"T-100", "T-101", "T-102", "T-103", "T-104", "T-105", HOSTILE}
+    assert set(b) == {"T-100", "T-101", "T-102", "T-103", "T-104", "T-105", "T-106", HOSTILE}
     ids = {r["id"]: t for t, r in b.items()}
     dup = {t: ids[r["duplicate_of"]] for t, r in b.items() if r["duplicate_of"]}
-    assert dup == {"T-102": "T-101", "T-103": "T-101", "T-104": "T-100"}
+    assert dup == {"T-102": "T-101", "T-103": "T-101", "T-104": "T-100", "T-106": "T-101"}
+    # the same archive under another name is skipped before analysis (no duration)
+    assert b["T-106"]["digest"] == b["T-102"]["digest"] and b["T-106"]["duration_s"] is None
     assert (
         b["T-102"]["content_digest"] == b["T-101"]["content_digest"] != b["T-100"]["content_digest"]
     )

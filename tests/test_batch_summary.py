@@ -21,7 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from analyzer.cli import app
-from analyzer.summary import grids, plots, trends
+from analyzer.summary import grids, lists, plots, trends
 from conftest import SAMPLES
 
 runner = CliRunner()
@@ -116,6 +116,10 @@ def test_tickets_and_duplicates_by_content(batch_out):
     )
     assert b["T-102"]["digest"] != b["T-101"]["digest"]  # not the same bytes: found by content
     assert b["T-103"]["category"] == "rbac-patch-forbidden"  # a copy carries the verdict
+    how = {
+        d.ticket: d.how for d in lists.duplicates(pl.read_parquet(batch_out / "bundles.parquet"))
+    }
+    assert how["T-104"] == "identical bytes" and how["T-102"].startswith("same files")
     findings = pl.read_parquet(batch_out / "findings.parquet")
     counted = set(findings.filter(pl.col("rule_id") == "rbac-patch-forbidden")["bundle_id"])
     assert counted == {b["T-101"]["id"]}, "a copy's findings would count the ticket twice"

@@ -29,7 +29,6 @@ def _ticket_refs(tickets: pl.DataFrame) -> dict[str, dict]:
             "rule_id": r["rule_id"],
             "version": r["version"],
             "month": r["month"],
-            "path": r["path"],
         }
         for r in tickets.iter_rows(named=True)
     }
@@ -99,6 +98,7 @@ def render_summary(
         total=bundles.height,
         analysed=tickets.height,
         duplicates=lists.duplicates(bundles),
+        n_duplicates=bundles.height - analysed.height,
         failed=analysed.height - analysed.filter(pl.col("error").is_null()).height,
         with_fault=tickets.filter(pl.col("n_faults") > 0).height,
         undated=undated,

@@ -18,7 +18,6 @@ class Reason:
 
 @dataclass(frozen=True)
 class Duplicate:
-    id: str
     ticket: str
     original: str  # bundle id of the analysed copy
     how: str
@@ -48,10 +47,9 @@ def duplicates(bundles: pl.DataFrame) -> tuple[Duplicate, ...]:
     )
     return tuple(
         Duplicate(
-            r["id"],
             r["ticket"] or r["id"],
             r["duplicate_of"],
-            "identical file"
+            "identical bytes"
             if r["digest"] == r["_od"]
             else "same files under another name or packing",
         )

@@ -103,16 +103,15 @@ def missing_clues(
 
     >>> missing_clues(None, None, [], ["nvcr.io/nvidia/k8s-device-plugin:v0.17.0"])
     'no HAMi image or helm tag, no version-specific log line, no register annotation or handshake'
+    >>> missing_clues(None, None, [("latest", "values.yaml:3")], [])[:41]
+    'HAMi image tag without a version (latest)'
     """
-    parts = []
-    tags = [t for t, _ in helm_tags] + [
-        i for i in images if _HAMI_IMAGE_RE.search(i) or "hami" in i
-    ]
-    parts.append(
-        f"HAMi image tag without a version ({', '.join(sorted(set(tags))[:2])})"
+    tags = [t for t, _ in helm_tags] + [i for i in images if "hami" in i.lower()]
+    parts = [
+        f"HAMi image tag without a version ({', '.join(t[:60] for t in sorted(set(tags))[:2])})"
         if tags
         else "no HAMi image or helm tag"
-    )
+    ]
     parts.append("no version-specific log line")
     if register is None and handshake is None:
         parts.append("no register annotation or handshake")

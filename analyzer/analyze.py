@@ -66,9 +66,11 @@ def analyze_parsed(bundle: ParsedBundle, ruleset: RuleSet, node: str | None = No
     return build_report(bundle, reports, ruleset)
 
 
-def load_bundle(inputs: list[str], ruleset: RuleSet, limits: Limits | None = None) -> ParsedBundle:
+def load_bundle(
+    inputs: list[str], ruleset: RuleSet, limits: Limits | None = None, content: bool = False
+) -> ParsedBundle:
     """Read and parse the inputs; nothing analysable is a BundleError."""
-    bundle = parse_bundle(inputs, ruleset.catalogue, matcher_for(ruleset), limits)
+    bundle = parse_bundle(inputs, ruleset.catalogue, matcher_for(ruleset), limits, content)
     check_analysable(bundle)
     return bundle
 

@@ -23,13 +23,17 @@ from typing import Any
 import polars as pl
 import regex
 
+from analyzer.summary.tickets import report_names, ticket_of
+
 PART_ROWS = int(os.environ.get("HAMI_BATCH_PART_ROWS", "200"))  # bundles per part file
 BUNDLE_TIMEOUT = 300  # seconds one bundle may take before it is recorded as an error
 UNEXPLAINED_LINES = 200  # unmatched error lines taken from one bundle
 BUNDLE_SCHEMA = {
     "id": pl.String,
+    "ticket": pl.String,
     "path": pl.String,
     "digest": pl.String,
+    "content_digest": pl.String,
     "duplicate_of": pl.String,
     "nodes": pl.String,
     "hami_version": pl.String,
@@ -41,6 +45,9 @@ BUNDLE_SCHEMA = {
     "n_findings": pl.Int64,
     "n_not_evaluated": pl.Int64,
     "collected_at": pl.Datetime("us", "UTC"),
+    "undated_reason": pl.String,
+    "unversioned_reason": pl.String,
+    "report": pl.String,
     "duration_s": pl.Float64,
     "error": pl.String,
 }
@@ -127,7 +134,9 @@ def _looks_like_bundle(p: Path) -> bool:
 
 
 def bundle_digest(p: Path) -> str:
-    """Content digest of a bundle path (folder: names and contents of its files)."""
+    """Fast digest of a bundle path: a folder's file names and contents, an archive's bytes (not
+    its name: the same archive under two names is one bundle). Same files re-packed are found
+    after analysis by `content_digest`."""
     h = hashlib.sha256()
     try:
         files = (
@@ -136,7 +145,8 @@ def bundle_digest(p: Path) -> str:
             else [p]
         )
         for f in files:
-            h.update(str(f.relative_to(p) if p.is_dir() else f.name).encode())
+            if p.is_dir():
+                h.update(str(f.relative_to(p)).encode())
             with f.open("rb") as fh:
                 while chunk := fh.read(1 << 20):
                     h.update(chunk)
@@ -166,14 +176,15 @@ def _alarm(_sig, _frame):
     raise _Timeout
 
 
-def analyze_one(task: tuple[str, str]) -> dict[str, Any]:
-    """Analyse one bundle; never raises. Returns the row, finding rows, unexplained lines."""
-    from analyzer.analyze import analyze
+def analyze_one(task: tuple[str, str] | tuple[str, str, str | None]) -> dict[str, Any]:
+    """Analyse one bundle; never raises. Returns the row, finding rows, unexplained lines.
+    A third task element names the file where the bundle's HTML report is written."""
+    from analyzer.analyze import analyze_parsed, load_bundle
     from analyzer.errors import AnalyzerError
 
-    bundle_id, path = task
+    bundle_id, path, reports = (*task, None)[:3]
     start = time.perf_counter()
-    row: dict[str, Any] = {"id": bundle_id, "path": path}
+    row: dict[str, Any] = {"id": bundle_id, "ticket": ticket_of(path), "path": path}
     nodes: list[dict[str, Any]] = []
     findings: list[dict[str, Any]] = []
     unexplained: list[dict[str, Any]] = []
@@ -184,7 +195,8 @@ def analyze_one(task: tuple[str, str]) -> dict[str, Any]:
         if ruleset is None:
             _init_worker()
             ruleset = _RULESET
-        bundle, report = analyze([path], ruleset)
+        bundle = load_bundle([path], ruleset, content=True)
+        report = analyze_parsed(bundle, ruleset)
         d = report.worst
         row.update(
             nodes=",".join(x.node or "" for x in report.nodes),
@@ -197,7 +209,12 @@ def analyze_one(task: tuple[str, str]) -> dict[str, Any]:
             n_findings=sum(len(n.all_findings()) for n in report.nodes),
             n_not_evaluated=len(d.not_evaluated),
             collected_at=d.clock.collected_at,
+            undated_reason=d.clock.missing if d.clock.collected_at is None else None,
+            unversioned_reason=d.version.missing if d.version.range is None else None,
+            content_digest=bundle.content_digest,
         )
+        if reports:
+            row["report"] = _write_report(report, Path(reports))
         for n in report.nodes:
             nodes.append(
                 {
@@ -238,6 +255,17 @@ def analyze_one(task: tuple[str, str]) -> dict[str, Any]:
         signal.signal(signal.SIGALRM, old)
     row["duration_s"] = time.perf_counter() - start
     return {"row": row, "nodes": nodes, "findings": findings, "unexplained": unexplained}
+
+
+def _write_report(report, path: Path) -> str:
+    """The bundle's HTML report in OUT/reports/; returns its path relative to OUT."""
+    from analyzer.render.html import render_html
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(render_html(report), encoding="utf-8")
+    tmp.replace(path)
+    return f"{path.parent.name}/{path.name}"
 
 
 def _unexplained(bundle_id: str, bundle) -> list[dict[str, Any]]:
@@ -325,7 +353,7 @@ def bundle_ids(paths: list[Path]) -> Iterator[tuple[str, str]]:
 
 
 def run_batch(
-    inputs: list[str], out: Path, jobs: int | None, force: bool, csv: bool
+    inputs: list[str], out: Path, jobs: int | None, force: bool, csv: bool, reports: bool = False
 ) -> dict[str, Any]:
     from multiprocessing import get_context
 
@@ -340,16 +368,18 @@ def run_batch(
     # identical bundles are analysed once; their rows point at the first copy
     digests = {bid: bundle_digest(Path(p)) for bid, p in tasks}
     first_of: dict[str, str] = {}
+    report_of = {bid: str(out / "reports" / n) for bid, n in report_names(tasks).items()}
     dup_rows, todo = [], []
     for bid, p in tasks:
         dg = digests[bid]
         if dg in first_of:
             if bid not in done:
-                dup_rows.append({"id": bid, "path": p, "digest": dg, "duplicate_of": first_of[dg]})
+                dup = {"id": bid, "ticket": ticket_of(p), "path": p, "digest": dg}
+                dup_rows.append(dup | {"duplicate_of": first_of[dg]})
             continue
         first_of[dg] = bid
         if bid not in done:
-            todo.append((bid, p))
+            todo.append((bid, p, report_of[bid] if reports else None))
     progress = Progress(total=len(todo), start=time.monotonic(), tty=sys.stderr.isatty())
     sys.stderr.write(
         f"{len(tasks)} bundles: {len(done)} already analysed, {len(dup_rows)} duplicates, {len(todo)} to analyse\n"
@@ -420,7 +450,7 @@ def assemble(out: Path, csv: bool = False) -> dict[str, Any]:
     tags = sorted(
         f.name[len("bundles-") : -len(".parquet")] for f in parts.glob("bundles-*.parquet")
     )
-    tables = {}
+    tables: dict[str, pl.DataFrame] = {}
     for name, schema in (
         ("bundles", BUNDLE_SCHEMA),
         ("nodes", NODE_SCHEMA),
@@ -430,9 +460,21 @@ def assemble(out: Path, csv: bool = False) -> dict[str, Any]:
         files = [
             parts / f"{name}-{t}.parquet" for t in tags if (parts / f"{name}-{t}.parquet").exists()
         ]
-        frame = pl.scan_parquet(files).collect() if files else pl.DataFrame(schema=schema)
+        # parts written by an older version may lack newer columns: they read as null
+        frame = (
+            _conform(
+                pl.concat([pl.scan_parquet(f) for f in files], how="diagonal_relaxed").collect(),
+                schema,
+            )
+            if files
+            else pl.DataFrame(schema=schema)
+        )
         if name == "bundles":
-            frame = _fill_duplicates(frame.unique("id", keep="last").sort("id"))
+            frame = frame.unique("id", keep="last").sort("id")
+            frame = _fill_duplicates(_content_duplicates(frame))
+        else:  # a copy found by content was analysed too: its rows would count it twice
+            copies = tables["bundles"].filter(pl.col("duplicate_of").is_not_null())["id"]
+            frame = frame.filter(~pl.col("bundle_id").is_in(copies.implode()))
         tables[name] = frame
         _write_atomic(frame, out / f"{name}.parquet")
         if csv:
@@ -443,11 +485,25 @@ def assemble(out: Path, csv: bool = False) -> dict[str, Any]:
     return {k: v.height for k, v in tables.items()}
 
 
+def _conform(frame: pl.DataFrame, schema: dict) -> pl.DataFrame:
+    """The schema's columns in its order; those missing (tables of an older run) as null."""
+    return frame.with_columns(
+        pl.lit(None, dtype).alias(c) for c, dtype in schema.items() if c not in frame.columns
+    ).select(list(schema))
+
+
 def write_summary(out: Path) -> Path:
     from analyzer.render.summary import render_summary
     from analyzer.rules.loader import load_ruleset
 
-    bundles = pl.read_parquet(out / "bundles.parquet")
+    bundles = _conform(pl.read_parquet(out / "bundles.parquet"), BUNDLE_SCHEMA)
+    bundles = bundles.with_columns(  # a report link needs its file
+        pl.Series(
+            "report",
+            [r if r and (out / r).is_file() else None for r in bundles["report"]],
+            dtype=pl.String,
+        )
+    )
     findings = pl.read_parquet(out / "findings.parquet")
     unexplained = pl.read_parquet(out / "unexplained.parquet")
     html = render_summary(bundles, findings, unexplained, sorted(load_ruleset().rules))
@@ -458,11 +514,31 @@ def write_summary(out: Path) -> Path:
     return path
 
 
+def _content_duplicates(frame: pl.DataFrame) -> pl.DataFrame:
+    """Bundles with the same files (renamed, re-zipped, other member times) are duplicates of
+    the first of them by id; copies of a copy then point at that first one too."""
+    first = (
+        frame.filter(pl.col("duplicate_of").is_null() & pl.col("content_digest").is_not_null())
+        .group_by("content_digest")
+        .agg(pl.col("id").min().alias("_first"), pl.col("id").alias("_ids"))
+        .explode("_ids")
+        .filter(pl.col("_ids") != pl.col("_first"))
+    )
+    moved = dict(zip(first["_ids"].to_list(), first["_first"].to_list(), strict=True))
+    if not moved:
+        return frame
+    return frame.with_columns(
+        pl.when(pl.col("id").is_in(list(moved)))
+        .then(pl.col("id").replace_strict(moved, default=None))
+        .otherwise(pl.col("duplicate_of").replace(moved))
+        .alias("duplicate_of")
+    )
+
+
 def _fill_duplicates(frame: pl.DataFrame) -> pl.DataFrame:
     """A duplicate's row carries the verdict of the copy that was analysed (not its findings)."""
-    copied = [
-        c for c in BUNDLE_SCHEMA if c not in ("id", "path", "digest", "duplicate_of", "duration_s")
-    ]
+    own = ("id", "ticket", "path", "digest", "duplicate_of", "duration_s")
+    copied = [c for c in BUNDLE_SCHEMA if c not in own]
     originals = frame.filter(pl.col("duplicate_of").is_null()).select(
         pl.col("id").alias("duplicate_of"), *[pl.col(c).alias(f"_o_{c}") for c in copied]
     )

@@ -281,6 +281,10 @@ def batch(
         bool, typer.Option("--force", help="Re-analyse bundles already in --out.")
     ] = False,
     csv: Annotated[bool, typer.Option("--csv", help="Also write the tables as CSV.")] = False,
+    reports: Annotated[
+        bool,
+        typer.Option("--reports", help="Also write each bundle's HTML report to OUT/reports/."),
+    ] = False,
     summary_only: Annotated[
         Path | None,
         typer.Option("--summary-only", help="Rebuild summary.html from the tables in DIR."),
@@ -299,7 +303,7 @@ def batch(
     missing = [i for i in inputs if not Path(i).exists()]
     if missing:
         _fail(f"{missing[0]}: no such file or directory")
-    counts = batch_mod.run_batch(list(inputs), out, jobs, force, csv)
+    counts = batch_mod.run_batch(list(inputs), out, jobs, force, csv, reports)
     typer.echo(
         f"{counts['bundles']} bundles, {counts['findings']} findings -> {out}/bundles.parquet, "
         f"{out}/findings.parquet, {out}/summary.html"

@@ -27,6 +27,7 @@ class ParsedBundle:
     logs: list[ParsedLog] = field(default_factory=list)  # every scanned (line-oriented) artefact
     member_mtimes: list[float] = field(default_factory=list)
     digest: str = ""  # of the file fingerprints: the same bundle gives the same digest
+    content_digest: str = ""  # if asked: every file's whole content, names/times/container ignored
     analysable: bool = False  # some artefact is more than junk (binary, empty, unreadable...)
 
     @property
@@ -35,13 +36,36 @@ class ParsedBundle:
 
 
 def parse_bundle(
-    inputs: list[str], catalogue: Catalogue, matcher: Matcher, limits: Limits | None = None
+    inputs: list[str],
+    catalogue: Catalogue,
+    matcher: Matcher,
+    limits: Limits | None = None,
+    content: bool = False,
 ) -> ParsedBundle:
     with open_bundle(inputs, limits) as reader:
-        return parse_files(reader, catalogue, matcher)
+        return parse_files(reader, catalogue, matcher, content)
 
 
-def parse_files(reader, catalogue: Catalogue, matcher: Matcher) -> ParsedBundle:
+def content_digest(files) -> str:
+    """The same files re-zipped, renamed or recompressed give the same digest: each file's bytes
+    (as read, archives and gzip opened) are hashed, and the sorted hashes hashed again."""
+    digests = []
+    for f in files:
+        h = hashlib.sha256()
+        try:
+            with f.path.open("rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    h.update(chunk)
+        except OSError:
+            h.update(f.fingerprint.encode())
+        digests.append(h.hexdigest())
+    return hashlib.sha256("".join(sorted(digests)).encode()).hexdigest()
+
+
+def parse_files(
+    reader, catalogue: Catalogue, matcher: Matcher, content: bool = False
+) -> ParsedBundle:
+    """`content`: also hash every file whole (`content_digest`; one more read, for batches)."""
     inv = reader.inventory
     artefacts = recognise(inv.files, catalogue, inv)
     out = ParsedBundle(inv)
@@ -50,6 +74,7 @@ def parse_files(reader, catalogue: Catalogue, matcher: Matcher) -> ParsedBundle:
     for f in sorted(inv.files, key=lambda f: f.fingerprint):
         h.update(f.fingerprint.encode())
     out.digest = h.hexdigest()
+    out.content_digest = content_digest(inv.files) if content else ""
     for a in artefacts:
         kind = catalogue.get(a.kind)
         out.analysable = out.analysable or (kind is not None and kind.family != "junk")

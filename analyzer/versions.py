@@ -82,6 +82,7 @@ class VersionInference:
     range: Range = field(default_factory=Range)
     evidence: list[VersionEvidence] = field(default_factory=list)
     conflicts: list[VersionEvidence] = field(default_factory=list)
+    missing: str | None = None  # unknown: which clues the bundle lacked (batch summary lists it)
 
     def add(self, ev: VersionEvidence) -> None:
         merged = self.range.intersect(ev.range)

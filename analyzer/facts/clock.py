@@ -18,6 +18,7 @@ class Clock:
     collected_at: dt.datetime | None
     year: int | None
     source: str  # human sentence: how the year / collection time were inferred
+    missing: str | None = None  # undated: which clues the bundle lacked (batch summary lists it)
 
 
 def parse_time(value: object) -> dt.datetime | None:
@@ -43,9 +44,17 @@ def infer_clock(
     heartbeats: list[tuple[dt.datetime, str]],
     log_times: list[tuple[dt.datetime, str]],
     member_mtimes: list[float],
+    klog_lines: bool = False,
 ) -> Clock:
     """The latest trustworthy time in the bundle: node heartbeats and handshake stamps, then
-    `kubectl --timestamps` prefixes, then archive member times."""
+    `kubectl --timestamps` prefixes, then archive member times. `klog_lines` says whether the
+    logs had times at all (without a year), which is what an undated bundle's reason names.
+
+    >>> infer_clock([], [], [], klog_lines=True).missing
+    'log times without a year; no Node heartbeat or handshake time, --timestamps prefix or archive member time'
+    >>> infer_clock([], [], [1.0]).missing
+    'no timestamps in any log; no Node heartbeat or handshake time, --timestamps prefix or archive member time (archive member times outside 2000-2099)'
+    """
     candidates = [(t, why) for t, why in heartbeats + log_times if MIN_YEAR <= t.year < MAX_YEAR]
     if not candidates and member_mtimes:
         try:
@@ -60,9 +69,22 @@ def infer_clock(
             None,
             "no clue to the year or collection time in the bundle; "
             "klog times are shown without a year and ages are not evaluated",
+            _missing(heartbeats + log_times, member_mtimes, klog_lines),
         )
     when, why = max(candidates)
     return Clock(when, when.year, f"collection time {when:%Y-%m-%d %H:%M:%S} UTC from {why}")
+
+
+def _missing(
+    dated: list[tuple[dt.datetime, str]], member_mtimes: list[float], klog_lines: bool
+) -> str:
+    """Why no collection time: what the logs had, and which dated clue was absent or junk."""
+    logs = "log times without a year" if klog_lines else "no timestamps in any log"
+    why = f"{logs}; no Node heartbeat or handshake time, --timestamps prefix or archive member time"
+    junk = [w for _t, w in dated] + (["archive member times"] if member_mtimes else [])
+    if junk:
+        why += f" ({', '.join(sorted(set(junk)))} outside {MIN_YEAR}-{MAX_YEAR - 1})"
+    return why
 
 
 def timestamp_expr(year: int, collected: dt.datetime | None) -> pl.Expr:

@@ -138,7 +138,8 @@ def _clock(
             t = parse_time(rfc[-1]) if len(rfc) else None
             if t:
                 stamps.append((t, f"kubectl --timestamps prefix in {log.artefact.file.name}"))
-    return infer_clock(beats, stamps, bundle.member_mtimes)
+    klog = any(log.stats.klog_lines for log in bundle.logs)
+    return infer_clock(beats, stamps, bundle.member_mtimes, klog)
 
 
 @dataclass(frozen=True)

@@ -88,7 +88,36 @@ def infer(
             v = hami_image_version(img)
             if v:
                 tag_evidence(hami, v, f"node image {img}", "image tag")
+    if not hami.known:
+        hami.missing = missing_clues(register, handshake, helm_tags, images)
     return hami, components
+
+
+def missing_clues(
+    register: RegisterAnnotation | None,
+    handshake: Handshake | None,
+    helm_tags: list[tuple[str, str]],
+    images: list[str],
+) -> str:
+    """Why the HAMi version is unknown, named by the clues a bundle usually dates it with.
+
+    >>> missing_clues(None, None, [], ["nvcr.io/nvidia/k8s-device-plugin:v0.17.0"])
+    'no HAMi image or helm tag, no version-specific log line, no register annotation or handshake'
+    >>> missing_clues(None, None, [("latest", "values.yaml:3")], [])[:41]
+    'HAMi image tag without a version (latest)'
+    """
+    tags = [t for t, _ in helm_tags] + [i for i in images if "hami" in i.lower()]
+    parts = [
+        f"HAMi image tag without a version ({', '.join(t[:60] for t in sorted(set(tags))[:2])})"
+        if tags
+        else "no HAMi image or helm tag"
+    ]
+    parts.append("no version-specific log line")
+    if register is None and handshake is None:
+        parts.append("no register annotation or handshake")
+    else:
+        parts.append("register annotation and handshake in a format every version uses")
+    return ", ".join(parts)
 
 
 def produce(

@@ -1,50 +1,62 @@
-"""summary.html for a batch: what fails, how often, across versions and time, and what no rule
-explains yet (normalised error templates: candidates for new rules)."""
+"""summary.html for a batch: what fails, how often, across versions and time, what grew, and what
+no rule explains yet (normalised error templates: candidates for new rules). Every count opens
+the tickets behind it (an anchor in the page), and each ticket its report when one was written.
+
+Everything from the bundles is untrusted: jinja2 autoescaping, anchors made from indices only,
+report links only of the form `reports/<safe name>.html`; the page runs no script.
+"""
 
 from __future__ import annotations
 
 import polars as pl
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from analyzer.summary import grids, lists, plots, trends
+from analyzer.summary.tickets import report_href
+
 
 def _rows(frame: pl.DataFrame) -> list[dict]:
     return frame.to_dicts()
+
+
+def _ticket_refs(tickets: pl.DataFrame) -> dict[str, dict]:
+    """What a drill-down list shows of each bundle, by id."""
+    return {
+        r["id"]: {
+            "ticket": r["ticket"] or r["id"],
+            "href": report_href(r["report"]),
+            "category": r["category"],
+            "rule_id": r["rule_id"],
+            "version": r["version"],
+            "month": r["month"],
+        }
+        for r in tickets.iter_rows(named=True)
+    }
 
 
 def render_summary(
     bundles: pl.DataFrame, findings: pl.DataFrame, unexplained: pl.DataFrame, all_rules: list[str]
 ) -> str:
     analysed = bundles.filter(pl.col("duplicate_of").is_null())
-    ok = analysed.filter(pl.col("error").is_null())
-    by_category = ok.group_by("category").len().sort(["len", "category"], descending=[True, False])
-    faults = findings.filter(pl.col("kind") == "fault")
+    tickets = grids.ticket_frame(bundles)
+    by_month = grids.category_grid(tickets, "month", "cm", "Primary category by collection month")
+    by_version = grids.category_grid(tickets, "version", "cv", "Primary category by HAMi version")
+    by_rule_month = grids.rule_grid(tickets, findings)
+    rule_anchor = {r.label: r.total.anchor for r in by_rule_month.rows}
     by_rule = (
-        findings.group_by("rule_id", "kind", "category")
+        findings.join(tickets.select(pl.col("id").alias("bundle_id")), on="bundle_id")
+        .group_by("rule_id", "kind", "category")
         .agg(pl.col("bundle_id").n_unique().alias("bundles"))
         .sort(["bundles", "rule_id"], descending=[True, False])
     )
     fired = set(findings["rule_id"].unique().to_list())
-    never = [r for r in all_rules if r not in fired]
-    by_version = (
-        ok.with_columns(pl.col("hami_version").fill_null("unknown"))
-        .group_by("hami_version", "category")
-        .len()
-        .sort(["hami_version", "len"], descending=[False, True])
+    unexplained_bundles = tickets.filter(pl.col("n_faults") == 0).filter(
+        pl.col("category") != "healthy"
     )
-    by_month = (
-        ok.filter(pl.col("collected_at").is_not_null())
-        .with_columns(pl.col("collected_at").dt.strftime("%Y-%m").alias("month"))
-        .group_by("month", "category")
-        .len()
-        .sort(["month", "len"], descending=[False, True])
-    )
-    unexplained_bundles = ok.filter(pl.col("n_faults") == 0).filter(pl.col("category") != "healthy")
     ranked = (
         unexplained.group_by("bundle_id")
         .agg(pl.col("count").sum().alias("error_lines"))
-        .join(
-            unexplained_bundles.select("id", "path", "category"), left_on="bundle_id", right_on="id"
-        )
+        .join(unexplained_bundles.select("id", "category"), left_on="bundle_id", right_on="id")
         .sort(["error_lines", "bundle_id"], descending=[True, False])
         .head(50)
     )
@@ -57,31 +69,54 @@ def render_summary(
             pl.col("count").sum().alias("lines"),
             pl.col("bundle_id").n_unique().alias("bundles"),
             pl.col("example").first(),
+            pl.col("bundle_id").alias("ids"),
         )
         .sort(["bundles", "lines", "template"], descending=[True, True, False])
         .head(50)
     )
+    template_drills = [
+        grids.drill(f"ut-{i}", f"unexplained error line {t}", ids)
+        for i, (t, ids) in enumerate(templates.select("template", "ids").iter_rows())
+    ]
     errors = (
-        bundles.filter(pl.col("error").is_not_null()).select("id", "error").sort("id").head(200)
+        bundles.filter(pl.col("error").is_not_null())
+        .select("id", "ticket", "error")
+        .sort("id")
+        .head(200)
     )
+    undated = lists.reasons(tickets, "undated_reason", "ud")
+    unversioned = lists.reasons(tickets, "unversioned_reason", "uv")
     env = Environment(
         loader=PackageLoader("analyzer", "render/templates"),
         autoescape=select_autoescape(default=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
     )
+    env.filters["pct"] = lambda x: f"{100 * x:.0f}%" if x >= 0.01 or x == 0 else "<1%"
+    grid_list = [by_month, by_version, by_rule_month]
     return env.get_template("summary.html.j2").render(
         total=bundles.height,
-        analysed=analysed.height,
-        duplicates=bundles.height - analysed.height,
-        failed=analysed.height - ok.height,
-        with_fault=ok.filter(pl.col("n_faults") > 0).height,
-        by_category=_rows(by_category),
+        analysed=tickets.height,
+        duplicates=lists.duplicates(bundles),
+        n_duplicates=bundles.height - analysed.height,
+        failed=analysed.height - analysed.filter(pl.col("error").is_null()).height,
+        with_fault=tickets.filter(pl.col("n_faults") > 0).height,
+        undated=undated,
+        unversioned=unversioned,
+        n_undated=sum(r.drill.total for r in undated),
+        n_unversioned=sum(r.drill.total for r in unversioned),
+        rule_anchor=rule_anchor,
         by_rule=_rows(by_rule),
-        fault_findings=faults.height,
-        never=never,
-        by_version=_rows(by_version),
-        by_month=_rows(by_month),
+        never=[r for r in all_rules if r not in fired],
+        grids=grid_list,
+        plots={g.key: plots.stacked_bars(g) for g in grid_list[:2]},
+        trends=[t for t in (trends.trends(by_month), trends.trends(by_rule_month)) if t],
+        drills=[d for g in grid_list for d in g.drills]
+        + [r.drill for r in undated + unversioned]
+        + template_drills,
+        refs=_ticket_refs(tickets),
         ranked=_rows(ranked),
-        templates=_rows(templates),
+        templates=list(zip(_rows(templates.drop("ids")), template_drills, strict=True)),
         errors=_rows(errors),
-        max_category=max((r["len"] for r in _rows(by_category)), default=1),
+        max_category=max((r.total.count for r in by_month.rows), default=1),
     )

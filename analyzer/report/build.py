@@ -224,6 +224,7 @@ def _version_info(ctx: NodeContext) -> VersionInfo:
         tuple(VersionClue(str(e.range), e.reason, e.where) for e in v.evidence),
         tuple(VersionClue(str(e.range), e.reason, e.where) for e in v.conflicts),
         tuple((c, str(i.range)) for c, i in sorted(ctx.components.items()) if i.known),
+        v.missing,
     )
 
 
@@ -254,7 +255,9 @@ def build_node(
         ),
         collect=collect.choose(verdict, results, ctx, ruleset.catalogue),
         version=_version_info(ctx),
-        clock=ClockInfo(ctx.clock.collected_at, ctx.clock.year, ctx.clock.source),
+        clock=ClockInfo(
+            ctx.clock.collected_at, ctx.clock.year, ctx.clock.source, ctx.clock.missing
+        ),
         register=_register_info(ctx),
         handshake=_handshake_info(ctx),
         decisions=build_decisions(ctx, ruleset.decisions),

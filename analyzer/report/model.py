@@ -89,6 +89,7 @@ class VersionInfo:
     evidence: tuple[VersionClue, ...] = ()
     conflicts: tuple[VersionClue, ...] = ()
     components: tuple[tuple[str, str], ...] = ()  # (component, range) of toolkit, operator, ...
+    missing: str | None = None  # unknown range: the clues the bundle lacked
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,7 @@ class ClockInfo:
     collected_at: dt.datetime | None
     year: int | None
     how: str
+    missing: str | None = None  # undated: the clues the bundle lacked
 
 
 @dataclass(frozen=True)

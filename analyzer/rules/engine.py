@@ -109,7 +109,8 @@ def applicable(rule: Rule, ctx: NodeContext) -> bool:
     return True
 
 
-def evaluate(ruleset: RuleSet, ctx: NodeContext) -> list[RuleResult]:
+def evaluate(ruleset: RuleSet, ctx: NodeContext, lang: str = "en") -> list[RuleResult]:
+    """Every rule's result; fired rules carry their texts rendered in `lang`."""
     tctx = _template_context(ctx)
     out: list[RuleResult] = []
     for rule in sorted(ruleset.rules.values(), key=lambda r: r.id):
@@ -141,11 +142,12 @@ def evaluate(ruleset: RuleSet, ctx: NodeContext) -> list[RuleResult]:
         if unless_unknown:
             level = lower(level)
         try:
-            title = render(rule.title, **tctx)
-            explanation = _reflow(render(rule.explanation, **tctx))
+            title_t, explanation_t, steps_t = rule.texts(lang)
+            title = render(title_t, **tctx)
+            explanation = _reflow(render(explanation_t, **tctx))
             steps = tuple(
                 Step(render(s.text, **tctx), render(s.command, **tctx) if s.command else None)
-                for s in rule.remediation
+                for s in steps_t
             )
         except TemplateError as exc:
             out.append(RuleResult(rule, ERROR, error=f"rule {rule.id}: template error: {exc}"))

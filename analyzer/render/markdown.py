@@ -183,7 +183,7 @@ def render_markdown(report: Report, digest_source: bytes = b"", lang: str = "en"
                 else ""
             )
             body += [
-                f"- [ ] {safe_text(c.title, 200)}{where}.{needs}",
+                f"- [ ] {safe_text(c.title, 200)}{where}{message('item-end', lang)}{needs}",
                 "",
                 code_block(c.command, 600),
             ]

@@ -61,9 +61,18 @@ def _template_context(ctx: NodeContext) -> dict:
     }
 
 
+_CJK = r"[\p{Han}\p{InCJK_Symbols_and_Punctuation}\p{InHalfwidth_and_Fullwidth_Forms}]"
+_CJK_BREAK = regex.compile(rf"(?<={_CJK})\s*\n\s*(?={_CJK})")
+
+
 def _reflow(text: str) -> str:
-    """YAML block scalars keep the rule author's line breaks; a paragraph reads as one line."""
-    paras = [" ".join(p.split()) for p in regex.split(r"\n\s*\n", text)]
+    r"""YAML block scalars keep the rule author's line breaks; a paragraph reads as one line.
+    A break between two Chinese characters is no space (Chinese puts none between words).
+
+    >>> _reflow("a\nb\n\n插件\n退出 x\nNVML")
+    'a b\n\n插件退出 x NVML'
+    """
+    paras = [" ".join(_CJK_BREAK.sub("", p).split()) for p in regex.split(r"\n\s*\n", text)]
     return "\n\n".join(p for p in paras if p)
 
 

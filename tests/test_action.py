@@ -147,6 +147,7 @@ def test_unrelated_issue_gets_nothing(tmp_path):
         )
         assert outputs["commented"] == "false"
         assert gh.repo.comments == {} and gh.repo.writes() == []
+        assert [m for m, _, _ in gh.repo.requests] == ["GET"]  # the comments, nothing more
         assert gh.repo.issues[NUMBER]["labels"] == set()
         assert "silent" in res.stdout and "no bundle material" in res.stdout
 

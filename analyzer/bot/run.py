@@ -123,7 +123,7 @@ def _sync_labels(
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Add the verdict's label; remove the map's other labels only on an issue the bot already
     answered (before that, a label from the map was put there by a person)."""
-    if not options.labels:
+    if not options.labels or not (decision.labels or owned):
         return (), ()
     current = github.labels(issue)
     add = decision.labels - current

@@ -162,8 +162,8 @@ def _verdict(
             "info",
             message("verdict-healthy", lang),
             confidence=level,
-            confidence_reason="count and spec links confirmed by the Node object"
-            + (" and the scheduler's cache" if level == "high" else ""),
+            confidence_reason=message("reason-healthy", lang)
+            + (message("reason-healthy-scheduler", lang) if level == "high" else ""),
         )
     answered = [
         f
@@ -177,7 +177,7 @@ def _verdict(
             "info",
             message("verdict-expected", lang, title=answered[0].title),
             confidence="medium",
-            confidence_reason="the issue asks about something that is normal, and no fault was found",
+            confidence_reason=message("reason-expected", lang),
         )
     return Verdict(
         None,
@@ -185,7 +185,7 @@ def _verdict(
         "info",
         message("verdict-inconclusive", lang),
         confidence="low",
-        confidence_reason="nothing in the bundle points to a cause",
+        confidence_reason=message("reason-inconclusive", lang),
     )
 
 

@@ -15,6 +15,7 @@ from jinja2 import TemplateError
 
 from analyzer.facts.context import NodeContext
 from analyzer.facts.model import STRENGTHS, Evidence, lower, weakest
+from analyzer.messages import message
 from analyzer.rules.conditions import Tri, human_duration
 from analyzer.rules.model import Rule, RuleSet, Step
 from analyzer.rules.templates import render
@@ -85,26 +86,25 @@ def _dedupe(evidence) -> tuple[Evidence, ...]:
     return tuple(out)
 
 
-def _reason(level: str, evidence: tuple[Evidence, ...], unless_unknown: frozenset[str]) -> str:
+def _reason(
+    level: str, evidence: tuple[Evidence, ...], unless_unknown: frozenset[str], lang: str = "en"
+) -> str:
     logs = [e for e in evidence if e.kind == "log"]
     if any(e.strength == "high" for e in logs) and level == "high":
         e = next(e for e in logs if e.strength == "high")
-        why = f"decisive line in a log ({e.file}:{e.line})"
+        why = message("reason-decisive", lang, where=f"{e.file}:{e.line}")
     elif logs and all(e.strength == "low" for e in logs):
-        why = "a symptom described in the issue text"
+        why = message("reason-symptom", lang)
     elif any(e.kind == "absence" for e in evidence) and not logs:
-        why = "inference from what the logs do not show"
+        why = message("reason-absence", lang)
     elif logs:
         e = min(logs, key=lambda x: STRENGTHS.index(x.strength))
-        why = (
-            f"a quoted error without a log header ({e.file}:{e.line})"
-            if e.strength == "medium"
-            else f"a log line ({e.file}:{e.line})"
-        )
+        key = "reason-quoted" if e.strength == "medium" else "reason-log-line"
+        why = message(key, lang, where=f"{e.file}:{e.line}")
     else:
-        why = "facts of the attached objects"
+        why = message("reason-facts", lang)
     if unless_unknown:
-        why += f"; could not rule out the alternative without {', '.join(sorted(unless_unknown))}"
+        why += message("reason-unless", lang, kinds=", ".join(sorted(unless_unknown)))
     return why
 
 
@@ -168,7 +168,7 @@ def evaluate(ruleset: RuleSet, ctx: NodeContext, lang: str = "en") -> list[RuleR
                 evidence,
                 unless_unknown,
                 level,
-                _reason(level, evidence, unless_unknown),
+                _reason(level, evidence, unless_unknown, lang),
                 title,
                 explanation,
                 steps,

@@ -247,3 +247,18 @@ def test_missing_gh_is_one_line(tmp_path):
     res = run_cli("bot", "--event", event, PATH=str(tmp_path), GITHUB_API_URL="http://127.0.0.1:9")
     assert res.returncode == 1
     assert res.stderr == "error: the gh CLI is not installed (https://cli.github.com)\n"
+
+
+def test_analyze_lang_option(tmp_path):
+    """`analyze --lang zh` gives the bot's Chinese comment on the command line; default English."""
+    issue = tmp_path / "issue.md"
+    issue.write_text(ZH_ISSUE, encoding="utf-8")
+    zh = run_cli("analyze", str(issue), "-f", "markdown", "--lang", "zh")
+    en = run_cli("analyze", str(issue), "-f", "markdown")
+    assert zh.returncode == en.returncode == 1
+    assert zh.stdout.startswith("🔴 **Device Plugin 无法加载 NVML") and "**请附上：**" in zh.stdout
+    assert (
+        en.stdout.startswith("🔴 **The device plugin cannot load NVML")
+        and "**Please attach:**" in en.stdout
+    )
+    assert input_digest(zh.stdout) == input_digest(en.stdout)

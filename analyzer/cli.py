@@ -358,21 +358,13 @@ def bot(
         ev = bot_run.read_event(event, api_url, repo)
         ruleset = _ruleset(rules)  # a broken rule directory: one line, before any API call
         out = bot_run.run_bot(ev, options, ruleset, rules, redact, dry_run, event)
+        typer.echo(out.summary() + (f"\n{out.comment}" if dry_run and out.comment else ""))
+        bot_run.write_outputs(outputs, out.outputs())
     except GitHubError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_FAULT) from None
     except AnalyzerError as exc:
         _fail(str(exc))
-        return
-    d = out.decision
-    typer.echo(
-        f"{out.action}: {d.category} {d.rule_id or '-'} ({d.confidence}, {out.lang}); {d.why}"
-        + (f"; labels +{','.join(out.labels_added)}" if out.labels_added else "")
-        + (f" -{','.join(out.labels_removed)}" if out.labels_removed else "")
-    )
-    if dry_run and out.comment:
-        typer.echo(out.comment)
-    bot_run.write_outputs(outputs, out.outputs())
 
 
 @rules_app.command("list")

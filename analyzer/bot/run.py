@@ -45,6 +45,18 @@ class Outcome:
     def commented(self) -> bool:
         return self.action in ("created", "updated")
 
+    def summary(self) -> str:
+        """One line for the job log: what was done and why."""
+        d = self.decision
+        line = (
+            f"{self.action}: {d.category} {d.rule_id or '-'} ({d.confidence}, {self.lang}); {d.why}"
+        )
+        if self.labels_added:
+            line += f"; labels +{','.join(self.labels_added)}"
+        if self.labels_removed:
+            line += f" -{','.join(self.labels_removed)}"
+        return line
+
     def outputs(self) -> dict[str, str]:
         d = self.decision
         return {
@@ -154,6 +166,8 @@ def write_outputs(path: Path | None, outputs: dict[str, str]) -> None:
     """Append `name=value` lines to $GITHUB_OUTPUT (values are ids: no newlines)."""
     if path is None:
         return
-    with path.open("a", encoding="utf-8") as fh:
-        for name, value in outputs.items():
-            fh.write(f"{name}={value}\n")
+    try:
+        with path.open("a", encoding="utf-8") as fh:
+            fh.writelines(f"{name}={value}\n" for name, value in outputs.items())
+    except OSError as exc:
+        raise BotInputError(f"cannot write the outputs to {path}: {exc.strerror or exc}") from None

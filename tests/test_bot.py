@@ -72,25 +72,25 @@ def test_policy_table(ruleset):
     described = "# The hami device plugin keeps restarting\n\nIt restarts every few minutes."
     unsure = "# HAMi question\n\nPods stay Pending on our GPU node; logs to follow."
     unrelated = "# Typo in README\n\nThe second paragraph says 'teh'."
-    labels = {"plugin-crash-nvml": "nvml"}
+    labels = {"plugin-crash-nvml": "nvml", "inconclusive": "needs-info"}
 
     d = _decide(ruleset, crash, comment_when="fault", labels=labels)
     assert (d.verdict, d.comment, d.labels, d.confidence) == ("fault", True, {"nvml"}, "high")
 
     d = _decide(ruleset, described, labels=labels)  # min-confidence medium by default
     assert (d.category, d.confidence) == ("plugin-crash-nvml", "low")
-    assert (d.verdict, d.comment, d.labels) == ("inconclusive", True, frozenset())
+    assert (d.verdict, d.comment, d.labels) == ("inconclusive", True, {"needs-info"})
     assert "below min-confidence medium" in d.why
     assert not _decide(ruleset, described, comment_when="fault").comment
     d = _decide(ruleset, described, min_confidence="low", comment_when="fault", labels=labels)
     assert (d.verdict, d.comment, d.labels) == ("fault", True, {"nvml"})
 
-    d = _decide(ruleset, unsure)
-    assert (d.category, d.comment) == ("inconclusive", True)
+    d = _decide(ruleset, unsure, labels=labels)
+    assert (d.category, d.comment, d.labels) == ("inconclusive", True, {"needs-info"})
     assert not _decide(ruleset, unsure, comment_when="fault").comment
 
-    d = _decide(ruleset, unrelated, comment_when="always")
-    assert (d.relevant, d.comment) == (False, False)
+    d = _decide(ruleset, unrelated, comment_when="always", labels=labels)
+    assert (d.relevant, d.comment, d.labels) == (False, False, frozenset())
 
 
 @pytest.mark.parametrize(

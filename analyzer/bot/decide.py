@@ -137,7 +137,9 @@ def decide(report: Report, text: str, options: Options, config: BotConfig) -> De
     }[options.comment_when]
     relevant = config.relevance.relevant(report, text)
     comment = relevant and verdict in allowed
-    label = options.labels.get(p.category) if relevant and (sure or not fault) else None
+    # a fault below the bar is labelled as what it counts as: inconclusive
+    label = options.labels.get(p.category if sure or not fault else "inconclusive")
+    label = label if relevant else None
     if not relevant:
         why = "no bundle material and no HAMi/GPU wording"
     elif fault and not sure:

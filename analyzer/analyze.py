@@ -54,15 +54,18 @@ def check_analysable(bundle: ParsedBundle) -> None:
 
 
 def node_reports(
-    bundle: ParsedBundle, ruleset: RuleSet, node: str | None = None
+    bundle: ParsedBundle, ruleset: RuleSet, node: str | None = None, lang: str = "en"
 ) -> Iterator[tuple[NodeReport, NodeTimeline]]:
-    """Each node's report with its timeline, in the order the bundle holds the nodes."""
+    """Each node's report with its timeline, in the order the bundle holds the nodes; its
+    words (rule texts, verdict, what to collect) in `lang`."""
     for ctx in build_contexts(bundle, ruleset.fact_inputs, node):
-        yield build_node(ctx, evaluate(ruleset, ctx), ruleset, bundle)
+        yield build_node(ctx, evaluate(ruleset, ctx, lang), ruleset, bundle, lang)
 
 
-def analyze_parsed(bundle: ParsedBundle, ruleset: RuleSet, node: str | None = None) -> Report:
-    reports = [report for report, _timeline in node_reports(bundle, ruleset, node)]
+def analyze_parsed(
+    bundle: ParsedBundle, ruleset: RuleSet, node: str | None = None, lang: str = "en"
+) -> Report:
+    reports = [report for report, _timeline in node_reports(bundle, ruleset, node, lang)]
     return build_report(bundle, reports, ruleset)
 
 
@@ -76,10 +79,14 @@ def load_bundle(
 
 
 def analyze(
-    inputs: list[str], ruleset: RuleSet, node: str | None = None, limits: Limits | None = None
+    inputs: list[str],
+    ruleset: RuleSet,
+    node: str | None = None,
+    limits: Limits | None = None,
+    lang: str = "en",
 ) -> tuple[ParsedBundle, Report]:
     bundle = load_bundle(inputs, ruleset, limits)
-    return bundle, analyze_parsed(bundle, ruleset, node)
+    return bundle, analyze_parsed(bundle, ruleset, node, lang)
 
 
 def issue_bundle(raw: bytes, ruleset: RuleSet, limits: Limits | None = None) -> ParsedBundle:
@@ -105,7 +112,11 @@ def issue_bundle(raw: bytes, ruleset: RuleSet, limits: Limits | None = None) -> 
 
 
 def analyze_issue(
-    raw: bytes, ruleset: RuleSet, node: str | None = None, limits: Limits | None = None
+    raw: bytes,
+    ruleset: RuleSet,
+    node: str | None = None,
+    limits: Limits | None = None,
+    lang: str = "en",
 ) -> tuple[ParsedBundle, Report]:
     bundle = issue_bundle(raw, ruleset, limits)
-    return bundle, analyze_parsed(bundle, ruleset, node)
+    return bundle, analyze_parsed(bundle, ruleset, node, lang)

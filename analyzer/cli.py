@@ -43,6 +43,11 @@ class Format(StrEnum):
     html = "html"
 
 
+class Lang(StrEnum):
+    en = "en"
+    zh = "zh"
+
+
 class Severity(StrEnum):
     critical = "critical"
     error = "error"
@@ -135,6 +140,9 @@ def analyze(
         Severity,
         typer.Option("--fail-on", help="Exit 1 only for faults at or above this severity."),
     ] = Severity.info,
+    lang: Annotated[
+        Lang, typer.Option("--lang", help="Language of the rule texts and the Markdown comment.")
+    ] = Lang.en,
 ) -> None:
     """Diagnose a bundle. Exit 0: no fault, 1: a fault, 2: usage or input error, 3: internal
     error, 4: inconclusive."""
@@ -146,11 +154,15 @@ def analyze(
         _fail(f"cannot write {output}: no such directory {output.parent}")
     try:
         if from_issue or (len(inputs) == 1 and _is_issue(inputs[0])):
+            from analyzer.bundle.issue import issue_from_payload
+
             raw = _read_input(inputs[0])
-            _bundle, report = analyze_issue(raw, ruleset, node, _limits(max_bytes, max_members))
-            digest = raw
+            _bundle, report = analyze_issue(
+                raw, ruleset, node, _limits(max_bytes, max_members), lang.value
+            )
+            digest = issue_from_payload(raw).encode("utf-8")  # the text, not the event around it
         else:
-            bundle, report = run(inputs, ruleset, node, _limits(max_bytes, max_members))
+            bundle, report = run(inputs, ruleset, node, _limits(max_bytes, max_members), lang.value)
             digest = bundle.digest.encode()
     except AnalyzerError as exc:
         _fail(str(exc))
@@ -162,7 +174,7 @@ def analyze(
     elif format is Format.markdown:
         from analyzer.render.markdown import render_markdown
 
-        text = render_markdown(report, digest)
+        text = render_markdown(report, digest, lang.value)
     elif format is Format.html:
         from analyzer.render.html import render_html
 
@@ -308,6 +320,59 @@ def batch(
         f"{counts['bundles']} bundles, {counts['findings']} findings -> {out}/bundles.parquet, "
         f"{out}/findings.parquet, {out}/summary.html"
     )
+
+
+@app.command()
+def bot(
+    event: Annotated[
+        Path, typer.Option("--event", envvar="GITHUB_EVENT_PATH", help="The issue event JSON.")
+    ],
+    rules: RulesOpt = None,
+    min_confidence: Annotated[
+        str, typer.Option("--min-confidence", envvar="INPUT_MIN_CONFIDENCE")
+    ] = "medium",
+    comment_when: Annotated[
+        str,
+        typer.Option(
+            "--comment-when",
+            envvar="INPUT_COMMENT_WHEN",
+            help="fault, fault-or-inconclusive or always.",
+        ),
+    ] = "fault-or-inconclusive",
+    labels: Annotated[
+        str, typer.Option("--labels", envvar="INPUT_LABELS", help="YAML map: category -> label.")
+    ] = "",
+    redact: Annotated[bool, typer.Option("--redact", envvar="INPUT_REDACT")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", envvar="INPUT_DRY_RUN")] = False,
+    api_url: Annotated[
+        str, typer.Option("--api-url", envvar="GITHUB_API_URL")
+    ] = "https://api.github.com",
+    repo: Annotated[
+        str | None, typer.Option("--repo", help="owner/name (default: the event's).")
+    ] = None,
+    outputs: Annotated[
+        Path | None, typer.Option("--outputs", envvar="GITHUB_OUTPUT", help="Append outputs here.")
+    ] = None,
+) -> None:
+    """The issue bot of the GitHub Action: analyse the issue of EVENT and post or update one
+    comment and its labels through `gh api`. Exit 0 whether or not it commented, 1 when the API
+    failed, 2 for a bad input."""
+    from analyzer.bot import run as bot_run
+    from analyzer.bot.decide import Options, parse_labels
+    from analyzer.bot.github import GitHubError
+
+    try:
+        options = Options(min_confidence, comment_when, parse_labels(labels))
+        ev = bot_run.read_event(event, api_url, repo)
+        ruleset = _ruleset(rules)  # a broken rule directory: one line, before any API call
+        out = bot_run.run_bot(ev, options, ruleset, rules, redact, dry_run, event)
+        typer.echo(out.summary() + (f"\n{out.comment}" if dry_run and out.comment else ""))
+        bot_run.write_outputs(outputs, out.outputs())
+    except GitHubError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(EXIT_FAULT) from None
+    except AnalyzerError as exc:
+        _fail(str(exc))
 
 
 @rules_app.command("list")

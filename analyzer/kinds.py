@@ -25,6 +25,7 @@ KIND_KEYS = {
     "containers",
     "scanned",
     "basic",
+    "title_zh",
 }
 SCANNED_FAMILIES = ("log", "text", "table")
 
@@ -45,6 +46,7 @@ class Kind:
     # objects and configs, whose values become facts instead (a node's YAML holds no log lines)
     scanned: bool = False
     basic: bool = False  # asked for first when nothing points anywhere
+    title_zh: str = ""  # the title in Chinese, for a Chinese issue's checklist
 
     @property
     def is_log(self) -> bool:
@@ -124,6 +126,7 @@ def load_catalogue(path: Path) -> Catalogue:
             containers=tuple(spec.get("containers") or ()),
             scanned=bool(spec.get("scanned", family in SCANNED_FAMILIES)),
             basic=bool(spec.get("basic", False)),
+            title_zh=str(spec.get("title_zh", "")),
         )
     for k in kinds.values():
         for other in k.counts_as:

@@ -308,6 +308,63 @@ def test_rule_tests(tmp_path, monkeypatch, tests):
     )
 
 
+@covers(lint_mod.translation_reads)
+def test_translation_reads(tmp_path, monkeypatch):
+    """translation_reads: a zh text reading a fact the English never reads is an error."""
+    zh = {"title": "探针 {{ fact('node.ready') }}", "explanation": "探针"}
+    write_rules(tmp_path, [probe_rule(zh=zh)])
+    assert_one_defect(
+        tmp_path,
+        monkeypatch,
+        lint_mod.translation_reads,
+        "error",
+        f"rule {RID}",
+        "zh reads 'fact node.ready'",
+    )
+
+
+@pytest.mark.parametrize(
+    ("zh", "fragment"),
+    [
+        pytest.param({"title": "探针"}, "zh: missing explanation", id="no-explanation"),
+        pytest.param(
+            {"title": "探针", "explanation": "探针", "remediation": ["一", "二"]},
+            "2 remediation text(s) for 0 English step(s)",
+            id="steps-differ",
+        ),
+        pytest.param(
+            {"title": "探针", "explanation": "探针", "note": "x"},
+            "unknown key 'note'",
+            id="unknown-key",
+        ),
+    ],
+)
+def test_incomplete_translation_stops_the_load(tmp_path, zh, fragment):
+    """A zh block is complete or absent: the load fails with file:line and the missing part."""
+    write_rules(tmp_path, [probe_rule(zh=zh)])
+    res = runner.invoke(app, ["rules", "lint", "--rules", str(tmp_path)])
+    assert res.exit_code == 2
+    assert f"rule {RID}: zh" in res.stderr and fragment in res.stderr, res.stderr
+
+
+def test_translation_is_rendered_in_chinese(tmp_path):
+    """A complete zh block loads; texts('zh') gives it with the English step's command, and an
+    untranslated rule falls back to English."""
+    steps = [{"text": "Check it", "command": "kubectl get node"}]
+    zh = {"title": "探针", "explanation": "说明", "remediation": ["检查"]}
+    write_rules(tmp_path, [probe_rule(zh=zh, remediation=steps)])
+    rs = load_ruleset([tmp_path], use_cache=False)
+    title, explanation, (step,) = rs.rules[RID].texts("zh")
+    assert (title, explanation, step.text, step.command) == (
+        "探针",
+        "说明",
+        "检查",
+        "kubectl get node",
+    )
+    xid = rs.rules["xid-marked-unhealthy"]  # not translated
+    assert xid.zh is None and xid.texts("zh") == (xid.title, xid.explanation, xid.remediation)
+
+
 def test_every_validator_has_a_test():
     """Each validator in VALIDATORS is exercised by a one-defect test above."""
     assert {v.__name__ for v in VALIDATORS} == COVERED

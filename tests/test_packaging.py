@@ -62,13 +62,26 @@ def test_wheel_ships_rules_templates_and_schema(tmp_path):
     )
     assert where.stdout.startswith(str(target)), where.stdout
     sample = REPO / "sample_bundles" / "rbac-patch-forbidden" / "bundle"
-    run = subprocess.run(
-        [sys.executable, "-m", "analyzer", "analyze", str(sample), "--format", "json"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-        timeout=120,
-    )
+
+    def installed(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "analyzer", *args],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=120,
+        )
+
+    run = installed("analyze", str(sample), "--format", "json")
     assert run.returncode == 1, run.stderr
     assert json.loads(run.stdout)["primary"]["rule_id"] == "rbac-patch-forbidden"
+    # the GitHub Action installs the same way (pip install "$GITHUB_ACTION_PATH"): the bot, its
+    # data (rules/bot.yaml) and the comment's phrases (analyzer/messages.yaml) come with it
+    assert {"analyzer/bot/run.py", "analyzer/messages.yaml"} <= names
+    event = tmp_path / "event.json"
+    body = "```\nE0815 09:06:21.709851  412873 register.go:96] nvml Init err:  ERROR_LIBRARY_NOT_FOUND\n```"
+    event.write_text(json.dumps({"issue": {"number": 1, "title": "显卡插件崩溃", "body": body}}))
+    bot = installed("bot", "--event", str(event), "--repo", "o/r", "--dry-run")
+    assert bot.returncode == 0, bot.stderr
+    assert bot.stdout.startswith("dry-run: plugin-crash-nvml nvml-init-failed (high, zh)")

@@ -13,6 +13,7 @@ import regex
 
 from analyzer import __version__
 from analyzer.facts.model import STRENGTHS, Evidence
+from analyzer.messages import message
 from analyzer.report.model import NodeReport, Report
 
 MAX_COMMENT = 65_536
@@ -89,19 +90,27 @@ def _icon(n: NodeReport) -> str:
     return _SEVERITY_ICON[p.severity]
 
 
-def _headline(n: NodeReport) -> str:
+def _level(level: str, lang: str) -> str:
+    return message(f"level-{level}", lang)
+
+
+def _headline(n: NodeReport, lang: str) -> str:
     p = n.primary
-    likely = "Likely: " if p.likely else ""
-    node = f" on node {code_span(n.node, 80)}" if n.node and n.node not in p.title else ""
+    likely = message("likely", lang) if p.likely else ""
+    node = (
+        message("on-node", lang, node=code_span(n.node, 80))
+        if n.node and n.node not in p.title
+        else ""
+    )
     meta = [f"`{p.category}`"]
     if p.rule_id:
-        meta.append(f"rule `{p.rule_id}`")
+        meta.append(message("rule", lang, rule=f"`{p.rule_id}`"))
     if p.category != "inconclusive":
-        meta.append(f"{p.confidence} confidence")
+        meta.append(message("confidence-level", lang, level=_level(p.confidence, lang)))
     return f"{_icon(n)} **{likely}{safe_text(p.title, 300)}**{node} ({', '.join(meta)})"
 
 
-def _node_body(n: NodeReport, limit: int) -> list[str]:
+def _node_body(n: NodeReport, limit: int, lang: str) -> list[str]:
     body: list[str] = []
     for f in n.faults()[:limit]:
         body += [
@@ -111,16 +120,23 @@ def _node_body(n: NodeReport, limit: int) -> list[str]:
             safe_text(f.explanation, 1200),
         ]
         if f.confidence != "high":
-            body += ["", f"_Confidence {f.confidence}: {safe_text(f.confidence_reason, 300)}_"]
+            note = message(
+                "confidence-note",
+                lang,
+                level=_level(f.confidence, lang),
+                reason=safe_text(f.confidence_reason, 300),
+            )
+            body += ["", f"_{note}_"]
         if f.evidence:
             body += ["", _evidence(_best_evidence(f.evidence))]
         if f.consequences:
             body += [
                 "",
-                "Consequences: " + "; ".join(safe_text(c.title, 200) for c in f.consequences),
+                message("consequences", lang)
+                + "; ".join(safe_text(c.title, 200) for c in f.consequences),
             ]
         if f.remediation:
-            body += ["", "**Fix:**"]
+            body += ["", message("fix", lang)]
             for i, step in enumerate(f.remediation[:3], 1):
                 body.append(f"{i}. {safe_text(step.text, 300)}")
                 if step.command:
@@ -128,39 +144,53 @@ def _node_body(n: NodeReport, limit: int) -> list[str]:
     return body
 
 
-def render_markdown(report: Report, digest_source: bytes = b"") -> str:
+def render_markdown(report: Report, digest_source: bytes = b"", lang: str = "en") -> str:
+    """The comment in `lang` (its fixed phrases; the rule texts are the report's own)."""
     d = report.worst
     digest = hashlib.sha256(digest_source).hexdigest()[:16]
     marker = f"<!-- {MARKER} version={__version__} rules={report.rules_version} input={digest} -->"
-    head = [_headline(d), ""]
-    links = " → ".join(f"{ln.link}: **{ln.state}**" for ln in d.links)
-    head.append(f"Registration links: {links}. HAMi {safe_text(d.version.summary, 120)}.")
+    head = [_headline(d, lang), ""]
+    links = " → ".join(
+        f"{message('link-' + ln.link, lang)}: **{message('state-' + ln.state, lang)}**"
+        for ln in d.links
+    )
+    head.append(
+        message("registration-links", lang, links=links, version=safe_text(d.version.summary, 120))
+    )
     if len(report.nodes) > 1:
-        head += ["", "| node | verdict |", "|---|---|"]
+        head += [
+            "",
+            f"| {message('table-node', lang)} | {message('table-verdict', lang)} |",
+            "|---|---|",
+        ]
         for n in report.nodes:
             p = n.primary
             head.append(
                 f"| {code_span(n.node or 'unknown', 80)} | {_icon(n)} `{p.category}`: {safe_text(p.title, 160)} |"
             )
-    body = _node_body(d, MAX_FINDINGS)
+    body = _node_body(d, MAX_FINDINGS, lang)
     for n in report.nodes[1:]:
         if n.faults():
-            body += ["", "---", "", _headline(n)]
-            body += _node_body(n, 1)
+            body += ["", "---", "", _headline(n, lang)]
+            body += _node_body(n, 1, lang)
     if d.collect:
-        body += ["", "**Please attach:**"]
+        body += ["", message("attach", lang)]
         for c in d.collect[:MAX_COLLECT]:
-            where = " (run it on the node)" if c.where == "node" else ""
-            needs = f" Set {', '.join(code_span(v) for v in c.needs)} first." if c.needs else ""
+            where = message("run-on-node", lang) if c.where == "node" else ""
+            needs = (
+                message("set-first", lang, names=", ".join(code_span(v) for v in c.needs))
+                if c.needs
+                else ""
+            )
             body += [
-                f"- [ ] {safe_text(c.title, 200)}{where}.{needs}",
+                f"- [ ] {safe_text(c.title, 200)}{where}{message('item-end', lang)}{needs}",
                 "",
                 code_block(c.command, 600),
             ]
     details: list[str] = []
     if len(d.collect) > MAX_COLLECT:
         details += [
-            "**Also useful:**",
+            message("also-useful", lang),
             *[
                 f"- {safe_text(c.title, 200)}: {code_span(c.command, 300)}"
                 for c in d.collect[MAX_COLLECT:]
@@ -170,48 +200,48 @@ def render_markdown(report: Report, digest_source: bytes = b"") -> str:
     rest = d.faults()[MAX_FINDINGS:]
     if rest:
         details += [
-            "**More findings:**",
+            message("more-findings", lang),
             *[f"- {code_span(f.rule_id)}: {safe_text(f.title, 300)}" for f in rest],
             "",
         ]
     normals = d.normals()
     if normals:
         details += [
-            "**Looks suspicious but is normal:**",
+            message("normals", lang),
             *[f"- {safe_text(f.title, 300)}" for f in normals],
             "",
         ]
     if d.register and d.register.devices:
         details += [
-            "**GPUs in the register annotation:**"
-            if d.register.source == "annotation"
-            else "**GPUs a HAMi log reported:**",
+            message("gpus-annotation" if d.register.source == "annotation" else "gpus-log", lang),
             "",
             "| id | type | devmem | count | health |",
             "|---|---|---|---|---|",
         ]
         for dev in d.register.devices[:16]:
             health = (
-                "healthy"
+                message("gpu-healthy", lang)
                 if dev.health
-                else "**unhealthy**" + (" (health absent)" if "health" in dev.absent else "")
+                else message("gpu-unhealthy", lang)
+                + (message("health-absent", lang) if "health" in dev.absent else "")
             )
             details.append(
                 f"| {safe_text(dev.id, 60)} | {safe_text(dev.type, 60)} | {dev.devmem} | {dev.count} | {health} |"
             )
         details.append("")
     files = ", ".join(f"{code_span(a.file, 80)} ({a.kind})" for a in report.inventory[:30])
-    details.append("**Files read:** " + files)
+    details.append(message("files-read", lang) + files)
     details.append("")
     if report.warnings:
         details.append(
-            "**Input warnings:** " + "; ".join(safe_text(w, 200) for w in report.warnings[:10])
+            message("input-warnings", lang)
+            + "; ".join(safe_text(w, 200) for w in report.warnings[:10])
         )
         details.append("")
     details.append(safe_text(d.clock.how, 300))
     footer = [
         "",
-        "<details><summary>Details</summary>",
+        f"<details><summary>{message('details', lang)}</summary>",
         "",
         *details,
         "",
@@ -222,7 +252,7 @@ def render_markdown(report: Report, digest_source: bytes = b"") -> str:
     ]
     out = "\n".join(head + body + footer) + "\n"
     if len(out) > MAX_COMMENT:
-        note = "\n\n_(comment cut to GitHub's size limit; run the analyzer locally for the full report)_\n"
+        note = f"\n\n{message('cut', lang)}\n"
         out = "\n".join(head + body)[: MAX_COMMENT - len(note) - len(marker) - 200]
         out = _close_fence(out[: out.rfind("\n")]) + note + marker + "\n"
     return out

@@ -7,6 +7,7 @@ from __future__ import annotations
 from analyzer import __version__
 from analyzer.decisions import build_decisions
 from analyzer.facts.context import NodeContext
+from analyzer.messages import message
 from analyzer.parse.logs import ParsedLog
 from analyzer.pipeline import ParsedBundle
 from analyzer.report import collect
@@ -142,7 +143,9 @@ def _links(flat: list[Finding], results: list[RuleResult]) -> tuple[LinkState, .
     return tuple(out)
 
 
-def _verdict(findings: list[Finding], links: tuple[LinkState, ...], ctx: NodeContext) -> Verdict:
+def _verdict(
+    findings: list[Finding], links: tuple[LinkState, ...], ctx: NodeContext, lang: str = "en"
+) -> Verdict:
     faults = [f for f in findings if f.kind == "fault"]
     if faults:
         f = faults[0]
@@ -157,10 +160,10 @@ def _verdict(findings: list[Finding], links: tuple[LinkState, ...], ctx: NodeCon
             None,
             "healthy",
             "info",
-            "No fault found: the node's registration links are intact",
+            message("verdict-healthy", lang),
             confidence=level,
-            confidence_reason="count and spec links confirmed by the Node object"
-            + (" and the scheduler's cache" if level == "high" else ""),
+            confidence_reason=message("reason-healthy", lang)
+            + (message("reason-healthy-scheduler", lang) if level == "high" else ""),
         )
     answered = [
         f
@@ -172,17 +175,17 @@ def _verdict(findings: list[Finding], links: tuple[LinkState, ...], ctx: NodeCon
             None,
             "healthy",
             "info",
-            f"What the issue describes is expected behaviour: {answered[0].title}",
+            message("verdict-expected", lang, title=answered[0].title),
             confidence="medium",
-            confidence_reason="the issue asks about something that is normal, and no fault was found",
+            confidence_reason=message("reason-expected", lang),
         )
     return Verdict(
         None,
         "inconclusive",
         "info",
-        "Inconclusive: the bundle lacks the evidence to decide; see what to collect",
+        message("verdict-inconclusive", lang),
         confidence="low",
-        confidence_reason="nothing in the bundle points to a cause",
+        confidence_reason=message("reason-inconclusive", lang),
     )
 
 
@@ -229,13 +232,17 @@ def _version_info(ctx: NodeContext) -> VersionInfo:
 
 
 def build_node(
-    ctx: NodeContext, results: list[RuleResult], ruleset: RuleSet, bundle: ParsedBundle
+    ctx: NodeContext,
+    results: list[RuleResult],
+    ruleset: RuleSet,
+    bundle: ParsedBundle,
+    lang: str = "en",
 ) -> tuple[NodeReport, NodeTimeline]:
     fired = [r for r in results if r.outcome == FIRED]
     findings = _without_contradictions(_group(fired))
     flat = flatten(findings)
     links = _links(flat, results)
-    verdict = _verdict(findings, links, ctx)
+    verdict = _verdict(findings, links, ctx, lang)
     timeline = node_timeline(bundle, ctx, ruleset.episodes, flat)
     report = NodeReport(
         node=ctx.name,
@@ -253,7 +260,7 @@ def build_node(
         rule_errors=tuple(
             [*ctx.index.errors, *(r.error for r in results if r.outcome == ERROR and r.error)]
         ),
-        collect=collect.choose(verdict, results, ctx, ruleset.catalogue),
+        collect=collect.choose(verdict, results, ctx, ruleset.catalogue, lang),
         version=_version_info(ctx),
         clock=ClockInfo(
             ctx.clock.collected_at, ctx.clock.year, ctx.clock.source, ctx.clock.missing

@@ -41,7 +41,11 @@ def values_of(ctx: NodeContext) -> dict[str, str | None]:
 
 
 def choose(
-    verdict: Verdict, results: list[RuleResult], ctx: NodeContext, catalogue: Catalogue
+    verdict: Verdict,
+    results: list[RuleResult],
+    ctx: NodeContext,
+    catalogue: Catalogue,
+    lang: str = "en",
 ) -> tuple[Collect, ...]:
     if verdict.category == "healthy":
         return ()
@@ -81,5 +85,6 @@ def choose(
     for kind, why in wanted[:limit]:
         k = catalogue[kind]
         command, needs = fill(k.collect, values)
-        out.append(Collect(kind, k.title, command, k.where, why, needs))
+        title = k.title_zh if lang == "zh" and k.title_zh else k.title
+        out.append(Collect(kind, title, command, k.where, why, needs))
     return tuple(out)

@@ -15,6 +15,7 @@ from jinja2 import TemplateError
 
 from analyzer.facts.context import NodeContext
 from analyzer.facts.model import STRENGTHS, Evidence, lower, weakest
+from analyzer.messages import message
 from analyzer.rules.conditions import Tri, human_duration
 from analyzer.rules.model import Rule, RuleSet, Step
 from analyzer.rules.templates import render
@@ -61,9 +62,18 @@ def _template_context(ctx: NodeContext) -> dict:
     }
 
 
+_CJK = r"[\p{Han}\p{InCJK_Symbols_and_Punctuation}\p{InHalfwidth_and_Fullwidth_Forms}]"
+_CJK_BREAK = regex.compile(rf"(?<={_CJK})\s*\n\s*(?={_CJK})")
+
+
 def _reflow(text: str) -> str:
-    """YAML block scalars keep the rule author's line breaks; a paragraph reads as one line."""
-    paras = [" ".join(p.split()) for p in regex.split(r"\n\s*\n", text)]
+    r"""YAML block scalars keep the rule author's line breaks; a paragraph reads as one line.
+    A break between two Chinese characters is no space (Chinese puts none between words).
+
+    >>> _reflow("a\nb\n\n插件\n退出 x\nNVML")
+    'a b\n\n插件退出 x NVML'
+    """
+    paras = [" ".join(_CJK_BREAK.sub("", p).split()) for p in regex.split(r"\n\s*\n", text)]
     return "\n\n".join(p for p in paras if p)
 
 
@@ -76,26 +86,25 @@ def _dedupe(evidence) -> tuple[Evidence, ...]:
     return tuple(out)
 
 
-def _reason(level: str, evidence: tuple[Evidence, ...], unless_unknown: frozenset[str]) -> str:
+def _reason(
+    level: str, evidence: tuple[Evidence, ...], unless_unknown: frozenset[str], lang: str = "en"
+) -> str:
     logs = [e for e in evidence if e.kind == "log"]
     if any(e.strength == "high" for e in logs) and level == "high":
         e = next(e for e in logs if e.strength == "high")
-        why = f"decisive line in a log ({e.file}:{e.line})"
+        why = message("reason-decisive", lang, where=f"{e.file}:{e.line}")
     elif logs and all(e.strength == "low" for e in logs):
-        why = "a symptom described in the issue text"
+        why = message("reason-symptom", lang)
     elif any(e.kind == "absence" for e in evidence) and not logs:
-        why = "inference from what the logs do not show"
+        why = message("reason-absence", lang)
     elif logs:
         e = min(logs, key=lambda x: STRENGTHS.index(x.strength))
-        why = (
-            f"a quoted error without a log header ({e.file}:{e.line})"
-            if e.strength == "medium"
-            else f"a log line ({e.file}:{e.line})"
-        )
+        key = "reason-quoted" if e.strength == "medium" else "reason-log-line"
+        why = message(key, lang, where=f"{e.file}:{e.line}")
     else:
-        why = "facts of the attached objects"
+        why = message("reason-facts", lang)
     if unless_unknown:
-        why += f"; could not rule out the alternative without {', '.join(sorted(unless_unknown))}"
+        why += message("reason-unless", lang, kinds=", ".join(sorted(unless_unknown)))
     return why
 
 
@@ -109,7 +118,8 @@ def applicable(rule: Rule, ctx: NodeContext) -> bool:
     return True
 
 
-def evaluate(ruleset: RuleSet, ctx: NodeContext) -> list[RuleResult]:
+def evaluate(ruleset: RuleSet, ctx: NodeContext, lang: str = "en") -> list[RuleResult]:
+    """Every rule's result; fired rules carry their texts rendered in `lang`."""
     tctx = _template_context(ctx)
     out: list[RuleResult] = []
     for rule in sorted(ruleset.rules.values(), key=lambda r: r.id):
@@ -141,11 +151,12 @@ def evaluate(ruleset: RuleSet, ctx: NodeContext) -> list[RuleResult]:
         if unless_unknown:
             level = lower(level)
         try:
-            title = render(rule.title, **tctx)
-            explanation = _reflow(render(rule.explanation, **tctx))
+            title_t, explanation_t, steps_t = rule.texts(lang)
+            title = render(title_t, **tctx)
+            explanation = _reflow(render(explanation_t, **tctx))
             steps = tuple(
                 Step(render(s.text, **tctx), render(s.command, **tctx) if s.command else None)
-                for s in rule.remediation
+                for s in steps_t
             )
         except TemplateError as exc:
             out.append(RuleResult(rule, ERROR, error=f"rule {rule.id}: template error: {exc}"))
@@ -157,7 +168,7 @@ def evaluate(ruleset: RuleSet, ctx: NodeContext) -> list[RuleResult]:
                 evidence,
                 unless_unknown,
                 level,
-                _reason(level, evidence, unless_unknown),
+                _reason(level, evidence, unless_unknown, lang),
                 title,
                 explanation,
                 steps,

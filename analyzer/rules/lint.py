@@ -40,13 +40,25 @@ def _conditions(rule: Rule) -> Iterator[Cond]:
             yield from root.walk()
 
 
-def _templates(rule: Rule) -> list[str]:
-    return [
-        rule.title,
-        rule.explanation,
-        *[s.text for s in rule.remediation],
-        *[s.command for s in rule.remediation if s.command],
-    ]
+def _templates(rule: Rule, lang: str | None = None) -> list[str]:
+    """The rule's template texts: every language's (None) or one language's."""
+    langs = ("en", "zh") if lang is None else (lang,)
+    out: list[str] = []
+    for la in langs:
+        if la == "zh" and rule.zh is None:
+            continue
+        title, explanation, steps = rule.texts(la)
+        out += [title, explanation, *[s.text for s in steps]]
+    return out + [s.command for s in rule.remediation if s.command]
+
+
+def _reads(texts: list[str]) -> set[str]:
+    return {
+        f"{what}:{name}"
+        for text in texts
+        for what, rx in (("fact", _TEMPLATE_FACT_RE), ("captures", _TEMPLATE_CAPTURE_RE))
+        for name in rx.findall(text)
+    } | {f"captures:{sid}" for text in texts for sid in _TEMPLATE_GUARD_RE.findall(text)}
 
 
 def unknown_facts(rs: RuleSet) -> Iterator[Problem]:
@@ -193,6 +205,20 @@ def template_captures(rs: RuleSet) -> Iterator[Problem]:
                 )
 
 
+def translation_reads(rs: RuleSet) -> Iterator[Problem]:
+    """A translation reads no fact or capture the English texts do not: the English is what the
+    rule's tests render, so a read only the translation makes could fail unseen."""
+    for rule in rs.rules.values():
+        if rule.zh is None:
+            continue
+        extra = _reads(_templates(rule, "zh")) - _reads(_templates(rule, "en"))
+        for read in sorted(extra):
+            yield (
+                "error",
+                f"{rule.file}:{rule.line}: rule {rule.id}: zh reads {read.replace(':', ' ', 1)!r}, which the English does not",
+            )
+
+
 def rule_tests(rs: RuleSet) -> Iterator[Problem]:
     """Every rule has at least one case it must fire on (ruff-style: each rule is tested)."""
     for rule in rs.rules.values():
@@ -206,6 +232,7 @@ VALIDATORS: tuple[Callable[[RuleSet], Iterator[Problem]], ...] = (
     signature_examples,
     references_resolve,
     template_captures,
+    translation_reads,
     rule_tests,
 )
 

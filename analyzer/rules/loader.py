@@ -36,16 +36,24 @@ from analyzer.rules.model import (
     RuleSet,
     Signature,
     Step,
+    Translation,
 )
 from analyzer.rules.schema import (
     RULE_FIELDS,
     RULE_REQUIRED,
     SIGNATURE_FIELDS,
     SIGNATURE_REQUIRED,
+    TRANSLATION_FIELDS,
 )
 from analyzer.versions import Range
 
-BUILTIN_DATA = ("kinds.yaml", "annotations.yaml", "timeline.yaml", "decisions.yaml")
+BUILTIN_DATA = (
+    "kinds.yaml",
+    "annotations.yaml",
+    "timeline.yaml",
+    "decisions.yaml",
+    "bot.yaml",
+)
 TEMPLATE_ENV = SandboxedEnvironment(autoescape=False, keep_trailing_newline=False)
 
 
@@ -340,11 +348,13 @@ def _load_rule(path: str, r: Any, sigs: dict, problems: list[str]) -> Rule | Non
             problems.append(f"{where}: rule {rid}: remediation steps are strings or mappings")
             continue
         remediation.append(Step(str(step.get("text", "")), step.get("command")))
+    zh = _translation(r.get("zh"), len(remediation), f"{where}: rule {rid}: zh", problems)
     for text in [
         r.get("explanation", ""),
         r.get("title", ""),
         *[s.text for s in remediation],
         *[s.command for s in remediation if s.command],
+        *([zh.title, zh.explanation, *zh.remediation] if zh else []),
     ]:
         _check_template(where, rid, str(text), problems)
     if when is None or missing_required(r):
@@ -373,7 +383,28 @@ def _load_rule(path: str, r: Any, sigs: dict, problems: list[str]) -> Rule | Non
         references=tuple(str(x) for x in _as_list(r.get("references"))),
         tests=_strip(r.get("tests") or {}),
         disabled=bool(r.get("disabled", False)),
+        zh=zh,
     )
+
+
+def _translation(doc: Any, steps: int, where: str, problems: list[str]) -> Translation | None:
+    """A translation is complete or absent: a title, an explanation and one text per English
+    remediation step (a half-translated finding would mix languages mid-sentence)."""
+    if doc is None:
+        return None
+    if not isinstance(doc, dict):
+        problems.append(f"{where}: expected a mapping with title, explanation, remediation")
+        return None
+    _unknown_keys(doc, TRANSLATION_FIELDS, where, "translation", problems)
+    texts = [str(x) for x in _as_list(doc.get("remediation"))]
+    missing = [k for k in ("title", "explanation") if not str(doc.get(k) or "").strip()]
+    if missing:
+        problems.append(f"{where}: missing {', '.join(missing)}")
+    if len(texts) != steps:
+        problems.append(f"{where}: {len(texts)} remediation text(s) for {steps} English step(s)")
+    if missing or len(texts) != steps:
+        return None
+    return Translation(str(doc["title"]), str(doc["explanation"]).strip(), tuple(texts))
 
 
 def missing_required(r: dict) -> bool:

@@ -47,6 +47,19 @@ class Step:
 
 
 @dataclass(frozen=True)
+class Translation:
+    """A rule's texts in another language: the same templates reworded. Remediation is one text
+    per English step; the commands are the English steps' own (they are not words)."""
+
+    title: str
+    explanation: str
+    remediation: tuple[str, ...] = ()
+
+
+LANGUAGES = ("en", "zh")
+
+
+@dataclass(frozen=True)
 class Rule:
     id: str
     title: str
@@ -71,6 +84,17 @@ class Rule:
     references: tuple[str, ...] = ()
     tests: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     disabled: bool = False
+    zh: Translation | None = None  # Chinese texts; without them a Chinese comment uses English
+
+    def texts(self, lang: str = "en") -> tuple[str, str, tuple[Step, ...]]:
+        """Title, explanation and remediation templates in `lang`, English when untranslated."""
+        tr = self.zh if lang == "zh" else None
+        if tr is None:
+            return self.title, self.explanation, self.remediation
+        steps = tuple(
+            Step(t, s.command) for t, s in zip(tr.remediation, self.remediation, strict=True)
+        )
+        return tr.title, tr.explanation, steps
 
 
 @dataclass(frozen=True)

@@ -110,6 +110,11 @@ _CASE = {
         "node": _STR,
     },
 }
+TRANSLATION_FIELDS: dict[str, dict[str, Any]] = {
+    "title": {**_STR, "description": "jinja2 template"},
+    "explanation": {**_STR, "description": "jinja2 template"},
+    "remediation": {**_STRS, "description": "one text per English step; commands stay"},
+}
 RULE_FIELDS: dict[str, dict[str, Any]] = {
     "id": {**_STR, "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$", "description": "stable id"},
     "title": {**_STR, "description": "jinja2 template"},
@@ -153,6 +158,13 @@ RULE_FIELDS: dict[str, dict[str, Any]] = {
         "required": ["fires"],
     },
     "disabled": {"type": "boolean"},
+    "zh": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["title", "explanation"],
+        "properties": TRANSLATION_FIELDS,
+        "description": "Chinese title, explanation and remediation texts (same templates)",
+    },
 }
 RULE_REQUIRED = ("id", "title", "severity", "kind", "category", "when", "tests")
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import regex
+
 from analyzer.bundle.reader import BundleReader
 from analyzer.errors import AnalyzerError
 from analyzer.rules import builtin_rules_dir
 from analyzer.rules.model import RuleSet
+
+_CJK = regex.compile(r"\p{Han}")
 
 
 @dataclass
@@ -19,7 +23,7 @@ class CaseResult:
     detail: str
 
 
-def _run_case(ruleset: RuleSet, case: dict, base: Path):
+def _run_case(ruleset: RuleSet, case: dict, base: Path, lang: str = "en"):
     """A rule test case as a bundle: a sample folder and/or named files (a `.md` file is the
     issue's own text, as the issue bot reads it)."""
     from analyzer.analyze import analyze_parsed, parse_reader
@@ -36,7 +40,7 @@ def _run_case(ruleset: RuleSet, case: dict, base: Path):
             kind = "issue-text" if name.endswith(".md") else None
             reader.add_bytes(name, str(content).encode(), kind=kind)
         parsed = parse_reader(reader, ruleset)
-        return analyze_parsed(parsed, ruleset, case.get("node"))
+        return analyze_parsed(parsed, ruleset, case.get("node"), lang)
     finally:
         reader.close()
 
@@ -87,4 +91,16 @@ def run_rule_tests(ruleset: RuleSet, only: str | None = None) -> list[CaseResult
                     if rule.id in explained:
                         detail += " (its `unless` explained it away)"
                 results.append(CaseResult(rule.id, label, ok, detail))
+                if want == "fires" and ok and rule.zh is not None:
+                    results.append(_translated(ruleset, rule.id, case, base, label))
     return results
+
+
+def _translated(ruleset: RuleSet, rule_id: str, case: dict, base: Path, label: str) -> CaseResult:
+    """A translated rule's firing case renders its Chinese texts without a template error."""
+    report = _run_case(ruleset, case, base, "zh")
+    found = [f for n in report.nodes for f in n.all_findings() if f.rule_id == rule_id]
+    errors = [e for n in report.nodes for e in n.rule_errors if rule_id in e]
+    ok = bool(found) and not errors and all(_CJK.search(f.title) for f in found)
+    detail = "" if ok else f"zh texts did not render: {errors[:1] or [f.title for f in found]}"
+    return CaseResult(rule_id, f"{label} (zh)", ok, detail)

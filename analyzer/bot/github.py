@@ -1,0 +1,100 @@
+"""The few GitHub REST calls the bot makes, through the `gh` CLI (`gh api`), which the runner
+images carry and which handles the token, retries and GitHub Enterprise.
+
+Every call names the full URL under the API root ($GITHUB_API_URL: https://api.github.com, or
+https://HOST/api/v3 on GitHub Enterprise Server). `gh api` takes a full URL as it is and sends
+the token of that host (GH_TOKEN for github.com, GH_ENTERPRISE_TOKEN for any other host), so the
+same code talks to github.com, to an Enterprise server and to the loopback fake of the tests;
+`GH_HOST` alone would make gh use https://HOST/api/v3, which a plain-HTTP test server cannot
+answer.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from analyzer.errors import AnalyzerError
+
+PER_PAGE = 100
+MAX_PAGES = 30  # 3,000 comments: more than any issue the bot answers
+TIMEOUT = 60.0
+
+
+class GitHubError(AnalyzerError):
+    """A failed API call: one line naming the call (exit 1)."""
+
+
+@dataclass(frozen=True)
+class Comment:
+    id: int
+    body: str
+
+
+@dataclass(frozen=True)
+class Issue:
+    api: str  # API root, no trailing slash
+    repo: str  # owner/name
+    number: int
+
+    @property
+    def url(self) -> str:
+        return f"{self.api}/repos/{self.repo}/issues/{self.number}"
+
+
+def gh_api(method: str, url: str, payload: Any = None) -> Any:
+    """One `gh api` call; the parsed JSON answer (None when empty)."""
+    args = ["gh", "api", "--method", method, url, "-H", "Accept: application/vnd.github+json"]
+    with tempfile.NamedTemporaryFile("w", suffix=".json", encoding="utf-8") as body:
+        if payload is not None:
+            json.dump(payload, body)
+            body.flush()
+            args += ["--input", body.name]
+        try:
+            res = subprocess.run(args, capture_output=True, text=True, timeout=TIMEOUT, check=False)
+        except FileNotFoundError:
+            raise GitHubError("the gh CLI is not installed (https://cli.github.com)") from None
+        except subprocess.TimeoutExpired:
+            raise GitHubError(f"gh api {method} {url}: no answer in {TIMEOUT:.0f} s") from None
+    if res.returncode != 0:
+        why = " ".join((res.stderr or res.stdout).split())[:300]
+        raise GitHubError(f"gh api {method} {url}: {why}")
+    try:
+        return json.loads(res.stdout) if res.stdout.strip() else None
+    except json.JSONDecodeError:
+        raise GitHubError(f"gh api {method} {url}: answer is not JSON") from None
+
+
+def comments(issue: Issue) -> list[Comment]:
+    out: list[Comment] = []
+    for page in range(1, MAX_PAGES + 1):
+        batch = gh_api("GET", f"{issue.url}/comments?per_page={PER_PAGE}&page={page}") or []
+        out += [Comment(int(c["id"]), str(c.get("body") or "")) for c in batch]
+        if len(batch) < PER_PAGE:
+            break
+    return out
+
+
+def labels(issue: Issue) -> set[str]:
+    doc = gh_api("GET", issue.url) or {}
+    return {str(lb["name"]) for lb in doc.get("labels") or []}
+
+
+def create_comment(issue: Issue, body: str) -> int:
+    return int(gh_api("POST", f"{issue.url}/comments", {"body": body})["id"])
+
+
+def update_comment(issue: Issue, comment_id: int, body: str) -> None:
+    gh_api("PATCH", f"{issue.api}/repos/{issue.repo}/issues/comments/{comment_id}", {"body": body})
+
+
+def add_labels(issue: Issue, names: set[str]) -> None:
+    gh_api("POST", f"{issue.url}/labels", {"labels": sorted(names)})
+
+
+def remove_label(issue: Issue, name: str) -> None:
+    gh_api("DELETE", f"{issue.url}/labels/{quote(name, safe='')}")

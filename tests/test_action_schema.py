@@ -1,0 +1,89 @@
+"""action.yml and every workflow the docs show, validated against GitHub's schemas by
+`action-validator` (npm @action-validator/cli, offline; .ci/run installs it), and action.yml kept
+in step with the bot: every input reaches the bot step, every output is one the bot writes."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from analyzer.bot.decide import Decision
+from analyzer.bot.run import Outcome
+from conftest import REPO
+
+VALIDATOR = shutil.which("action-validator")
+needs_validator = pytest.mark.skipif(
+    VALIDATOR is None,
+    reason="action-validator is not installed (.ci/run: npm install -g @action-validator/cli)",
+)
+ACTION = yaml.safe_load((REPO / "action.yml").read_text())
+_YAML_BLOCK = re.compile(r"^```ya?ml\n(.*?)^```", re.M | re.S)
+
+
+def doc_workflows() -> list[tuple[str, str]]:
+    """(doc:n, text) of every YAML block in docs/*.md and README.md that is a workflow."""
+    out = []
+    for md in sorted([*REPO.glob("docs/*.md"), REPO / "README.md"]):
+        for i, m in enumerate(_YAML_BLOCK.finditer(md.read_text(encoding="utf-8")), 1):
+            doc = yaml.safe_load(m[1])
+            if isinstance(doc, dict) and "jobs" in doc:
+                out.append((f"{md.name}:{i}", m[1]))
+    return out
+
+
+def _validate(path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [VALIDATOR, str(path)], capture_output=True, text=True, timeout=60, cwd=path.parent
+    )
+
+
+@needs_validator
+def test_action_yml_is_valid():
+    res = _validate(REPO / "action.yml")
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+@needs_validator
+@pytest.mark.parametrize(("where", "text"), doc_workflows(), ids=[w for w, _ in doc_workflows()])
+def test_doc_workflows_are_valid(tmp_path, where, text):
+    path = tmp_path / "workflow.yml"
+    path.write_text(text)
+    res = _validate(path)
+    assert res.returncode == 0, f"{where}: {res.stdout}{res.stderr}"
+
+
+@needs_validator
+def test_validator_rejects_a_broken_workflow(tmp_path):
+    """The check can fail: a misspelt step key is reported."""
+    path = tmp_path / "workflow.yml"
+    path.write_text(
+        "on: issues\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - uses: actions/checkout@v4\n        wiht: {fetch-depth: 1}\n"
+    )
+    assert _validate(path).returncode != 0
+
+
+def test_docs_show_workflows_that_use_the_action():
+    uses = [t for _, t in doc_workflows() if "hami-bundle-analyzer@v1" in t]
+    assert len(uses) >= 2  # a public repository and a private support repository
+
+
+def test_every_input_reaches_the_bot_step():
+    (step,) = [s for s in ACTION["runs"]["steps"] if s.get("id") == "bot"]
+    used = set(re.findall(r"inputs\.([\w-]+)", yaml.safe_dump(ACTION["runs"])))
+    assert set(ACTION["inputs"]) == used
+    env_names = {k for k in step["env"] if k.startswith("INPUT_")}
+    bot_inputs = {"rules", "min-confidence", "comment-when", "labels", "redact", "dry-run"}
+    assert {f"INPUT_{n.upper().replace('-', '_')}" for n in bot_inputs} == env_names
+
+
+def test_outputs_are_the_bots():
+    decision = Decision("healthy", "", "high", "healthy", True, False, frozenset(), "")
+    written = Outcome(decision, "en", "silent", "").outputs()
+    assert set(ACTION["outputs"]) == set(written)
+    for name, spec in ACTION["outputs"].items():
+        assert spec["value"] == f"${{{{ steps.bot.outputs.{name} }}}}"

@@ -32,6 +32,11 @@ _CHECKS: list[tuple[str, re.Pattern, str]] = [
         "nvidia-smi banner or -q fields",
     ),
     (
+        "events",
+        re.compile(r"(?m)^(?:NAMESPACE\s+)?LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE"),
+        "kubectl get events table header",
+    ),
+    (
         "pods-list",
         re.compile(r"(?m)^(?:NAMESPACE\s+)?NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE"),
         "kubectl get pods table header",

@@ -43,9 +43,14 @@ def infer_clock(
     heartbeats: list[tuple[dt.datetime, str]],
     log_times: list[tuple[dt.datetime, str]],
     member_mtimes: list[float],
+    stated: tuple[dt.datetime, str] | None = None,
 ) -> Clock:
-    """The latest trustworthy time in the bundle: node heartbeats and handshake stamps, then
+    """The collection time a collector stated (its manifest) when there is one; otherwise the
+    latest trustworthy time in the bundle: node heartbeats and handshake stamps, then
     `kubectl --timestamps` prefixes, then archive member times."""
+    if stated is not None:
+        when, why = stated
+        return Clock(when, when.year, f"collection time {when:%Y-%m-%d %H:%M:%S} UTC from {why}")
     candidates = [(t, why) for t, why in heartbeats + log_times if MIN_YEAR <= t.year < MAX_YEAR]
     if not candidates and member_mtimes:
         try:

@@ -138,7 +138,10 @@ def _clock(
             t = parse_time(rfc[-1]) if len(rfc) else None
             if t:
                 stamps.append((t, f"kubectl --timestamps prefix in {log.artefact.file.name}"))
-    return infer_clock(beats, stamps, bundle.member_mtimes)
+    stated = next(
+        ((m.collected_at, m.file) for m in bundle.manifests if m.collected_at is not None), None
+    )
+    return infer_clock(beats, stamps, bundle.member_mtimes, stated)
 
 
 @dataclass(frozen=True)

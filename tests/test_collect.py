@@ -11,7 +11,14 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from fake_apiserver import NAMESPACE, RELEASE, SERVER_VERSION, FakeApiServer, cluster_from_sample
+from fake_apiserver import (
+    NAMESPACE,
+    PLUGIN_POD,
+    RELEASE,
+    SERVER_VERSION,
+    FakeApiServer,
+    cluster_from_sample,
+)
 
 from analyzer.collect import plan
 from analyzer.collect.collector import redactor
@@ -72,6 +79,9 @@ def test_collected_archive_analyses_like_its_sample(sample, tmp_path):
     kept = {c["file"]: c for c in manifest["calls"] if c["file"]}
     assert set(kept) == set(files) - {"manifest.json"}  # every file says which command made it
     assert all(c["exit_code"] == 0 and c["command"] for c in kept.values())
+    # each file is what the catalogue command that made it collects
+    seen = {i["file"].split("/", 1)[1]: i["kind"] for i in got["inventory"]}
+    assert {f: seen[f] for f in kept} == {f: c["kind"] for f, c in kept.items()}
     node = manifest["nodes"][0]
     assert f"nodes/{node}/node.yaml" in files
     plugin_logs = [f for f in files if f.endswith("/device-plugin.log")]
@@ -107,6 +117,46 @@ def test_forbidden_and_timed_out_calls_are_recorded_not_fatal(tmp_path):
     got = _primary(str(archive))
     assert got["primary"]["category"] == "healthy"
     assert any("forbidden" in w and "lease" in w for w in got["warnings"])
+
+
+@needs_kubectl
+def test_restarted_container_and_oversized_log(tmp_path):
+    """A restarted container's previous instance is collected; a log over the bound keeps its
+    first MiB and its last 5,000 lines beside it, and the manifest says it was cut."""
+    cluster = cluster_from_sample(SAMPLES / "healthy-single-gpu" / "bundle")
+    cluster.restart(PLUGIN_POD, "device-plugin", "I0815 08:59:00.000000 1 main.go:1] before\n")
+    log = cluster.logs[(PLUGIN_POD, "device-plugin")]
+    last = "I0815 10:19:59.000000 1 main.go:2] the very last line\n"
+    cluster.logs[(PLUGIN_POD, "device-plugin")] = log * ((1 << 20) // len(log) + 2) + last
+    res, archive = _collect(cluster, tmp_path, "--max-log-mib", "1")
+    assert res.returncode == 0, res.stderr
+    files = _members(archive)
+    stem = f"logs/{PLUGIN_POD}/device-plugin"
+    assert files[f"{stem}.previous.log"].endswith(b" I0815 08:59:00.000000 1 main.go:1] before\n")
+    assert len(files[f"{stem}.log"]) == 1 << 20
+    tail = files[f"{stem}.tail.log"].decode()
+    assert len(tail.splitlines()) == 5000 and tail.endswith("the very last line\n")
+    calls = {c["file"]: c for c in json.loads(files["manifest.json"])["calls"] if c["file"]}
+    assert (
+        calls[f"{stem}.log"]["truncated"]
+        and "--previous" in calls[f"{stem}.previous.log"]["command"]
+    )
+    assert calls[f"{stem}.log"]["kind"] == "device-plugin-log"
+
+
+@needs_kubectl
+def test_without_hami_pods_the_named_node_is_still_collected(tmp_path):
+    cluster = cluster_from_sample(SAMPLES / "no-gpu-label" / "bundle")
+    cluster.objects["pods"] = []  # no device-plugin pod anywhere (the label is missing)
+    res, archive = _collect(cluster, tmp_path, "--node", "gpu-node-4")
+    assert res.returncode == 0, res.stderr
+    assert "HAMi's pods were not found by their labels" in res.stdout
+    files = _members(archive)
+    manifest = json.loads(files["manifest.json"])
+    assert manifest["hami"]["found_by"] == "not found by pod labels"
+    assert "nodes/gpu-node-4/node.yaml" in files and not any(f.startswith("logs/") for f in files)
+    want = _primary(str(SAMPLES / "no-gpu-label" / "bundle"))["primary"]
+    assert _primary(str(archive))["primary"]["rule_id"] == want["rule_id"]
 
 
 def test_no_kubectl_is_a_one_line_error(tmp_path):

@@ -27,6 +27,7 @@ MAX_PODS = 10  # pending or failing pods described
 TAIL_LINES = 5000
 VERSION_TIMEOUT = 10.0  # seconds for the first call, which tells whether the cluster answers
 NOT_RUNNING = "status.phase!=Running,status.phase!=Succeeded"
+NOT_FOUND = "not found by pod labels"
 
 
 class CollectError(AnalyzerError):
@@ -54,8 +55,7 @@ class Result:
     output: Path
     files: int
     calls: list[Call]
-    node_commands: list[tuple[str, str]]
-    nodes: list[str]
+    manifest: dict[str, Any]
 
 
 class Collector:
@@ -113,7 +113,7 @@ class Collector:
                 install = discover.find_install(doc)
                 if install.namespace:
                     return install, f"pod labels ({' '.join(scope)})"
-        return discover.Install(None, None, ()), "not found by pod labels"
+        return discover.Install(None, None, ()), NOT_FOUND
 
     def problem_pods(self, install: discover.Install, namespace: str) -> list[tuple[str, str]]:
         if self.opts.pods:
@@ -143,7 +143,7 @@ class Collector:
                 )
                 for step in steps:
                     call = self.run_step(step)
-                    if call.bytes >= self.opts.max_log_bytes:
+                    if call.truncated:
                         self.run_step(plan.tail_step(step, TAIL_LINES))
 
     def run(self) -> dict[str, Any]:
@@ -199,13 +199,7 @@ def collect(opts: Options, catalogue: Catalogue, progress: Callable[[str], None]
             opts.redact(staging, redacted)
             staging = redacted
         files = write_archive(staging, opts.output, manifest["collected_at"])
-    return Result(
-        opts.output,
-        files,
-        collector.runner.calls,
-        [(n["title"], n["command"]) for n in manifest["node_commands"]],
-        manifest["nodes"],
-    )
+    return Result(opts.output, files, collector.runner.calls, manifest)
 
 
 def write_archive(folder: Path, output: Path, stamp: str) -> int:
@@ -251,9 +245,12 @@ def summary(result: Result) -> str:
         f"wrote {result.output}: {result.files} files from {len(result.calls)} calls"
         + (f" ({problems}; see manifest.json)" if problems else "")
     ]
-    if not result.nodes:
+    hami, nodes = result.manifest["hami"], result.manifest["nodes"]
+    if hami["found_by"] == NOT_FOUND:
+        lines.append("HAMi's pods were not found by their labels: name its namespace with -n")
+    if not nodes:
         lines.append("no GPU node found running HAMi's device plugin: name one with --node")
-    where = result.nodes[0] if len(result.nodes) == 1 else "each GPU node"
+    where = nodes[0] if len(nodes) == 1 else "each GPU node"
     lines.append(f"Run these on {where} and attach the output too:")
-    lines += [f"  {command}    # {title}" for title, command in result.node_commands]
+    lines += [f"  {n['command']}    # {n['title']}" for n in result.manifest["node_commands"]]
     return "\n".join(lines)

@@ -120,8 +120,8 @@ class Runner:
             return None
         took = time.monotonic() - start
         size = scratch.stat().st_size
-        truncated = size > self.max_bytes
-        if truncated:
+        truncated = size >= self.max_bytes  # kubectl's --limit-bytes stops exactly there
+        if size > self.max_bytes:
             with scratch.open("r+b") as fh:
                 fh.truncate(self.max_bytes)
             size = self.max_bytes

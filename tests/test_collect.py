@@ -121,16 +121,20 @@ def test_forbidden_and_timed_out_calls_are_recorded_not_fatal(tmp_path):
 
 @needs_kubectl
 def test_restarted_container_and_oversized_log(tmp_path):
-    """A restarted container's previous instance is collected; a log over the bound keeps its
-    first MiB and its last 5,000 lines beside it, and the manifest says it was cut."""
+    """A restarted container's previous instance is collected and its pod, not ready, described;
+    a log over the bound keeps its first MiB and its last 5,000 lines beside it, and the
+    manifest says it was cut."""
     cluster = cluster_from_sample(SAMPLES / "healthy-single-gpu" / "bundle")
     cluster.restart(PLUGIN_POD, "device-plugin", "I0815 08:59:00.000000 1 main.go:1] before\n")
     log = cluster.logs[(PLUGIN_POD, "device-plugin")]
     last = "I0815 10:19:59.000000 1 main.go:2] the very last line\n"
     cluster.logs[(PLUGIN_POD, "device-plugin")] = log * ((1 << 20) // len(log) + 2) + last
+    plugin = next(p for p in cluster.objects["pods"] if p["metadata"]["name"] == PLUGIN_POD)
+    plugin["status"]["containerStatuses"][0]["ready"] = False  # so it is described too
     res, archive = _collect(cluster, tmp_path, "--max-log-mib", "1")
     assert res.returncode == 0, res.stderr
     files = _members(archive)
+    assert b"Restart Count:  1" in files[f"pods/{NAMESPACE}/{PLUGIN_POD}/pod-describe.txt"]
     stem = f"logs/{PLUGIN_POD}/device-plugin"
     assert files[f"{stem}.previous.log"].endswith(b" I0815 08:59:00.000000 1 main.go:1] before\n")
     assert len(files[f"{stem}.log"]) == 1 << 20

@@ -62,7 +62,6 @@ class Collector:
     def __init__(self, opts: Options, catalogue: Catalogue, staging: Path, progress) -> None:
         self.opts = opts
         self.catalogue = catalogue
-        self.staging = staging
         self.runner = Runner(staging, opts.timeout, opts.max_log_bytes, progress)
         self.kubectl = [opts.kubectl]
         self.kubectl += ["--context", opts.context] if opts.context else []
@@ -152,7 +151,8 @@ class Collector:
         install, found_by = self.find_install()
         namespace = self.opts.namespace or install.namespace or DEFAULT_NAMESPACE
         release = install.release or DEFAULT_RELEASE
-        nodes = list(self.opts.nodes) or install.plugin_nodes()[:MAX_NODES]
+        running = install.plugin_nodes()
+        nodes = list(self.opts.nodes) or running[:MAX_NODES]
         pods = install.on_nodes(nodes)
         covered = {c for p in pods for c in p.containers}
         values = {"NS": namespace, "RELEASE": release}
@@ -178,6 +178,7 @@ class Collector:
                 "other_installs": list(install.others),
             },
             "nodes": nodes,
+            "nodes_left_out": [] if self.opts.nodes else running[MAX_NODES:],
             "since": self.opts.since,
             "redacted": self.opts.redact is not None,
             "calls": [asdict(c) for c in self.runner.calls],
@@ -250,6 +251,8 @@ def summary(result: Result) -> str:
         lines.append("HAMi's pods were not found by their labels: name its namespace with -n")
     if not nodes:
         lines.append("no GPU node found running HAMi's device plugin: name one with --node")
+    if left := result.manifest["nodes_left_out"]:
+        lines.append(f"{len(left)} more nodes run HAMi's device plugin: name them with --node")
     where = nodes[0] if len(nodes) == 1 else "each GPU node"
     lines.append(f"Run these on {where} and attach the output too:")
     lines += [f"  {n['command']}    # {n['title']}" for n in result.manifest["node_commands"]]

@@ -9,7 +9,8 @@ log, their DaemonSet and Deployment, the scheduler Lease; the sample's pod.yaml 
 a RuntimeClass. Plain HTTP, discovery (`/version`, `/api`, `/apis`), GET of objects and lists
 with label and field selectors, pod logs with `container`, `previous`, `timestamps`,
 `limitBytes` and `tailLines`. Resources
-named in `forbidden` answer 403 and those in `slow` answer after a delay (a timeout case)."""
+named in `forbidden` answer 403 (`RES:cluster`: only across all namespaces, as for a user with
+namespace-scoped rights) and those in `slow` answer after a delay (a timeout case)."""
 
 from __future__ import annotations
 
@@ -387,7 +388,9 @@ class _Handler(BaseHTTPRequestHandler):
             )
         if res in self.cluster.slow:
             time.sleep(self.cluster.slow[res])
-        if res in self.cluster.forbidden:
+        if res in self.cluster.forbidden or (
+            ns is None and f"{res}:cluster" in self.cluster.forbidden
+        ):
             group = gv.split("/")[0] if "/" in gv else ""
             scope = f'in the namespace "{ns}"' if ns else "at the cluster scope"
             return self._status(

@@ -163,6 +163,32 @@ def test_without_hami_pods_the_named_node_is_still_collected(tmp_path):
     assert _primary(str(archive))["primary"]["rule_id"] == want["rule_id"]
 
 
+@needs_kubectl
+def test_namespace_scoped_rights_are_enough(tmp_path):
+    """Listing pods and DaemonSets across namespaces is forbidden: HAMi is found in the named
+    namespace, pending pods are looked for there, and the verdict is the sample's."""
+    cluster = cluster_from_sample(SAMPLES / "gpumem-too-large" / "bundle")
+    cluster.forbidden = {"pods:cluster", "daemonsets:cluster"}
+    for pod in cluster.objects["pods"]:
+        pod["metadata"]["namespace"] = NAMESPACE  # the pending pod too, where the user may look
+    args = ("-n", NAMESPACE, "--context", "fake", "--since", "2h")
+    res, archive = _collect(cluster, tmp_path, *args)
+    assert res.returncode == 0, res.stderr
+    files = _members(archive)
+    manifest = json.loads(files["manifest.json"])
+    assert manifest["hami"]["found_by"] == f"pod labels (-n {NAMESPACE})"
+    statuses = {c["command"].split(" --request-timeout")[0]: c["status"] for c in manifest["calls"]}
+    wide = [cmd for cmd in statuses if " get pods -A" in cmd or " get daemonset -A" in cmd]
+    assert len(wide) == 3 and all(statuses[cmd] == "forbidden" for cmd in wide), statuses
+    logs = [c for c in manifest["calls"] if f" logs -n {NAMESPACE} " in c["command"]]
+    assert logs and all(
+        "--context fake" in c["command"] and "--since=2h" in c["command"] for c in logs
+    )
+    assert any(f.startswith(f"pods/{NAMESPACE}/") for f in files)
+    want = _primary(str(SAMPLES / "gpumem-too-large" / "bundle"))["primary"]
+    assert _primary(str(archive))["primary"]["rule_id"] == want["rule_id"]
+
+
 def test_no_kubectl_is_a_one_line_error(tmp_path):
     res = run_cli("collect", "-o", str(tmp_path / "b.tgz"), PATH=str(tmp_path))
     assert res.returncode == 2

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 import tarfile
 from pathlib import Path
 
 import pytest
+import yaml
 from fake_apiserver import (
     NAMESPACE,
     PLUGIN_POD,
@@ -31,12 +33,16 @@ needs_kubectl = pytest.mark.skipif(
 ROUND_TRIP = ["healthy-single-gpu", "xid79-gpu-lost", "rbac-patch-forbidden", "gpumem-too-large"]
 
 
-def _collect(cluster, tmp: Path, *args: str):
+# every kubectl at hand: PyPI's in the venv and the system's (Debian's), which may differ in version
+KUBECTLS = sorted({k for k in (KUBECTL, shutil.which("kubectl")) if k})
+
+
+def _collect(cluster, tmp: Path, *args: str, kubectl: str | None = KUBECTL):
     with FakeApiServer(cluster) as srv:
         kubeconfig = srv.kubeconfig(tmp / "kubeconfig")
         out = tmp / "bundle.tar.gz"
         res = run_cli(
-            "collect", "--kubeconfig", str(kubeconfig), "--kubectl", KUBECTL, "-o", str(out),
+            "collect", "--kubeconfig", str(kubeconfig), "--kubectl", kubectl, "-o", str(out),
             *args, HOME=str(tmp), KUBECACHEDIR=str(tmp / "cache"),
         )  # fmt: skip
     return res, out
@@ -91,6 +97,16 @@ def test_collected_archive_analyses_like_its_sample(sample, tmp_path):
         assert files[plugin_logs[0]].startswith(b"20")  # each line starts with its RFC 3339 time
     if (SAMPLES / sample / "bundle" / "pod.yaml").exists():
         assert any(f.startswith("pods/") and f.endswith("pod-describe.txt") for f in files)
+
+
+@pytest.mark.parametrize("kubectl", KUBECTLS)
+def test_each_kubectl_at_hand_collects_the_same_verdict(kubectl, tmp_path):
+    res, archive = _collect(
+        cluster_from_sample(SAMPLES / "xid79-gpu-lost" / "bundle"), tmp_path, kubectl=kubectl
+    )
+    assert res.returncode == 0, res.stderr
+    expected = yaml.safe_load((SAMPLES / "xid79-gpu-lost" / "expected.yaml").read_text())
+    assert _primary(str(archive))["primary"]["category"] == expected["primary_category"]
 
 
 @needs_kubectl

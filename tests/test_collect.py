@@ -23,7 +23,7 @@ from fake_apiserver import (
 )
 
 from analyzer.collect import plan
-from analyzer.collect.collector import redactor
+from analyzer.collect.collector import Options, collect, redactor
 from analyzer.report.collect import fill
 from conftest import KUBECTL, SAMPLES, run_cli
 
@@ -244,6 +244,35 @@ def test_bad_options_are_one_line_errors(args, message):
     res = run_cli("collect", "--kubectl", "/bin/sh", *args)
     assert res.returncode == 2
     assert res.stderr.strip().startswith(f"error: {message}")
+
+
+@needs_kubectl
+def test_redaction_runs_on_the_staged_files_before_archiving(ruleset, tmp_path, monkeypatch):
+    """The --redact hook: the archive holds what the redactor wrote, manifest included."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    seen: list[Path] = []
+
+    def redact_tree(src: Path, dst: Path) -> None:  # stands in for analyzer.redact's
+        seen.extend(p.relative_to(src) for p in src.rglob("*") if p.is_file())
+        for p in src.rglob("*"):
+            if p.is_file():
+                (dst / p.relative_to(src)).parent.mkdir(parents=True, exist_ok=True)
+                (dst / p.relative_to(src)).write_bytes(
+                    p.read_bytes().replace(b"gpu-node-1", b"node-a")
+                )
+
+    cluster = cluster_from_sample(SAMPLES / "healthy-single-gpu" / "bundle")
+    with FakeApiServer(cluster) as srv:
+        opts = Options(
+            KUBECTL, None, tmp_path / "b.tar.gz",
+            kubeconfig=str(srv.kubeconfig(tmp_path / "kc")), redact=redact_tree,
+        )  # fmt: skip
+        result = collect(opts, ruleset.catalogue, lambda line: None)
+    files = _members(result.output)
+    assert {str(p) for p in seen} == set(files)  # the redactor saw every file, scratch not
+    assert b"node-a" in files["manifest.json"]
+    assert not any(b"gpu-node-1" in data for data in files.values())
+    assert json.loads(files["manifest.json"])["redacted"] is True
 
 
 @pytest.mark.skipif(redactor() is not None, reason="analyzer.redact is present in this build")

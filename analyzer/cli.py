@@ -465,6 +465,77 @@ def dev_score(
 
 
 @app.command()
+def collect(
+    node: Annotated[
+        list[str] | None,
+        typer.Option("--node", help="GPU node (may repeat; default: those running HAMi)."),
+    ] = None,
+    namespace: Annotated[
+        str | None, typer.Option("--namespace", "-n", help="HAMi's namespace (default: found).")
+    ] = None,
+    context: Annotated[str | None, typer.Option("--context", help="kubeconfig context.")] = None,
+    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig")] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Archive (default: hami-bundle-TIME.tar.gz)."),
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="Only log lines newer than this (e.g. 2h).")
+    ] = None,
+    pod: Annotated[
+        list[str] | None, typer.Option("--pod", help="Describe this NS/NAME pod (may repeat).")
+    ] = None,
+    redact: Annotated[bool, typer.Option("--redact", help="Redact before archiving.")] = False,
+    kubectl: Annotated[str | None, typer.Option("--kubectl", help="kubectl binary.")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per call.")] = 30.0,
+    max_log_mib: Annotated[int, typer.Option("--max-log-mib", help="Bound per log (MiB).")] = 32,
+) -> None:
+    """Collect a bundle from the cluster with kubectl. Exit 0: written, 2: cannot start."""
+    import datetime as dt
+    import re
+
+    from analyzer.collect import collector as c
+
+    program = c.find_program("kubectl", kubectl)
+    if program is None:
+        _fail(
+            f"{kubectl}: no such file"
+            if kubectl
+            else "kubectl not found on PATH (use --kubectl PATH)"
+        )
+    if bad := [p for p in pod or [] if not re.fullmatch(r"[^/\s]+/[^/\s]+", p)]:
+        _fail(f"--pod {bad[0]!r}: expected NAMESPACE/NAME")
+    if since is not None and not re.fullmatch(r"(?:\d+[hms])+", since):
+        _fail(f"--since {since!r}: expected a duration such as 2h or 90m")
+    redact_tree = c.redactor() if redact else None
+    if redact and redact_tree is None:
+        _fail("redaction is not available in this build")
+    out = output or Path(f"hami-bundle-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}.tar.gz")
+    if not out.parent.is_dir():
+        _fail(f"cannot write {out}: no such directory {out.parent}")
+    opts = c.Options(
+        program,
+        c.find_program("helm", None),
+        out,
+        tuple(node or ()),
+        tuple(pod or ()),
+        namespace,
+        context,
+        kubeconfig,
+        since,
+        timeout,
+        max_log_mib << 20,
+        redact_tree,
+    )
+    try:
+        result = c.collect(opts, _ruleset(None).catalogue, lambda line: typer.echo(line, err=True))
+    except AnalyzerError as exc:
+        _fail(str(exc))
+        return
+    typer.echo(c.summary(result))
+
+
+@app.command()
 def version() -> None:
     """Print the analyzer version."""
     typer.echo(__version__)

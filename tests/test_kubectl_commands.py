@@ -11,17 +11,15 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from analyzer.report.collect import fill
 from analyzer.rules.selftest import _run_case
+from conftest import KUBECTL
 
-KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which("kubectl")
 USAGE_ERRORS = re.compile(
     r"unknown (?:shorthand )?flag|unknown command|flag needs an argument|invalid argument"
     r"|error parsing jsonpath|unrecognized|required flag|accepts \d+ arg|must specify the type"

@@ -272,6 +272,14 @@ def test_node_json_and_describe(ruleset):
     assert "hami.io/node-nvidia-register" in d.elided
     assert d.taints == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
     assert d.capacity["nvidia.com/gpu"] == "0"
+    # the JSON form as kubectl describe prints it: on the line below the key, cut with "..."
+    wrapped = desc.replace(
+        "GPU-b7c4eb59,10,40960,100,NVIDIA-NVIDIA A100-PCI...",
+        '[{"id":"GPU-fc28df76","count":10,"devmem":46068,"type":"NVIDIA L40S","health"...',
+    )
+    j = parse_texts(ruleset, {"describe.txt": wrapped}).nodes[0]
+    assert j.annotations["hami.io/node-nvidia-register"].startswith('[{"id":"GPU-fc28df76"')
+    assert "hami.io/node-nvidia-register" in j.elided
 
 
 POD_DESCRIBE = """Name:                gpu-pod

@@ -13,6 +13,9 @@ from analyzer.kinds import Catalogue
 
 HEAD_CHARS = 200_000
 _K8S_KIND_RE = re.compile(r'(?m)^\s*"?kind"?\s*:\s*"?([A-Za-z]+)"?\s*,?\s*$')
+# a top-level `kind:` (column 0): kubectl sorts keys, so a List's own `kind: List` comes after
+# its items, and an item's data may hold other objects' `kind:` lines (a scheduler config)
+_TOP_KIND_RE = re.compile(r'(?m)^"?kind"?\s*:\s*"?([A-Za-z]+)"?\s*,?\s*$')
 _LIST_ITEM_NODE_RE = re.compile(r'(?m)^\s*(?:-\s+)?"?kind"?\s*:\s*"?Node"?')
 _CHECKS: list[tuple[str, re.Pattern, str]] = [
     ("cdi-spec", re.compile(r'(?m)^\s*"?cdiVersion"?\s*:'), "has cdiVersion"),
@@ -30,6 +33,11 @@ _CHECKS: list[tuple[str, re.Pattern, str]] = [
         "nvidia-smi",
         re.compile(r"(?m)NVIDIA-SMI \d|^Attached GPUs\s+:|^\s*GPU UUID\s+:"),
         "nvidia-smi banner or -q fields",
+    ),
+    (
+        "events",
+        re.compile(r"(?m)^(?:NAMESPACE\s+)?LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE"),
+        "kubectl get events table header",
     ),
     (
         "pods-list",
@@ -115,13 +123,14 @@ def _object(head: str, catalogue: Catalogue) -> tuple[str, str] | None:
         kinds = re.findall(r'"?\bkind"?\s*:\s*"?([A-Za-z]+)', head)[:1]
     if not kinds:
         return None
-    first = kinds[0]
+    top = _TOP_KIND_RE.search(head)
+    first = top.group(1) if top else kinds[0]
     if first == "List":
         if _LIST_ITEM_NODE_RE.search(head):
             return "node", "kind: List whose items are Nodes"
         if "Pod" in kinds:
             return "pod", "kind: List whose items are Pods"
-        first = next((k for k in kinds[1:] if k in catalogue.by_k8s_kind), first)
+        first = next((k for k in kinds if k in catalogue.by_k8s_kind), first)
     kid = catalogue.by_k8s_kind.get(first)
     if kid is None:
         return None

@@ -45,8 +45,10 @@ def infer_clock(
     log_times: list[tuple[dt.datetime, str]],
     member_mtimes: list[float],
     klog_lines: bool = False,
+    stated: tuple[dt.datetime, str] | None = None,
 ) -> Clock:
-    """The latest trustworthy time in the bundle: node heartbeats and handshake stamps, then
+    """The collection time a collector stated (its manifest) when there is one; otherwise the
+    latest trustworthy time in the bundle: node heartbeats and handshake stamps, then
     `kubectl --timestamps` prefixes, then archive member times. `klog_lines` says whether the
     logs had times at all (without a year), which is what an undated bundle's reason names.
 
@@ -55,6 +57,9 @@ def infer_clock(
     >>> infer_clock([], [], [1.0]).missing
     'no timestamps in any log; no Node heartbeat or handshake time, --timestamps prefix or archive member time (archive member times outside 2000-2099)'
     """
+    if stated is not None:
+        when, why = stated
+        return Clock(when, when.year, f"collection time {when:%Y-%m-%d %H:%M:%S} UTC from {why}")
     candidates = [(t, why) for t, why in heartbeats + log_times if MIN_YEAR <= t.year < MAX_YEAR]
     if not candidates and member_mtimes:
         try:

@@ -139,7 +139,10 @@ def _clock(
             if t:
                 stamps.append((t, f"kubectl --timestamps prefix in {log.artefact.file.name}"))
     klog = any(log.stats.klog_lines for log in bundle.logs)
-    return infer_clock(beats, stamps, bundle.member_mtimes, klog)
+    stated = next(
+        ((m.collected_at, m.file) for m in bundle.manifests if m.collected_at is not None), None
+    )
+    return infer_clock(beats, stamps, bundle.member_mtimes, klog, stated)
 
 
 @dataclass(frozen=True)

@@ -118,7 +118,7 @@ def collect_matches(
 ) -> SignatureIndex:
     index = SignatureIndex(signatures, catalogue)
     index.present = catalogue.satisfied(
-        {k for k in kinds if catalogue.get(k) and catalogue[k].family != "junk"}
+        {k for k in kinds if catalogue.get(k) and catalogue[k].is_evidence}
     )
     for log in logs:
         art = log.artefact

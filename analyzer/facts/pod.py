@@ -6,11 +6,20 @@ from __future__ import annotations
 from analyzer.facts.model import FactSet, Where
 from analyzer.parse.pod import PodFacts
 
+_DECIMAL = {"k": 10**3, "M": 10**6, "G": 10**9}  # kubectl describe prints 40000 as 40k
+
 
 def _number(v: str):
-    """`"3000"` -> 3000; other quantities (500m, 1Gi) stay strings."""
+    """`"3000"` -> 3000, `40k` (kubectl describe's form of 40000) -> 40000; other quantities
+    (500m, 1Gi) stay strings.
+
+    >>> _number("3000"), _number("40k"), _number("500m"), _number("1Gi")
+    (3000, 40000, '500m', '1Gi')
+    """
+    text = str(v).strip().strip('"')
+    scale = _DECIMAL.get(text[-1:], 1)
     try:
-        return int(str(v).strip().strip('"'))
+        return int(text[:-1] if scale > 1 else text) * scale
     except ValueError:
         return v
 

@@ -227,7 +227,9 @@ def _parse_describe(artefact: Artefact) -> NodeFacts:
             section == "Annotations"
             and last_key
             and raw.startswith(" " * 22)
-            and ":" not in body[:60].split(" ")[0]
+            # kubectl puts a long value on the line below its key (then a JSON value's first
+            # word holds ':'); otherwise a word with ':' starts the next annotation
+            and (not n.annotations[last_key] or ":" not in body[:60].split(" ")[0])
         ):
             n.annotations[last_key] = (n.annotations[last_key] + " " + body).strip()
             if body.endswith("...") or body.endswith("…"):

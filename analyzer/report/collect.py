@@ -10,7 +10,8 @@ from analyzer.report.model import Collect, Verdict
 from analyzer.rules.engine import FIRED, NOT_EVALUATED, RuleResult
 
 DEFAULT_NAMESPACE = "kube-system"
-VARIABLES = ("NODE", "NS", "POD", "POD_NS")
+DEFAULT_RELEASE = "hami"  # the chart's documented release name
+VARIABLES = ("NODE", "NS", "RELEASE", "POD", "POD_NS")
 
 
 def fill(command: str, values: dict[str, str | None]) -> tuple[str, tuple[str, ...]]:
@@ -37,7 +38,7 @@ def _quote(value: str) -> str:
 
 
 def values_of(ctx: NodeContext) -> dict[str, str | None]:
-    return {**ctx.shell_values(), "NS": DEFAULT_NAMESPACE}
+    return {**ctx.shell_values(), "NS": DEFAULT_NAMESPACE, "RELEASE": DEFAULT_RELEASE}
 
 
 def choose(

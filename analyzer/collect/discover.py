@@ -1,0 +1,147 @@
+"""Where HAMi is installed and which pods matter, from `kubectl get pods -o json` lists.
+
+HAMi is found by its chart's labels wherever it runs (namespace and release are read, never
+assumed): `app.kubernetes.io/component` names the workload (v2.2 and earlier used `4pd-*`),
+`app.kubernetes.io/instance` the helm release."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+COMPONENT = "app.kubernetes.io/component"
+RELEASE = "app.kubernetes.io/instance"
+ROLES = {
+    "hami-device-plugin": "device-plugin",
+    "4pd-device-plugin": "device-plugin",
+    "hami-scheduler": "scheduler",
+    "4pd-scheduler": "scheduler",
+}
+SELECTOR = f"{COMPONENT} in ({','.join(ROLES)})"
+# what a pod needs besides an extended resource to be none of HAMi's business
+_PLAIN_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
+
+
+@dataclass(frozen=True)
+class PodRef:
+    namespace: str
+    name: str
+    node: str | None
+    role: str  # device-plugin | scheduler | workload
+    containers: tuple[str, ...]  # init containers first, as the pod runs them
+    restarted: frozenset[str]  # containers with a previous instance (kubectl logs --previous)
+    ready: bool
+
+
+@dataclass(frozen=True)
+class Install:
+    namespace: str | None
+    release: str | None
+    pods: tuple[PodRef, ...]
+    others: tuple[str, ...] = ()  # further installs seen (namespace/release), not collected
+
+    def on_nodes(self, nodes: list[str]) -> list[PodRef]:
+        """The device-plugin pods on these nodes and every scheduler pod (the scheduler's log
+        speaks of every node)."""
+        return [p for p in self.pods if p.role == "scheduler" or p.node in nodes]
+
+    def plugin_nodes(self) -> list[str]:
+        return sorted({p.node for p in self.pods if p.role == "device-plugin" and p.node})
+
+
+def pod_ref(item: dict[str, Any], role: str) -> PodRef:
+    meta, spec, status = (item.get(k) or {} for k in ("metadata", "spec", "status"))
+    names = [
+        c.get("name") for c in (spec.get("initContainers") or []) + (spec.get("containers") or [])
+    ]
+    statuses = (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
+    restarted = {
+        s.get("name")
+        for s in statuses
+        if s.get("restartCount") or (s.get("lastState") or {}).get("terminated")
+    }
+    ready = status.get("phase") == "Running" and all(
+        s.get("ready") for s in status.get("containerStatuses") or [{}]
+    )
+    return PodRef(
+        str(meta.get("namespace") or ""),
+        str(meta.get("name") or ""),
+        spec.get("nodeName"),
+        role,
+        tuple(str(n) for n in names if n),
+        frozenset(str(n) for n in restarted if n),
+        ready,
+    )
+
+
+def find_install(pod_list: dict[str, Any]) -> Install:
+    """The HAMi install with the most pods in a list of labelled pods.
+
+    >>> pods = {"items": [
+    ...   {"metadata": {"name": "dp-1", "namespace": "gpu", "labels": {COMPONENT: "hami-device-plugin",
+    ...    RELEASE: "stack"}}, "spec": {"nodeName": "n1", "containers": [{"name": "device-plugin"}]},
+    ...    "status": {"phase": "Running", "containerStatuses": [{"name": "device-plugin",
+    ...    "ready": True, "restartCount": 2}]}},
+    ...   {"metadata": {"name": "s-1", "namespace": "gpu", "labels": {COMPONENT: "hami-scheduler",
+    ...    RELEASE: "stack"}}, "spec": {"containers": [{"name": "kube-scheduler"}]}}]}
+    >>> inst = find_install(pods)
+    >>> inst.namespace, inst.release, inst.plugin_nodes(), sorted(inst.pods[0].restarted)
+    ('gpu', 'stack', ['n1'], ['device-plugin'])
+    >>> find_install({"items": []}).namespace is None
+    True
+    """
+    found: list[tuple[str, str | None, PodRef]] = []
+    for item in pod_list.get("items") or []:
+        labels = (item.get("metadata") or {}).get("labels") or {}
+        role = ROLES.get(labels.get(COMPONENT, ""))
+        if role:
+            ref = pod_ref(item, role)
+            found.append((ref.namespace, labels.get(RELEASE), ref))
+    if not found:
+        return Install(None, None, ())
+    ranked = Counter((ns, rel) for ns, rel, _ in found).most_common()
+    (namespace, release), _n = ranked[0]
+    pods = tuple(p for ns, rel, p in found if (ns, rel) == (namespace, release))
+    others = tuple(f"{ns}/{rel}" for (ns, rel), _ in ranked[1:])
+    return Install(namespace, release, pods, others)
+
+
+def wants_gpu(item: dict[str, Any]) -> bool:
+    """A pod asking for an extended resource (nvidia.com/gpu, gpumem, another vendor's) or for a
+    HAMi scheduler is one the analyzer can say something about."""
+    spec = item.get("spec") or {}
+    if "hami" in str(spec.get("schedulerName") or ""):
+        return True
+    for c in (spec.get("initContainers") or []) + (spec.get("containers") or []):
+        res = c.get("resources") or {}
+        for key in {**(res.get("limits") or {}), **(res.get("requests") or {})}:
+            if key not in _PLAIN_RESOURCES and not key.startswith("hugepages-"):
+                return True
+    return False
+
+
+def problem_pods(pod_list: dict[str, Any], install: Install, limit: int) -> list[PodRef]:
+    """HAMi's own pods that are not ready, then the GPU pods of a not-running list (Pending
+    or Failed), newest first, at most `limit`.
+
+    >>> pending = {"items": [{"metadata": {"name": "vllm-0", "namespace": "ai",
+    ...   "creationTimestamp": "2026-08-15T09:00:00Z"}, "spec": {"containers": [{"name": "v",
+    ...   "resources": {"limits": {"nvidia.com/gpu": 1}}}]}, "status": {"phase": "Pending"}},
+    ...   {"metadata": {"name": "web", "namespace": "ai"}, "spec": {"containers": [{"name": "w"}]}}]}
+    >>> [p.name for p in problem_pods(pending, Install(None, None, ()), 5)]
+    ['vllm-0']
+    """
+    out = [p for p in install.pods if not p.ready]
+    items = sorted(
+        (i for i in pod_list.get("items") or [] if wants_gpu(i)),
+        key=lambda i: str((i.get("metadata") or {}).get("creationTimestamp") or ""),
+        reverse=True,
+    )
+    seen = {(p.namespace, p.name) for p in out}
+    for item in items:
+        ref = pod_ref(item, "workload")
+        if (ref.namespace, ref.name) not in seen:
+            out.append(ref)
+            seen.add((ref.namespace, ref.name))
+    return out[:limit]

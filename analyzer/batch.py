@@ -8,23 +8,29 @@ Nothing holds more than one bundle's events at a time.
 
 from __future__ import annotations
 
+import ctypes
 import datetime as dt
 import gc
 import hashlib
 import os
-import signal
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import polars as pl
 import regex
 
 PART_ROWS = int(os.environ.get("HAMI_BATCH_PART_ROWS", "200"))  # bundles per part file
-BUNDLE_TIMEOUT = 300  # seconds one bundle may take before it is recorded as an error
+# ... or fewer: a part is also written once its first row is this old, so a kill loses little
+PART_SECONDS = float(os.environ.get("HAMI_BATCH_PART_SECONDS", "10"))
+TICK = 1.0  # an executor yields None this often while no bundle finishes (parts by time)
+BUNDLE_TIMEOUT = 300.0  # default seconds one bundle may take before it is recorded as an error
 UNEXPLAINED_LINES = 200  # unmatched error lines taken from one bundle
 BUNDLE_SCHEMA = {
     "id": pl.String,
@@ -89,22 +95,27 @@ def template_of(line: str) -> str:
 
 
 # ---- input discovery ----------------------------------------------------------------------
-def discover(inputs: list[str]) -> list[Path]:
-    """A folder of tickets (each entry one bundle), a list file, or several bundle paths."""
-    out: list[Path] = []
+def discover(inputs: list[str]) -> list[str]:
+    """A folder of tickets (each entry one bundle), a list file, or several bundle paths; any
+    of them may be an fsspec URL (see batch_io)."""
+    from analyzer.batch_io import discover_url, is_url
+
+    out: list[str] = []
     for spec in inputs:
         p = Path(spec)
-        if p.is_dir() and not _looks_like_bundle(p):
-            out.extend(sorted(x for x in p.iterdir() if not x.name.startswith(".")))
+        if is_url(spec):
+            out.extend(discover_url(spec))
+        elif p.is_dir() and not _looks_like_bundle(p):
+            out.extend(str(x) for x in sorted(p.iterdir()) if not x.name.startswith("."))
         elif p.is_file() and p.suffix in (".txt", ".list") and _is_list_file(p):
             base = p.parent
             for raw in p.read_text(encoding="utf-8", errors="replace").splitlines():
                 raw = raw.strip()
                 if raw and not raw.startswith("#"):
                     q = Path(raw)
-                    out.append(q if q.is_absolute() else base / q)
+                    out.append(str(q if q.is_absolute() else base / q))
         else:
-            out.append(p)
+            out.append(spec)
     return out
 
 
@@ -118,126 +129,178 @@ def _is_list_file(p: Path) -> bool:
 
 def _looks_like_bundle(p: Path) -> bool:
     """A folder whose files are bundle files rather than ticket folders/archives."""
+    from analyzer.batch_io import ARCHIVE_SUFFIXES
+
     entries = [x for x in p.iterdir() if not x.name.startswith(".")]
     return (
         bool(entries)
         and all(x.is_file() for x in entries)
-        and not any(x.suffix in (".tgz", ".zip", ".tar", ".gz") for x in entries)
+        and not any(x.suffix in ARCHIVE_SUFFIXES for x in entries)
     )
 
 
-def bundle_digest(p: Path) -> str:
-    """Content digest of a bundle path (folder: names and contents of its files)."""
-    h = hashlib.sha256()
+def bundle_digest(spec: str) -> str:
+    """Content digest of a bundle path or URL (folder: names and contents of its files)."""
+    from analyzer.batch_io import hash_files, is_url, url_digest
+
     try:
-        files = (
-            sorted(x for x in p.rglob("*") if x.is_file() and not x.is_symlink())
-            if p.is_dir()
-            else [p]
-        )
-        for f in files:
-            h.update(str(f.relative_to(p) if p.is_dir() else f.name).encode())
-            with f.open("rb") as fh:
-                while chunk := fh.read(1 << 20):
-                    h.update(chunk)
-    except OSError as exc:
+        if is_url(spec):
+            return url_digest(spec)
+        p = Path(spec)
+        if not p.is_dir():
+            return hash_files([(p.name, partial(p.open, "rb"))])
+        files = sorted(x for x in p.rglob("*") if x.is_file() and not x.is_symlink())
+        return hash_files((str(f.relative_to(p)), partial(f.open, "rb")) for f in files)
+    except Exception as exc:  # unreadable here; the analysis will say why in the row's error
         return "unreadable:" + hashlib.sha256(str(exc).encode()).hexdigest()[:16]
-    return h.hexdigest()
 
 
 # ---- the per-bundle work (runs in workers) ------------------------------------------------
 _RULESET = None
 
 
-def _init_worker() -> None:
+def load_rules():
+    """The rules, loaded once per worker process (local pool or Dask worker) and kept."""
     global _RULESET
-    from analyzer.rules.loader import load_ruleset
+    if _RULESET is None:
+        from analyzer.rules.loader import load_ruleset
 
-    _RULESET = load_ruleset()
-    gc.freeze()  # modules and rules live as long as the worker: keep the collector off them
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
-
-
-class _Timeout(Exception):
-    pass
+        _RULESET = load_ruleset()
+        gc.freeze()  # modules and rules live as long as the worker: keep the collector off them
+    return _RULESET
 
 
-def _alarm(_sig, _frame):
-    raise _Timeout
+class _Timeout(BaseException):
+    """Raised inside the analysing thread; a BaseException so no `except Exception` eats it."""
 
 
-def analyze_one(task: tuple[str, str]) -> dict[str, Any]:
-    """Analyse one bundle; never raises. Returns the row, finding rows, unexplained lines."""
-    from analyzer.analyze import analyze
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise _Timeout in this thread after `seconds`. A timer thread rather than SIGALRM, so
+    that it also works in a Dask worker's task thread; like a signal, it lands between bytecodes."""
+    tid, lock, armed = threading.get_ident(), threading.Lock(), [True]
+
+    def fire() -> None:
+        with lock:
+            if armed[0]:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                    ctypes.c_ulong(tid), ctypes.py_object(_Timeout)
+                )
+
+    timer = threading.Timer(seconds, fire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        with lock:
+            armed[0] = False
+        timer.cancel()
+
+
+def analyze_one(task: tuple[str, str], timeout: float = BUNDLE_TIMEOUT) -> dict[str, Any]:
+    """Analyse one bundle (a local path or an fsspec URL); never raises. Returns the row,
+    node rows, finding rows and unexplained lines, already checked against their schemas."""
     from analyzer.errors import AnalyzerError
 
     bundle_id, path = task
     start = time.perf_counter()
     row: dict[str, Any] = {"id": bundle_id, "path": path}
+    result: dict[str, Any] = {"row": row, "nodes": [], "findings": [], "unexplained": []}
+    try:
+        with time_limit(timeout):
+            result.update(_analyze_rows(bundle_id, path, row))
+            _check_types(result)
+    except _Timeout:
+        result = failed_result(row, f"timed out after {timeout:g}s")
+    except AnalyzerError as exc:
+        result = failed_result(row, str(exc))
+    except (
+        Exception
+    ) as exc:  # a bug or a bad value must not stop the batch; record it with its type
+        result = failed_result(row, f"internal error: {type(exc).__name__}: {exc}"[:500])
+    result["row"]["duration_s"] = time.perf_counter() - start
+    return result
+
+
+def failed_result(row: dict[str, Any], error: str) -> dict[str, Any]:
+    """The bundle's row with only its error: no half-built verdict or findings."""
+    return {
+        "row": {"id": row["id"], "path": row["path"], "error": error},
+        "nodes": [],
+        "findings": [],
+        "unexplained": [],
+    }
+
+
+def _check_types(result: dict[str, Any]) -> None:
+    """Type the rows here, in the worker, so a value the tables cannot hold (a date out of
+    range, a wrong type) is this bundle's error and not a crash of the run's part writer."""
+    _frame([result["row"]], BUNDLE_SCHEMA)
+    for key, schema in (
+        ("nodes", NODE_SCHEMA),
+        ("findings", FINDING_SCHEMA),
+        ("unexplained", UNEXPLAINED_SCHEMA),
+    ):
+        _frame(result[key], schema)
+
+
+def _analyze_rows(bundle_id: str, path: str, row: dict[str, Any]) -> dict[str, Any]:
+    from analyzer.analyze import analyze
+    from analyzer.batch_io import local_copy
+
+    with local_copy(path) as local:  # a URL is fetched to a temporary copy, a path used as is
+        bundle, report = analyze([local], load_rules())
+        return _rows(bundle_id, row, bundle, report)
+
+
+def _rows(bundle_id: str, row: dict[str, Any], bundle, report) -> dict[str, Any]:
     nodes: list[dict[str, Any]] = []
     findings: list[dict[str, Any]] = []
     unexplained: list[dict[str, Any]] = []
-    old = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(BUNDLE_TIMEOUT)
-    try:
-        ruleset = _RULESET
-        if ruleset is None:
-            _init_worker()
-            ruleset = _RULESET
-        bundle, report = analyze([path], ruleset)
-        d = report.worst
-        row.update(
-            nodes=",".join(x.node or "" for x in report.nodes),
-            hami_version=d.version.range,
-            category=d.primary.category,
-            rule_id=d.primary.rule_id,
-            severity=d.primary.severity,
-            confidence=d.primary.confidence,
-            n_faults=sum(len(n.faults()) for n in report.nodes),
-            n_findings=sum(len(n.all_findings()) for n in report.nodes),
-            n_not_evaluated=len(d.not_evaluated),
-            collected_at=d.clock.collected_at,
+    d = report.worst
+    row.update(
+        nodes=",".join(x.node or "" for x in report.nodes),
+        hami_version=d.version.range,
+        category=d.primary.category,
+        rule_id=d.primary.rule_id,
+        severity=d.primary.severity,
+        confidence=d.primary.confidence,
+        n_faults=sum(len(n.faults()) for n in report.nodes),
+        n_findings=sum(len(n.all_findings()) for n in report.nodes),
+        n_not_evaluated=len(d.not_evaluated),
+        collected_at=d.clock.collected_at,
+    )
+    for n in report.nodes:
+        nodes.append(
+            {
+                "bundle_id": bundle_id,
+                "node": n.node,
+                "category": n.primary.category,
+                "rule_id": n.primary.rule_id,
+                "severity": n.primary.severity,
+                "confidence": n.primary.confidence,
+                "n_faults": len(n.faults()),
+            }
         )
-        for n in report.nodes:
-            nodes.append(
+        for f in n.all_findings():
+            e = f.evidence[0] if f.evidence else None
+            findings.append(
                 {
                     "bundle_id": bundle_id,
                     "node": n.node,
-                    "category": n.primary.category,
-                    "rule_id": n.primary.rule_id,
-                    "severity": n.primary.severity,
-                    "confidence": n.primary.confidence,
-                    "n_faults": len(n.faults()),
+                    "rule_id": f.rule_id,
+                    "category": f.category,
+                    "severity": f.severity,
+                    "kind": f.kind,
+                    "file": e.file if e else None,
+                    "line": e.line if e else None,
+                    "evidence": (e.text or str(e.value))[:500] if e else None,
                 }
             )
-            for f in n.all_findings():
-                e = f.evidence[0] if f.evidence else None
-                findings.append(
-                    {
-                        "bundle_id": bundle_id,
-                        "node": n.node,
-                        "rule_id": f.rule_id,
-                        "category": f.category,
-                        "severity": f.severity,
-                        "kind": f.kind,
-                        "file": e.file if e else None,
-                        "line": e.line if e else None,
-                        "evidence": (e.text or str(e.value))[:500] if e else None,
-                    }
-                )
-        if not any(n.faults() for n in report.nodes):
-            unexplained = _unexplained(bundle_id, bundle)
-    except _Timeout:
-        row["error"] = f"timed out after {BUNDLE_TIMEOUT}s"
-    except AnalyzerError as exc:
-        row["error"] = str(exc)
-    except Exception as exc:  # a bug must not stop the batch; record it with its type
-        row["error"] = f"internal error: {type(exc).__name__}: {exc}"[:500]
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-    row["duration_s"] = time.perf_counter() - start
-    return {"row": row, "nodes": nodes, "findings": findings, "unexplained": unexplained}
+    if not any(n.faults() for n in report.nodes):
+        unexplained = _unexplained(bundle_id, bundle)
+    return {"nodes": nodes, "findings": findings, "unexplained": unexplained}
 
 
 def _unexplained(bundle_id: str, bundle) -> list[dict[str, Any]]:
@@ -325,79 +388,101 @@ def bundle_ids(paths: list[Path]) -> Iterator[tuple[str, str]]:
 
 
 def run_batch(
-    inputs: list[str], out: Path, jobs: int | None, force: bool, csv: bool
+    inputs: list[str],
+    out: str,
+    executor: Executor,
+    force: bool,
+    csv: bool,
+    bundle_timeout: float = BUNDLE_TIMEOUT,
 ) -> dict[str, Any]:
-    from multiprocessing import get_context
+    """The one run for every executor: discovery, duplicates, resume, parts and tables."""
+    from analyzer.batch_io import OutDir
 
-    out.mkdir(parents=True, exist_ok=True)
-    parts = out / "parts"
-    if force and parts.exists():
-        for f in parts.iterdir():
-            f.unlink()
-    parts.mkdir(exist_ok=True)
-    tasks = list(bundle_ids(discover(inputs)))
-    done = _done_ids(parts)
-    # identical bundles are analysed once; their rows point at the first copy
-    digests = {bid: bundle_digest(Path(p)) for bid, p in tasks}
-    first_of: dict[str, str] = {}
-    dup_rows, todo = [], []
-    for bid, p in tasks:
-        dg = digests[bid]
-        if dg in first_of:
+    with OutDir(out) as outdir:
+        if force:
+            outdir.clear_parts()
+        parts = outdir.local / "parts"
+        tasks = list(bundle_ids(discover(inputs)))
+        done = _done_ids(parts)
+        # identical bundles are analysed once; their rows point at the first copy
+        digests = dict(
+            zip([t[0] for t in tasks], executor.digests([t[1] for t in tasks]), strict=True)
+        )
+        first_of: dict[str, str] = {}
+        dup_rows, todo = [], []
+        for bid, p in tasks:
+            dg = digests[bid]
+            if dg in first_of:
+                if bid not in done:
+                    dup_rows.append(
+                        {"id": bid, "path": p, "digest": dg, "duplicate_of": first_of[dg]}
+                    )
+                continue
+            first_of[dg] = bid
             if bid not in done:
-                dup_rows.append({"id": bid, "path": p, "digest": dg, "duplicate_of": first_of[dg]})
-            continue
-        first_of[dg] = bid
-        if bid not in done:
-            todo.append((bid, p))
-    progress = Progress(total=len(todo), start=time.monotonic(), tty=sys.stderr.isatty())
-    sys.stderr.write(
-        f"{len(tasks)} bundles: {len(done)} already analysed, {len(dup_rows)} duplicates, {len(todo)} to analyse\n"
-    )
-    writer = _PartWriter(parts)
-    writer.rows.extend(dup_rows)
-    jobs = jobs or os.cpu_count() or 1
-    try:
-        if jobs == 1:
-            _init_worker()
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            writer.consume(map(analyze_one, todo), digests, progress)
-        else:
-            with get_context("spawn").Pool(
-                jobs, initializer=_init_worker, maxtasksperchild=500
-            ) as pool:
-                writer.consume(
-                    pool.imap_unordered(analyze_one, todo, chunksize=4), digests, progress
-                )
-    except KeyboardInterrupt:
+                todo.append((bid, p))
+        progress = Progress(total=len(todo), start=time.monotonic(), tty=sys.stderr.isatty())
+        sys.stderr.write(
+            f"{len(tasks)} bundles: {len(done)} already analysed, {len(dup_rows)} duplicates, {len(todo)} to analyse\n"
+        )
+        writer = _PartWriter(parts, outdir.push)
+        writer.rows.extend(dup_rows)
+        try:
+            writer.consume(executor.results(todo, bundle_timeout), digests, progress)
+        except KeyboardInterrupt:
+            writer.flush()
+            sys.stderr.write("\ninterrupted: finished bundles are saved; run again to resume\n")
+            raise
         writer.flush()
-        sys.stderr.write("\ninterrupted: finished bundles are saved; run again to resume\n")
-        raise
-    writer.flush()
-    return assemble(out, csv)
+        counts = assemble(outdir.local, csv)
+        outdir.push(sorted(f for f in outdir.local.iterdir() if f.is_file()))
+    return counts
+
+
+class Executor(Protocol):
+    """Runs `analyze_one` over bundles somewhere (local processes, a Dask cluster)."""
+
+    def digests(self, paths: list[str]) -> list[str]:
+        """`bundle_digest` of each path, in order."""
+        ...
+
+    def results(self, tasks: list[tuple[str, str]], timeout: float) -> Iterator[dict | None]:
+        """`analyze_one(task, timeout)` of every task exactly once, in any order; None now and
+        then while nothing has finished, so that the writer can flush parts by time."""
+        ...
 
 
 class _PartWriter:
-    """Buffers results and writes them as atomic part files of PART_ROWS bundles."""
+    """Buffers results and writes them as atomic part files of PART_ROWS bundles, or of what
+    arrived in PART_SECONDS; `push` gets each written file (uploaded when the output is a URL)."""
 
-    def __init__(self, parts: Path):
+    def __init__(self, parts: Path, push: Callable[[list[Path]], None]):
         self.parts = parts
+        self.push = push
         self.part_no = len(list(parts.glob("bundles-*.parquet")))
         self.rows: list[dict] = []
         self.nodes: list[dict] = []
         self.findings: list[dict] = []
         self.unexplained: list[dict] = []
+        self.since = time.monotonic()
 
-    def consume(self, results, digests: dict[str, str], progress: Progress) -> None:
+    def consume(
+        self, results: Iterable[dict | None], digests: dict[str, str], progress: Progress
+    ) -> None:
         for res in results:
-            row = res["row"]
-            row["digest"] = digests[row["id"]]
-            self.rows.append(row)
-            self.nodes.extend(res.get("nodes", []))
-            self.findings.extend(res["findings"])
-            self.unexplained.extend(res["unexplained"])
-            progress.update(bool(row.get("error")))
-            if len(self.rows) >= PART_ROWS:
+            if res is not None:
+                row = res["row"]
+                row["digest"] = digests[row["id"]]
+                if not self.rows:
+                    self.since = time.monotonic()
+                self.rows.append(row)
+                self.nodes.extend(res["nodes"])
+                self.findings.extend(res["findings"])
+                self.unexplained.extend(res["unexplained"])
+                progress.update(bool(row.get("error")))
+            if len(self.rows) >= PART_ROWS or (
+                self.rows and time.monotonic() - self.since >= PART_SECONDS
+            ):
                 self.flush()
 
     def flush(self) -> None:
@@ -405,12 +490,17 @@ class _PartWriter:
             return
         tag = f"{self.part_no:06d}-{os.getpid()}"
         # a part counts only once its bundles file exists, so that one is written last
-        _write_atomic(_frame(self.findings, FINDING_SCHEMA), self.parts / f"findings-{tag}.parquet")
-        _write_atomic(_frame(self.nodes, NODE_SCHEMA), self.parts / f"nodes-{tag}.parquet")
-        _write_atomic(
-            _frame(self.unexplained, UNEXPLAINED_SCHEMA), self.parts / f"unexplained-{tag}.parquet"
-        )
-        _write_atomic(_frame(self.rows, BUNDLE_SCHEMA), self.parts / f"bundles-{tag}.parquet")
+        written = []
+        for name, rows, schema in (
+            ("findings", self.findings, FINDING_SCHEMA),
+            ("nodes", self.nodes, NODE_SCHEMA),
+            ("unexplained", self.unexplained, UNEXPLAINED_SCHEMA),
+            ("bundles", self.rows, BUNDLE_SCHEMA),
+        ):
+            path = self.parts / f"{name}-{tag}.parquet"
+            _write_atomic(_frame(rows, schema), path)
+            written.append(path)
+        self.push(written)
         self.part_no += 1
         self.rows, self.nodes, self.findings, self.unexplained = [], [], [], []
 

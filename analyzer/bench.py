@@ -261,7 +261,7 @@ def bench_batch(n: int, workdir: Path) -> None:
         print(f"generating {n} synthetic bundles in {tickets} ...", flush=True)
         make_tickets(tickets, n)
     paths = [str(p) for p in sorted(tickets.iterdir())]
-    batch._init_worker()
+    batch.load_rules()
     sample = paths[: min(200, len(paths))]
     start = time.perf_counter()
     for i, p in enumerate(sample):

@@ -98,7 +98,9 @@ def test_bundle_time_limit_is_recorded_as_its_error(tmp_path, monkeypatch):
 
 def test_bundle_timeout_must_be_positive(tmp_path):
     res = run_cli("batch", str(SAMPLES), "--out", str(tmp_path / "o"), "--bundle-timeout", "0")
-    assert res.returncode == 2 and "--bundle-timeout" in res.stderr and "Traceback" not in res.stderr
+    assert (
+        res.returncode == 2 and "--bundle-timeout" in res.stderr and "Traceback" not in res.stderr
+    )
 
 
 def _batch(tickets: Path, out: Path, jobs: int, env: dict, stderr=subprocess.DEVNULL):

@@ -23,8 +23,11 @@ ARCHIVE_SUFFIXES = (".tgz", ".zip", ".tar", ".gz")
 
 
 def is_url(spec: str) -> bool:
-    """>>> is_url("s3://bucket/tickets"), is_url("tickets/a.tgz"), is_url("C:/x")
-    (True, False, False)"""
+    """An fsspec URL rather than a local path (which never holds `://`).
+
+    >>> is_url("s3://bucket/tickets"), is_url("tickets/a.tgz"), is_url("C:/x")
+    (True, False, False)
+    """
     return "://" in spec
 
 

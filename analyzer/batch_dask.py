@@ -38,6 +38,7 @@ class DaskExecutor:
 
     def __post_init__(self) -> None:
         try:
+            import dask
             from dask.distributed import Client, LocalCluster
         except ImportError:
             raise AnalyzerError(
@@ -54,8 +55,11 @@ class DaskExecutor:
                 silence_logs=logging.ERROR,
             )
         try:
-            self._client = Client(self._cluster or self.scheduler, timeout="20s")
-        except (OSError, TimeoutError) as exc:
+            self._client = Client(
+                self._cluster or self.scheduler,
+                timeout=dask.config.get("distributed.comm.timeouts.connect"),
+            )
+        except (OSError, ValueError) as exc:  # unreachable, timed out, or not an address
             self.close()
             raise AnalyzerError(
                 f"cannot reach the Dask scheduler {self.scheduler}: {exc}"

@@ -115,7 +115,10 @@ class OutDir:
         self._fs, self._root = _fs(out) if self.url else (None, "")
 
     def __enter__(self) -> OutDir:
-        (self.local / "parts").mkdir(parents=True, exist_ok=True)
+        try:
+            (self.local / "parts").mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise AnalyzerError(f"{self.local}: cannot write here: {exc.strerror or exc}") from None
         parts = posixpath.join(self._root, "parts")
         if self._fs is not None and self._fs.isdir(parts):
             for name in self._fs.ls(parts, detail=False):

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from analyzer.cli import app
 from analyzer.synth import make_tickets
-from conftest import SAMPLES
+from conftest import SAMPLES, run_cli
 
 pytest.importorskip("distributed", reason="the [dask] extra is not installed")
 fsspec = pytest.importorskip("fsspec", reason="the [dask] extra is not installed")
@@ -198,3 +198,19 @@ def test_memory_urls_in_and_out(tmp_path):
     assert mem.exists("/out/summary.html") and mem.exists("/out/findings.parquet")
     again = runner.invoke(app, args)
     assert again.exit_code == 0 and "3 already analysed" in again.stderr
+
+
+def test_usage_errors_are_one_line(tmp_path):
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    cases = [
+        (["--out", str(tmp_path / "o"), "--scheduler", "tcp://127.0.0.1:1"], "Dask scheduler"),
+        (["--out", str(tmp_path / "o"), "--executor", "spark"], "unknown executor"),
+        (["--out", str(a_file / "sub")], "cannot write"),
+    ]
+    for args, words in cases:
+        res = run_cli("batch", str(SAMPLES), *args, DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="2s")
+        assert res.returncode == 2 and words in res.stderr, (args, res.stderr)
+        assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
+    res = run_cli("batch", "file:///nonexistent/tickets", "--out", str(tmp_path / "o"))
+    assert res.returncode == 2 and "no such file" in res.stderr

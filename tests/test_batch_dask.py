@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from analyzer.cli import app
 from analyzer.synth import make_tickets
-from conftest import SAMPLES, run_cli
+from conftest import SAMPLES, batch_env, run_cli, wait_for_part
 
 pytest.importorskip("distributed", reason="the [dask] extra is not installed")
 fsspec = pytest.importorskip("fsspec", reason="the [dask] extra is not installed")
@@ -111,18 +111,8 @@ def _batch(tickets, out, *args: str, env=None) -> subprocess.Popen:
     )
 
 
-def _wait_for_part(out: Path, proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        if list((out / "parts").glob("bundles-*.parquet")):
-            return
-        time.sleep(0.02)
-    pytest.fail("no part was written while the batch ran")
-
-
 def _fast_parts(tmp_path: Path) -> dict[str, str]:
-    (tmp_path / "tmp").mkdir(exist_ok=True)
-    return dict(os.environ, HAMI_BATCH_PART_SECONDS="0.2", TMPDIR=str(tmp_path / "tmp"))
+    return batch_env(tmp_path, HAMI_BATCH_PART_SECONDS="0.2")
 
 
 def test_worker_killed_mid_run_loses_and_duplicates_nothing(
@@ -131,7 +121,7 @@ def test_worker_killed_mid_run_loses_and_duplicates_nothing(
     address, workers = cluster
     out = tmp_path / "out"
     proc = _batch(tickets, out, "--scheduler", address, env=_fast_parts(tmp_path))
-    _wait_for_part(out, proc)
+    wait_for_part(out, proc)
     assert proc.poll() is None, "the run ended before a worker could be killed"
     workers[0].send_signal(signal.SIGKILL)
     _stdout, stderr = proc.communicate(timeout=120)
@@ -147,7 +137,7 @@ def test_killed_run_resumes_on_the_cluster(cluster, tickets, local_tables, tmp_p
     out = tmp_path / "out"
     env = _fast_parts(tmp_path)
     proc = _batch(tickets, out, "--scheduler", address, env=env)
-    _wait_for_part(out, proc)
+    wait_for_part(out, proc)
     proc.send_signal(signal.SIGKILL)
     proc.communicate()
     kept = pl.read_parquet(list((out / "parts").glob("bundles-*.parquet"))).height

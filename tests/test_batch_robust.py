@@ -18,7 +18,7 @@ import pytest
 from analyzer import batch
 from analyzer.batch_exec import LocalExecutor
 from analyzer.synth import make_tickets
-from conftest import SAMPLES, run_cli
+from conftest import SAMPLES, batch_env, run_cli, wait_for_part
 
 
 def _copy_sample(name: str, dest: Path) -> Path:
@@ -110,25 +110,15 @@ def _batch(tickets: Path, out: Path, jobs: int, env: dict, stderr=subprocess.DEV
     )
 
 
-def _wait_for_part(out: Path, proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        if list((out / "parts").glob("bundles-*.parquet")):
-            return
-        time.sleep(0.02)
-    pytest.fail("no part was written while the batch ran")
-
-
 def test_parts_are_written_by_time_so_a_killed_run_keeps_its_work(tmp_path):
     tickets = tmp_path / "t"
     make_tickets(tickets, 150, seed=5)
     out = tmp_path / "out"
-    (tmp_path / "tmp").mkdir()
     # the default part size (200 rows) is more than the whole run: only time can write a part
-    env = dict(os.environ, HAMI_BATCH_PART_SECONDS="0.3", TMPDIR=str(tmp_path / "tmp"))
+    env = batch_env(tmp_path, HAMI_BATCH_PART_SECONDS="0.3")
     env.pop("HAMI_BATCH_PART_ROWS", None)
     proc = _batch(tickets, out, 1, env)
-    _wait_for_part(out, proc)
+    wait_for_part(out, proc)
     assert proc.poll() is None, "the run ended before the test could kill it"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
@@ -168,11 +158,10 @@ def test_workers_exit_at_once_and_quietly_when_the_parent_is_killed(tmp_path):
     tickets = tmp_path / "t"
     make_tickets(tickets, 300, seed=7)
     out = tmp_path / "out"
-    (tmp_path / "tmp").mkdir()
-    env = dict(os.environ, HAMI_BATCH_PART_ROWS="8", TMPDIR=str(tmp_path / "tmp"))
+    env = batch_env(tmp_path, HAMI_BATCH_PART_ROWS="8")
     log = (tmp_path / "stderr.txt").open("wb")
     proc = _batch(tickets, out, 2, env, stderr=log)
-    _wait_for_part(out, proc)
+    wait_for_part(out, proc)
     workers = _children(proc.pid)
     assert len(workers) >= 2
     proc.send_signal(signal.SIGKILL)
@@ -187,3 +176,23 @@ def test_workers_exit_at_once_and_quietly_when_the_parent_is_killed(tmp_path):
     log.close()
     text = (tmp_path / "stderr.txt").read_text(errors="replace")
     assert "Traceback" not in text and "BrokenPipe" not in text, text[-2000:]
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path):
+    tickets = tmp_path / "t"
+    make_tickets(tickets, 200, seed=9)
+    ref = _run(tickets, tmp_path / "ref")
+    out = tmp_path / "out"
+    proc = _batch(tickets, out, 2, batch_env(tmp_path, HAMI_BATCH_PART_SECONDS="0.2"))
+    wait_for_part(out, proc)
+    workers = [
+        w for w in _children(proc.pid) if b"spawn_main" in Path(f"/proc/{w}/cmdline").read_bytes()
+    ]
+    assert proc.poll() is None and workers, "the run ended before a worker could be killed"
+    os.kill(workers[0], signal.SIGKILL)
+    assert proc.wait(timeout=120) == 0
+    got = pl.read_parquet(out / "bundles.parquet")
+    assert got.height == 200 and got["id"].n_unique() == 200
+    cols = ["id", "digest", "duplicate_of", "category", "rule_id", "n_faults", "error"]
+    assert got.select(cols).sort("id").equals(ref.select(cols).sort("id"))

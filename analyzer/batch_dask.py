@@ -10,6 +10,7 @@ workers, where the data is (fsspec URLs).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import queue
 import threading
@@ -44,7 +45,7 @@ class DaskExecutor:
             raise AnalyzerError(
                 "the dask executor needs dask.distributed: pip install 'hami-bundle-analyzer[dask]'"
             ) from None
-        self._cluster = None
+        self._cluster, self._client = None, None
         if self.scheduler is None:
             self._cluster = LocalCluster(
                 n_workers=self.workers,
@@ -66,7 +67,7 @@ class DaskExecutor:
             ) from None
 
     def close(self) -> None:
-        if getattr(self, "_client", None) is not None:
+        if self._client is not None:
             self._client.close()
         if self._cluster is not None:
             self._cluster.close()
@@ -115,7 +116,7 @@ class DaskExecutor:
 
 def _result(fut, task: tuple[str, str]) -> dict[str, Any]:
     """The task's result, or an error row when the cluster could not run it."""
-    if fut.status == "finished":
+    try:
         return fut.result()
-    exc = fut.exception()
-    return failed_result({"id": task[0], "path": task[1]}, f"dask: {type(exc).__name__}: {exc}")
+    except (Exception, asyncio.CancelledError) as exc:  # KilledWorker, a cancelled task
+        return failed_result({"id": task[0], "path": task[1]}, f"dask: {type(exc).__name__}: {exc}")

@@ -170,6 +170,9 @@ def test_memory_urls_in_and_out(tmp_path):
     """Bundles fetched through fsspec (a temporary copy for the reader) and the parts, tables and
     summary written to an fsspec folder; a second run resumes from the parts stored there."""
     mem = fsspec.filesystem("memory")
+    for folder in ("/tickets", "/out"):  # the memory store lives as long as this process
+        if mem.exists(folder):
+            mem.rm(folder, recursive=True)
     for name in ("healthy-single-gpu", "rbac-patch-forbidden"):
         for f in (SAMPLES / name / "bundle").iterdir():
             mem.pipe(f"/tickets/{name}/{f.name}", f.read_bytes())

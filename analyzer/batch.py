@@ -113,7 +113,7 @@ def discover(inputs: list[str]) -> list[str]:
                 raw = raw.strip()
                 if raw and not raw.startswith("#"):
                     q = Path(raw)
-                    out.append(str(q if q.is_absolute() else base / q))
+                    out.append(raw if is_url(raw) or q.is_absolute() else str(base / q))
         else:
             out.append(spec)
     return out
@@ -122,7 +122,10 @@ def discover(inputs: list[str]) -> list[str]:
 def _is_list_file(p: Path) -> bool:
     head = p.read_text(encoding="utf-8", errors="replace")[:4096].splitlines()
     return bool(head) and all(
-        line.strip() == "" or line.startswith("#") or Path(line.strip()).exists() or "/" in line
+        line.strip() == ""
+        or line.startswith("#")
+        or (p.parent / line.strip()).exists()
+        or "/" in line
         for line in head[:20]
     )
 

@@ -207,3 +207,20 @@ def test_usage_errors_are_one_line(tmp_path):
         assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
     res = run_cli("batch", "file:///nonexistent/tickets", "--out", str(tmp_path / "o"))
     assert res.returncode == 2 and "no such file" in res.stderr
+
+
+def test_list_file_mixes_paths_and_urls(tmp_path):
+    for name in ("healthy-single-gpu", "rbac-patch-forbidden"):
+        (tmp_path / name).mkdir()
+        for f in (SAMPLES / name / "bundle").iterdir():
+            (tmp_path / name / f.name).write_bytes(f.read_bytes())
+    url = (tmp_path / "rbac-patch-forbidden").as_uri()
+    (tmp_path / "tickets.list").write_text(f"# two tickets\nhealthy-single-gpu\n{url}\n")
+    out = tmp_path / "out"
+    res = runner.invoke(
+        app, ["batch", str(tmp_path / "tickets.list"), "--out", str(out), "-j", "1"]
+    )
+    assert res.exit_code == 0, res.output
+    rows = {r["id"]: r for r in pl.read_parquet(out / "bundles.parquet").to_dicts()}
+    assert rows[url]["rule_id"] == "rbac-patch-forbidden"
+    assert rows[str(tmp_path / "healthy-single-gpu")]["category"] == "healthy"

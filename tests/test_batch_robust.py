@@ -196,3 +196,51 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path):
     assert got.height == 200 and got["id"].n_unique() == 200
     cols = ["id", "digest", "duplicate_of", "category", "rule_id", "n_faults", "error"]
     assert got.select(cols).sort("id").equals(ref.select(cols).sort("id"))
+
+
+HOOK = """
+import os
+
+
+def _crash_on_bundles_named_crash():
+    import analyzer.analyze as module
+
+    real = module.analyze
+
+    def analyze(paths, ruleset):
+        if os.path.basename(str(paths[0])) == "crash":
+            os._exit(70)  # as a segfault or the OOM killer would: no exception, no answer
+        return real(paths, ruleset)
+
+    module.analyze = analyze
+
+
+_crash_on_bundles_named_crash()
+"""
+
+
+def test_a_bundle_that_kills_its_worker_is_its_rows_error(tmp_path):
+    """Every worker process runs this sitecustomize (inherited PYTHONPATH), which makes the
+    analysis of a bundle named `crash` end the process, as a native crash would."""
+    tickets = tmp_path / "t"
+    for i, name in enumerate(["healthy-single-gpu", "rbac-patch-forbidden", "no-gpu-label"] * 2):
+        _copy_sample(name, tickets / f"{i}-{name}")
+    _copy_sample("no-gpu-label", tickets / "crash")
+    (tickets / "crash" / "note.txt").write_text("makes it differ from its copies\n")
+    (tmp_path / "hook").mkdir()
+    (tmp_path / "hook" / "sitecustomize.py").write_text(HOOK)
+    env = batch_env(tmp_path, PYTHONPATH=str(tmp_path / "hook"))
+    res = subprocess.run(
+        [sys.executable, "-m", "analyzer", "batch", str(tickets), "--out", str(tmp_path / "o")]
+        + ["--jobs", "2"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    b = _by_name(pl.read_parquet(tmp_path / "o" / "bundles.parquet"))
+    assert len(b) == 7
+    assert b["crash"]["error"] == "the worker process died on it (exit code 70)"
+    others = [r for name, r in b.items() if name != "crash"]
+    assert all(r["error"] is None and r["category"] for r in others)

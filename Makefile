@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,dask]'
 	touch $(STAMP)
 
 # analyze exits 1 when it finds a fault (the sample has one): that is the expected outcome here
@@ -42,7 +42,7 @@ bench: $(STAMP)
 	$(BIN)/python -m analyzer.bench
 
 bench-batch: $(STAMP)
-	$(BIN)/python -m analyzer.bench --batch 10000
+	$(BIN)/python -m analyzer.bench --batch 10000 --dask-workers 1,2,4
 
 clean:
 	rm -rf $(VENV) out build dist *.egg-info

@@ -8,17 +8,20 @@ Nothing holds more than one bundle's events at a time.
 
 from __future__ import annotations
 
+import ctypes
 import datetime as dt
 import gc
 import hashlib
 import os
-import signal
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import polars as pl
 import regex
@@ -26,7 +29,12 @@ import regex
 from analyzer.summary.tickets import report_names, ticket_of
 
 PART_ROWS = int(os.environ.get("HAMI_BATCH_PART_ROWS", "200"))  # bundles per part file
-BUNDLE_TIMEOUT = 300  # seconds one bundle may take before it is recorded as an error
+# ... or fewer: a part is also written once its first row is this old, so a kill loses little
+PART_SECONDS = float(os.environ.get("HAMI_BATCH_PART_SECONDS", "10"))
+TICK = 1.0  # an executor yields None this often while no bundle finishes (parts by time)
+BUNDLE_TIMEOUT = 300.0  # default seconds one bundle may take before it is recorded as an error
+REPORTS = "reports"  # OUT/reports/<ticket>.html with --reports
+Task = tuple[str, str, str | None]  # bundle id, path or URL, report file name or None
 UNEXPLAINED_LINES = 200  # unmatched error lines taken from one bundle
 BUNDLE_SCHEMA = {
     "id": pl.String,
@@ -96,176 +104,235 @@ def template_of(line: str) -> str:
 
 
 # ---- input discovery ----------------------------------------------------------------------
-def discover(inputs: list[str]) -> list[Path]:
-    """A folder of tickets (each entry one bundle), a list file, or several bundle paths."""
-    out: list[Path] = []
+def discover(inputs: list[str]) -> list[str]:
+    """A folder of tickets (each entry one bundle), a list file, or several bundle paths; any
+    of them may be an fsspec URL (see batch_io)."""
+    from analyzer.batch_io import discover_url, is_url
+
+    out: list[str] = []
     for spec in inputs:
         p = Path(spec)
-        if p.is_dir() and not _looks_like_bundle(p):
-            out.extend(sorted(x for x in p.iterdir() if not x.name.startswith(".")))
+        if is_url(spec):
+            out.extend(discover_url(spec))
+        elif p.is_dir() and not _looks_like_bundle(p):
+            out.extend(str(x) for x in sorted(p.iterdir()) if not x.name.startswith("."))
         elif p.is_file() and p.suffix in (".txt", ".list") and _is_list_file(p):
             base = p.parent
             for raw in p.read_text(encoding="utf-8", errors="replace").splitlines():
                 raw = raw.strip()
                 if raw and not raw.startswith("#"):
                     q = Path(raw)
-                    out.append(q if q.is_absolute() else base / q)
+                    out.append(raw if is_url(raw) or q.is_absolute() else str(base / q))
         else:
-            out.append(p)
+            out.append(spec)
     return out
 
 
 def _is_list_file(p: Path) -> bool:
     head = p.read_text(encoding="utf-8", errors="replace")[:4096].splitlines()
     return bool(head) and all(
-        line.strip() == "" or line.startswith("#") or Path(line.strip()).exists() or "/" in line
+        line.strip() == ""
+        or line.startswith("#")
+        or (p.parent / line.strip()).exists()
+        or "/" in line
         for line in head[:20]
     )
 
 
 def _looks_like_bundle(p: Path) -> bool:
     """A folder whose files are bundle files rather than ticket folders/archives."""
+    from analyzer.batch_io import ARCHIVE_SUFFIXES
+
     entries = [x for x in p.iterdir() if not x.name.startswith(".")]
     return (
         bool(entries)
         and all(x.is_file() for x in entries)
-        and not any(x.suffix in (".tgz", ".zip", ".tar", ".gz") for x in entries)
+        and not any(x.suffix in ARCHIVE_SUFFIXES for x in entries)
     )
 
 
-def bundle_digest(p: Path) -> str:
-    """Fast digest of a bundle path: a folder's file names and contents, an archive's bytes (not
-    its name: the same archive under two names is one bundle). Same files re-packed are found
-    after analysis by `content_digest`."""
-    h = hashlib.sha256()
+def bundle_digest(spec: str) -> str:
+    """Fast digest of a bundle path or URL: a folder's file names and contents, an archive's
+    bytes (not its name: the same archive under two names is one bundle). Same files re-packed
+    are found after analysis by `content_digest`."""
+    from analyzer.batch_io import hash_files, is_url, url_digest
+
     try:
-        files = (
-            sorted(x for x in p.rglob("*") if x.is_file() and not x.is_symlink())
-            if p.is_dir()
-            else [p]
-        )
-        for f in files:
-            if p.is_dir():
-                h.update(str(f.relative_to(p)).encode())
-            with f.open("rb") as fh:
-                while chunk := fh.read(1 << 20):
-                    h.update(chunk)
-    except OSError as exc:
+        if is_url(spec):
+            return url_digest(spec)
+        p = Path(spec)
+        if not p.is_dir():
+            return hash_files([("", partial(p.open, "rb"))])
+        files = sorted(x for x in p.rglob("*") if x.is_file() and not x.is_symlink())
+        return hash_files((str(f.relative_to(p)), partial(f.open, "rb")) for f in files)
+    except Exception as exc:  # unreadable here; the analysis will say why in the row's error
         return "unreadable:" + hashlib.sha256(str(exc).encode()).hexdigest()[:16]
-    return h.hexdigest()
 
 
 # ---- the per-bundle work (runs in workers) ------------------------------------------------
 _RULESET = None
 
 
-def _init_worker() -> None:
+def load_rules():
+    """The rules, loaded once per worker process (local pool or Dask worker) and kept."""
     global _RULESET
-    from analyzer.rules.loader import load_ruleset
+    if _RULESET is None:
+        from analyzer.rules.loader import load_ruleset
 
-    _RULESET = load_ruleset()
-    gc.freeze()  # modules and rules live as long as the worker: keep the collector off them
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
-
-
-class _Timeout(Exception):
-    pass
+        _RULESET = load_ruleset()
+        gc.freeze()  # modules and rules live as long as the worker: keep the collector off them
+    return _RULESET
 
 
-def _alarm(_sig, _frame):
-    raise _Timeout
+class _Timeout(BaseException):
+    """Raised inside the analysing thread; a BaseException so no `except Exception` eats it."""
 
 
-def analyze_one(task: tuple[str, str] | tuple[str, str, str | None]) -> dict[str, Any]:
-    """Analyse one bundle; never raises. Returns the row, finding rows, unexplained lines.
-    A third task element names the file where the bundle's HTML report is written."""
-    from analyzer.analyze import analyze_parsed, load_bundle
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise _Timeout in this thread after `seconds`. A timer thread rather than SIGALRM, so
+    that it also works in a Dask worker's task thread; like a signal, it lands between bytecodes."""
+    tid, lock, armed = threading.get_ident(), threading.Lock(), [True]
+
+    def fire() -> None:
+        with lock:
+            if armed[0]:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                    ctypes.c_ulong(tid), ctypes.py_object(_Timeout)
+                )
+
+    timer = threading.Timer(seconds, fire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        with lock:
+            armed[0] = False
+        timer.cancel()
+
+
+def analyze_one(task: Task, timeout: float = BUNDLE_TIMEOUT) -> dict[str, Any]:
+    """Analyse one bundle (a local path or an fsspec URL); never raises. Returns the row,
+    node rows, finding rows and unexplained lines, already checked against their schemas, and
+    the bundle's HTML report when the task names a report file (the parent writes it)."""
     from analyzer.errors import AnalyzerError
 
-    bundle_id, path, reports = (*task, None)[:3]
+    bundle_id, path, report_name = (*task, None)[:3]
     start = time.perf_counter()
     row: dict[str, Any] = {"id": bundle_id, "ticket": ticket_of(path), "path": path}
+    result: dict[str, Any] = {"row": row, "nodes": [], "findings": [], "unexplained": []}
+    try:
+        with time_limit(timeout):
+            result.update(_analyze_rows(bundle_id, path, row, report_name))
+            _check_types(result)
+    except _Timeout:
+        result = failed_result(row, f"timed out after {timeout:g}s")
+    except AnalyzerError as exc:
+        result = failed_result(row, str(exc))
+    except (
+        Exception
+    ) as exc:  # a bug or a bad value must not stop the batch; record it with its type
+        result = failed_result(row, f"internal error: {type(exc).__name__}: {exc}"[:500])
+    result["row"]["duration_s"] = time.perf_counter() - start
+    return result
+
+
+def failed_result(row: dict[str, Any], error: str) -> dict[str, Any]:
+    """The bundle's row with only its error: no half-built verdict or findings."""
+    return {
+        "row": {
+            "id": row["id"],
+            "ticket": row.get("ticket") or ticket_of(row["path"]),
+            "path": row["path"],
+            "error": error,
+        },
+        "nodes": [],
+        "findings": [],
+        "unexplained": [],
+    }
+
+
+def _check_types(result: dict[str, Any]) -> None:
+    """Type the rows here, in the worker, so a value the tables cannot hold (a date out of
+    range, a wrong type) is this bundle's error and not a crash of the run's part writer."""
+    _frame([result["row"]], BUNDLE_SCHEMA)
+    for key, schema in (
+        ("nodes", NODE_SCHEMA),
+        ("findings", FINDING_SCHEMA),
+        ("unexplained", UNEXPLAINED_SCHEMA),
+    ):
+        _frame(result[key], schema)
+
+
+def _analyze_rows(
+    bundle_id: str, path: str, row: dict[str, Any], report_name: str | None
+) -> dict[str, Any]:
+    from analyzer.analyze import analyze_parsed, load_bundle
+    from analyzer.batch_io import local_copy
+
+    with local_copy(path) as local:  # a URL is fetched to a temporary copy, a path used as is
+        bundle = load_bundle([local], load_rules(), content=True)
+    report = analyze_parsed(bundle, load_rules())
+    out = _rows(bundle_id, row, bundle, report)
+    if report_name:
+        from analyzer.render.html import render_html
+
+        row["report"] = f"{REPORTS}/{report_name}"
+        out["report_html"] = render_html(report)
+    return out
+
+
+def _rows(bundle_id: str, row: dict[str, Any], bundle, report) -> dict[str, Any]:
     nodes: list[dict[str, Any]] = []
     findings: list[dict[str, Any]] = []
     unexplained: list[dict[str, Any]] = []
-    old = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(BUNDLE_TIMEOUT)
-    try:
-        ruleset = _RULESET
-        if ruleset is None:
-            _init_worker()
-            ruleset = _RULESET
-        bundle = load_bundle([path], ruleset, content=True)
-        report = analyze_parsed(bundle, ruleset)
-        d = report.worst
-        row.update(
-            nodes=",".join(x.node or "" for x in report.nodes),
-            hami_version=d.version.range,
-            category=d.primary.category,
-            rule_id=d.primary.rule_id,
-            severity=d.primary.severity,
-            confidence=d.primary.confidence,
-            n_faults=sum(len(n.faults()) for n in report.nodes),
-            n_findings=sum(len(n.all_findings()) for n in report.nodes),
-            n_not_evaluated=len(d.not_evaluated),
-            collected_at=d.clock.collected_at,
-            undated_reason=d.clock.missing if d.clock.collected_at is None else None,
-            unversioned_reason=d.version.missing if d.version.range is None else None,
-            content_digest=bundle.content_digest,
+    d = report.worst
+    row.update(
+        nodes=",".join(x.node or "" for x in report.nodes),
+        hami_version=d.version.range,
+        category=d.primary.category,
+        rule_id=d.primary.rule_id,
+        severity=d.primary.severity,
+        confidence=d.primary.confidence,
+        n_faults=sum(len(n.faults()) for n in report.nodes),
+        n_findings=sum(len(n.all_findings()) for n in report.nodes),
+        n_not_evaluated=len(d.not_evaluated),
+        collected_at=d.clock.collected_at,
+        undated_reason=d.clock.missing if d.clock.collected_at is None else None,
+        unversioned_reason=d.version.missing if d.version.range is None else None,
+        content_digest=bundle.content_digest,
+    )
+    for n in report.nodes:
+        nodes.append(
+            {
+                "bundle_id": bundle_id,
+                "node": n.node,
+                "category": n.primary.category,
+                "rule_id": n.primary.rule_id,
+                "severity": n.primary.severity,
+                "confidence": n.primary.confidence,
+                "n_faults": len(n.faults()),
+            }
         )
-        if reports:
-            row["report"] = _write_report(report, Path(reports))
-        for n in report.nodes:
-            nodes.append(
+        for f in n.all_findings():
+            e = f.evidence[0] if f.evidence else None
+            findings.append(
                 {
                     "bundle_id": bundle_id,
                     "node": n.node,
-                    "category": n.primary.category,
-                    "rule_id": n.primary.rule_id,
-                    "severity": n.primary.severity,
-                    "confidence": n.primary.confidence,
-                    "n_faults": len(n.faults()),
+                    "rule_id": f.rule_id,
+                    "category": f.category,
+                    "severity": f.severity,
+                    "kind": f.kind,
+                    "file": e.file if e else None,
+                    "line": e.line if e else None,
+                    "evidence": (e.text or str(e.value))[:500] if e else None,
                 }
             )
-            for f in n.all_findings():
-                e = f.evidence[0] if f.evidence else None
-                findings.append(
-                    {
-                        "bundle_id": bundle_id,
-                        "node": n.node,
-                        "rule_id": f.rule_id,
-                        "category": f.category,
-                        "severity": f.severity,
-                        "kind": f.kind,
-                        "file": e.file if e else None,
-                        "line": e.line if e else None,
-                        "evidence": (e.text or str(e.value))[:500] if e else None,
-                    }
-                )
-        if not any(n.faults() for n in report.nodes):
-            unexplained = _unexplained(bundle_id, bundle)
-    except _Timeout:
-        row["error"] = f"timed out after {BUNDLE_TIMEOUT}s"
-    except AnalyzerError as exc:
-        row["error"] = str(exc)
-    except Exception as exc:  # a bug must not stop the batch; record it with its type
-        row["error"] = f"internal error: {type(exc).__name__}: {exc}"[:500]
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-    row["duration_s"] = time.perf_counter() - start
-    return {"row": row, "nodes": nodes, "findings": findings, "unexplained": unexplained}
-
-
-def _write_report(report, path: Path) -> str:
-    """The bundle's HTML report in OUT/reports/; returns its path relative to OUT."""
-    from analyzer.render.html import render_html
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(render_html(report), encoding="utf-8")
-    tmp.replace(path)
-    return f"{path.parent.name}/{path.name}"
+    if not any(n.faults() for n in report.nodes):
+        unexplained = _unexplained(bundle_id, bundle)
+    return {"nodes": nodes, "findings": findings, "unexplained": unexplained}
 
 
 def _unexplained(bundle_id: str, bundle) -> list[dict[str, Any]]:
@@ -353,94 +420,132 @@ def bundle_ids(paths: list[Path]) -> Iterator[tuple[str, str]]:
 
 
 def run_batch(
-    inputs: list[str], out: Path, jobs: int | None, force: bool, csv: bool, reports: bool = False
+    inputs: list[str],
+    out: str,
+    executor: Executor,
+    force: bool,
+    csv: bool,
+    bundle_timeout: float = BUNDLE_TIMEOUT,
+    reports: bool = False,
 ) -> dict[str, Any]:
-    from multiprocessing import get_context
+    """The one run for every executor: discovery, duplicates, resume, parts and tables."""
+    from analyzer.batch_io import OutDir
 
-    out.mkdir(parents=True, exist_ok=True)
-    parts = out / "parts"
-    if force and parts.exists():
-        for f in parts.iterdir():
-            f.unlink()
-    parts.mkdir(exist_ok=True)
-    tasks = list(bundle_ids(discover(inputs)))
-    done = _done_ids(parts)
-    # identical bundles are analysed once; their rows point at the first copy
-    digests = {bid: bundle_digest(Path(p)) for bid, p in tasks}
-    first_of: dict[str, str] = {}
-    report_of = {bid: str(out / "reports" / n) for bid, n in report_names(tasks).items()}
-    dup_rows, todo = [], []
-    for bid, p in tasks:
-        dg = digests[bid]
-        if dg in first_of:
+    with OutDir(out) as outdir:
+        if force:
+            outdir.clear_parts()
+        parts = outdir.local / "parts"
+        tasks = list(bundle_ids(discover(inputs)))
+        done = _done_ids(parts)
+        # identical bundles are analysed once; their rows point at the first copy
+        digests = dict(
+            zip([t[0] for t in tasks], executor.digests([t[1] for t in tasks]), strict=True)
+        )
+        first_of: dict[str, str] = {}
+        report_of = report_names(tasks) if reports else {}
+        dup_rows, todo = [], []
+        for bid, p in tasks:
+            dg = digests[bid]
+            if dg in first_of:
+                if bid not in done:
+                    dup = {"id": bid, "ticket": ticket_of(p), "path": p, "digest": dg}
+                    dup_rows.append(dup | {"duplicate_of": first_of[dg]})
+                continue
+            first_of[dg] = bid
             if bid not in done:
-                dup = {"id": bid, "ticket": ticket_of(p), "path": p, "digest": dg}
-                dup_rows.append(dup | {"duplicate_of": first_of[dg]})
-            continue
-        first_of[dg] = bid
-        if bid not in done:
-            todo.append((bid, p, report_of[bid] if reports else None))
-    progress = Progress(total=len(todo), start=time.monotonic(), tty=sys.stderr.isatty())
-    sys.stderr.write(
-        f"{len(tasks)} bundles: {len(done)} already analysed, {len(dup_rows)} duplicates, {len(todo)} to analyse\n"
-    )
-    writer = _PartWriter(parts)
-    writer.rows.extend(dup_rows)
-    jobs = jobs or os.cpu_count() or 1
-    try:
-        if jobs == 1:
-            _init_worker()
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            writer.consume(map(analyze_one, todo), digests, progress)
-        else:
-            with get_context("spawn").Pool(
-                jobs, initializer=_init_worker, maxtasksperchild=500
-            ) as pool:
-                writer.consume(
-                    pool.imap_unordered(analyze_one, todo, chunksize=4), digests, progress
-                )
-    except KeyboardInterrupt:
+                todo.append((bid, p, report_of.get(bid)))
+        progress = Progress(total=len(todo), start=time.monotonic(), tty=sys.stderr.isatty())
+        sys.stderr.write(
+            f"{len(tasks)} bundles: {len(done)} already analysed, {len(dup_rows)} duplicates, {len(todo)} to analyse\n"
+        )
+        writer = _PartWriter(parts, outdir.push)
+        writer.rows.extend(dup_rows)
+        try:
+            writer.consume(executor.results(todo, bundle_timeout), digests, progress)
+        except KeyboardInterrupt:
+            writer.flush()
+            sys.stderr.write("\ninterrupted: finished bundles are saved; run again to resume\n")
+            raise
         writer.flush()
-        sys.stderr.write("\ninterrupted: finished bundles are saved; run again to resume\n")
-        raise
-    writer.flush()
-    return assemble(out, csv)
+        counts = assemble(outdir.local, csv)
+        outdir.push(sorted(f for f in outdir.local.iterdir() if f.is_file()))
+    return counts
+
+
+class Executor(Protocol):
+    """Runs `analyze_one` over bundles somewhere (local processes, a Dask cluster)."""
+
+    def digests(self, paths: list[str]) -> list[str]:
+        """`bundle_digest` of each path, in order."""
+        ...
+
+    def results(self, tasks: list[Task], timeout: float) -> Iterator[dict | None]:
+        """`analyze_one(task, timeout)` of every task exactly once, in any order; None now and
+        then while nothing has finished, so that the writer can flush parts by time."""
+        ...
 
 
 class _PartWriter:
-    """Buffers results and writes them as atomic part files of PART_ROWS bundles."""
+    """Buffers results and writes them as atomic part files of PART_ROWS bundles, or of what
+    arrived in PART_SECONDS; `push` gets each written file (uploaded when the output is a URL)."""
 
-    def __init__(self, parts: Path):
+    def __init__(self, parts: Path, push: Callable[[list[Path]], None]):
         self.parts = parts
+        self.push = push
         self.part_no = len(list(parts.glob("bundles-*.parquet")))
         self.rows: list[dict] = []
         self.nodes: list[dict] = []
         self.findings: list[dict] = []
         self.unexplained: list[dict] = []
+        self.since = time.monotonic()
 
-    def consume(self, results, digests: dict[str, str], progress: Progress) -> None:
+    def consume(
+        self, results: Iterable[dict | None], digests: dict[str, str], progress: Progress
+    ) -> None:
         for res in results:
-            row = res["row"]
-            row["digest"] = digests[row["id"]]
-            self.rows.append(row)
-            self.nodes.extend(res.get("nodes", []))
-            self.findings.extend(res["findings"])
-            self.unexplained.extend(res["unexplained"])
-            progress.update(bool(row.get("error")))
-            if len(self.rows) >= PART_ROWS:
+            if res is not None:
+                row = res["row"]
+                row["digest"] = digests[row["id"]]
+                if not self.rows:
+                    self.since = time.monotonic()
+                self.rows.append(row)
+                self.nodes.extend(res["nodes"])
+                self.findings.extend(res["findings"])
+                self.unexplained.extend(res["unexplained"])
+                if "report_html" in res:
+                    self._write_report(row["report"], res["report_html"])
+                progress.update(bool(row.get("error")))
+            if len(self.rows) >= PART_ROWS or (
+                self.rows and time.monotonic() - self.since >= PART_SECONDS
+            ):
                 self.flush()
+
+    def _write_report(self, name: str, html: str) -> None:
+        """A bundle's HTML report under OUT/reports/, written here in the parent so that
+        workers anywhere (a Dask cluster) need no access to the output folder."""
+        path = self.parts.parent / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(html, encoding="utf-8")
+        tmp.replace(path)
+        self.push([path])
 
     def flush(self) -> None:
         if not self.rows:
             return
         tag = f"{self.part_no:06d}-{os.getpid()}"
         # a part counts only once its bundles file exists, so that one is written last
-        _write_atomic(_frame(self.findings, FINDING_SCHEMA), self.parts / f"findings-{tag}.parquet")
-        _write_atomic(_frame(self.nodes, NODE_SCHEMA), self.parts / f"nodes-{tag}.parquet")
-        _write_atomic(
-            _frame(self.unexplained, UNEXPLAINED_SCHEMA), self.parts / f"unexplained-{tag}.parquet"
-        )
-        _write_atomic(_frame(self.rows, BUNDLE_SCHEMA), self.parts / f"bundles-{tag}.parquet")
+        written = []
+        for name, rows, schema in (
+            ("findings", self.findings, FINDING_SCHEMA),
+            ("nodes", self.nodes, NODE_SCHEMA),
+            ("unexplained", self.unexplained, UNEXPLAINED_SCHEMA),
+            ("bundles", self.rows, BUNDLE_SCHEMA),
+        ):
+            path = self.parts / f"{name}-{tag}.parquet"
+            _write_atomic(_frame(rows, schema), path)
+            written.append(path)
+        self.push(written)
         self.part_no += 1
         self.rows, self.nodes, self.findings, self.unexplained = [], [], [], []
 

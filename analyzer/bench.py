@@ -175,6 +175,11 @@ def main() -> None:
         help="Only the batch benchmark, with N bundles (e.g. 10000).",
     )
     ap.add_argument(
+        "--dask-workers",
+        default="",
+        help="With --batch: also time `batch --executor dask` with these worker counts (1,2,4).",
+    )
+    ap.add_argument(
         "--small-only", action="store_true", help="Only the small-bundle start-up comparison."
     )
     args = ap.parse_args()
@@ -185,7 +190,8 @@ def main() -> None:
         bench_small([sys.executable, "-m", "analyzer"])
         return
     if args.batch:
-        bench_batch(args.batch, Path(args.dir) / "hami-bench")
+        workers = [int(w) for w in args.dask_workers.split(",") if w.strip()]
+        bench_batch(args.batch, Path(args.dir) / "hami-bench", workers)
         return
     cli = [sys.executable, "-m", "analyzer"]
     work = Path(args.dir) / "hami-bench"
@@ -251,7 +257,7 @@ def bench_small(cli: list[str]) -> None:
     print(f"  ratio: {s / i:.2f}x (target <= 1.5x)")
 
 
-def bench_batch(n: int, workdir: Path) -> None:
+def bench_batch(n: int, workdir: Path, dask_workers: list[int]) -> None:
     """Batch throughput on all cores against the warm single-process rate, same run."""
     from analyzer import batch
     from analyzer.synth import make_tickets
@@ -261,7 +267,7 @@ def bench_batch(n: int, workdir: Path) -> None:
         print(f"generating {n} synthetic bundles in {tickets} ...", flush=True)
         make_tickets(tickets, n)
     paths = [str(p) for p in sorted(tickets.iterdir())]
-    batch._init_worker()
+    batch.load_rules()
     sample = paths[: min(200, len(paths))]
     start = time.perf_counter()
     for i, p in enumerate(sample):
@@ -292,6 +298,15 @@ def bench_batch(n: int, workdir: Path) -> None:
     )
     if proc.returncode:
         print(proc.stderr[-1000:])
+    for w in dask_workers:  # a local Dask cluster of w worker processes, one thread each
+        shutil.rmtree(out, ignore_errors=True)
+        cmd = [sys.executable, "-m", "analyzer", "batch", str(tickets), "--out", str(out)]
+        wall, _, proc = _timed([*cmd, "--executor", "dask", "--jobs", str(w)])
+        print(
+            f"  batch --executor dask, {w} worker(s)  {1000 * wall / n:7.1f} ms/bundle ({n / wall:6.1f} bundles/s)"
+        )
+        if proc.returncode:
+            print(proc.stderr[-1000:])
 
 
 if __name__ == "__main__":

@@ -281,13 +281,16 @@ def timeline(
 @app.command()
 def batch(
     inputs: Annotated[
-        list[str] | None, typer.Argument(help="Folder of tickets, list file(s), or bundle paths.")
+        list[str] | None,
+        typer.Argument(help="Folder of tickets, list file(s), or bundle paths (or fsspec URLs)."),
     ] = None,
     out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Output folder for the tables.")
+        str | None,
+        typer.Option("--out", "-o", help="Output folder (or fsspec URL) for the tables."),
     ] = None,
     jobs: Annotated[
-        int | None, typer.Option("--jobs", "-j", help="Worker processes (default: all cores).")
+        int | None,
+        typer.Option("--jobs", "-j", help="Worker processes (default: all cores)."),
     ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Re-analyse bundles already in --out.")
@@ -301,9 +304,20 @@ def batch(
         Path | None,
         typer.Option("--summary-only", help="Rebuild summary.html from the tables in DIR."),
     ] = None,
+    executor: Annotated[
+        str, typer.Option("--executor", help="local (processes here) or dask (a local cluster).")
+    ] = "local",
+    scheduler: Annotated[
+        str | None,
+        typer.Option("--scheduler", help="Run on the Dask cluster at tcp://HOST:8786."),
+    ] = None,
+    bundle_timeout: Annotated[
+        float, typer.Option("--bundle-timeout", help="Seconds one bundle may take (an error row).")
+    ] = 300.0,
 ) -> None:
     """Analyse many bundles into bundles.parquet, findings.parquet and summary.html (resumable)."""
     from analyzer import batch as batch_mod
+    from analyzer.batch_exec import check_inputs, open_executor
 
     if summary_only is not None:
         if not (summary_only / "bundles.parquet").is_file():
@@ -312,10 +326,15 @@ def batch(
         return
     if not inputs or out is None:
         _fail("batch needs INPUT... and --out DIR (or --summary-only DIR)")
-    missing = [i for i in inputs if not Path(i).exists()]
-    if missing:
-        _fail(f"{missing[0]}: no such file or directory")
-    counts = batch_mod.run_batch(list(inputs), out, jobs, force, csv, reports)
+    if bundle_timeout <= 0:
+        _fail("--bundle-timeout must be a positive number of seconds")
+    try:
+        check_inputs(inputs)
+        with open_executor(executor, scheduler, jobs) as ex:
+            counts = batch_mod.run_batch(list(inputs), out, ex, force, csv, bundle_timeout, reports)
+    except AnalyzerError as exc:
+        _fail(str(exc))
+        return
     typer.echo(
         f"{counts['bundles']} bundles, {counts['findings']} findings -> {out}/bundles.parquet, "
         f"{out}/findings.parquet, {out}/summary.html"

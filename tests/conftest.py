@@ -4,6 +4,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,20 @@ def fired(report) -> set[str]:
     nodes = report.nodes if hasattr(report, "nodes") else report
     nodes = nodes if isinstance(nodes, list | tuple) else [nodes]
     return {f.rule_id for n in nodes for f in n.all_findings()}
+
+
+def batch_env(tmp_path: Path, **env: str) -> dict[str, str]:
+    """Environment for a `batch` child that a test kills: its temporary folders (which a killed
+    run cannot remove) stay inside tmp_path."""
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    return dict(os.environ, TMPDIR=str(tmp_path / "tmp"), **env)
+
+
+def wait_for_part(out: Path, proc: subprocess.Popen) -> None:
+    """Until the running batch `proc` has written its first part to `out`."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if list((out / "parts").glob("bundles-*.parquet")):
+            return
+        time.sleep(0.02)
+    pytest.fail("no part was written while the batch ran")

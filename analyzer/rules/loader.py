@@ -45,7 +45,13 @@ from analyzer.rules.schema import (
 )
 from analyzer.versions import Range
 
-BUILTIN_DATA = ("kinds.yaml", "annotations.yaml", "timeline.yaml", "decisions.yaml")
+BUILTIN_DATA = (
+    "kinds.yaml",
+    "annotations.yaml",
+    "timeline.yaml",
+    "decisions.yaml",
+    "redactors.yaml",
+)
 TEMPLATE_ENV = SandboxedEnvironment(autoescape=False, keep_trailing_newline=False)
 
 

@@ -23,13 +23,13 @@ TIMEOUT = 1.0
 TIMEOUT_PER_MIB = 3.0
 # the value of a key whose name ends in `keys`: `key: value` (YAML, describe, JSON; to the end of
 # the line or a comment), `KEY=value` and `--key=value` (env, flags, logfmt; to the next blank);
-# quoted values to their quote. Anchored on the key's ending (the scan looks back for the rest of
-# the name): anchoring on the start of every word costs ten times more on a log
+# quoted values to their quote. Anchored on the separator, which looks back for the key name:
+# scanning for the name from every word start costs ten times more on a log.
 KEY_VALUE = (
-    r"(?m)(?<=(?<![\w.-])(?:--)?[\"']?[\w.-]*)(?i:{keys})[\"']?"
-    r"(?:[ \t]*:[ \t]*(?|\"(?P<value>[^\"\n]+)\"|'(?P<value>[^'\n]+)'"
+    r"(?m)(?::(?<=(?i:{keys})[\"']?[ \t]*:)[ \t]*(?|\"(?P<value>[^\"\n]+)\"|'(?P<value>[^'\n]+)'"
     r"|(?P<value>[^\s\"'|>&*#{{\[,][^\n#,}}]*?)(?=[ \t]*(?:$|\#|,|}})))"
-    r"|[ \t]*=[ \t]*(?|\"(?P<value>[^\"\n]+)\"|'(?P<value>[^'\n]+)'|(?P<value>[^\s\"',;}}]+)))"
+    r"|=(?<=(?i:{keys})[\"']?[ \t]*=)[ \t]*"
+    r"(?|\"(?P<value>[^\"\n]+)\"|'(?P<value>[^'\n]+)'|(?P<value>[^\s\"',;}}]+)))"
 )
 
 

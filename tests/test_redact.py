@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analyzer.analyze import analyze
+from analyzer.errors import AnalyzerError
 from analyzer.redact import redact_tree
 from analyzer.redact.bundle import analyze_redacted
 from analyzer.redact.engine import Redaction
@@ -352,3 +353,33 @@ def test_property_addresses_and_emails_never_survive(addresses, mails):
         assert not whole_word(value).search(one), (value, one)
     assert one.startswith("I0815 09:04:51.201497  412873 register.go:204] dial ")
     assert one.endswith(f" for {uuid}\n")
+
+
+def test_links_are_not_followed(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("DB_PASSWORD=never-copied-anywhere\n")
+    src = xid_with(tmp_path, "notes.txt", "nothing here\n")
+    (src / "linked-dir").symlink_to(outside, target_is_directory=True)
+    (src / "linked.txt").symlink_to(outside / "secret.txt")
+    redact_tree(src, tmp_path / "out")
+    assert sorted(texts(tmp_path / "out")) == [
+        "device-plugin.log",
+        "node.yaml",
+        "notes.txt",
+        "scheduler.log",
+    ]
+
+
+def test_a_timeout_while_writing_leaves_no_half_redacted_copy(tmp_path):
+    """The hostile text is only in the second file: the first was written when the timeout came."""
+    hostile = redactor_file(tmp_path, "hostile", "bad", "(?:x+x+)+y", "{redact: [xxy]}")
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.txt").write_text("harmless\n")
+    (src / "b.txt").write_text("x" * 5000 + "\n")
+    dst = tmp_path / "out"
+    dst.mkdir()
+    with pytest.raises(AnalyzerError, match="redactor hostile timed out"):
+        redact_tree(src, dst, redactors=[hostile])
+    assert list(dst.iterdir()) == []

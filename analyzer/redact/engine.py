@@ -68,7 +68,7 @@ class Redaction:
             try:
                 text = self.literal.sub(self._name, text, timeout=limit)
             except TimeoutError:
-                raise _timed_out("node-name", where) from None
+                raise _timed_out("(names found)", where) from None
         for r in self.redactors:
             for p in r.patterns:
                 try:

@@ -5,6 +5,7 @@ the analysis treats them as junk anyway. The token map goes only to `map_file`."
 from __future__ import annotations
 
 import os
+import shutil
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -44,18 +45,19 @@ def redact_tree(
     src: Path,
     dst: Path,
     *,
-    redactors: list[Path] | tuple[Path, ...] = (),
+    redactors: list[Path] = (),  # type: ignore[assignment]  # the signature collect calls
     map_file: Path | None = None,
 ) -> RedactionResult:
     """Copy the folder `src` to `dst` redacted (links are not followed); `src` is only read."""
     src = Path(src)
     if not src.is_dir():
         raise AnalyzerError(f"{src}: not a folder")
-    sources = [
-        SourceFile(p.relative_to(src).as_posix(), p, p.stat().st_mtime)
-        for p in sorted(src.rglob("*"))
-        if p.is_file() and not p.is_symlink()
-    ]
+    sources: list[SourceFile] = []
+    for dirpath, dirnames, filenames in os.walk(src, followlinks=False):
+        dirnames.sort()
+        for p in (Path(dirpath) / f for f in sorted(filenames)):
+            if p.is_file() and not p.is_symlink():
+                sources.append(SourceFile(p.relative_to(src).as_posix(), p, p.stat().st_mtime))
     return redact_files(sources, Path(dst), redactors=redactors, map_file=map_file)
 
 
@@ -82,6 +84,7 @@ def redact_files(
             result.skipped.append(f"{name}: binary, left out")
             continue
         plans.append((s, name, _unique(_out_name(name), taken)))
+    existed = dst.exists()
     try:
         dst.mkdir(parents=True, exist_ok=True)
         for s, name, rel in plans:
@@ -93,7 +96,13 @@ def redact_files(
             if s.mtime is not None:
                 os.utime(out, (s.mtime, s.mtime))
             result.files.append(SourceFile(name, out, s.mtime))
-    except OSError as exc:
+    except (OSError, AnalyzerError) as exc:
+        # a half-redacted copy must not be mistaken for a finished one (dst was empty)
+        shutil.rmtree(dst, ignore_errors=True)
+        if existed:
+            dst.mkdir(exist_ok=True)
+        if isinstance(exc, AnalyzerError):
+            raise
         raise AnalyzerError(f"cannot write {dst}: {exc.strerror or exc}") from None
     if map_file is not None:
         run.tokens.write(map_file)

@@ -383,3 +383,26 @@ def test_a_timeout_while_writing_leaves_no_half_redacted_copy(tmp_path):
     with pytest.raises(AnalyzerError, match="redactor hostile timed out"):
         redact_tree(src, dst, redactors=[hostile])
     assert list(dst.iterdir()) == []
+
+
+SECRET_VALUE = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_+/.!@%^-]{5,30}", fullmatch=True)
+KEY_NAME = st.tuples(
+    st.sampled_from(["", "db_", "DB_", "registry.", "admin-", "client"]),
+    st.sampled_from(
+        ["password", "PASSWORD", "token", "Token", "apiKey", "secret", "client-key-data"]
+    ),
+).map("".join)
+SYNTAX = st.sampled_from(
+    ["  {k}: {v}", "  {k}: '{v}'", "{k}={v}", 'export {k}="{v}"', '{{"{k}": "{v}"}}', "--{k}={v}"]
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(KEY_NAME, SECRET_VALUE, SYNTAX)
+def test_property_secret_values_never_survive(key, value, syntax):
+    """A secret under a key named like one, in YAML, env, JSON or flag syntax, is replaced, and
+    the key stays (the value's shape is not what gives it away: its key is)."""
+    line = syntax.format(k=key, v=value)
+    out = Redaction(load_redactors(), {}, TokenMap()).text(f"{line}\nnext line\n", "a")
+    assert value not in out, (line, out)
+    assert key in out and out.endswith("\nnext line\n")

@@ -38,6 +38,7 @@ PLANTED = {
         "resolv: db01.prod.acme-gpu.internal\n"
         "curl -H 'Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.plantedpayload.plantedsig'\n"
         "providerID: aws:///us-east-1a/i-0abc123def4567890\n"
+        "    server: https://api.gpu-prod.acme-gpu.example:6443\n"
     ),
     "values-private.yaml": (
         "global:\n"
@@ -61,6 +62,7 @@ SECRETS = [
     "i-0abc123def4567890",
     "harbor.acme-gpu.example",
     "pl4nted secret phrase",
+    "api.gpu-prod.acme-gpu.example",
 ]
 
 

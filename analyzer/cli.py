@@ -1,4 +1,4 @@
-"""Command line: analyze, inspect, timeline, batch, rules {list,show,facts,schema,lint,test},
+"""Command line: analyze, inspect, timeline, batch, redact, rules {list,show,facts,schema,lint,test},
 dev score.
 
 Heavy modules (polars, jinja2) are imported inside commands so `--help` starts fast.
@@ -65,6 +65,17 @@ MaxBytes = Annotated[
     int, typer.Option("--max-bytes", help="Archive/stdin uncompressed size cap (MiB).")
 ]
 MaxMembers = Annotated[int, typer.Option("--max-members", help="Archive member count cap.")]
+RedactorsOpt = Annotated[
+    list[Path] | None,
+    typer.Option("--redactors", help="Extra redactors YAML file (may repeat)."),
+]
+BundleArg = Annotated[
+    list[str], typer.Argument(help="Bundle: folder, archive, file(s), or - for stdin.")
+]
+MapOpt = Annotated[
+    Path | None,
+    typer.Option("--map", help="Write the token -> real value map here (never in the bundle)."),
+]
 
 
 def _fail(msg: str) -> None:
@@ -143,6 +154,11 @@ def analyze(
     lang: Annotated[
         Lang, typer.Option("--lang", help="Language of the rule texts and the Markdown comment.")
     ] = Lang.en,
+    redact: Annotated[
+        bool, typer.Option("--redact", help="Analyse a redacted copy: the output shows tokens.")
+    ] = False,
+    redactors: RedactorsOpt = None,
+    map_file: MapOpt = None,
 ) -> None:
     """Diagnose a bundle. Exit 0: no fault, 1: a fault, 2: usage or input error, 3: internal
     error, 4: inconclusive."""
@@ -152,15 +168,29 @@ def analyze(
     ruleset = _ruleset(rules)
     if output is not None and not output.parent.is_dir():
         _fail(f"cannot write {output}: no such directory {output.parent}")
+    if (redactors or map_file) and not redact:
+        _fail("--redactors and --map need --redact")
     try:
         if from_issue or (len(inputs) == 1 and _is_issue(inputs[0])):
             from analyzer.bundle.issue import issue_from_payload
 
             raw = _read_input(inputs[0])
+            if redact:
+                from analyzer.redact.bundle import redact_issue
+
+                raw = redact_issue(raw, redactors or [], map_file)
             _bundle, report = analyze_issue(
                 raw, ruleset, node, _limits(max_bytes, max_members), lang.value
             )
             digest = issue_from_payload(raw).encode("utf-8")  # the text, not the event around it
+        elif redact:
+            from analyzer.redact.bundle import analyze_redacted
+
+            limits = _limits(max_bytes, max_members)
+            bundle, report = analyze_redacted(
+                inputs, ruleset, node, limits, redactors or [], map_file, lang.value
+            )
+            digest = bundle.digest.encode()
         else:
             bundle, report = run(inputs, ruleset, node, _limits(max_bytes, max_members), lang.value)
             digest = bundle.digest.encode()
@@ -392,6 +422,38 @@ def bot(
         raise typer.Exit(EXIT_FAULT) from None
     except AnalyzerError as exc:
         _fail(str(exc))
+
+
+@app.command()
+def redact(
+    inputs: BundleArg,
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="A .tar.gz/.tgz archive, or a new folder.")
+    ],
+    redactors: RedactorsOpt = None,
+    map_file: MapOpt = None,
+    max_bytes: MaxBytes = 4096,
+    max_members: MaxMembers = 5000,
+) -> None:
+    """Write a copy of the bundle with node names, hosts, addresses, e-mails, cloud ids, private
+    registries and secrets replaced by stable tokens (node-1, ip-1, ...)."""
+    from analyzer.redact.bundle import redact_bundle
+
+    limits = _limits(max_bytes, max_members)
+    try:
+        result, warnings = redact_bundle(
+            inputs, output, redactors=redactors or [], map_file=map_file, limits=limits
+        )
+    except AnalyzerError as exc:
+        _fail(str(exc))
+        return
+    for w in [*warnings, *result.skipped]:
+        typer.echo(f"warning: {w}", err=True)
+    typer.echo(
+        f"{len(result.files)} files, {sum(result.counts.values())} values replaced by "
+        f"{len(result.tokens.mapping())} tokens -> {output}"
+        + (f" (map: {map_file})" if map_file else "")
+    )
 
 
 @rules_app.command("list")

@@ -164,6 +164,10 @@ class BundleReader:
         dst.write_bytes(data)
         self._register(dst, name, None, depth=0, declared_kind=kind)
 
+    def add_local(self, path: Path, name: str, mtime: float | None) -> None:
+        """A file already made safe on disk (a redacted copy), under its bundle name and time."""
+        self._register(path, name, mtime, depth=self.limits.max_depth)
+
     # ---- internals ----------------------------------------------------------------------
     def _add_dir(self, root: Path) -> None:
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):

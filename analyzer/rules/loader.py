@@ -53,6 +53,7 @@ BUILTIN_DATA = (
     "timeline.yaml",
     "decisions.yaml",
     "bot.yaml",
+    "redactors.yaml",
 )
 TEMPLATE_ENV = SandboxedEnvironment(autoescape=False, keep_trailing_newline=False)
 

@@ -1,0 +1,145 @@
+"""`redact BUNDLE` and `analyze --redact`: whatever `analyze` accepts (folders, archives, files,
+stdin) is read by the bundle reader with its limits, redacted, and then written out (a .tar.gz or
+a folder) or analysed; the analysis only ever sees the redacted copy."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tarfile
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from analyzer.bundle.reader import BundleReader, Limits, open_bundle
+from analyzer.errors import AnalyzerError, BundleError
+from analyzer.redact.discover import SourceFile
+from analyzer.redact.tree import ARCHIVE_SUFFIX, RedactionResult, check_map_outside, redact_files
+
+
+@contextmanager
+def _redacted(
+    inputs: list[str], limits: Limits | None, redactors: list[Path], map_file: Path | None
+) -> Iterator[tuple[RedactionResult, list[str]]]:
+    """The inputs redacted into a private temporary folder, with the reader's warnings."""
+    with (
+        open_bundle(inputs, limits) as reader,
+        tempfile.TemporaryDirectory(prefix="hami-redacted-") as tmp,
+    ):
+        files = reader.inventory.files
+        if not files:
+            why = "; ".join(reader.inventory.warnings[:3]) or "no files"
+            raise BundleError(f"nothing to redact: {why}")
+        sources = [SourceFile(f.name, f.path, f.mtime) for f in files]
+        result = redact_files(sources, Path(tmp) / "bundle", redactors=redactors, map_file=map_file)
+        yield result, list(reader.inventory.warnings)
+
+
+def redact_bundle(
+    inputs: list[str],
+    output: Path,
+    *,
+    redactors: list[Path],
+    map_file: Path | None,
+    limits: Limits | None = None,
+) -> tuple[RedactionResult, list[str]]:
+    """Write the redacted bundle to `output`: a .tar.gz/.tgz archive, or else a new folder."""
+    for spec in inputs:
+        if spec != "-" and Path(spec).is_dir() and _inside(output, Path(spec)):
+            raise AnalyzerError(f"{output} is inside the input {spec}: inputs are never modified")
+    check_map_outside(map_file, output)
+    if not output.parent.is_dir():
+        raise AnalyzerError(f"cannot write {output}: no such directory {output.parent}")
+    archive = bool(ARCHIVE_SUFFIX.search(output.name))
+    if archive and not output.name.lower().endswith((".tar.gz", ".tgz")):
+        raise AnalyzerError(f"{output}: write a .tar.gz or .tgz archive, or a folder")
+    if not archive and output.exists() and (not output.is_dir() or any(output.iterdir())):
+        raise AnalyzerError(f"{output}: exists and is not an empty folder")
+    with _redacted(inputs, limits, redactors, map_file) as (result, warnings):
+        if archive:
+            _write_tar(result, output)
+        else:
+            shutil.copytree(result.root, output, dirs_exist_ok=True)
+    return result, warnings
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    p, f = path.resolve(), folder.resolve()
+    return p == f or f in p.parents
+
+
+def _write_tar(result: RedactionResult, output: Path) -> None:
+    tmp = output.with_name(output.name + ".tmp")
+    try:
+        with tarfile.open(tmp, "w:gz") as tf:
+            for f in result.files:
+                info = tf.gettarinfo(
+                    str(f.path), arcname=f.path.relative_to(result.root).as_posix()
+                )
+                info.uid = info.gid = 0
+                info.uname = info.gname = ""
+                info.mode = 0o644
+                with f.path.open("rb") as fh:
+                    tf.addfile(info, fh)
+        tmp.replace(output)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise AnalyzerError(f"cannot write {output}: {exc.strerror or exc}") from None
+
+
+@contextmanager
+def redacted_reader(
+    inputs: list[str],
+    limits: Limits | None,
+    redactors: list[Path],
+    map_file: Path | None,
+) -> Iterator[tuple[BundleReader, RedactionResult]]:
+    """A bundle reader over the redacted copy (names and member times kept, so the collection
+    time is inferred as from the original), for `analyze --redact`."""
+    with _redacted(inputs, limits, redactors, map_file) as (result, warnings):
+        reader = BundleReader(limits)
+        try:
+            reader.inventory.warnings.extend(result.run.text(w, "a warning") for w in warnings)
+            reader.inventory.warnings.extend(result.skipped)
+            for f in result.files:
+                reader.add_local(f.path, f.name, f.mtime)
+            yield reader, result
+        finally:
+            reader.close()
+
+
+def redact_issue(raw: bytes, redactors: list[Path], map_file: Path | None) -> bytes:
+    """An issue (Markdown or event JSON) as redacted Markdown, for `analyze --redact` of issues."""
+    from analyzer.bundle.issue import issue_from_payload
+
+    with tempfile.TemporaryDirectory(prefix="hami-issue-") as tmp:
+        src = Path(tmp) / "issue.md"
+        src.write_text(issue_from_payload(raw), encoding="utf-8", errors="surrogateescape")
+        result = redact_files(
+            [SourceFile("issue.md", src, os.stat(src).st_mtime)],
+            Path(tmp) / "out",
+            redactors=redactors,
+            map_file=map_file,
+        )
+        return b"".join(f.path.read_bytes() for f in result.files)
+
+
+def analyze_redacted(
+    inputs: list[str],
+    ruleset,
+    node: str | None,
+    limits: Limits | None,
+    redactors: list[Path],
+    map_file: Path | None,
+    lang: str = "en",
+):
+    """`analyze --redact`: the diagnosis of the redacted copy (`--node` may name the real node)."""
+    from analyzer.analyze import analyze_parsed, check_analysable, parse_reader
+
+    with redacted_reader(inputs, limits, redactors, map_file) as (reader, result):
+        parsed = parse_reader(reader, ruleset)
+        check_analysable(parsed)
+        if node is not None:
+            node = result.tokens.lookup(node) or node
+        return parsed, analyze_parsed(parsed, ruleset, node, lang)

@@ -1,0 +1,167 @@
+"""The redactor catalogue: rules/redactors.yaml plus the user's --redactors files, validated on
+load (a user file's examples run then too, so a pattern that misses its own examples is refused
+before it touches a bundle)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import regex
+import yaml
+
+from analyzer.errors import AnalyzerError
+from analyzer.rules import builtin_rules_dir
+
+MODES = ("find", "keys", "pattern")
+KEYS = {"id", "description", "token", "keep", "examples", "parsed", "everywhere", *MODES}
+TOKEN_RE = regex.compile(r"[a-z][a-z0-9]*")
+# seconds a pattern may spend on one example, plus TIMEOUT_PER_MIB per MiB of a file: a
+# catastrophic pattern becomes an error, never a hang
+TIMEOUT = 1.0
+TIMEOUT_PER_MIB = 3.0
+# the value of a key whose name ends in `keys`: `key: value` (YAML, describe, JSON; to the end of
+# the line or a comment), `KEY=value` and `--key=value` (env, flags, logfmt; to the next blank);
+# quoted values to their quote. Anchored on the separator, which looks back for the key name:
+# scanning for the name from every word start costs ten times more on a log.
+KEY_VALUE = (
+    r"(?m)(?::(?<=(?i:{keys})[\"']?[ \t]*:)[ \t]*(?|\"(?P<value>[^\"\n]+)\"|'(?P<value>[^'\n]+)'"
+    r"|(?P<value>[^\s\"'|>&*#{{\[,][^\n#,}}]*?)(?=[ \t]*(?:$|\#|,|}})))"
+    r"|=(?<=(?i:{keys})[\"']?[ \t]*=)[ \t]*"
+    r"(?|\"(?P<value>[^\"\n]+)\"|'(?P<value>[^'\n]+)'|(?P<value>[^\s\"',;}}]+)))"
+)
+
+
+class RedactorError(AnalyzerError):
+    """A redactor file is unreadable or invalid; the message is one line naming file and entry."""
+
+
+@dataclass(frozen=True)
+class Redactor:
+    """One declared redactor: how values are found, what token replaces them, what stays."""
+
+    id: str
+    description: str
+    token: str
+    mode: str  # find | keys | pattern
+    patterns: tuple[regex.Pattern, ...]
+    keep: regex.Pattern | None = None
+    parsed_nodes: bool = False  # find: also the node names the analyzer's parsers read
+    everywhere: bool = False  # values found are replaced wherever else they occur (find: always)
+    examples_redact: tuple[str, ...] = ()
+    examples_keep: tuple[str, ...] = ()
+    file: str = ""
+
+    def kept(self, value: str) -> bool:
+        return self.keep is not None and self.keep.fullmatch(value, timeout=TIMEOUT) is not None
+
+
+def builtin_file() -> Path:
+    return builtin_rules_dir() / "redactors.yaml"
+
+
+def load_redactors(extra: list[Path] | tuple[Path, ...] = ()) -> list[Redactor]:
+    """The built-in redactors, then each user file's (an existing id is replaced in place)."""
+    out: dict[str, Redactor] = {}
+    for path in [builtin_file(), *extra]:
+        for r in _load_file(Path(path)):
+            if path != builtin_file() and (failure := example_failure(r)):
+                raise RedactorError(f"{path}: redactor {r.id}: {failure}")
+            out[r.id] = r
+    return list(out.values())
+
+
+def _load_file(path: Path) -> list[Redactor]:
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RedactorError(
+            f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})"
+        ) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise RedactorError(f"{path}{where}: YAML error: {problem}") from None
+    entries = doc.get("redactors") if isinstance(doc, dict) else None
+    if not isinstance(entries, list):
+        raise RedactorError(f"{path}: expected a mapping with a 'redactors:' list")
+    return [_redactor(path, i, e) for i, e in enumerate(entries)]
+
+
+def _redactor(path: Path, index: int, e: Any) -> Redactor:
+    def bad(msg: str) -> RedactorError:
+        name = e.get("id") if isinstance(e, dict) and isinstance(e.get("id"), str) else f"#{index}"
+        return RedactorError(f"{path}: redactor {name}: {msg}")
+
+    if not isinstance(e, dict):
+        raise bad("expected a mapping")
+    unknown = sorted(set(map(str, e)) - KEYS)
+    if unknown:
+        raise bad(f"unknown key {unknown[0]!r} (known: {', '.join(sorted(KEYS))})")
+    for key in ("id", "description", "token"):
+        if not isinstance(e.get(key), str) or not e[key].strip():
+            raise bad(f"'{key}' must be a non-empty string")
+    if not TOKEN_RE.fullmatch(e["token"]):
+        raise bad("'token' must be lower-case letters and digits (tokens read token-1, token-2)")
+    modes = [m for m in MODES if m in e]
+    if len(modes) != 1:
+        raise bad("needs exactly one of 'find', 'keys' or 'pattern'")
+    mode = modes[0]
+    sources = e[mode] if isinstance(e[mode], list) else [e[mode]]
+    if not sources or not all(isinstance(s, str) and s for s in sources):
+        raise bad(f"'{mode}' must be a regex or a list of regexes")
+    if mode == "keys":
+        sources = [KEY_VALUE.format(keys=s) for s in sources]
+    examples = e.get("examples") or {}
+    if not isinstance(examples, dict) or set(examples) - {"redact", "keep"}:
+        raise bad("'examples' must be a mapping with 'redact' and/or 'keep' lists")
+    for part in ("redact", "keep"):
+        if not isinstance(examples.get(part) or [], list) or not all(
+            isinstance(x, str) for x in examples.get(part) or []
+        ):
+            raise bad(f"examples.{part} must be a list of strings")
+    if e.get("parsed") not in (None, "nodes") or ("parsed" in e and mode != "find"):
+        raise bad("'parsed' can only be 'nodes', on a 'find' redactor")
+    if not isinstance(e.get("everywhere", False), bool):
+        raise bad("'everywhere' must be true or false")
+    if "keep" in e and not isinstance(e["keep"], str):
+        raise bad("'keep' must be a regex")
+    try:
+        patterns = tuple(regex.compile(s) for s in sources)
+        keep = regex.compile(e["keep"]) if e.get("keep") else None
+    except (regex.error, ValueError, OverflowError) as exc:
+        raise bad(f"bad regex: {exc}") from None
+    return Redactor(
+        id=e["id"],
+        description=e["description"],
+        token=e["token"],
+        mode=mode,
+        patterns=patterns,
+        keep=keep,
+        parsed_nodes=e.get("parsed") == "nodes",
+        everywhere=mode == "find" or e.get("everywhere", False),
+        examples_redact=tuple(examples.get("redact") or ()),
+        examples_keep=tuple(examples.get("keep") or ()),
+        file=str(path),
+    )
+
+
+def example_failure(r: Redactor) -> str | None:
+    """Why the redactor fails one of its own examples (None when all pass): a `redact` example
+    must change, a `keep` example must not, each redacted by this redactor alone."""
+    from analyzer.redact.engine import redact_text_alone
+
+    if not r.examples_redact:
+        return "has no 'examples: {redact: [...]}'"
+    for want_change, examples in ((True, r.examples_redact), (False, r.examples_keep)):
+        for ex in examples:
+            try:
+                changed = redact_text_alone(r, ex) != ex
+            except AnalyzerError as exc:
+                return str(exc)
+            if changed != want_change:
+                verb = "did not redact" if want_change else "redacted"
+                return f"{verb} its example {ex[:80]!r}"
+    return None

@@ -588,9 +588,10 @@ def collect(
         _fail(f"--pod {bad[0]!r}: expected NAMESPACE/NAME")
     if since is not None and not re.fullmatch(r"(?:\d+[hms])+", since):
         _fail(f"--since {since!r}: expected a duration such as 2h or 90m")
-    redact_tree = c.redactor() if redact else None
-    if redact and redact_tree is None:
-        _fail("redaction is not available in this build")
+    if redact:
+        from analyzer.redact import redact_tree
+    else:
+        redact_tree = None
     out = output or Path(f"hami-bundle-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}.tar.gz")
     if not out.parent.is_dir():
         _fail(f"cannot write {out}: no such directory {out.parent}")

@@ -3,7 +3,6 @@ errors. The API side is tested end to end in tests/test_action.py."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import string
@@ -231,14 +230,20 @@ def test_bot_input_errors_are_one_line(tmp_path, args, issue, fragment):
     assert res.stderr.count("\n") == 1 and fragment in res.stderr, res.stderr
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("analyzer.redact") is not None, reason="this build can redact"
-)
-def test_redact_without_the_redactor_is_a_clear_error(tmp_path):
-    event = _event(tmp_path, number=1, title="crash", body=f"```\n{NVML}\n```\n")
-    res = run_cli("bot", "--event", event, "--redact", "--dry-run")
-    assert res.returncode == 2
-    assert res.stderr == "error: redact: redaction is not available in this build\n"
+def test_redact_keeps_names_and_addresses_out_of_the_comment(tmp_path):
+    """`redact: true`: the comment is that of `analyze --redact`: the verdict stays, the node
+    name and the address pasted in the issue do not reach it."""
+    log = (
+        "I0815 09:04:51.202341  412873 main.go:275] Start working on node gpu-secret-7\n"
+        f"{NVML} (host 10.23.45.67)"
+    )
+    event = _event(tmp_path, number=1, title="crash", body=f"```\n{log}\n```\n")
+    plain = run_cli("bot", "--event", event, "--dry-run")
+    redacted = run_cli("bot", "--event", event, "--redact", "--dry-run")
+    assert plain.returncode == redacted.returncode == 0, redacted.stderr
+    assert "gpu-secret-7" in plain.stdout and "10.23.45.67" in plain.stdout
+    assert "gpu-secret-7" not in redacted.stdout and "10.23.45.67" not in redacted.stdout
+    assert "plugin-crash-nvml" in redacted.stdout.split("\n", 1)[0]
 
 
 def test_missing_gh_is_one_line(tmp_path):

@@ -22,8 +22,10 @@ from fake_apiserver import (
     cluster_from_sample,
 )
 
+from analyzer.analyze import analyze
 from analyzer.collect import plan
-from analyzer.collect.collector import Options, collect, redactor
+from analyzer.collect.collector import Options, collect
+from analyzer.redact import redact_tree
 from analyzer.report.collect import fill
 from conftest import KUBECTL, SAMPLES, run_cli
 
@@ -275,10 +277,31 @@ def test_redaction_runs_on_the_staged_files_before_archiving(ruleset, tmp_path, 
     assert json.loads(files["manifest.json"])["redacted"] is True
 
 
-@pytest.mark.skipif(redactor() is not None, reason="analyzer.redact is present in this build")
-def test_redact_says_it_is_unavailable(tmp_path):
-    res = run_cli("collect", "--kubectl", "/bin/sh", "--redact", "-o", str(tmp_path / "b.tgz"))
-    assert (res.returncode, res.stderr) == (2, "error: redaction is not available in this build\n")
+@needs_kubectl
+def test_collect_redact_leaves_no_node_name_and_keeps_the_verdict(ruleset, tmp_path, monkeypatch):
+    """`collect --redact` with the real redactor: no node name in any member's name or bytes
+    (the archive's own layout names nodes and pods), and the same verdict as unredacted."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    sample = SAMPLES / "xid79-gpu-lost" / "bundle"
+    cluster = cluster_from_sample(sample)
+    with FakeApiServer(cluster) as srv:
+        kubeconfig = str(srv.kubeconfig(tmp_path / "kc"))
+        for name, redact in (("plain", None), ("redacted", redact_tree)):
+            opts = Options(
+                KUBECTL, None, tmp_path / f"{name}.tar.gz", kubeconfig=kubeconfig, redact=redact
+            )
+            collect(opts, ruleset.catalogue, lambda line: None)
+    nodes = {n["metadata"]["name"] for n in cluster.objects["nodes"]}
+    members = _members(tmp_path / "redacted.tar.gz")
+    assert nodes and all(
+        n not in path and n.encode() not in data for n in nodes for path, data in members.items()
+    )
+    verdicts = [
+        analyze([str(tmp_path / f"{name}.tar.gz")], ruleset)[1].worst.primary
+        for name in ("plain", "redacted")
+    ]
+    assert verdicts[0].category == verdicts[1].category
+    assert verdicts[0].rule_id == verdicts[1].rule_id
 
 
 def test_plan_runs_the_catalogue_commands(ruleset):

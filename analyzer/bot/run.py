@@ -8,7 +8,6 @@ milestone, an edit undone) finds the same digest and makes no API write at all.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -150,8 +149,8 @@ def _sync_labels(
 def _redacted_comment(event_path: Path | None, extra_rules: list[Path] | None, lang: str) -> str:
     """The comment from `hami-analyzer analyze --redact` (the redactor's own contract), so names,
     addresses and secrets of the issue's pastes never reach the comment."""
-    if importlib.util.find_spec("analyzer.redact") is None or event_path is None:
-        raise BotInputError("redact: redaction is not available in this build")
+    if event_path is None:
+        raise BotInputError("redact: needs the event file")
     args = [sys.executable, "-m", "analyzer", "analyze", "--from-issue", str(event_path)]
     args += ["--format", "markdown", "--lang", lang, "--redact"]
     for d in extra_rules or []:

@@ -226,15 +226,6 @@ def find_program(name: str, given: str | None) -> str | None:
     return shutil.which(name)
 
 
-def redactor() -> Callable[..., Any] | None:
-    """`redact_tree` of analyzer.redact, imported only when --redact asks for it."""
-    try:
-        from analyzer.redact import redact_tree  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    return redact_tree
-
-
 def summary(result: Result) -> str:
     """What was written, what could not be collected, and what to run on the node."""
     counts: dict[str, int] = {}

@@ -13,6 +13,7 @@ import tarfile
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import yaml
@@ -67,6 +68,15 @@ class FuzzCase:
     options: tuple[str, ...] = ()
 
 
+def _sample_with(source: Path, data: bytes, root: Path) -> list[Path]:
+    """A copy of `source`'s sample bundle under root, with `source` replaced by data."""
+    bundle = root / "bundle"
+    bundle.mkdir(parents=True)
+    for f in source.parent.iterdir():
+        (bundle / f.name).write_bytes(data if f == source else f.read_bytes())
+    return [bundle]
+
+
 # ---- structured mutations -------------------------------------------------------------------
 def key_paths(doc, prefix=()) -> list[tuple]:
     """Every key path and list index in a loaded document."""
@@ -116,15 +126,8 @@ def mutated_object(draw) -> FuzzCase:
     value = draw(st.sampled_from(HOSTILE_SCALARS))
     text = with_value(doc, path, value) if path else value
 
-    def write(root: Path) -> list[Path]:
-        bundle = root / "bundle"
-        bundle.mkdir(parents=True)
-        for f in source.parent.iterdir():
-            (bundle / f.name).write_bytes(f.read_bytes())
-        (bundle / source.name).write_text(text)
-        return [bundle]
-
-    return FuzzCase(f"{source.parent.parent.name}/{source.name} {path} = {value[:40]}", write)
+    label = f"{source.parent.parent.name}/{source.name} {path} = {value[:40]}"
+    return FuzzCase(label, partial(_sample_with, source, text.encode()))
 
 
 @st.composite
@@ -163,15 +166,8 @@ def mutated_log(draw) -> FuzzCase:
     cut = draw(st.one_of(st.none(), st.integers(0, len(data))))
     data = data if cut is None else data[:cut]
 
-    def write(root: Path) -> list[Path]:
-        bundle = root / "bundle"
-        bundle.mkdir(parents=True)
-        for f in source.parent.iterdir():
-            (bundle / f.name).write_bytes(f.read_bytes())
-        (bundle / source.name).write_bytes(data)
-        return [bundle]
-
-    return FuzzCase(f"{source.parent.parent.name}/{source.name} spliced, cut at {cut}", write)
+    label = f"{source.parent.parent.name}/{source.name} spliced, cut at {cut}"
+    return FuzzCase(label, partial(_sample_with, source, data))
 
 
 # ---- archives -------------------------------------------------------------------------------

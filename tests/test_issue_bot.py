@@ -15,6 +15,7 @@ from analyzer.cli import app
 from analyzer.render.jsonout import render_json
 from analyzer.render.markdown import MAX_COMMENT, code_block, render_markdown, safe_text
 from conftest import REPO, SAMPLES, SHARED
+from contract import outside_code
 
 GOLDEN = REPO / "tests" / "golden" / "markdown"
 SCHEMA = json.loads((REPO / "analyzer" / "schema" / "diagnosis.schema.json").read_text())
@@ -134,41 +135,12 @@ def test_hostile_issue_comment_is_inert(ruleset):
     )
     _, report = analyze_issue(body.encode(), ruleset)
     md = render_markdown(report, body.encode())
-    outside = _outside_code(md)
+    outside = outside_code(md)
     assert "@octocat" not in outside and "#99" not in outside and "GH-7" not in outside
     assert "<script>" not in md.replace("```", "") or "<script>" not in outside
     assert "<script>" not in outside and not re.search(r"(?<!\\)\]\(javascript", outside)
     # every fence that opens also closes
-    assert _balanced(md)
-
-
-def _outside_code(md: str) -> str:
-    out, fence = [], None
-    for line in md.split("\n"):
-        stripped = line.strip()
-        if fence is None and stripped.startswith("```"):
-            fence = stripped.removesuffix("text").rstrip()
-            continue
-        if fence is not None:
-            if stripped == fence:
-                fence = None
-            continue
-        # drop inline code spans
-        import regex
-
-        out.append(regex.sub(r"(`+)(?:(?!\1).)+?\1", "", line))
-    return "\n".join(out)
-
-
-def _balanced(md: str) -> bool:
-    fence = None
-    for line in md.split("\n"):
-        s = line.strip()
-        if fence is None and s.startswith("```"):
-            fence = s.removesuffix("text").rstrip()
-        elif fence is not None and s == fence:
-            fence = None
-    return fence is None
+    outside_code(md)  # fails when a fence opens and never closes
 
 
 def test_markdown_is_deterministic_and_bounded(ruleset):
@@ -194,7 +166,8 @@ def test_markdown_is_cut_to_github_limit(ruleset, monkeypatch):
         monkeypatch.setattr(md_mod, "MAX_COMMENT", limit)
         cut = md_mod.render_markdown(report, b"x")
         assert len(cut) <= limit < len(full)
-        assert "cut to GitHub's size limit" in cut and _balanced(cut)
+        assert "cut to GitHub's size limit" in cut
+        outside_code(cut)  # every fence closed
     assert cut.rstrip("\n").split("\n")[-1].startswith("<!-- hami-bundle-analyzer version=")
 
 

@@ -22,10 +22,12 @@ from hypothesis import strategies as st
 from conftest import SAMPLES
 
 SAMPLE_DIRS = sorted(p / "bundle" for p in SAMPLES.iterdir() if (p / "bundle").is_dir())
-# (command, --format, the output check of contract.py)
-RUNS = [("analyze", f, f) for f in ("json", "html", "markdown", "terminal")] + [
-    ("timeline", "csv", "csv"),
-    ("inspect", "json", "inspect-json"),
+# (the command and its options, --format, the output check of contract.py)
+RUNS = [(("analyze",), f, f) for f in ("json", "html", "markdown", "terminal")] + [
+    (("analyze", "--redact"), "markdown", "markdown"),
+    (("analyze", "--redact"), "json", "json"),
+    (("timeline",), "csv", "csv"),
+    (("inspect",), "json", "inspect-json"),
 ]
 
 # values of the wrong type or out of range, as YAML text (so .nan and 1e309 reach the parser)
@@ -170,6 +172,27 @@ def mutated_log(draw) -> FuzzCase:
     return FuzzCase(label, partial(_sample_with, source, data))
 
 
+@st.composite
+def byte_mutated(draw) -> FuzzCase:
+    """Any sample file with bytes flipped, inserted, deleted or a slice repeated, as a classic
+    mutation fuzzer does: reaches the recognisers and parsers with near-valid input."""
+    source = draw(st.sampled_from([f for d in SAMPLE_DIRS for f in sorted(d.iterdir())]))
+    data = bytearray(source.read_bytes())
+    for _ in range(draw(st.integers(1, 8))):
+        at = draw(st.integers(0, len(data)))
+        op = draw(st.sampled_from(["flip", "insert", "delete", "repeat"]))
+        if op == "flip" and at < len(data):
+            data[at] = draw(st.integers(0, 255))
+        elif op == "insert":
+            data[at:at] = draw(st.binary(min_size=1, max_size=16))
+        elif op == "delete":
+            del data[at : at + draw(st.integers(1, 64))]
+        else:
+            data[at:at] = data[at : at + draw(st.integers(1, 256))] * draw(st.integers(2, 50))
+    label = f"{source.parent.parent.name}/{source.name} byte-mutated"
+    return FuzzCase(label, partial(_sample_with, source, bytes(data)))
+
+
 # ---- archives -------------------------------------------------------------------------------
 @st.composite
 def odd_archive(draw) -> FuzzCase:
@@ -266,5 +289,5 @@ def hostile_issue(draw) -> FuzzCase:
 
 
 fuzz_cases = st.one_of(
-    mutated_object(), alias_bomb(), mutated_log(), odd_archive(), hostile_issue()
+    mutated_object(), alias_bomb(), mutated_log(), byte_mutated(), odd_archive(), hostile_issue()
 )

@@ -414,7 +414,7 @@ def bot(
         options = Options(min_confidence, comment_when, parse_labels(labels))
         ev = bot_run.read_event(event, api_url, repo)
         ruleset = _ruleset(rules)  # a broken rule directory: one line, before any API call
-        out = bot_run.run_bot(ev, options, ruleset, rules, redact, dry_run, event)
+        out = bot_run.run_bot(ev, options, ruleset, redact, dry_run)
         typer.echo(out.summary() + (f"\n{out.comment}" if dry_run and out.comment else ""))
         bot_run.write_outputs(outputs, out.outputs())
     except GitHubError as exc:

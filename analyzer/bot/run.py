@@ -9,8 +9,6 @@ milestone, an edit undone) finds the same digest and makes no API write at all.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,10 +93,8 @@ def run_bot(
     event: Event,
     options: Options,
     ruleset: RuleSet,
-    extra_rules: list[Path] | None = None,
     redact: bool = False,
     dry_run: bool = False,
-    event_path: Path | None = None,
 ) -> Outcome:
     from analyzer.analyze import analyze_issue
     from analyzer.bundle.issue import parse_issue
@@ -106,12 +102,14 @@ def run_bot(
 
     config = load_config()
     lang = config.language.detect(parse_issue(event.text).prose)
-    _bundle, report = analyze_issue(event.raw, ruleset, lang=lang)
+    raw, text = event.raw, event.text.encode("utf-8")
+    if redact:  # the comment is built from the redacted text only, as `analyze --redact` does
+        from analyzer.redact.bundle import redact_issue
+
+        raw = text = redact_issue(event.raw, [], None)
+    _bundle, report = analyze_issue(raw, ruleset, lang=lang)
     decision = decide(report, event.text, options, config)
-    if redact:
-        body = _redacted_comment(event_path, extra_rules, lang)
-    else:
-        body = render_markdown(report, event.text.encode("utf-8"), lang)
+    body = render_markdown(report, text, lang)
     if dry_run:
         return Outcome(decision, lang, "dry-run", body if decision.comment else "")
     mine = [c for c in github.comments(event.issue) if input_digest(c.body)]
@@ -144,21 +142,6 @@ def _sync_labels(
     for name in sorted(drop):
         github.remove_label(issue, name)
     return tuple(sorted(add)), tuple(sorted(drop))
-
-
-def _redacted_comment(event_path: Path | None, extra_rules: list[Path] | None, lang: str) -> str:
-    """The comment from `hami-analyzer analyze --redact` (the redactor's own contract), so names,
-    addresses and secrets of the issue's pastes never reach the comment."""
-    if event_path is None:
-        raise BotInputError("redact: needs the event file")
-    args = [sys.executable, "-m", "analyzer", "analyze", "--from-issue", str(event_path)]
-    args += ["--format", "markdown", "--lang", lang, "--redact"]
-    for d in extra_rules or []:
-        args += ["--rules", str(d)]
-    res = subprocess.run(args, capture_output=True, text=True, timeout=600, check=False)
-    if res.returncode not in (0, 1, 4):
-        raise BotInputError(f"redact: {' '.join(res.stderr.split())[:300]}")
-    return res.stdout
 
 
 def write_outputs(path: Path | None, outputs: dict[str, str]) -> None:

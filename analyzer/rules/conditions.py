@@ -124,13 +124,18 @@ class Cond:
 
 
 @dataclass(frozen=True)
-class AllOf(Cond):
+class _Group(Cond):
+    """all/any: a list of conditions."""
+
     items: tuple[Cond, ...]
     line: int = 0
 
     def children(self) -> tuple[Cond, ...]:
         return self.items
 
+
+@dataclass(frozen=True)
+class AllOf(_Group):
     def evaluate(self, ctx: EvalContext) -> Outcome:
         evidence: list[Evidence] = []
         strengths: list[str] = []
@@ -152,13 +157,7 @@ class AllOf(Cond):
 
 
 @dataclass(frozen=True)
-class AnyOf(Cond):
-    items: tuple[Cond, ...]
-    line: int = 0
-
-    def children(self) -> tuple[Cond, ...]:
-        return self.items
-
+class AnyOf(_Group):
     def evaluate(self, ctx: EvalContext) -> Outcome:
         evidence: list[Evidence] = []
         missing: set[str] = set()

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 import polars as pl
 import regex
 
+from analyzer.atomic import atomic_path, write_text
 from analyzer.summary.tickets import report_names, ticket_of
 
 PART_ROWS = int(os.environ.get("HAMI_BATCH_PART_ROWS", "200"))  # bundles per part file
@@ -386,9 +387,8 @@ class Progress:
 
 
 def _write_atomic(frame: pl.DataFrame, path: Path) -> None:
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    frame.write_parquet(tmp)
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        frame.write_parquet(tmp)
 
 
 def _frame(rows: list[dict], schema: dict) -> pl.DataFrame:
@@ -525,9 +525,7 @@ class _PartWriter:
         workers anywhere (a Dask cluster) need no access to the output folder."""
         path = self.parts.parent / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(html, encoding="utf-8")
-        tmp.replace(path)
+        write_text(path, html)
         self.push([path])
 
     def flush(self) -> None:
@@ -583,9 +581,8 @@ def assemble(out: Path, csv: bool = False) -> dict[str, Any]:
         tables[name] = frame
         _write_atomic(frame, out / f"{name}.parquet")
         if csv:
-            tmp = out / f".{name}.csv.tmp"
-            frame.write_csv(tmp)
-            tmp.replace(out / f"{name}.csv")
+            with atomic_path(out / f"{name}.csv") as tmp:
+                frame.write_csv(tmp)
     write_summary(out)
     return {k: v.height for k, v in tables.items()}
 
@@ -613,9 +610,7 @@ def write_summary(out: Path) -> Path:
     unexplained = pl.read_parquet(out / "unexplained.parquet")
     html = render_summary(bundles, findings, unexplained, sorted(load_ruleset().rules))
     path = out / "summary.html"
-    tmp = path.with_name("summary.html.tmp")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(path)
+    write_text(path, html)
     return path
 
 

@@ -108,13 +108,11 @@ def _write(text: str, output: Path | None) -> None:
     if output is None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return
-    tmp = output.with_name(output.name + ".tmp")
+    from analyzer.atomic import write_text
+
     try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(output)
+        write_text(output, text)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
         _fail(f"cannot write {output}: {exc.strerror or exc}")
 
 

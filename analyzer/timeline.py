@@ -11,6 +11,7 @@ from typing import Any
 import polars as pl
 import regex
 
+from analyzer.atomic import atomic_path, write_text
 from analyzer.facts.clock import parse_time as _parse  # one ISO-time parser for all stages
 from analyzer.facts.context import NodeContext
 from analyzer.pipeline import ParsedBundle
@@ -258,9 +259,8 @@ def write_timeline(frame: pl.DataFrame, fmt: str, output: Path | None) -> None:
     import sys
 
     if fmt == "parquet":
-        tmp = output.with_name(output.name + ".tmp")
-        frame.write_parquet(tmp)
-        tmp.replace(output)
+        with atomic_path(output) as tmp:
+            frame.write_parquet(tmp)
         return
     if fmt == "csv":
         text = frame.write_csv()
@@ -277,6 +277,4 @@ def write_timeline(frame: pl.DataFrame, fmt: str, output: Path | None) -> None:
     if output is None:
         sys.stdout.write(text)
     else:
-        tmp = output.with_name(output.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(output)
+        write_text(output, text)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer import __version__
+from analyzer.atomic import atomic_path
 from analyzer.collect import discover, plan
 from analyzer.collect.runner import Call, Runner
 from analyzer.errors import AnalyzerError
@@ -207,15 +208,12 @@ def write_archive(folder: Path, output: Path, stamp: str) -> int:
     """A .tar.gz of `folder` under one top folder, written beside `output` and renamed into
     place, so a failed run never leaves half an archive."""
     top = "hami-bundle-" + stamp.replace("-", "").replace(":", "")
-    tmp = output.with_name(output.name + ".tmp")
     files = sorted(p for p in folder.rglob("*") if p.is_file())
     try:
-        with tarfile.open(tmp, "w:gz") as tar:
+        with atomic_path(output) as tmp, tarfile.open(tmp, "w:gz") as tar:
             for p in files:
                 tar.add(p, f"{top}/{p.relative_to(folder).as_posix()}", recursive=False)
-        tmp.replace(output)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise CollectError(f"cannot write {output}: {exc.strerror or exc}") from None
     return len(files)
 

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from analyzer.atomic import atomic_path
 from analyzer.bundle.reader import BundleReader, Limits, open_bundle
 from analyzer.errors import AnalyzerError, BundleError
 from analyzer.redact.discover import SourceFile
@@ -70,9 +71,8 @@ def _inside(path: Path, folder: Path) -> bool:
 
 
 def _write_tar(result: RedactionResult, output: Path) -> None:
-    tmp = output.with_name(output.name + ".tmp")
     try:
-        with tarfile.open(tmp, "w:gz") as tf:
+        with atomic_path(output) as tmp, tarfile.open(tmp, "w:gz") as tf:
             for f in result.files:
                 info = tf.gettarinfo(
                     str(f.path), arcname=f.path.relative_to(result.root).as_posix()
@@ -82,9 +82,7 @@ def _write_tar(result: RedactionResult, output: Path) -> None:
                 info.mode = 0o644
                 with f.path.open("rb") as fh:
                     tf.addfile(info, fh)
-        tmp.replace(output)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise AnalyzerError(f"cannot write {output}: {exc.strerror or exc}") from None
 
 

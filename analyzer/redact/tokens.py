@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+from analyzer.atomic import atomic_path
 from analyzer.errors import AnalyzerError
 
 
@@ -50,15 +51,13 @@ class TokenMap:
 
     def write(self, path: Path) -> None:
         """The token -> value table, readable by its owner only: it undoes the redaction."""
-        tmp = path.with_name(path.name + ".tmp")
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(self.mapping(), fh, indent=2, ensure_ascii=False)
-                fh.write("\n")
-            tmp.replace(path)
+            with atomic_path(path) as tmp:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    json.dump(self.mapping(), fh, indent=2, ensure_ascii=False)
+                    fh.write("\n")
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
             raise AnalyzerError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 

@@ -5,7 +5,6 @@ the load; the linter's semantic checks (analyzer/rules/lint.py) run on the resul
 from __future__ import annotations
 
 import hashlib
-import os
 import pickle
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from jinja2 import TemplateSyntaxError
 from jinja2.sandbox import SandboxedEnvironment
 
 from analyzer import __version__
+from analyzer.atomic import atomic_path
 from analyzer.cache import cache_dir
 from analyzer.errors import RuleLoadError
 from analyzer.kinds import load_catalogue
@@ -129,10 +129,8 @@ def load_ruleset(extra_dirs: list[Path] | None = None, use_cache: bool = True) -
     ruleset = _load_ruleset(dirs, digest[:12])
     if cache is not None:
         try:
-            tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-            with tmp.open("wb") as fh:
+            with atomic_path(cache) as tmp, tmp.open("wb") as fh:
                 pickle.dump(ruleset, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            tmp.replace(cache)
         except OSError:
             pass
     return ruleset

@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import yaml
+
+from loopback import LoopbackServer
 
 NAMESPACE = "gpu-stack"
 RELEASE = "gpu-stack"
@@ -500,24 +501,13 @@ class _Handler(BaseHTTPRequestHandler):
             pass
 
 
-class FakeApiServer:
+class FakeApiServer(LoopbackServer):
     """`with FakeApiServer(cluster) as srv:` serves on 127.0.0.1:srv.port until the block ends."""
 
     def __init__(self, cluster: Cluster) -> None:
         handler = type("Handler", (_Handler,), {"cluster": cluster})
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
+        super().__init__(handler)
         handler.port = self.port
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> FakeApiServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
     def kubeconfig(self, path: Path) -> Path:
         path.write_text(

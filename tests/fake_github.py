@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, unquote, urlsplit
+
+from loopback import LoopbackServer
 
 WRITES = ("POST", "PATCH", "PUT", "DELETE")
 
@@ -95,21 +96,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._route("DELETE")
 
 
-class FakeGitHub:
+class FakeGitHub(LoopbackServer):
     """`with FakeGitHub("o/r") as gh:` serves on 127.0.0.1 (a free port) until the block ends."""
 
     def __init__(self, full_name: str) -> None:
         self.repo = Repo()
-        handler = type("Handler", (_Handler,), {"repo": self.repo, "full_name": full_name})
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> FakeGitHub:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
+        super().__init__(type("Handler", (_Handler,), {"repo": self.repo, "full_name": full_name}))

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fake_github import FakeGitHub
 
 from conftest import REPO
+from fake_github import FakeGitHub
 
 pytestmark = pytest.mark.skipif(
     shutil.which("gh") is None, reason="the gh CLI is not installed (.ci/run installs Debian's gh)"

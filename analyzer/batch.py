@@ -18,7 +18,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
@@ -27,6 +26,7 @@ import polars as pl
 import regex
 
 from analyzer.atomic import atomic_path, write_text
+from analyzer.progress import Progress
 from analyzer.summary.tickets import report_names, ticket_of
 
 PART_ROWS = int(os.environ.get("HAMI_BATCH_PART_ROWS", "200"))  # bundles per part file
@@ -353,39 +353,6 @@ def _unexplained(bundle_id: str, bundle) -> list[dict[str, Any]]:
 
 
 # ---- the run ------------------------------------------------------------------------------
-@dataclass
-class Progress:
-    total: int
-    done: int = 0
-    failed: int = 0
-    start: float = 0.0
-    last: float = 0.0
-    tty: bool = False
-
-    def update(self, failed: bool) -> None:
-        self.done += 1
-        self.failed += failed
-        now = time.monotonic()
-        if (
-            (self.tty and now - self.last >= 0.2)
-            or (not self.tty and now - self.last >= 10)
-            or self.done == self.total
-        ):
-            self.last = now
-            rate = self.done / max(now - self.start, 1e-6)
-            eta = (self.total - self.done) / rate if rate else 0
-            msg = f"[{self.done}/{self.total}] {rate:.1f} bundles/s, ETA {int(eta)}s, {self.failed} failed"
-            if self.tty:
-                width = 30
-                fill = int(width * self.done / max(self.total, 1))
-                sys.stderr.write(f"\r{'#' * fill}{'.' * (width - fill)} {msg}   ")
-                if self.done == self.total:
-                    sys.stderr.write("\n")
-            else:
-                sys.stderr.write(msg + "\n")
-            sys.stderr.flush()
-
-
 def _write_atomic(frame: pl.DataFrame, path: Path) -> None:
     with atomic_path(path) as tmp:
         frame.write_parquet(tmp)
@@ -454,7 +421,7 @@ def run_batch(
             first_of[dg] = bid
             if bid not in done:
                 todo.append((bid, p, report_of.get(bid)))
-        progress = Progress(total=len(todo), start=time.monotonic(), tty=sys.stderr.isatty())
+        progress = Progress("batch", total=len(todo), unit="bundles")
         sys.stderr.write(
             f"{len(tasks)} bundles: {len(done)} already analysed, {len(dup_rows)} duplicates, {len(todo)} to analyse\n"
         )
@@ -514,7 +481,7 @@ class _PartWriter:
                 self.unexplained.extend(res["unexplained"])
                 if "report_html" in res:
                     self._write_report(row["report"], res["report_html"])
-                progress.update(bool(row.get("error")))
+                progress.advance(failed=bool(row.get("error")))
             if len(self.rows) >= PART_ROWS or (
                 self.rows and time.monotonic() - self.since >= PART_SECONDS
             ):

@@ -1,0 +1,91 @@
+"""One progress line on stderr for long runs (batch, a big log, redaction): redrawn in place on a
+terminal, a plain line every ten seconds when stderr is a file, silent for runs shorter than a
+few seconds. Every command that reports progress uses this one class, so they read alike."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import TextIO
+
+QUIET_FOR = 3.0  # seconds of silence before the first line: short runs print nothing
+TTY_EVERY = 0.5
+FILE_EVERY = 10.0
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"  # pragma: no cover
+
+
+@dataclass
+class Progress:
+    """`total` units of work (bundles, or bytes when `unit` is "bytes"); `advance` as they are
+    done. The ETA is shown only once a tenth of the work or ten seconds have passed, so a slow
+    first item (imports, a cold cache) does not promise an hour."""
+
+    what: str
+    total: int
+    unit: str = "items"
+    stream: TextIO = field(default_factory=lambda: sys.stderr)
+    done: int = 0
+    failed: int = 0
+    start: float = field(default_factory=lambda: time.monotonic())
+    last: float = 0.0
+    shown: bool = False
+
+    @property
+    def tty(self) -> bool:
+        isatty = getattr(self.stream, "isatty", None)
+        return bool(isatty and isatty())
+
+    def advance(self, n: int = 1, failed: bool = False) -> None:
+        self.done += n
+        self.failed += failed
+        now = time.monotonic()
+        if now - self.start < QUIET_FOR and self.done < self.total:
+            return
+        if now - self.last < (TTY_EVERY if self.tty else FILE_EVERY) and self.done < self.total:
+            return
+        if self.done >= self.total and not self.shown:
+            return  # finished inside the quiet period
+        self.last = now
+        self._write(self.line(now))
+
+    def line(self, now: float | None = None) -> str:
+        now = time.monotonic() if now is None else now
+        elapsed = max(now - self.start, 1e-6)
+        rate = self.done / elapsed
+        if self.unit == "bytes":
+            count = f"{_size(self.done)}/{_size(self.total)}"
+            speed = f"{_size(rate)}/s"
+        else:
+            count = f"{self.done}/{self.total}"
+            speed = f"{rate:.1f} {self.unit}/s"
+        parts = [f"{self.what}: {count}", speed]
+        settled = self.done * 10 >= self.total or elapsed >= 10
+        if self.done < self.total and rate > 0 and settled:
+            parts.append(f"ETA {int((self.total - self.done) / rate)} s")
+        if self.failed:
+            parts.append(f"{self.failed} failed")
+        return ", ".join(parts)
+
+    def _write(self, msg: str) -> None:
+        end = self.done >= self.total
+        if self.tty:
+            self.stream.write(f"\r{msg}\x1b[K" + ("\n" if end else ""))
+        else:
+            self.stream.write(msg + "\n")
+        self.stream.flush()
+        self.shown = not end
+
+    def close(self) -> None:
+        """End a line left open on a terminal (a run stopped before its total)."""
+        if self.shown and self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+        self.shown = False

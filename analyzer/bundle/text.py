@@ -70,6 +70,17 @@ def clean(text: str) -> str:
     return text
 
 
+def printable(text: object) -> str:
+    r"""Text safe to print on a terminal: every character that is not printable (ESC and the rest
+    of C0, DEL, C1, format characters) becomes "?", newlines and tabs stay. Everything a command
+    prints that came from a bundle, a cluster or a command line goes through this one function.
+
+    >>> printable("pod\x1b]52;c;aGk=\x07\x9b1;31m\tok\n")
+    'pod?]52;c;aGk=??1;31m\tok\n'
+    """
+    return "".join(ch if ch.isprintable() or ch in "\n\t" else "?" for ch in str(text))
+
+
 def rejoin_hard_wraps(lines: list[str]) -> tuple[list[str], list[int], int]:
     """Undo fixed-width terminal wrapping.
 

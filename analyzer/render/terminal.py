@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from analyzer.bundle.text import printable
 from analyzer.facts.model import Where
 from analyzer.report.model import Finding, NodeReport, Report
 
 MARK = {"broken": "✗", "ok": "✓", "unknown": "?"}
 
 
-def clean(text: object) -> str:
-    return "".join(ch if ch.isprintable() or ch == "\n" else "?" for ch in str(text))
+clean = printable  # the name this module's callers use
 
 
 def verdict_line(n: NodeReport) -> str:

@@ -213,7 +213,7 @@ class Redaction:
         there); the other lines go through the regex, all at once (a name never spans a line
         end). A line is checked by extracting each name with the character on either side: a
         match that is not exactly a name (gpu-1 of gpu-10 when gpu-10 is none) touches."""
-        if len(idx) < 64 or not lines.exact:
+        if len(idx) < 64 or lines.small or not lines.exact:
             self._names_joined(lines, idx, where)
             return
         try:
@@ -224,7 +224,9 @@ class Redaction:
                 .explode("m")
                 .drop_nulls("m")
             )
-            bad = found.filter(~pl.col("m").is_in(self.names_list)).get_column("j").unique()
+            bad = (
+                found.filter(~pl.col("m").is_in(self.names_list.implode())).get_column("j").unique()
+            )
             clean = found.filter(~pl.col("j").is_in(bad.implode()))
             rows = clean.get_column("j").unique(maintain_order=True).to_list()
             present = clean.get_column("m").unique(maintain_order=True).to_list()
@@ -232,7 +234,9 @@ class Redaction:
             order = sorted(range(len(present)), key=lambda k: len(present[k]), reverse=True)
             done = (
                 lines.series.gather([idx[j] for j in rows])
-                .str.replace_many([present[k] for k in order], [tokens[k] for k in order])
+                .str.replace_many(
+                    [present[k] for k in order], [tokens[k] for k in order], leftmost=True
+                )
                 .to_list()
             )
         except pl.exceptions.PolarsError:

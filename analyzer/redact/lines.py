@@ -8,10 +8,14 @@ work per line."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import polars as pl
+import regex
 
 ENCODING = ("utf-8", "surrogateescape")  # undecodable bytes survive the round trip
 PARALLEL_ROWS = 20_000  # lines from which a scan is split across polars' threads
+SMALL = 8 << 10  # below this many bytes the prefilters are searched in Python (polars costs more)
 
 
 def _contains(series: pl.Series, pattern: str) -> pl.Series:
@@ -28,6 +32,24 @@ def _contains(series: pl.Series, pattern: str) -> pl.Series:
     return pl.concat(parts).collect().to_series()
 
 
+@lru_cache(maxsize=256)
+def _python(prefilter: str) -> regex.Pattern | None:
+    try:
+        return regex.compile(prefilter, regex.MULTILINE)
+    except (regex.error, ValueError, OverflowError):
+        return None
+
+
+def _may_match(prefilter: str, text: str) -> bool:
+    """A small text's gate, in Python (its regex module reads the prefilters' syntax): whether
+    any line may hold a match (when unsure, yes)."""
+    pattern = _python(prefilter)
+    try:
+        return pattern is None or pattern.search(text, timeout=1.0) is not None
+    except TimeoutError:
+        return True
+
+
 class Lines:
     """The lines of `text` (a Python string: the exact path, any content)."""
 
@@ -38,12 +60,13 @@ class Lines:
         self._series: pl.Series | None = None
         self._new: dict[int, str] = {}
         self.exact = True  # `series` holds the lines as they are (no U+FFFD for stray bytes)
+        self.small = len(text) < SMALL
 
     @classmethod
     def of_bytes(cls, raw: bytes) -> Lines:
         """The lines of a piece of a file: split by polars when it is valid UTF-8 without
         carriage returns (which polars' line reader drops), else as decoded text."""
-        if b"\r" not in raw:
+        if b"\r" not in raw and len(raw) >= SMALL:
             try:
                 series = pl.scan_lines(raw, name="t").collect().get_column("t")
             except pl.exceptions.PolarsError:
@@ -52,6 +75,7 @@ class Lines:
                 lines = cls.__new__(cls)
                 lines._text, lines._raw, lines._list = None, raw, None
                 lines._series, lines._new, lines.exact = series, {}, True
+                lines.small = False
                 return lines
         return cls(raw.decode(*ENCODING))
 
@@ -75,6 +99,9 @@ class Lines:
         wrong)."""
         if not prefilters:
             return []
+        if self.small and self._list is not None:
+            every = list(range(len(self._list)))
+            return [every if _may_match(p, str(self._text)) else [] for p in prefilters]
         try:
             union = "|".join(f"(?:{p})" for p in prefilters)
             idx = _contains(self.series, union).arg_true()

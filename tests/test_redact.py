@@ -677,22 +677,28 @@ def every_line(redactors):
 @settings(max_examples=30, deadline=None)
 @given(planted_secrets(), st.integers(0, 3))
 def test_property_prefilters_change_nothing(case, cut):
-    """Redacting a bundle's pieces through the prefilters (polars, bytes, plans from the first
-    pass) gives byte for byte what searching every line with every pattern gives."""
+    """Redacting a bundle's pieces through the prefilters (polars, bytes, the lines the first
+    pass kept for the second, or none) gives byte for byte what searching every line with every
+    pattern gives."""
     files, _ = case
     raws = [data for data in files.values() if b"\0" not in data]
     if cut:  # a piece that does not end at a newline, and invalid UTF-8
         raws.append(b"\xff\xfe gpu-node-2 10.0.0.9\n" * cut + b"tail 10.0.0.8")
     outputs = []
-    for catalogue in (load_redactors(), every_line(load_redactors())):
+    for catalogue, planned in (
+        (load_redactors(), True),
+        (load_redactors(), False),
+        (every_line(load_redactors()), True),
+    ):
         learner = Learner(catalogue)
         plans = [learner.piece(raw, "p") for raw in raws]
+        plans = plans if planned else [None] * len(raws)
         names = learner.names
         run = Redaction(catalogue, names, TokenMap(learner.reserved))
         for value in sorted(names):  # the same numbering whichever lines come first
             run.tokens.token(names[value], value)
         outputs.append([run.piece(raw, "p", plan) for raw, plan in zip(raws, plans, strict=True)])
-    assert outputs[0] == outputs[1]
+    assert outputs[0] == outputs[1] == outputs[2]
 
 
 NAME_PARTS = st.sampled_from(["gpu-1", "gpu-10", "gpu-1.lab", "a1", "node-1", "x-gpu-1", "gpu"])

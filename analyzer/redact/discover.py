@@ -8,9 +8,11 @@ redacted alone still loses a node name learnt from another file."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from analyzer.bundle.model import BundleFile, Inventory
 from analyzer.bundle.text import looks_binary
@@ -19,6 +21,7 @@ from analyzer.redact.engine import MIN_EVERYWHERE, Learner, Plan
 from analyzer.redact.redactors import Redactor
 from analyzer.redact.tokens import TokenMap
 
+T = TypeVar("T")
 CHUNK = 16 << 20  # bytes of a big file redacted at once, cut at a line end
 PEM_BEGIN, PEM_END = b"-----BEGIN ", b"-----END "
 PEM_MAX = 1 << 20  # bytes from a piece's end searched for a PEM block it cuts (a key is ~3 KB)
@@ -59,6 +62,22 @@ def chunks(path: Path, size: int = CHUNK) -> Iterator[bytes]:
             yield rest
 
 
+def prepared(path: Path, prepare: Callable[[int, bytes], T]) -> Iterator[tuple[int, T]]:
+    """`prepare(n, piece)` of each piece of the file, one piece ahead in a background thread:
+    the polars scans of the next piece (which release the GIL) run while the caller's Python
+    work on this one does. Two pieces in flight at most: memory stays flat."""
+    with ThreadPoolExecutor(1, thread_name_prefix="hami-redact") as pool:
+        ahead: Future[T] | None = None
+        n = -1
+        for n, raw in enumerate(chunks(path)):
+            nxt = pool.submit(prepare, n, raw)
+            if ahead is not None:
+                yield n - 1, ahead.result()
+            ahead = nxt
+        if ahead is not None:
+            yield n, ahead.result()
+
+
 def _cut(block: bytes) -> int:
     """Where a piece ends: after its last newline, or before the line of a PEM block it opens
     near its end and does not close (unless that block started the piece: a "key" as big as a
@@ -86,9 +105,9 @@ def discover(
     try:
         for s in texts:
             pieces = plans[s.path] = []
-            for raw in chunks(s.path):
-                pieces.append(learner.piece(raw, s.name))
-                progress.advance(len(raw))
+            for _, lines in prepared(s.path, lambda _n, raw: learner.prepare(raw)):
+                pieces.append(learner.learn_from(lines, s.name))
+                progress.advance(lines.size)
     finally:
         progress.close()
     names = dict(learner.names)

@@ -15,6 +15,7 @@ has a timeout."""
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -95,6 +96,43 @@ def find_values(r: Redactor, text: str, where: str) -> dict[str, str]:
     return out
 
 
+def lines_values(r: Redactor, lines: list[str], where: str) -> tuple[dict[str, str], list[int]]:
+    """`find_values` of a per-line redactor over some lines, all at once, and which of the lines
+    hold a value it would replace (not kept): the second pass needs only those."""
+    joined = "\n".join(lines)
+    starts = [0]
+    for line in lines[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+    found: dict[str, str] = {}
+    holding: set[int] = set()
+    shortest = 1 if r.mode == "find" else MIN_EVERYWHERE
+    limit = timeout_for(joined)
+    try:
+        for p in r.patterns:
+            for start, end in value_spans(r, p, joined, limit):
+                value = joined[start:end]
+                if "\n" in value:  # a pattern that crosses a line end: line by line
+                    return _line_by_line(r, lines, where)
+                if r.mode == "find":
+                    value = value.rstrip(".-_")
+                if not value or r.kept(value):
+                    continue
+                holding.add(bisect_right(starts, start) - 1)
+                if len(value) >= shortest:
+                    found.setdefault(value, r.token)
+    except TimeoutError:
+        raise _timed_out(r.id, where) from None
+    return found, sorted(holding)
+
+
+def _line_by_line(r: Redactor, lines: list[str], where: str) -> tuple[dict[str, str], list[int]]:
+    found: dict[str, str] = {}
+    for line in lines:
+        for value, prefix in find_values(r, line, where).items():
+            found.setdefault(value, prefix)
+    return found, list(range(len(lines)))
+
+
 @dataclass
 class Plan:
     """What the first pass saw in one piece, for the second: the whole-text redactors some line
@@ -102,6 +140,25 @@ class Plan:
 
     whole: set[str] = field(default_factory=set)
     lines: dict[str, list[int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class NamesSplit:
+    """A piece's name lines: those polars replaces (the names in them, how many) and the rest."""
+
+    rows: list[int]
+    present: list[str]
+    count: int
+    by_regex: list[int]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A piece of the second pass, split and scanned ahead of its redaction."""
+
+    lines: Lines
+    plan: Plan | None
+    names: NamesSplit | None
 
 
 class Learner:
@@ -117,14 +174,23 @@ class Learner:
         self.reserved: set[str] = set()
 
     def text(self, text: str, where: str) -> Plan:
-        return self._scan(Lines(text), where)
+        return self.learn_from(Lines(text), where)
 
     def piece(self, raw: bytes, where: str) -> Plan:
-        return self._scan(Lines.of_bytes(raw), where)
+        return self.learn_from(self.prepare(raw), where)
 
-    def _scan(self, lines: Lines, where: str) -> Plan:
-        units = [*self.gates, *self.per_line]
-        hits = lines.hits([self.shapes_prefilter] + [str(r.prefilter) for r in units])
+    def prepare(self, raw: bytes) -> Lines:
+        """A piece split and scanned (no state is touched: a background thread may do it)."""
+        lines = Lines.of_bytes(raw)
+        lines.hits(self.prefilters)
+        return lines
+
+    @property
+    def prefilters(self) -> list[str]:
+        return [self.shapes_prefilter] + [str(r.prefilter) for r in [*self.gates, *self.per_line]]
+
+    def learn_from(self, lines: Lines, where: str) -> Plan:
+        hits = lines.hits(self.prefilters)
         for line in lines.get(hits[0]):
             self.reserved.update(self.shapes.findall(line))
         plan = Plan({r.id for r, h in zip(self.gates, hits[1:], strict=False) if h})
@@ -137,13 +203,10 @@ class Learner:
             self._add(find_values(r, text, where))
         for r in self.learn:
             if r.per_line and plan.lines[r.id]:
-                selected = lines.get(plan.lines[r.id])
-                found = find_values(r, "\n".join(selected), where)
-                if any("\n" in v for v in found):  # a pattern that crosses a line end
-                    found = {}
-                    for line in selected:
-                        found.update(find_values(r, line, where))
+                idx = plan.lines[r.id]
+                found, holding = lines_values(r, lines.get(idx), where)
                 self._add(found)
+                plan.lines[r.id] = [idx[k] for k in holding]  # the second pass needs no other
         return plan
 
     def _add(self, found: dict[str, str]) -> None:
@@ -171,13 +234,25 @@ class Redaction:
         self.names_list = pl.Series(list(self.names), dtype=pl.String)
 
     def text(self, text: str, where: str) -> str:
-        return self._run(Lines(text), where, None).text()
+        return self._run(Lines(text), where, None, None).text()
 
     def piece(self, raw: bytes, where: str, plan: Plan | None = None) -> bytes:
         """A piece of a file; `plan`: what the first pass saw in this very piece."""
-        return self._run(Lines.of_bytes(raw), where, plan).bytes()
+        return self.finish(self.prepare(raw, plan), where)
 
-    def _run(self, lines: Lines, where: str, plan: Plan | None) -> Lines:
+    def prepare(self, raw: bytes, plan: Plan | None) -> Prepared:
+        """A piece split and scanned for names (no state is touched: a background thread may do
+        it; `finish` assigns the tokens, in order)."""
+        lines = Lines.of_bytes(raw)
+        if plan is None or plan.whole & {r.id for r in self.whole if r.prefilter is not None}:
+            return Prepared(lines, plan, None)
+        idx = lines.hits([self.names_prefilter])[0] if self.names_prefilter else []
+        return Prepared(lines, plan, self._names_split(lines, idx) if idx else None)
+
+    def finish(self, prepared: Prepared, where: str) -> bytes:
+        return self._run(prepared.lines, where, prepared.plan, prepared.names).bytes()
+
+    def _run(self, lines: Lines, where: str, plan: Plan | None, names: NamesSplit | None) -> Lines:
         if plan is None:
             gates = [r for r in self.whole if r.prefilter is not None]
             hits = lines.hits([str(r.prefilter) for r in [*gates, *self.per_line]])
@@ -189,13 +264,13 @@ class Redaction:
             for r in run:
                 text = self._redact(r, text, where)
             if text != before:  # rare: a key, a Secret; the lines are selected again
-                lines = Lines(text)
+                lines, names = Lines(text), None
                 hits = lines.hits([str(r.prefilter) for r in self.per_line])
                 plan = Plan(plan.whole, dict(zip(self.ids, hits, strict=True)))
         if self.names_prefilter is not None:  # first: the lines are still as polars holds them
             idx = lines.hits([self.names_prefilter])[0]
             if idx:
-                self._names_lines(lines, idx, where)
+                self._names_lines(lines, names or self._names_split(lines, idx), where)
         for r in self.per_line:
             idx = plan.lines[r.id]
             if idx:
@@ -207,15 +282,14 @@ class Redaction:
                 lines.put([idx[k] for k in changed], [after[k] for k in changed])
         return lines
 
-    def _names_lines(self, lines: Lines, idx: list[int], where: str) -> None:
-        """The names in the selected lines. Where no name touches a letter or digit, polars
-        replaces them (Aho-Corasick, leftmost-first, longest name first: what the regex does
-        there); the other lines go through the regex, all at once (a name never spans a line
-        end). A line is checked by extracting each name with the character on either side: a
-        match that is not exactly a name (gpu-1 of gpu-10 when gpu-10 is none) touches."""
+    def _names_split(self, lines: Lines, idx: list[int]) -> NamesSplit:
+        """Which of the selected lines polars can replace the names of: those where no name
+        touches a letter or digit (there Aho-Corasick, leftmost-first, longest name first, does
+        what the regex does), found by extracting each name with the character on either side:
+        a match that is not exactly a name (gpu-1 of gpu-10 when gpu-10 is none) touches. The
+        others go through the regex, all at once (a name never spans a line end)."""
         if len(idx) < 64 or lines.small or not lines.exact:
-            self._names_joined(lines, idx, where)
-            return
+            return NamesSplit([], [], 0, idx)
         try:
             found = (
                 pl.DataFrame({"t": lines.series.gather(idx)})
@@ -224,27 +298,31 @@ class Redaction:
                 .explode("m")
                 .drop_nulls("m")
             )
-            bad = (
-                found.filter(~pl.col("m").is_in(self.names_list.implode())).get_column("j").unique()
-            )
-            clean = found.filter(~pl.col("j").is_in(bad.implode()))
+            bad = found.filter(~pl.col("m").is_in(self.names_list.implode())).get_column("j")
+            clean = found.filter(~pl.col("j").is_in(bad.unique().implode()))
             rows = clean.get_column("j").unique(maintain_order=True).to_list()
             present = clean.get_column("m").unique(maintain_order=True).to_list()
-            tokens = [self.tokens.token(self.names[v], v) for v in present]
-            order = sorted(range(len(present)), key=lambda k: len(present[k]), reverse=True)
+        except pl.exceptions.PolarsError:
+            return NamesSplit([], [], 0, idx)
+        regex_rows = sorted(set(range(len(idx))) - set(rows))
+        return NamesSplit(
+            [idx[j] for j in rows], present, clean.height, [idx[j] for j in regex_rows]
+        )
+
+    def _names_lines(self, lines: Lines, split: NamesSplit, where: str) -> None:
+        if split.rows:
+            tokens = [self.tokens.token(self.names[v], v) for v in split.present]
+            order = sorted(range(len(tokens)), key=lambda k: len(split.present[k]), reverse=True)
             done = (
-                lines.series.gather([idx[j] for j in rows])
+                lines.series.gather(split.rows)
                 .str.replace_many(
-                    [present[k] for k in order], [tokens[k] for k in order], leftmost=True
+                    [split.present[k] for k in order], [tokens[k] for k in order], leftmost=True
                 )
                 .to_list()
             )
-        except pl.exceptions.PolarsError:
-            self._names_joined(lines, idx, where)
-            return
-        self.counts["names"] += clean.height
-        lines.put([idx[j] for j in rows], done)
-        self._names_joined(lines, [idx[j] for j in sorted(bad.to_list())], where)
+            self.counts["names"] += split.count
+            lines.put(split.rows, done)
+        self._names_joined(lines, split.by_regex, where)
 
     def _names_joined(self, lines: Lines, idx: list[int], where: str) -> None:
         if idx:

@@ -59,25 +59,30 @@ class Lines:
         self._list: list[str] | None = text.split("\n")
         self._series: pl.Series | None = None
         self._new: dict[int, str] = {}
+        self._hits: dict[tuple[str, ...], list[list[int]]] = {}
         self.exact = True  # `series` holds the lines as they are (no U+FFFD for stray bytes)
         self.small = len(text) < SMALL
+        self.size = len(text)  # bytes of the piece it was read from (characters of a text)
 
     @classmethod
     def of_bytes(cls, raw: bytes) -> Lines:
-        """The lines of a piece of a file: split by polars when it is valid UTF-8 without
-        carriage returns (which polars' line reader drops), else as decoded text."""
+        """The lines of a piece of a file: split by polars when it is big, valid UTF-8 and free
+        of carriage returns (which polars' line reader drops), else as decoded text."""
+        series = None
         if b"\r" not in raw and len(raw) >= SMALL:
             try:
                 series = pl.scan_lines(raw, name="t").collect().get_column("t")
             except pl.exceptions.PolarsError:
                 series = None
-            if series is not None:
-                lines = cls.__new__(cls)
-                lines._text, lines._raw, lines._list = None, raw, None
-                lines._series, lines._new, lines.exact = series, {}, True
-                lines.small = False
-                return lines
-        return cls(raw.decode(*ENCODING))
+        if series is None:
+            lines = cls(raw.decode(*ENCODING))
+        else:
+            lines = cls.__new__(cls)
+            lines._text, lines._raw, lines._list = None, raw, None
+            lines._series, lines._new, lines._hits = series, {}, {}
+            lines.exact, lines.small = True, False
+        lines.size = len(raw)
+        return lines
 
     @property
     def series(self) -> pl.Series:
@@ -95,8 +100,14 @@ class Lines:
 
     def hits(self, prefilters: list[str]) -> list[list[int]]:
         """For each prefilter, the indices of the lines it matches (as they were before any
-        `put`). A prefilter polars cannot run makes every line a candidate (slower, never
-        wrong)."""
+        `put`; remembered, so a background thread can ask first). A prefilter polars cannot run
+        makes every line a candidate (slower, never wrong)."""
+        key = tuple(prefilters)
+        if key not in self._hits:
+            self._hits[key] = self._find(prefilters)
+        return self._hits[key]
+
+    def _find(self, prefilters: list[str]) -> list[list[int]]:
         if not prefilters:
             return []
         if self.small and self._list is not None:

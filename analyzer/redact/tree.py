@@ -15,7 +15,7 @@ import regex
 
 from analyzer.errors import AnalyzerError
 from analyzer.progress import Progress
-from analyzer.redact.discover import SourceFile, chunks, discover, is_binary
+from analyzer.redact.discover import SourceFile, discover, is_binary, prepared
 from analyzer.redact.engine import Redaction
 from analyzer.redact.output import FolderSink, Sink
 from analyzer.redact.redactors import load_redactors
@@ -117,10 +117,14 @@ def redact_into(
     try:
         for s, name, rel in plans:
             seen = found.plans.get(s.path, [])
+
+            def prepare(n: int, raw: bytes, seen=seen):
+                return run.prepare(raw, seen[n] if n < len(seen) else None)
+
             with sink.file(rel, s.mtime) as write:
-                for n, raw in enumerate(chunks(s.path)):
-                    write(run.piece(raw, s.name, seen[n] if n < len(seen) else None))
-                    progress.advance(len(raw))
+                for _, piece in prepared(s.path, prepare):
+                    write(run.finish(piece, s.name))
+                    progress.advance(piece.lines.size)
             result.files.append(SourceFile(name, root / rel, s.mtime))
     finally:
         progress.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import resource
 import shutil
 import tarfile
 import tempfile
@@ -26,7 +27,7 @@ from analyzer.redact.engine import Learner, Redaction
 from analyzer.redact.redactors import example_failure, load_redactors
 from analyzer.redact.tokens import TokenMap
 from conftest import SAMPLES, run_cli
-from contract import run_in_process
+from contract import MEMORY_LIMIT_KIB, run_in_process
 from fuzzing import planted_secrets
 from hostile import REDACTION_LEAKS
 
@@ -642,6 +643,7 @@ def test_redaction_leak_reproducers(name, tmp_path):
     out = tmp_path / "out.tgz"
     outcome = run_in_process(["redact", *args, "-o", str(out)])
     assert outcome.code == 0 and "Traceback" not in outcome.stderr, outcome.stderr
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss < MEMORY_LIMIT_KIB
     members = archive_texts(out)
     for value in planted:
         for member, text in members.items():

@@ -79,10 +79,15 @@ def prepared(path: Path, prepare: Callable[[int, bytes], T]) -> Iterator[tuple[i
 
 
 def _cut(block: bytes) -> int:
-    """Where a piece ends: after its last newline, or before the line of a PEM block it opens
-    near its end and does not close (unless that block started the piece: a "key" as big as a
-    piece is no key)."""
-    cut = block.rfind(b"\n") + 1 or len(block)
+    """Where a piece ends: after its last newline (in a line longer than a piece, after its last
+    blank: a value is not cut in two), or before the line of a PEM block it opens near its end
+    and does not close (unless that block started the piece: a "key" as big as a piece is no
+    key).
+
+    >>> _cut(b"a\\nb\\nc"), _cut(b"x=1 ip 10.0.0.1"), _cut(b"a\\n-----BEGIN RSA KEY-----\\nMII")
+    (4, 7, 2)
+    """
+    cut = block.rfind(b"\n") + 1 or max(block.rfind(b" "), block.rfind(b"\t")) + 1 or len(block)
     begin = block.rfind(PEM_BEGIN, max(0, cut - PEM_MAX), cut)
     if begin > 0 and block.find(PEM_END, begin, cut) < 0:
         line = block.rfind(b"\n", 0, begin) + 1

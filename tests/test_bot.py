@@ -587,3 +587,29 @@ def test_the_comment_asks_for_collect_and_one_more_item(ruleset):
     terminal = run_cli("analyze", "--from-issue", "-", stdin=text.encode()).stdout
     collect_next = terminal.split("Collect next:")[1]
     assert collect_next.lstrip().startswith("• Everything at once")
+
+
+def test_redaction_covers_the_comments_and_the_attachments(ruleset, tmp_path):
+    """`redact: true`: one redaction run over the issue, the comments and the attached archive,
+    so a node named in all three is one token everywhere and never reaches the comment."""
+    import tarfile
+
+    bundle = SAMPLES / "annotation-health-omitted" / "bundle"
+    archive = tmp_path / "bundle.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for f in sorted(bundle.iterdir()):
+            tar.add(f, arcname=f"hami-bundle/{f.name}")
+    posts = [
+        Post("issue", "# gpu-node-2 lost its GPUs\n\nHAMi on gpu-node-2, bundle attached.",
+             (Attachment("bundle.tar.gz", archive, sha256="x"),)),
+        Post("comment-1", f"And the plugin log of gpu-node-2:\n\n```\n{NVML_LOG}```\n"),
+    ]  # fmt: skip
+    parsed, files = thread_bundle(posts, ruleset, accumulate=CONFIG.accumulate, redact=True)
+    report = analyze_parsed(parsed, ruleset)
+    md = render_markdown(report, b"x", unread=files.problems)
+    assert "gpu-node-2" not in md and "gpu-node-2" not in " ".join(parsed.inventory.warnings)
+    assert {n.node for n in report.nodes} == {"node-1"} and files.problems == []
+    names = [f.name for f in parsed.inventory.files]
+    assert "issue/bundle.tar.gz!hami-bundle/node.yaml" in names and "comment-1-text.md" in names
+    plain, _ = thread_bundle(posts, ruleset, accumulate=CONFIG.accumulate)
+    assert report.primary.rule_id == analyze_parsed(plain, ruleset).primary.rule_id

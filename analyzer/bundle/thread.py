@@ -109,7 +109,7 @@ def read_thread(
                     reader.add_input(str(_place(att.path, att.name, post.label, reader)))
                 except BundleError as exc:
                     readers.pop().close()
-                    out.problems.append((shown, str(exc)))
+                    out.problems.append((shown, str(exc).removeprefix(f"{shown}: ")))
                     continue
                 _take(out, reader)
         if redact:

@@ -613,3 +613,16 @@ def test_redaction_covers_the_comments_and_the_attachments(ruleset, tmp_path):
     assert "issue/bundle.tar.gz!hami-bundle/node.yaml" in names and "comment-1-text.md" in names
     plain, _ = thread_bundle(posts, ruleset, accumulate=CONFIG.accumulate)
     assert report.primary.rule_id == analyze_parsed(plain, ruleset).primary.rule_id
+
+
+def test_unread_attachments_are_short_lines_in_either_language(ruleset):
+    """One line per attachment that could not be read, five at most and a count of the rest;
+    its name cannot inject anything; in a Chinese comment the lead item is Chinese too."""
+    text = "# HAMi 设备插件\n\n我们的 GPU Pod 一直 Pending。"
+    _, report = analyze_issue(text.encode(), ruleset, lang="zh")
+    unread = [(f"issue/@octocat<b>{i}</b>.log", "not found (HTTP 404)") for i in range(7)]
+    md = render_markdown(report, b"x", "zh", unread)
+    lines = [ln for ln in md.splitlines() if ln.startswith("⚠️")]
+    assert len(lines) == 6 and lines[-1] == "⚠️ 另有 2 个附件未能分析。"
+    assert lines[0] == "⚠️ 附件 `issue/@octocat<b>0</b>.log` 未能分析：not found (HTTP 404)"
+    assert "一次收集全部" in md.split("**请附上：**")[1]

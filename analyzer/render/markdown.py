@@ -21,6 +21,7 @@ from analyzer.report.model import NodeReport, Report
 MAX_COMMENT = 65_536
 MAX_FINDINGS = 3
 MAX_COLLECT = 3
+MAX_UNREAD = 5  # lines about attachments that could not be analysed
 MARKER = "hami-bundle-analyzer"
 ZWSP = "\u200b"
 _MD_INLINE = regex.compile(r"([\\`*_\[\]|~])")  # emphasis, code, links, tables, strike
@@ -189,12 +190,11 @@ def render_markdown(
             node = table_cell(code_span(n.node or "unknown", 80))
             verdict = table_cell(f"{_icon(n)} `{p.category}`: {safe_text(p.title, 160)}")
             head.append(f"| {node} | {verdict} |")
-    for name, why in unread:
-        head += [
-            "",
-            "⚠️ "
-            + message("attachment-unread", lang, name=code_span(name), why=safe_text(why, 300)),
-        ]
+    for name, why in unread[:MAX_UNREAD]:
+        line = message("attachment-unread", lang, name=code_span(name), why=safe_text(why, 300))
+        head += ["", f"⚠️ {line}"]
+    if len(unread) > MAX_UNREAD:
+        head += ["", "⚠️ " + message("attachments-unread-more", lang, n=len(unread) - MAX_UNREAD)]
     body = _node_body(d, MAX_FINDINGS, lang)
     for n in report.nodes[1:]:
         if n.faults():

@@ -339,6 +339,11 @@ def test_the_newest_paste_of_a_kind_wins(ruleset):
 
     _, report, _ = _thread(ruleset, f"# plugin\n\n```\n{HEALTHY_LOG}```\n", crashed)
     assert report.primary.rule_id == "nvml-init-failed"
+    # the crash pasted again after the healthy log: the repeat is the newest paste
+    bundle, report, _ = _thread(ruleset, crashed, fixed, f"Again:\n\n```\n{NVML_LOG}```\n")
+    assert report.primary.rule_id == "nvml-init-failed"
+    names = [f.name for f in bundle.inventory.files]
+    assert "comment-2-block-01.txt" in names and "issue-block-01.txt" not in names
 
 
 def test_one_post_reads_as_analyze_from_issue(ruleset):

@@ -71,47 +71,18 @@ def read_thread(
     `redact`: every file is redacted in one run (one token map for the whole thread) and only
     the redacted copies are kept."""
     limits = limits or Limits()
-    readers: list[BundleReader] = []
+    readers = [BundleReader(limits)]
     out = ThreadFiles()
     try:
-        text = BundleReader(limits)
-        readers.append(text)
-        seen: set[str] = set()
-        prose: list[str] = []
-        for post in posts:
-            issue = parse_issue(post.text, post.label)
-            for name, body in issue.blocks:
-                if body.strip() and body not in seen:  # a block pasted twice is one file
-                    seen.add(body)
-                    text.add_bytes(name, body.encode("utf-8", errors="replace"))
-            if issue.prose.strip():
-                prose.append(issue.prose)
-                text.add_bytes(
-                    f"{post.label}-text.md",
-                    issue.prose.encode("utf-8", errors="replace"),
-                    kind="issue-text",
-                )
+        prose = []
+        for name, body, kind in _texts(posts):
+            readers[0].add_bytes(name, body.encode("utf-8", errors="replace"), kind=kind)
+            prose += [body] if kind else []
         out.prose = "\n".join(prose)
-        _take(out, text)
+        _take(out, readers[0])
         for post in posts:
             for att in post.attachments:
-                shown = f"{post.label}/{att.name}"
-                if att.path is None:
-                    out.problems.append((shown, att.problem))
-                    continue
-                left = _left(limits, readers)
-                if left is None:
-                    out.problems.append((shown, "not read: the bundle limits are used up"))
-                    continue
-                reader = BundleReader(left)
-                readers.append(reader)
-                try:
-                    reader.add_input(str(_place(att.path, att.name, post.label, reader)))
-                except BundleError as exc:
-                    readers.pop().close()
-                    out.problems.append((shown, str(exc).removeprefix(f"{shown}: ")))
-                    continue
-                _take(out, reader)
+                _read_attachment(out, readers, limits, post.label, att)
         if redact:
             readers.append(BundleReader(limits))
             _redact(out, readers[-1])
@@ -119,6 +90,51 @@ def read_thread(
     finally:
         for reader in readers:
             reader.close()
+
+
+def _texts(posts: list[Post]) -> list[tuple[str, str, str | None]]:
+    """(name, text, declared kind) of every post's code blocks and prose. A block pasted twice
+    is one file: its first copy in the latest post that has it (a paste repeated later is news,
+    for the newest-wins choice)."""
+    parsed = [parse_issue(post.text, post.label) for post in posts]
+    latest = {body: i for i, issue in enumerate(parsed) for _, body in issue.blocks}
+    out: list[tuple[str, str, str | None]] = []
+    seen: set[str] = set()
+    for i, (post, issue) in enumerate(zip(posts, parsed, strict=True)):
+        for name, body in issue.blocks:
+            if body.strip() and latest[body] == i and body not in seen:
+                seen.add(body)
+                out.append((name, body, None))
+        if issue.prose.strip():
+            out.append((f"{post.label}-text.md", issue.prose, "issue-text"))
+    return out
+
+
+def _read_attachment(
+    out: ThreadFiles, readers: list[BundleReader], limits: Limits, label: str, att: Attachment
+) -> None:
+    """One attachment by a reader of its own within what the limits leave; a failure is a
+    problem line, and nothing of it is kept."""
+    shown = f"{label}/{att.name}"
+    if att.path is None:
+        out.problems.append((shown, att.problem))
+        return
+    left = _left(limits, readers)
+    if left is None:
+        out.problems.append((shown, "not read: the bundle limits are used up"))
+        return
+    reader = BundleReader(left)
+    try:
+        reader.add_input(str(_place(att.path, att.name, label, reader)))
+    except BundleError as exc:
+        reader.close()
+        out.problems.append((shown, str(exc).removeprefix(f"{shown}: ")))
+        return
+    except BaseException:
+        reader.close()
+        raise
+    readers.append(reader)
+    _take(out, reader)
 
 
 def _take(out: ThreadFiles, reader: BundleReader) -> None:

@@ -39,7 +39,6 @@ _DIGEST = regex.compile(rf"<!-- {MARKER} version=\S+ rules=\S+ input=([0-9a-f]+)
 
 @dataclass(frozen=True)
 class Event:
-    raw: bytes
     text: str  # the issue as the analyzer reads it: "# title" and the body
     issue: github.Issue
     author: str = ""  # the issue's author
@@ -111,7 +110,6 @@ def read_event(path: Path, api: str, repo: str | None, server: str = "https://gi
         raise BotInputError(f"{path}: the event's comment has no id") from None
     user = issue.get("user") if isinstance(issue.get("user"), dict) else {}
     return Event(
-        raw,
         issue_from_payload(raw),
         github.Issue(api.rstrip("/"), repo, issue["number"], server.rstrip("/")),
         str(user.get("login") or ""),
@@ -142,16 +140,11 @@ def run_bot(
     limits = limits or Limits()
     authors = Authors.of([*config.authors, *options.comment_authors])
     c = event.comment
-    if event.pull_request:
-        return _ignored("a pull request, not an issue")
-    if c is not None and c.by_bot:
-        return _ignored(f"a comment by a bot ({printable(c.author)})")
-    if c is not None and not authors.takes(c, event.author, ""):
-        who = printable(c.author or "nobody")
-        return _ignored(f"a comment by {who}, whose comments the bot does not read")
+    if why := _not_for_the_bot(event, authors):  # before any API call
+        return Outcome(None, "", "ignored", "", why=why)
     me = options.bot_login or (github.ACTIONS_BOT if dry_run else github.whoami(event.issue.api))
     if c is not None and c.author.lower() == me.lower():
-        return _ignored(f"the bot's own comment ({printable(me)})")
+        return Outcome(None, "", "ignored", "", why=f"the bot's own comment ({printable(me)})")
     if dry_run:  # the payload alone: the issue and the event's comment
         read = [c] if c is not None and not event.deleted else []
         mine: list[github.Comment] = []
@@ -183,8 +176,19 @@ def run_bot(
     return Outcome(decision, lang, action, body if action != "silent" else "", added, removed)
 
 
-def _ignored(why: str) -> Outcome:
-    return Outcome(None, "", "ignored", "", why=why)
+def _not_for_the_bot(event: Event, authors: Authors) -> str | None:
+    """Why the event is none of the bot's business: a pull request, or a comment it does not
+    read (a bot's, or by someone neither the issue's author nor among `authors`)."""
+    c = event.comment
+    if event.pull_request:
+        return "a pull request, not an issue"
+    if c is not None and c.by_bot:
+        return f"a comment by a bot ({printable(c.author)})"
+    if c is not None and not authors.takes(c, event.author, ""):
+        return (
+            f"a comment by {printable(c.author or 'nobody')}, whose comments the bot does not read"
+        )
+    return None
 
 
 def _posts(

@@ -8,6 +8,8 @@ import json
 import re
 import socket
 import string
+import time
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -631,3 +633,43 @@ def test_unread_attachments_are_short_lines_in_either_language(ruleset):
     assert len(lines) == 6 and lines[-1] == "⚠️ 另有 2 个附件未能分析。"
     assert lines[0] == "⚠️ 附件 `issue/@octocat<b>0</b>.log` 未能分析：not found (HTTP 404)"
     assert "一次收集全部" in md.split("**请附上：**")[1]
+
+
+# ---- fetching one attachment ---------------------------------------------------------------
+
+
+class _Slow(BaseHTTPRequestHandler):
+    """/slow answers after 3 s; /stream sends 3 MiB without a length; /ftp redirects to ftp."""
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        if self.path == "/slow":
+            time.sleep(3)
+        if self.path == "/ftp":
+            self.send_response(302)
+            self.send_header("Location", "ftp://127.0.0.1/x")
+            self.end_headers()
+            return
+        self.send_response(200)
+        self.end_headers()  # no Content-Length: read to the end of the stream
+        for _ in range(3 if self.path == "/stream" else 0):
+            self.wfile.write(b"x" * (1 << 20))
+
+
+@pytest.mark.parametrize(
+    ("path", "limit", "timeout", "why"),
+    [
+        ("/slow", 1 << 20, 1.0, "no answer in 1 s"),
+        ("/stream", 1 << 20, 30.0, "larger than the 1.0 MiB the limits leave"),
+        ("/ftp", 1 << 20, 30.0, "redirected to a ftp address"),
+    ],
+)
+def test_a_failed_download_is_a_short_reason(tmp_path, path, limit, timeout, why):
+    from analyzer.bot.attachments import FetchError, fetch
+    from loopback import LoopbackServer
+
+    with LoopbackServer(_Slow) as srv, pytest.raises(FetchError) as caught:
+        fetch(f"{srv.url}{path}", tmp_path / "x", limit, timeout)
+    assert str(caught.value).startswith(why), caught.value

@@ -74,12 +74,12 @@ def fetch(url: str, dest: Path, max_bytes: int, timeout: float = TIMEOUT) -> Fet
         with _OPENER.open(request, timeout=timeout) as answer, dest.open("xb") as out:
             declared = answer.headers.get("Content-Length")
             if declared and declared.isdigit() and int(declared) > max_bytes:
-                raise FetchError(_too_big(int(declared), max_bytes))
+                raise FetchError(f"{_too_big(max_bytes)} ({_mib(int(declared))})")
             size = 0
             while chunk := answer.read(CHUNK):
                 size += len(chunk)
                 if size > max_bytes:
-                    raise FetchError(_too_big(size, max_bytes, more=True))
+                    raise FetchError(_too_big(max_bytes))
                 if time.monotonic() > deadline:
                     raise FetchError(f"download took longer than {timeout:.0f} s")
                 digest.update(chunk)
@@ -100,8 +100,8 @@ def fetch(url: str, dest: Path, max_bytes: int, timeout: float = TIMEOUT) -> Fet
     return Fetched(dest, digest.hexdigest())
 
 
-def _too_big(size: int, limit: int, more: bool = False) -> str:
-    return f"larger than the {_mib(limit)} the limits leave ({'over ' if more else ''}{_mib(size)})"
+def _too_big(limit: int) -> str:
+    return f"larger than the {_mib(limit)} the limits leave"
 
 
 def _mib(n: int) -> str:

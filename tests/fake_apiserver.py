@@ -91,6 +91,7 @@ class Cluster:
     slow: dict[str, float] = field(default_factory=dict)
     requests: list[str] = field(default_factory=list)
     node_files: dict[str, str] = field(default_factory=dict)  # what every node holds, by file
+    error_note: str = ""  # appended to every 403 message (what a hostile server may say)
     created: list[dict[str, Any]] = field(default_factory=list)  # pods created through the API
     deleted: list[str] = field(default_factory=list)
 
@@ -639,7 +640,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._status(
             403,
             "Forbidden",
-            f'{res}{"." + group if group else ""} is forbidden: User "support" cannot {verb} resource "{res}" in API group "{group}" {scope}',
+            f'{res}{"." + group if group else ""} is forbidden: User "support" cannot {verb} resource "{res}" in API group "{group}" {scope}{self.cluster.error_note}',
         )
 
     def do_POST(self) -> None:

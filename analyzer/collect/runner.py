@@ -58,6 +58,20 @@ def classify(exit_code: int, stderr: str, size: int) -> str:
     return "failed"
 
 
+def _shown(argv: list[str]) -> str:
+    """The command for the manifest: the program by its name, and without the kubeconfig's
+    path (a local path, often a user's home; it says nothing about the cluster).
+
+    >>> _shown(["/usr/bin/kubectl", "--kubeconfig", "/home/ann/.kube/c", "get", "node"])
+    'kubectl get node'
+    """
+    args = list(argv[1:])
+    while "--kubeconfig" in args[:-1]:
+        at = args.index("--kubeconfig")
+        del args[at : at + 2]
+    return shlex.join([Path(argv[0]).name, *args])
+
+
 def _brief(command: str) -> str:
     """A command without the options every call repeats (kubeconfig, context, timeout).
 
@@ -155,7 +169,7 @@ class Runner:
     def _run(
         self, argv: list[str], file: str | None, timeout: float | None = None, kind: str = ""
     ) -> tuple[Call, bytes | None]:
-        shown = shlex.join([Path(argv[0]).name, *argv[1:]])
+        shown = _shown(argv)
         scratch = self.staging / SCRATCH / f"{len(self.calls)}.out"
         start = time.monotonic()
         try:
@@ -211,6 +225,7 @@ class Runner:
         line collect prints while it runs; text from the cluster made terminal-safe)."""
         self.calls.append(call)
         what = call.file or _brief(call.command)
+        what = what if len(what) <= 160 else what[:157] + "..."
         detail = f": {call.error}" if call.error else ""
         size = f", {call.bytes:,} bytes" if call.bytes else ""
         cut = ", truncated" if call.truncated else ""

@@ -10,6 +10,7 @@ import shlex
 import shutil
 import tarfile
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -339,10 +340,14 @@ def collect(opts: Options, catalogue: Catalogue, progress: Callable[[str], None]
         manifest = collector.run()
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
         if opts.redact is not None:
-            progress("redacting the collected files ...")
+            started = time.monotonic()
             redacted = Path(tmp) / "redacted"
             opts.redact(staging, redacted)
             staging = redacted
+            took = time.monotonic() - started
+            progress(
+                f"[redact] the {len(collector.runner.calls)} calls' files ... ok ({took:.1f} s)"
+            )
         files = write_archive(staging, opts.output, manifest["collected_at"])
     return Result(
         opts.output, files, collector.runner.calls, manifest, opts.redact is not None, opts.map_file

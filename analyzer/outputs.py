@@ -60,7 +60,7 @@ def check_outputs(
     >>> check_outputs({"-o": "r.html", "--map": None}, ["in.log", "-", "s3://b/t"])
     >>> check_outputs({"-o": "in.log"}, ["./in.log"])
     Traceback (most recent call last):
-    analyzer.outputs.OutputOnInputError: -o in.log is the input in.log: inputs are never overwritten
+    analyzer.outputs.OutputOnInputError: -o in.log is the input in.log: inputs are never modified
     """
     given = [(name, p) for name, spec in outputs.items() if (p := _local(spec)) is not None]
     sources = [p for spec in inputs if (p := _local(spec)) is not None]
@@ -69,7 +69,7 @@ def check_outputs(
             if how := clash(out, src):
                 what = "input folder" if src.is_dir() and how == "is inside" else "input"
                 raise OutputOnInputError(
-                    printable(f"{name} {out} {how} the {what} {src}: inputs are never overwritten")
+                    printable(f"{name} {out} {how} the {what} {src}: inputs are never modified")
                 )
     for i, (name, out) in enumerate(given):
         for other, path in given[i + 1 :]:

@@ -104,7 +104,7 @@ def test_output_onto_an_input_is_refused(command, spelling, work):
     res = _run(work, *[a.replace("{out}", out) for a in args])
     assert res.returncode == 2, (res.stdout, res.stderr)
     assert len(res.stderr.splitlines()) == 1, res.stderr
-    assert "inputs are never overwritten" in res.stderr, res.stderr
+    assert "inputs are never modified" in res.stderr, res.stderr
     assert (tree_digest(work / source), sorted(p.name for p in work.iterdir())) == before
 
 
@@ -123,7 +123,7 @@ def test_output_onto_an_input_is_refused(command, spelling, work):
 def test_output_into_an_input_folder_is_refused(args, work):
     before = tree_digest(work / "bundle")
     res = _run(work, *args)
-    assert res.returncode == 2 and "inputs are never overwritten" in res.stderr, res.stderr
+    assert res.returncode == 2 and "inputs are never modified" in res.stderr, res.stderr
     assert tree_digest(work / "bundle") == before
 
 

@@ -125,7 +125,9 @@ class Collector:
         )  # fmt: skip
         name = helm.latest(listing or "", release)
         if name is None:
-            reason = "helm not found on PATH, and no release Secret of " + release
+            reason = "helm not found on PATH, and " + (
+                f"no release Secret of {release}" if listing is not None else "no Secret listing"
+            )
             self.runner.skip(shlex.join(["helm", *step.args]), reason)
             return self.runner.calls[-1]
         argv = self.argv("get", "secret", "-n", ns, "-o", f"jsonpath={helm.FIELD}", "--", name)

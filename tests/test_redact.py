@@ -724,3 +724,22 @@ def test_property_names_by_polars_equal_names_by_regex(names, rows):
             run.tokens.token("node", n)
         results.append(run.text(text, "t") if polars_path else run._names(text, "t"))
     assert results[0] == results[1]
+
+
+def test_pieces_end_at_line_ends_and_a_long_line_is_cut_between_values(tmp_path, monkeypatch):
+    import analyzer.redact.discover as discover
+
+    monkeypatch.setattr(discover, "CHUNK", 16)
+    short = tmp_path / "short.json"
+    short.write_bytes(b'{"tenantId": "a", "aadClientId": "b"}')  # one line, no newline at the end
+    assert list(discover.chunks(short)) == [short.read_bytes()]
+    lines = tmp_path / "lines.log"
+    lines.write_bytes(b"0123456789\n" * 3 + b"tail")
+    pieces = list(discover.chunks(lines))
+    assert b"".join(pieces) == lines.read_bytes() and len(pieces) > 1
+    assert all(p.endswith(b"\n") for p in pieces[:-1])
+    long = tmp_path / "long.log"  # a line of more than LONG_LINE pieces: cut after a blank
+    long.write_bytes(b"ip 10.0.0.1 " * 8 + b"\nend\n")
+    pieces = list(discover.chunks(long))
+    assert b"".join(pieces) == long.read_bytes() and len(pieces) >= 2
+    assert all(p.endswith((b" ", b"\n")) for p in pieces)

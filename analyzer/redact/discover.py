@@ -24,6 +24,7 @@ from analyzer.redact.tokens import TokenMap
 T = TypeVar("T")
 CHUNK = 16 << 20  # bytes of a big file redacted at once, cut at a line end
 PEM_BEGIN, PEM_END = b"-----BEGIN ", b"-----END "
+LONG_LINE = 4  # pieces a line may grow to before it is cut anyway: memory stays bounded
 PEM_MAX = 1 << 20  # bytes from a piece's end searched for a PEM block it cuts (a key is ~3 KB)
 
 
@@ -48,18 +49,23 @@ def is_binary(path: Path) -> bool:
         return looks_binary(fh.read(8192))
 
 
-def chunks(path: Path, size: int = CHUNK) -> Iterator[bytes]:
-    """The file in pieces of about `size` bytes ending at a newline (never inside a PEM block
-    shorter than a piece: a key cut in two would match no pattern)."""
+def chunks(path: Path, size: int | None = None) -> Iterator[bytes]:
+    """The file in pieces of about `size` bytes (CHUNK) ending at a newline, never inside a PEM
+    block shorter than a piece (a key cut in two would match no pattern). A line longer than a
+    piece makes its piece grow, up to LONG_LINE pieces, and is only then cut (after a blank, a
+    comma or a brace, where no value is); the last piece is the rest of the file."""
+    size = size or CHUNK
     with path.open("rb") as fh:
-        rest = b""
-        while block := fh.read(size):
-            block = rest + block
-            cut = _cut(block)
-            rest = block[cut:]
-            yield block[:cut]
-        if rest:
-            yield rest
+        block = fh.read(size)
+        while block:
+            more = fh.read(size)
+            if not more:
+                yield block
+                return
+            cut = _cut(block, whole_lines=len(block) < LONG_LINE * size)
+            if cut:
+                yield block[:cut]
+            block = block[cut:] + more
 
 
 def prepared(path: Path, prepare: Callable[[int, bytes], T]) -> Iterator[tuple[int, T]]:
@@ -78,16 +84,18 @@ def prepared(path: Path, prepare: Callable[[int, bytes], T]) -> Iterator[tuple[i
             yield n, ahead.result()
 
 
-def _cut(block: bytes) -> int:
-    """Where a piece ends: after its last newline (in a line longer than a piece, after its last
-    blank: a value is not cut in two), or before the line of a PEM block it opens near its end
-    and does not close (unless that block started the piece: a "key" as big as a piece is no
-    key).
+def _cut(block: bytes, whole_lines: bool = True) -> int:
+    """Where a piece ends: after its last newline (0: none, wait for more when `whole_lines`,
+    else after the last blank, comma or brace), or before the line of a PEM block it opens near
+    its end and does not close (unless that block started the piece: a "key" as big as a piece
+    is no key).
 
-    >>> _cut(b"a\\nb\\nc"), _cut(b"x=1 ip 10.0.0.1"), _cut(b"a\\n-----BEGIN RSA KEY-----\\nMII")
-    (4, 7, 2)
+    >>> _cut(b"a\\nb\\nc"), _cut(b"x=1 ip"), _cut(b'{"a": 1,"b"', False), _cut(b"a\\n-----BEGIN RSA KEY")
+    (4, 0, 8, 2)
     """
-    cut = block.rfind(b"\n") + 1 or max(block.rfind(b" "), block.rfind(b"\t")) + 1 or len(block)
+    cut = block.rfind(b"\n") + 1
+    if not cut and not whole_lines:
+        cut = max(block.rfind(c) for c in (b" ", b"\t", b",", b"}")) + 1 or len(block)
     begin = block.rfind(PEM_BEGIN, max(0, cut - PEM_MAX), cut)
     if begin > 0 and block.find(PEM_END, begin, cut) < 0:
         line = block.rfind(b"\n", 0, begin) + 1

@@ -51,7 +51,8 @@ def _may_match(prefilter: str, text: str) -> bool:
 
 
 class Lines:
-    """The lines of `text` (a Python string: the exact path, any content)."""
+    """The lines of a text (`Lines(text)`: any content, as Python strings) or of a piece of a
+    file (`Lines.of_bytes(raw)`: split by polars, kept as bytes)."""
 
     def __init__(self, text: str):
         self._text: str | None = text
@@ -140,10 +141,6 @@ class Lines:
             if self._list is not None:
                 self._list[i] = value
             self._new[i] = value
-
-    @property
-    def changed(self) -> bool:
-        return bool(self._new)
 
     def text(self) -> str:
         if self._list is not None:

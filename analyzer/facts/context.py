@@ -13,6 +13,7 @@ from analyzer.facts import handshake as handshake_facts
 from analyzer.facts import lease as lease_facts
 from analyzer.facts import logs as log_facts
 from analyzer.facts import node as node_facts
+from analyzer.facts import panics as panic_facts
 from analyzer.facts import pod as pod_facts
 from analyzer.facts import register as register_facts
 from analyzer.facts import runtime as runtime_facts
@@ -251,6 +252,7 @@ def _context(bundle, inputs: FactInputs, node, clock, index, names, decoded) -> 
     selector_facts.produce(register.devices if register else [], facts)
     smi_facts.produce(bundle.logs, facts)
     log_facts.produce(bundle.logs, facts)
+    panic_facts.produce(view, facts)
     helm_tags = [
         (str(v), f"{f.where}")
         for p, f in facts.facts.items()

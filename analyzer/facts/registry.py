@@ -313,6 +313,16 @@ FACTS: tuple[FactSpec, ...] = (
         (),
         "version range of another component seen in the bundle (version.nvidia-device-plugin, ...)",
     ),
+    # Go panics
+    _f(
+        "panic.*",
+        "str",
+        "panic",
+        (),
+        "the first Go panic of the component whose log kind is named (panic.device-plugin-log,"
+        " panic.scheduler-log, ...), attributed by its stack's first claimed frame or else by the log"
+        " it came in; absent: no panic of that component",
+    ),
     # log statistics
     _f(
         "logs.device_plugin.lines",

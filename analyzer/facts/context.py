@@ -20,6 +20,7 @@ from analyzer.facts import runtime as runtime_facts
 from analyzer.facts import selector as selector_facts
 from analyzer.facts import smi as smi_facts
 from analyzer.facts import version as version_facts
+from analyzer.facts import workloads as workload_facts
 from analyzer.facts.clock import Clock, infer_clock, parse_time, stamp_logs
 from analyzer.facts.matches import SignatureIndex, collect_matches
 from analyzer.facts.model import FactSet, Match
@@ -253,6 +254,7 @@ def _context(bundle, inputs: FactInputs, node, clock, index, names, decoded) -> 
     smi_facts.produce(bundle.logs, facts)
     log_facts.produce(bundle.logs, facts)
     panic_facts.produce(view, facts)
+    workload_facts.produce(bundle.logs, facts)
     helm_tags = [
         (str(v), f"{f.where}")
         for p, f in facts.facts.items()

@@ -313,6 +313,23 @@ FACTS: tuple[FactSpec, ...] = (
         (),
         "version range of another component seen in the bundle (version.nvidia-device-plugin, ...)",
     ),
+    # the device plugin's DaemonSet and pods as kubectl printed them
+    _f(
+        "device_plugin_ds.desired",
+        "int",
+        "workloads",
+        (),
+        "DESIRED of a device-plugin DaemonSet (get ds table, describe daemonset); the lowest if several",
+    ),
+    _f("device_plugin_ds.name", "str", "workloads", (), "that DaemonSet's name"),
+    _f("device_plugin_ds.node_selector", "str", "workloads", (), "its Node-Selector (describe)"),
+    _f(
+        "device_plugin_pods.listed",
+        "int",
+        "workloads",
+        (),
+        "0 when a kubectl get of device-plugin pods or DaemonSets answered 'No resources found'",
+    ),
     # Go panics
     _f(
         "panic.*",

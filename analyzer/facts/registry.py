@@ -101,6 +101,14 @@ FACTS: tuple[FactSpec, ...] = (
     ),
     _f("node.allocated.*", "str", "node", NODE, "describe node's Allocated resources: requests"),
     _f("node.capacity.*", "str", "node", NODE, "status.capacity by resource name, raw"),
+    _f(
+        "node.capacity_gpu_resources",
+        "list",
+        "node",
+        NODE,
+        "GPU-like resources in Capacity (nvidia.com/gpu, MIG profiles, alpha.kubernetes.io/nvidia-gpu,"
+        " other vendors'); empty: no device plugin ever registered a GPU there",
+    ),
     _f("node.hami_annotation_keys", "list", "node", NODE, "hami.io/* and 4pd.io/* annotation keys"),
     # register annotation (node object, or register data a HAMi log printed)
     _f(

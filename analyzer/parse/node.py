@@ -279,7 +279,8 @@ def _describe_item(n: NodeFacts, section: str, body: str, lineno: int) -> None:
         k, sep, v = body.partition(":")
         if sep:
             target = n.capacity if section == "Capacity" else n.allocatable
-            target[k.strip()] = v.strip()
+            # kubectl prints one quantity; what follows it is the reporter's note ("<== here")
+            target[k.strip()] = (v.split() or [""])[0]
             n.line_of.setdefault(f"{section.lower()}.{k.strip()}", lineno)
     elif section == "Allocated resources":
         parts = re.split(r"\s{2,}", body)

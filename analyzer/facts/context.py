@@ -255,13 +255,7 @@ def _context(bundle, inputs: FactInputs, node, clock, index, names, decoded) -> 
     log_facts.produce(bundle.logs, facts)
     panic_facts.produce(view, facts)
     workload_facts.produce(bundle.logs, facts)
-    helm_tags = [
-        (str(v), f"{f.where}")
-        for p, f in facts.facts.items()
-        if p.startswith("config.helm-values.")
-        and p.endswith(("imageTag", "image.tag"))
-        and isinstance(v := f.value, str)
-    ]
+    helm_tags = version_facts.hami_helm_tags(facts)
     # the annotation's encoding dates HAMi; a struct dump (`devices`) does not
     dated = facts.value("register.from") == "annotation" or (
         from_log is not None and bool(from_log.captures.get("register"))

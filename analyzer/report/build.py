@@ -145,15 +145,17 @@ def _links(flat: list[Finding], results: list[RuleResult]) -> tuple[LinkState, .
 
 
 def competing(faults: list[Finding]) -> list[Finding]:
-    """Other causes as certain as the first one that no rule declares a consequence of it (by
-    `explains`): a cause of another category at the same confidence. Findings that are no
-    cause (category inconclusive, severity info) do not compete."""
+    """Other causes as certain and as grave as the first one that no rule declares a consequence
+    of it (by `explains`): a cause of another category at the same confidence and severity (or
+    worse). A lesser finding (a warning beside an error) and findings that are no cause
+    (category inconclusive, severity info) do not compete."""
     head = faults[0]
     return [
         f
         for f in faults[1:]
         if f.category != head.category
         and f.confidence == head.confidence
+        and SEVERITY_RANK[f.severity] <= SEVERITY_RANK[head.severity]
         and f.severity != "info"
         and f.category not in ("inconclusive", "healthy")
     ]

@@ -53,10 +53,21 @@ def hami_helm_tags(facts: FactSet) -> list[tuple[str, str]]:
     return out
 
 
+_MINOR_RE = re.compile(r"v?(\d+)\.(\d+)$")
+
+
 def tag_evidence(inf: VersionInference, tag: str, where: str, what: str) -> None:
+    """A version evidence from a tag: x.y.z exactly, or x.y as every x.y.* (a driver "570.86").
+
+    >>> inf = VersionInference(); tag_evidence(inf, "570.86", "smi.txt:1", "driver"); str(inf.range)
+    '>=v570.86.0,<v570.87.0'
+    """
     m = _TAG_RE.match(tag.strip())
     if m:
         inf.add(VersionEvidence(Range.parse(f"=={m[1]}.{m[2]}.{m[3]}"), f"{what} {tag}", where))
+    elif m := _MINOR_RE.match(tag.strip()):
+        rng = Range.parse(f">={m[1]}.{m[2]}.0,<{m[1]}.{int(m[2]) + 1}.0")
+        inf.add(VersionEvidence(rng, f"{what} {tag}", where))
 
 
 def hami_image_version(image: str) -> str | None:

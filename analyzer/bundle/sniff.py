@@ -123,8 +123,10 @@ def sniff(text: str, catalogue: Catalogue) -> tuple[str, str]:
         return log_kind
     if _EVENT_ROW_RE.search(head):
         return "pod-describe", "kubectl describe pod event rows"
-    if len(_HELM_KEYS_RE.findall(head)) >= 2 or re.search(
-        r"(?m)^\s+(?:deviceSplitCount|nvidiaNodeSelector|runtimeClassName):", head
+    if (
+        re.search(r"(?m)^(?:USER-SUPPLIED|COMPUTED) VALUES:\s*$", head)
+        or (len(_HELM_KEYS_RE.findall(head)) >= 2)
+        or re.search(r"(?m)^\s+(?:deviceSplitCount|nvidiaNodeSelector|runtimeClassName):", head)
     ):
         if not re.search(r"(?m)^(?:apiVersion|kind):", head):
             return "helm-values", "YAML with HAMi chart keys (devicePlugin/scheduler/devices)"

@@ -248,6 +248,7 @@ def _context(bundle, inputs: FactInputs, node, clock, index, names, decoded) -> 
     handshake = handshake_facts.produce(node, decoded, spec, facts, clock.collected_at)
     pod_facts.produce(bundle.pods, facts, name)
     config_facts.produce(bundle.configs, facts)
+    config_facts.produce_skew(facts)
     runtime_facts.produce(bundle.configs, facts)
     lease_facts.produce(bundle.configs, facts)
     selector_facts.produce(register.devices if register else [], facts)

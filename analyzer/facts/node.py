@@ -17,6 +17,7 @@ _SECTION_PATHS = {
     "allocated": ("node.allocated.",),
     "conditions": ("node.ready",),
     "spec": ("node.unschedulable",),
+    "system": ("node.kubelet_version", "node.os_image", "node.container_runtime"),
 }
 
 
@@ -100,6 +101,14 @@ def produce(node: NodeFacts | None, facts: FactSet, name: str | None = None) -> 
         facts.put("node.taint_keys", sorted(keys), at("taints"))
     if "spec" in node.sections:
         facts.put("node.unschedulable", node.unschedulable, at())
+    if "system" in node.sections:
+        for path, key in (
+            ("node.kubelet_version", "kubeletVersion"),
+            ("node.os_image", "osImage"),
+            ("node.container_runtime", "containerRuntimeVersion"),
+        ):
+            if node.node_info.get(key):
+                facts.put(path, str(node.node_info[key]), at())
     if "conditions" in node.sections:
         ready = [c for c in node.conditions if c.get("type") == "Ready"]
         facts.put(

@@ -63,6 +63,15 @@ FACTS: tuple[FactSpec, ...] = (
     _f("node.taint_keys", "list", "node", NODE, "keys of NoSchedule/NoExecute taints"),
     _f("node.unschedulable", "bool", "node", NODE, "spec.unschedulable"),
     _f("node.ready", "bool", "node", NODE, "the Ready condition is True"),
+    _f("node.kubelet_version", "str", "node", NODE, "status.nodeInfo.kubeletVersion (v1.28.2)"),
+    _f("node.os_image", "str", "node", NODE, "status.nodeInfo.osImage (Bottlerocket OS 1.19 ...)"),
+    _f(
+        "node.container_runtime",
+        "str",
+        "node",
+        NODE,
+        "status.nodeInfo.containerRuntimeVersion (containerd://1.7.2)",
+    ),
     _f(
         "node.allocatable.gpu",
         "int",
@@ -234,6 +243,20 @@ FACTS: tuple[FactSpec, ...] = (
         "config",
         (),
         "flattened config values: config.<kind>.<dotted.key> (known when that kind is in the bundle)",
+    ),
+    _f(
+        "helm.kube_scheduler_tag",
+        "str",
+        "config",
+        (),
+        "the chart's kube-scheduler image tag (scheduler.kubeScheduler.image.tag / imageTag)",
+    ),
+    _f(
+        "helm.kube_scheduler_skew",
+        "int",
+        "config",
+        (),
+        "minor releases between that kube-scheduler tag and the node's kubelet",
     ),
     _f("cdi.kinds", "list", "runtime", ("cdi-spec",), "CDI kinds in the bundle's CDI specs"),
     _f(

@@ -371,7 +371,7 @@ FACTS: tuple[FactSpec, ...] = (
         "int",
         "workloads",
         (),
-        "DESIRED of a device-plugin DaemonSet (get ds table, describe daemonset); the lowest if several",
+        "DESIRED of the device-plugin DaemonSets (get ds table, describe daemonset); the highest if several",
     ),
     _f("device_plugin_ds.name", "str", "workloads", (), "that DaemonSet's name"),
     _f("device_plugin_ds.node_selector", "str", "workloads", (), "its Node-Selector (describe)"),

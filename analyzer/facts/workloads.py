@@ -12,6 +12,7 @@ from analyzer.facts.model import FactSet, Where
 from analyzer.parse.logs import ParsedLog
 
 PLUGIN_RE = re.compile(r"device[-_]?plugin|nvdp|vgpu-device", re.I)
+NOT_PLUGIN_RE = re.compile(r"mps-control|validator", re.I)  # GPU Operator DaemonSets named after it
 _GET_RE = re.compile(
     r"\bkubectl\b(?P<args>.*?\bget\s+(?P<res>po|pods?|ds|daemonsets?(?:\.apps)?|all)\b.*)$", re.I
 )
@@ -51,7 +52,7 @@ def daemonsets(log: ParsedLog) -> list[DaemonSetSeen]:
             if m is None:
                 in_table = bool(text.strip() == "") and in_table
                 continue
-            if PLUGIN_RE.search(m["name"]):
+            if _is_plugin(m["name"]):
                 out.append(
                     DaemonSetSeen(m["name"], int(m["desired"]), m["selector"], Where(file, line))
                 )
@@ -60,10 +61,14 @@ def daemonsets(log: ParsedLog) -> list[DaemonSetSeen]:
             name, selector = m["name"], None
         elif (m := _DESCRIBE_SELECTOR_RE.match(text)) and name:
             selector = m["sel"]
-        elif (m := _DESCRIBE_DESIRED_RE.match(text)) and name and PLUGIN_RE.search(name):
+        elif (m := _DESCRIBE_DESIRED_RE.match(text)) and name and _is_plugin(name):
             out.append(DaemonSetSeen(name, int(m["n"]), selector, Where(file, line)))
             name = None
     return out
+
+
+def _is_plugin(name: str) -> bool:
+    return bool(PLUGIN_RE.search(name)) and not NOT_PLUGIN_RE.search(name)
 
 
 def empty_listing(log: ParsedLog) -> Where | None:
@@ -91,6 +96,10 @@ def produce(logs: list[ParsedLog], facts: FactSet) -> None:
     >>> fs = FactSet(); produce([parsed("Name:           hami-device-plugin\\nSelector:       app=x\\nNode-Selector:  gpu=on\\nDesired Number of Nodes Scheduled: 0\\n")], fs)
     >>> fs.value("device_plugin_ds.desired"), fs.value("device_plugin_ds.node_selector")
     (0, 'gpu=on')
+    >>> table = "NAME  DESIRED  CURRENT  READY  UP-TO-DATE  AVAILABLE  NODE SELECTOR  AGE\\n"
+    >>> rows = "hami-device-plugin  2  2  2  2  2  gpu=on  9d\\nnvidia-device-plugin-mps-control-daemon  0  0  0  0  0  x=y  9d\\nold-nvidia-device-plugin  0  0  0  0  0  z=w  9d\\n"
+    >>> fs = FactSet(); produce([parsed(table + rows)], fs); fs.value("device_plugin_ds.desired")
+    2
     >>> fs = FactSet(); produce([parsed("root@m1:~# kubectl get pods -n kube-system -l app.kubernetes.io/component=hami-device-plugin\\nNo resources found in kube-system namespace.\\n")], fs)
     >>> fs.value("device_plugin_pods.listed"), fs.value("device_plugin_ds.desired")
     (0, None)
@@ -99,8 +108,8 @@ def produce(logs: list[ParsedLog], facts: FactSet) -> None:
     """
     facts.mark_known("device_plugin_ds.", "device_plugin_pods.")
     seen = [ds for log in logs for ds in daemonsets(log)]
-    if seen:
-        ds = min(seen, key=lambda d: d.desired)
+    if seen:  # the plugin runs nowhere only when every device-plugin DaemonSet wants no node
+        ds = max(seen, key=lambda d: d.desired)
         facts.put("device_plugin_ds.desired", ds.desired, ds.where)
         facts.put("device_plugin_ds.name", ds.name, ds.where)
         if ds.node_selector:

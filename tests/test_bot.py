@@ -671,5 +671,42 @@ def test_a_failed_download_is_a_short_reason(tmp_path, path, limit, timeout, why
     from loopback import LoopbackServer
 
     with LoopbackServer(_Slow) as srv, pytest.raises(FetchError) as caught:
-        fetch(f"{srv.url}{path}", tmp_path / "x", limit, timeout)
+        fetch(f"{srv.url}{path}", tmp_path / "x", limit, srv.url, timeout)
     assert str(caught.value).startswith(why), caught.value
+
+
+# ---- which links are fetched, from where, with which token ---------------------------------
+
+
+LOOK_ALIKES = [
+    "https://gİthub.com",  # İ folds to i under Unicode case-insensitive matching
+    "https://GİTHUB.COM",
+    "httpſ://github.com",  # ſ folds to s
+    "https://github.com.evil.example",
+    "https://github.com@evil.example",
+    "https://evil.example",
+]
+
+
+def test_links_are_on_the_server_itself_and_only_it_gets_the_token(monkeypatch):
+    """A link on a host that merely looks like the server (Unicode case folding, a longer
+    name, userinfo) is no attachment; every link fetched is on the server's own origin, and
+    the token goes to that origin only: never to another host, whatever the link says."""
+    from analyzer.bot.attachments import token_for
+    from analyzer.bundle.issue import attachment_links
+
+    monkeypatch.setenv("GH_TOKEN", "github-token")
+    monkeypatch.setenv("GH_ENTERPRISE_TOKEN", "enterprise-token")
+    server = "https://github.com"
+    text = " ".join(f"{h}/user-attachments/files/{i}/x{i}.log" for i, h in enumerate(LOOK_ALIKES))
+    text += " https://GitHub.com/user-attachments/files/9/real.log"
+    links = attachment_links(text, server, "o/r", (".log",))
+    assert [a.name for a in links] == ["real.log"]
+    assert [a.url for a in links] == [f"{server}/user-attachments/files/9/real.log"]
+    assert token_for(links[0].url, server) == "github-token"
+    for host in LOOK_ALIKES:
+        assert token_for(f"{host}/user-attachments/files/1/x.log", server) is None, host
+    ghes = "https://ghe.example.com"
+    assert token_for(f"{ghes}/user-attachments/files/1/x.log", ghes) == "enterprise-token"
+    assert token_for(f"{ghes}/user-attachments/files/1/x.log", server) is None
+    assert token_for("https://gİthub.com/x", "https://gİthub.com") is None  # only ASCII hosts

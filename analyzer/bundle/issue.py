@@ -162,7 +162,9 @@ def attachment_links(
 ) -> list[AttachmentLink]:
     """The files attached to a post: links on the GitHub server itself (`server`, such as
     https://github.com; never another host), under `user-attachments/files/` or this repository's
-    `files/`, whose name ends with one of `suffixes`; each once, in order.
+    `files/`, whose name ends with one of `suffixes`; each once, in order. The host is matched
+    case-insensitively in ASCII only (Unicode folding would take `gİthub.com` for it) and each
+    URL is rebuilt on `server` itself, so what is fetched is never a host the text spelled.
 
     >>> [a.name for a in attachment_links(
     ...     "[b.tgz](https://github.com/user-attachments/files/1/b.tgz) "
@@ -171,13 +173,13 @@ def attachment_links(
     ...     "https://github.com", "o/r", (".tgz", ".log"))]
     ['b.tgz', 'dp 1.log']
     """
-    base = regex.escape(server.rstrip("/"))
+    server = server.rstrip("/")
     out: dict[str, AttachmentLink] = {}
-    for m in regex.finditer(base + _ATTACHMENT_PATH, text, regex.I):
+    for m in regex.finditer(regex.escape(server) + _ATTACHMENT_PATH, text, regex.I | regex.A):
         if m["owner"] and f"{m['owner']}/{m['repo']}".lower() != repo.lower():
             continue  # another repository's file: never fetched with this repository's token
         raw = m["name"].rstrip(".,;:!?")
-        url = m[0][: len(m[0]) - len(m["name"])] + raw
+        url = server + m[0][len(server) : len(m[0]) - len(m["name"])] + raw
         name = unquote(raw)
         if name.lower().endswith(suffixes) and url not in out:
             out[url] = AttachmentLink(url, name)

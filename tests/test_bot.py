@@ -710,3 +710,34 @@ def test_links_are_on_the_server_itself_and_only_it_gets_the_token(monkeypatch):
     assert token_for(f"{ghes}/user-attachments/files/1/x.log", ghes) == "enterprise-token"
     assert token_for(f"{ghes}/user-attachments/files/1/x.log", server) is None
     assert token_for("https://gİthub.com/x", "https://gİthub.com") is None  # only ASCII hosts
+
+
+def test_an_attachment_is_one_path_segment_fetched_in_ascii(tmp_path):
+    """A link's file name is one path segment: `..`, an encoded `/` or a control character
+    make no attachment (and no token-bearing request to another path of the server); a name
+    in any script is fetched percent-encoded (it crashed the run with UnicodeEncodeError)."""
+    from analyzer.bot.attachments import fetch
+    from analyzer.bundle.issue import attachment_links
+    from fake_github import FakeGitHub
+
+    with FakeGitHub("o/r") as gh:
+        gh.repo.files["/user-attachments/files/3/%E6%97%A5%E5%BF%97.log"] = b"NVML"
+        gh.repo.files["/user-attachments/files/5/a.log"] = b"a"
+        text = "\n".join(
+            f"{gh.url}{path}"
+            for path in (
+                "/user-attachments/files/1/../../../settings/x.log",
+                "/o/r/files/2/a.log%2F..%2F..%2Fx.log",
+                "/user-attachments/files/3/日志.log",
+                "/user-attachments/files/4/a\x01b.log",
+                "/user-attachments/files/5/a.log/../../x.log",
+                "/user-attachments/files/6/%2e%2e",
+            )
+        )
+        links = attachment_links(text, gh.url, "o/r", (".log", ".."))
+        assert [(a.name, a.url.removeprefix(gh.url)) for a in links] == [
+            ("日志.log", "/user-attachments/files/3/%E6%97%A5%E5%BF%97.log"),
+            ("a.log", "/user-attachments/files/5/a.log"),
+        ]
+        got = [fetch(a.url, tmp_path / f"{i}", 1 << 20, gh.url) for i, a in enumerate(links)]
+        assert [g.path.read_bytes() for g in got] == [b"NVML", b"a"]

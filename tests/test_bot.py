@@ -639,12 +639,17 @@ def test_unread_attachments_are_short_lines_in_either_language(ruleset):
 
 
 class _Slow(BaseHTTPRequestHandler):
-    """/slow answers after 3 s; /stream sends 3 MiB without a length; /ftp redirects to ftp."""
+    """/slow answers after 3 s; /stream sends 3 MiB without a length; /ftp redirects to ftp;
+    /header answers with a header line longer than http.client takes."""
 
     def log_message(self, *args) -> None:
         pass
 
     def do_GET(self) -> None:
+        if self.path == "/header":
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Long: " + b"a" * 70_000 + b"\r\n\r\n")
+            self.close_connection = True
+            return
         if self.path == "/slow":
             time.sleep(3)
         if self.path == "/ftp":
@@ -664,6 +669,7 @@ class _Slow(BaseHTTPRequestHandler):
         ("/slow", 1 << 20, 1.0, "no answer in 1 s"),
         ("/stream", 1 << 20, 30.0, "larger than the 1.0 MiB the limits leave"),
         ("/ftp", 1 << 20, 30.0, "redirected to a ftp address"),
+        ("/header", 1 << 20, 30.0, "download failed: got more than 65536 bytes"),
     ],
 )
 def test_a_failed_download_is_a_short_reason(tmp_path, path, limit, timeout, why):

@@ -10,6 +10,7 @@ leave) and in time; any failure is a short reason for one line of the comment, n
 from __future__ import annotations
 
 import hashlib
+import http.client
 import os
 import time
 import urllib.error
@@ -109,6 +110,8 @@ def fetch(url: str, dest: Path, max_bytes: int, server: str, timeout: float = TI
         raise FetchError(f"no answer in {timeout:.0f} s") from None
     except OSError as exc:
         raise FetchError(f"download failed: {exc.strerror or exc}") from None
+    except http.client.HTTPException as exc:  # a malformed answer (header too long, ...)
+        raise FetchError(f"download failed: {str(exc)[:200] or type(exc).__name__}") from None
     return Fetched(dest, digest.hexdigest())
 
 

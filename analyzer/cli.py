@@ -641,9 +641,7 @@ def collect(
     ] = None,
     node_debug: Annotated[
         bool,
-        typer.Option(
-            "--node-debug", help="Read the node's journals and configs via kubectl debug."
-        ),
+        typer.Option("--node-debug", help="Read the node's journals and configs via a debug pod."),
     ] = False,
     debug_image: Annotated[
         str, typer.Option("--debug-image", help="Image of the --node-debug pod.")

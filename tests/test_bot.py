@@ -557,16 +557,32 @@ def test_collect_next_leads_with_hami_analyzer_collect(ruleset):
     )
 
 
-def test_collect_is_not_asked_for_twice_or_for_node_side_items(ruleset):
-    """An archive of `collect` in the bundle: not asked for again. Only node-side items missing
-    (which `collect` does not gather): the items alone."""
+def test_collect_is_not_asked_for_twice_and_fetches_the_node_side_with_node_debug(ruleset):
+    """An archive of `collect` in the bundle: not asked for again. Node-side items missing (CDI
+    specs, toolkit or containerd config, journals): the lead adds `--node-debug`, which fetches
+    them; cluster-side items alone: it does not (no privileged pod for nothing). One item
+    missing: that item alone."""
     from analyzer.analyze import analyze
 
     manifest = {"kind": "CollectManifest", "collected_at": "2026-08-15T10:20:00Z", "files": []}
     text = f"# HAMi\n\n```json\n{json.dumps(manifest)}\n```\n\nOur GPU pods stay Pending."
     assert all(c.kind != "collect-manifest" for c in _collect_of(ruleset, text))
+
+    def lead(items) -> str:
+        assert items[0].kind == "collect-manifest", [c.kind for c in items]
+        return items[0].command.split("\n")[1]
+
     _, report = analyze([str(SAMPLES / "cdi-unresolvable" / "bundle")], ruleset)
-    assert [c.where for c in report.worst.collect] == ["node", "node"]
+    assert [c.where for c in report.worst.collect[1:]] == ["node", "node"]
+    assert lead(report.worst.collect).endswith(" --node-debug -o hami-bundle.tar.gz")
+    nvml = f"# HAMi\n\n```\n{NVML_LOG}```\n"  # wants the containerd config and helm values
+    assert lead(_collect_of(ruleset, nvml)) == (
+        "hami-analyzer collect --node gpu-node-2 --node-debug -o hami-bundle.tar.gz"
+    )
+    bare = _collect_of(ruleset, "# HAMi pods pending\n\nOur GPU pods stay Pending.")
+    assert lead(bare) == "hami-analyzer collect -o hami-bundle.tar.gz"
+    _, report = analyze([str(SAMPLES / "oci-hook-failed" / "bundle")], ruleset)
+    assert [c.kind for c in report.worst.collect] == ["toolkit-config"]
 
 
 def test_the_collect_line_is_a_command_the_cli_accepts(tmp_path):
@@ -574,9 +590,11 @@ def test_the_collect_line_is_a_command_the_cli_accepts(tmp_path):
     not on an option; the install line is the project's own repository."""
     from analyzer.report.collect import INSTALL, collect_all
 
-    command = collect_all("gpu-7").command.split("\n")[1].split()[1:]
-    res = run_cli(*command, "--kubectl", str(tmp_path / "no-kubectl"))
-    assert res.returncode == 2 and "no-kubectl" in res.stderr, res.stderr
+    for node_debug in (False, True):
+        command = collect_all("gpu-7", node_debug=node_debug).command.split("\n")[1]
+        assert ("--node-debug" in command) == node_debug
+        res = run_cli(*command.split()[1:], "--kubectl", str(tmp_path / "no-kubectl"))
+        assert res.returncode == 2 and "no-kubectl" in res.stderr, res.stderr
     pyproject = (Path(__file__).parents[1] / "pyproject.toml").read_text()
     repo = regex.search(r'Issues = "(https://github.com/[^"]+)/issues"', pyproject)[1]
     assert f"pipx install git+{repo}" == INSTALL

@@ -146,9 +146,13 @@ def test_chinese_issue_gets_a_chinese_comment(ruleset):
     assert "注册链路：设备数量: **中断**" in md
     assert "**修复：**" in md and "**请附上：**" in md and "<summary>详情</summary>" in md
     assert "- [ ] containerd 配置（在节点上执行）。" in md
+    assert "后果：报告者描述 Device Plugin 在重启或崩溃" in md  # the crash the log explains
+    assert "Please attach" not in md and "Registration links" not in md
+    described = ZH_ISSUE.split("，日志如下")[0] + "，请问怎么解决？"  # no log: the symptom alone
+    _, report = analyze_issue(described.encode(), ruleset, lang="zh")
+    md = render_markdown(report, described.encode(), "zh")
     assert "### 🟠 报告者描述 Device Plugin 在重启或崩溃" in md
     assert "_置信度低：Issue 正文中描述的现象_" in md
-    assert "Please attach" not in md and "Registration links" not in md
 
 
 def test_untranslated_rule_falls_back_to_english(ruleset):
@@ -765,3 +769,25 @@ def test_an_attachment_is_one_path_segment_fetched_in_ascii(tmp_path):
         ]
         got = [fetch(a.url, tmp_path / f"{i}", 1 << 20, gh.url) for i, a in enumerate(links)]
         assert [g.path.read_bytes() for g in got] == [b"NVML", b"a"]
+
+
+@pytest.mark.parametrize(
+    ("log", "asks"),
+    [
+        (NVML_LOG, False),  # the crash's cause is pasted
+        (NVML_LOG.splitlines()[0] + "\n" + NVML_LOG.splitlines()[0] + "\npanic: boom\n", False),
+        (NVML_LOG.splitlines()[0] + "\n", True),  # a clean start: the crashed container's is not
+    ],
+)
+def test_a_described_crash_does_not_ask_for_the_log_that_shows_it(ruleset, log, asks):
+    """The reporter says the device plugin restarts and pastes its log: where the log shows the
+    crash or its cause, the described restart is that finding's consequence, and the comment
+    does not ask for the crashed container's log; where it shows a clean start, it still does."""
+    text = (
+        f"# hami-device-plugin keeps restarting\n\nThe device plugin restarts.\n\n```\n{log}```\n"
+    )
+    _, report = analyze_issue(text.encode(), ruleset)
+    md = render_markdown(report, text.encode())
+    top = [f.rule_id for f in report.worst.faults()]
+    assert ("plugin-crash-described" in top) == asks, top
+    assert ("Attach the previous container's log" in md) == asks

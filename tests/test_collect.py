@@ -313,6 +313,29 @@ def test_collect_redact_leaves_no_node_name_and_keeps_the_verdict(ruleset, tmp_p
     assert verdicts[0].rule_id == verdicts[1].rule_id
 
 
+def test_only_the_gpu_operators_namespace_gives_all_its_daemonsets():
+    """Every DaemonSet of the GPU Operator's namespace is taken, the operator's namespace being
+    the one whose DaemonSets the operator labels as its own; a namespace that merely holds an
+    nvidia-* DaemonSet (a standalone DCGM exporter beside a log shipper with keys in its env)
+    gives that one alone."""
+    from analyzer.collect.select import Listed, daemonsets
+
+    part_of = {"app.kubernetes.io/part-of": "gpu-operator"}
+    rows = [
+        Listed("gpu-operator", "nvidia-operator-validator", part_of),
+        Listed("gpu-operator", "gpu-operator-node-feature-discovery-worker", {}),
+        Listed("gpu-operator", "operator-sidecar-agent", {}),
+        Listed("monitoring", "nvidia-dcgm-exporter", {}),
+        Listed("monitoring", "promtail", {}, '{"requests":{"cpu":"50m"}}'),
+    ]
+    assert [r.name for r in daemonsets(rows, "kube-system", "hami")] == [
+        "nvidia-operator-validator",
+        "gpu-operator-node-feature-discovery-worker",
+        "operator-sidecar-agent",
+        "nvidia-dcgm-exporter",
+    ]
+
+
 def test_plan_runs_the_catalogue_commands(ruleset):
     """The cluster commands are the catalogue's (kinds.yaml names every artefact once): each
     single kubectl/helm command of a cluster kind runs, per node when it names $NODE; the node

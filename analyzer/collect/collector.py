@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import secrets
 import shlex
 import shutil
@@ -375,6 +376,15 @@ def write_archive(folder: Path, output: Path, stamp: str) -> int:
     except OSError as exc:
         raise CollectError(f"cannot write {output}: {exc.strerror or exc}") from None
     return len(files)
+
+
+def kubeconfigs(given: str | None) -> list[str]:
+    """The kubeconfig files kubectl reads: --kubeconfig, else $KUBECONFIG (a list), else
+    ~/.kube/config (collect's inputs: no output may land on them)."""
+    if given:
+        return [given]
+    listed = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
+    return listed or [str(Path.home() / ".kube" / "config")]
 
 
 def find_program(name: str, given: str | None) -> str | None:

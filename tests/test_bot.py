@@ -791,3 +791,14 @@ def test_a_described_crash_does_not_ask_for_the_log_that_shows_it(ruleset, log, 
     top = [f.rule_id for f in report.worst.faults()]
     assert ("plugin-crash-described" in top) == asks, top
     assert ("Attach the previous container's log" in md) == asks
+
+
+def test_whatever_explains_a_plugin_restart_explains_the_described_one(ruleset):
+    """A rule that explains the restart the log shows also explains the one the reporter
+    describes (else the comment asks for the crashed container's log the paste already is)."""
+    missing = [
+        r.id
+        for r in ruleset.rules.values()
+        if "plugin-restarted" in r.explains and "plugin-crash-described" not in r.explains
+    ]
+    assert missing == [], missing

@@ -566,13 +566,13 @@ def archive_with_256mib_line(d: Path) -> Run:
 
 @bounded(_error("uncompressed size exceeds 4096 MiB at 'sparse.log'"))
 def folder_sparse_file_5gib(d: Path) -> Run:
-    """A 5 GiB sparse log in a folder (a log's head, then a hole: no disk used): folder files did
-    not count against --max-bytes, and the hole streamed as one 5 GiB line reached 10 GB of
-    memory, then exit 3."""
+    """A 5 GiB sparse log in a folder (512 KiB of log lines, then a hole: no disk used): folder
+    files did not count against --max-bytes, and the hole streamed as one 5 GiB line reached
+    10 GB of memory, then exit 3."""
     d.mkdir(parents=True)
     (d / "node.yaml").write_text(NODE)
     with (d / "sparse.log").open("wb") as fh:
-        fh.write(PLUGIN_LOG.encode())
+        fh.write((PLUGIN_LOG.encode() * 200)[: 512 << 10])
         fh.truncate(5 << 30)
     return Run(["analyze", str(d)], [d])
 

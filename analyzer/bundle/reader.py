@@ -115,7 +115,7 @@ _NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 def open_regular(path: Path) -> BinaryIO:
     """Open a file for reading only if it is a regular file: a FIFO, a device or a socket is
     refused without blocking (the open does not wait for a writer; /dev/zero never ends)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise BundleError(f"{printable_name(str(path))}: not a regular file or directory")

@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -88,6 +89,18 @@ def _say(text: object, err: bool = False) -> None:
 def _fail(msg: str) -> None:
     _say(f"error: {msg}", err=True)
     raise typer.Exit(EXIT_INPUT)
+
+
+def _no_overwrite(
+    outputs: dict[str, Path | str | None], *inputs: Sequence[Path | str] | None
+) -> None:
+    """Refuse, before anything is written, an output that is or is inside an input."""
+    from analyzer.outputs import check_outputs
+
+    try:
+        check_outputs(outputs, [p for group in inputs if group for p in group])
+    except AnalyzerError as exc:
+        _fail(str(exc))
 
 
 def _ruleset(extra: list[Path] | None, use_cache: bool = True):
@@ -170,6 +183,7 @@ def analyze(
     from analyzer.analyze import analyze as run
     from analyzer.analyze import analyze_issue
 
+    _no_overwrite({"-o": output, "--map": map_file}, inputs, rules, redactors)
     ruleset = _ruleset(rules)
     if output is not None and not output.parent.is_dir():
         _fail(f"cannot write {output}: no such directory {output.parent}")
@@ -300,6 +314,7 @@ def timeline(
         _fail(f"unknown format {format!r}: use text, csv, json or parquet")
     if format == "parquet" and output is None:
         _fail("--format parquet needs --output FILE")
+    _no_overwrite({"-o": output}, inputs, rules)
     ruleset = _ruleset(rules)
     try:
         bundle = load_bundle(inputs, ruleset)
@@ -366,6 +381,7 @@ def batch(
         _fail("batch needs INPUT... and --out DIR (or --summary-only DIR)")
     if bundle_timeout <= 0:
         _fail("--bundle-timeout must be a positive number of seconds")
+    _no_overwrite({"--out": out}, inputs)
     try:
         check_inputs(inputs)
         with open_executor(executor, scheduler, jobs) as ex:
@@ -382,7 +398,10 @@ def batch(
 @app.command()
 def bot(
     event: Annotated[
-        Path, typer.Option("--event", envvar="GITHUB_EVENT_PATH", help="The issue event JSON.")
+        Path,
+        typer.Option(
+            "--event", envvar="GITHUB_EVENT_PATH", help="The issues or issue_comment event JSON."
+        ),
     ],
     rules: RulesOpt = None,
     min_confidence: Annotated[
@@ -399,30 +418,77 @@ def bot(
     labels: Annotated[
         str, typer.Option("--labels", envvar="INPUT_LABELS", help="YAML map: category -> label.")
     ] = "",
+    comment_authors: Annotated[
+        str,
+        typer.Option(
+            "--comment-authors",
+            envvar="INPUT_COMMENT_AUTHORS",
+            help="Logins and author associations (MEMBER, ...) whose comments are read besides "
+            "the issue author's.",
+        ),
+    ] = "",
+    bot_login: Annotated[
+        str,
+        typer.Option(
+            "--bot-login",
+            envvar="INPUT_BOT_LOGIN",
+            help="The login the bot comments as (default: the token's, or github-actions[bot]).",
+        ),
+    ] = "",
     redact: Annotated[bool, typer.Option("--redact", envvar="INPUT_REDACT")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", envvar="INPUT_DRY_RUN")] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", envvar="INPUT_DRY_RUN", help="The event's payload alone; no network."
+        ),
+    ] = False,
     api_url: Annotated[
         str, typer.Option("--api-url", envvar="GITHUB_API_URL")
     ] = "https://api.github.com",
+    server_url: Annotated[
+        str,
+        typer.Option(
+            "--server-url",
+            envvar="GITHUB_SERVER_URL",
+            help="Attachments are fetched from here only.",
+        ),
+    ] = "https://github.com",
     repo: Annotated[
         str | None, typer.Option("--repo", help="owner/name (default: the event's).")
     ] = None,
     outputs: Annotated[
         Path | None, typer.Option("--outputs", envvar="GITHUB_OUTPUT", help="Append outputs here.")
     ] = None,
+    max_bytes: Annotated[
+        int,
+        typer.Option(
+            "--max-bytes",
+            envvar="INPUT_MAX_BYTES",
+            help="Size cap (MiB) of attachments and their uncompressed contents.",
+        ),
+    ] = 4096,
+    max_members: MaxMembers = 5000,
 ) -> None:
-    """The issue bot of the GitHub Action: analyse the issue of EVENT and post or update one
-    comment and its labels through `gh api`. Exit 0 whether or not it commented, 1 when the API
-    failed, 2 for a bad input."""
+    """The issue bot of the GitHub Action: analyse the issue of EVENT with the comments it reads
+    and their attachments, and post or update one comment and its labels through `gh api`. Exit
+    0 whether or not it commented, 1 when the API failed, 2 for a bad input."""
     from analyzer.bot import run as bot_run
-    from analyzer.bot.decide import Options, parse_labels
+    from analyzer.bot.decide import Options, parse_labels, parse_names
     from analyzer.bot.github import GitHubError
 
+    _no_overwrite({"--outputs": outputs}, [event], rules)
     try:
-        options = Options(min_confidence, comment_when, parse_labels(labels))
-        ev = bot_run.read_event(event, api_url, repo)
+        options = Options(
+            min_confidence,
+            comment_when,
+            parse_labels(labels),
+            parse_names(comment_authors),
+            bot_login.strip(),
+        )
+        ev = bot_run.read_event(event, api_url, repo, server_url)
         ruleset = _ruleset(rules)  # a broken rule directory: one line, before any API call
-        out = bot_run.run_bot(ev, options, ruleset, redact, dry_run)
+        limits = _limits(max_bytes, max_members)
+        out = bot_run.run_bot(ev, options, ruleset, redact, dry_run, limits)
         _say(out.summary() + (f"\n{out.comment}" if dry_run and out.comment else ""))
         bot_run.write_outputs(outputs, out.outputs())
     except GitHubError as exc:
@@ -447,6 +513,7 @@ def redact(
     registries and secrets replaced by stable tokens (node-1, ip-1, ...)."""
     from analyzer.redact.bundle import redact_bundle
 
+    _no_overwrite({"-o": output, "--map": map_file}, inputs, redactors)
     limits = _limits(max_bytes, max_members)
     try:
         result, warnings = redact_bundle(
@@ -574,16 +641,31 @@ def collect(
     pod: Annotated[
         list[str] | None, typer.Option("--pod", help="Describe this NS/NAME pod (may repeat).")
     ] = None,
-    redact: Annotated[bool, typer.Option("--redact", help="Redact before archiving.")] = False,
+    redact: Annotated[
+        bool, typer.Option("--redact/--no-redact", help="Redact before archiving (default).")
+    ] = True,
+    redactors: RedactorsOpt = None,
+    map_file: Annotated[
+        Path | None,
+        typer.Option("--map", help="Token map, loaded and extended (default: ARCHIVE.map.json)."),
+    ] = None,
+    node_debug: Annotated[
+        bool,
+        typer.Option(
+            "--node-debug", help="Read the node's journals and configs via kubectl debug."
+        ),
+    ] = False,
+    debug_image: Annotated[
+        str, typer.Option("--debug-image", help="Image of the --node-debug pod.")
+    ] = "busybox:1.36",
     kubectl: Annotated[str | None, typer.Option("--kubectl", help="kubectl binary.")] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per call.")] = 30.0,
     max_log_mib: Annotated[int, typer.Option("--max-log-mib", help="Bound per log (MiB).")] = 32,
 ) -> None:
-    """Collect a bundle from the cluster with kubectl. Exit 0: written, 2: cannot start."""
-    import datetime as dt
-    import re
-
+    """Collect a bundle from the cluster with kubectl, redacted. Exit 0: written, 2: cannot
+    start."""
     from analyzer.collect import collector as c
+    from analyzer.collect.options import check_options, default_map, default_output
 
     program = c.find_program("kubectl", kubectl)
     if program is None:
@@ -592,17 +674,21 @@ def collect(
             if kubectl
             else "kubectl not found on PATH (use --kubectl PATH)"
         )
-    if bad := [p for p in pod or [] if not re.fullmatch(r"[^/\s]+/[^/\s]+", p)]:
-        _fail(f"--pod {bad[0]!r}: expected NAMESPACE/NAME")
-    if since is not None and not re.fullmatch(r"(?:\d+[hms])+", since):
-        _fail(f"--since {since!r}: expected a duration such as 2h or 90m")
+    out = output or default_output()
+    if redact and map_file is None:
+        map_file = default_map(out)
+    _no_overwrite({"-o": out, "--map": map_file}, [kubeconfig], redactors)
+    try:
+        check_options(node or [], pod or [], since, redact, redactors, map_file, out, debug_image)
+    except AnalyzerError as exc:
+        _fail(str(exc))
+    redact_tree = None
     if redact:
-        from analyzer.redact import redact_tree
-    else:
-        redact_tree = None
-    out = output or Path(f"hami-bundle-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}.tar.gz")
-    if not out.parent.is_dir():
-        _fail(f"cannot write {out}: no such directory {out.parent}")
+        import functools
+
+        from analyzer.redact import redact_tree as tree
+
+        redact_tree = functools.partial(tree, redactors=list(redactors or []), map_file=map_file)
     opts = c.Options(
         program,
         c.find_program("helm", None),
@@ -616,13 +702,16 @@ def collect(
         timeout,
         max_log_mib << 20,
         redact_tree,
+        map_file if redact else None,
+        node_debug,
+        debug_image,
     )
     try:
         result = c.collect(opts, _ruleset(None).catalogue, lambda line: typer.echo(line, err=True))
     except AnalyzerError as exc:
         _fail(str(exc))
         return
-    typer.echo(c.summary(result))
+    typer.echo(c.summary(result, namespace))
 
 
 @app.command()

@@ -1,11 +1,13 @@
 """Minimal hostile inputs, one per class of failure: those the fuzz run of issue 13 found
 (`CASES`: builders returning the command-line arguments, run in the test process under the
-contract of contract.py), and those of issue 23 (`BOUNDED`: builders returning a `Run`, run
-through the console script in a child process whose CPU time and memory are measured)."""
+contract of contract.py), and those of issue 23, each lane in its own section: hardening
+(`BOUNDED`: builders returning a `Run`, run through the console script in a child process whose
+CPU time and memory are measured), the bot (`BOT_CASES`) and collect (`COLLECT_CASES`)."""
 
 from __future__ import annotations
 
 import bz2
+import datetime as dt
 import gzip
 import io
 import json
@@ -238,6 +240,116 @@ def corrupt_zip(d: Path) -> list[str]:
     d.mkdir(parents=True)
     (d / "bundle.zip").write_bytes(b"PK\x03\x04" + b"\x00" * 40 + b"garbage" * 100)
     return [str(d / "bundle.zip")]
+
+
+# ---- Issue 23, the bot's comment and its integrity (bot lane) ------------------------------------
+# The table case runs with every case above (tests/test_hardening.py). A bot case needs a GitHub:
+# BOT_CASES builders take a folder and the fake GitHub's repository (tests/fake_github.py), set
+# the repository up, write the event, and return the arguments of `hami-analyzer bot`; each
+# case's SPOOFED entry says what must stay untouched. tests/test_action.py runs them with the real
+# gh CLI under the same contract (exit 0/1/2/4, one-line errors, no traceback) plus that.
+
+
+# A node name holding `|`: GFM splits a table row at every `|`, inside code spans too, so the
+# multi-node table's code span ended mid-name and the rest (raw HTML, a mention) went live.
+@case
+def markdown_table_pipe_in_node_name(d: Path) -> list[str]:
+    evil = "gpu|<img src=x onerror=alert(1)>@octocat|"
+    second = NODE.replace("gpu-node-2", "'" + evil + "'")
+    return [str(_bundle(d, {"node.yaml": f"{NODE}\n---\n{second}"})), "--format", "markdown"]
+
+
+BotCase = Callable[[Path, object], list[str]]
+BOT_CASES: dict[str, BotCase] = {}
+SPOOFED: dict[str, dict] = {}  # case -> {"comment": id, "labels": {...}} that must stay as they are
+ISSUE_NUMBER = 7
+NVML_PASTE = (
+    "The hami device plugin restarts:\n\n```\nE0815 09:06:21.709851  412873 register.go:96] "
+    "nvml Init err:  ERROR_LIBRARY_NOT_FOUND\n```\n"
+)
+
+
+def bot_case(fn: BotCase) -> BotCase:
+    BOT_CASES[fn.__name__] = fn
+    return fn
+
+
+def _issue_event(d: Path, repo, full_name: str, body: str) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    issue = {"number": ISSUE_NUMBER, "title": "GPU node", "body": body, "user": {"login": "rep"}}
+    repo.issues[ISSUE_NUMBER] = {"title": "GPU node", "body": body, "labels": set()}
+    event = {"action": "edited", "issue": issue, "repository": {"full_name": full_name}}
+    (d / "event.json").write_text(json.dumps(event))
+    return d / "event.json"
+
+
+# Another user's comment ending in the bot's hidden marker, carrying the digest of the issue's
+# text, and a label of the labels map a maintainer set: the bot took the comment for its own,
+# PATCHed it under that user's name (or, the digest matching, skipped the issue for good) and
+# removed the label. Only a comment by the bot's own login is its comment.
+@bot_case
+def spoofed_marker_comment(d: Path, repo) -> list[str]:
+    import hashlib
+
+    from analyzer import __version__
+
+    event = _issue_event(d, repo, "octo/gpu-cluster", NVML_PASTE)
+    text = f"# GPU node\n\n{NVML_PASTE}"
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    marker = f"<!-- hami-bundle-analyzer version={__version__} rules=x input={digest} -->"
+    spoof = repo.add_comment(ISSUE_NUMBER, f"All fine, close this.\n{marker}\n", "eve")
+    repo.issues[ISSUE_NUMBER]["labels"] = {"registration"}
+    SPOOFED["spoofed_marker_comment"] = {"comment": spoof, "labels": {"registration"}}
+    labels = "plugin-crash-nvml: nvml\nannotation-missing-or-stale: registration"
+    return ["bot", "--event", str(event), "--labels", labels]
+
+
+# ---------------------------------------------------------------------------------------------
+# collect (issue 23): hostile clusters. Each builder changes a fake cluster (tests/fake_apiserver)
+# the way an unlucky or hostile one would be; tests/test_collect.py runs `collect` with the
+# real kubectl against it and holds the run to the contract (exit 0/2, bounded calls, no ESC or
+# C1 byte on the terminal, names passed to kubectl only after `--` or checked as names).
+
+ESCAPES = "\x1b]52;c;aGk=\x07\x1b[2J\x9b31m\x1bc"  # OSC 52, CSI, C1 CSI, RIS
+ClusterCase = Callable[..., None]
+COLLECT_CASES: dict[str, ClusterCase] = {}
+
+
+def cluster_case(fn: ClusterCase) -> ClusterCase:
+    COLLECT_CASES[fn.__name__] = fn
+    return fn
+
+
+@cluster_case
+def many_evicted_plugin_pods(cluster, count: int = 10_000) -> None:
+    """10,000 evicted device-plugin pods on the node beside the running one (a node under
+    disk pressure for weeks): collect must take the running pod and a bounded few others."""
+    from fake_apiserver import PLUGIN_POD
+
+    running = cluster.pod(PLUGIN_POD)
+    for i in range(count):
+        pod = json.loads(json.dumps(running))
+        pod["metadata"]["name"] = f"{PLUGIN_POD[:-5]}e{i:04x}"
+        pod["metadata"]["uid"] = f"evicted-{i}"
+        created = dt.datetime(2026, 6, 1, tzinfo=dt.UTC) + dt.timedelta(minutes=7 * i)
+        pod["metadata"]["creationTimestamp"] = created.strftime("%Y-%m-%dT%H:%M:%SZ")
+        pod["status"] = {"phase": "Failed", "reason": "Evicted", "containerStatuses": []}
+        cluster.objects["pods"].append(pod)
+
+
+@cluster_case
+def escapes_in_names_and_server_messages(cluster) -> None:
+    """Terminal control sequences in a HAMi pod's name, a container's name, a node name and in
+    the API server's error messages (which kubectl prints as they are)."""
+    from fake_apiserver import PLUGIN_POD
+
+    evil = json.loads(json.dumps(cluster.pod(PLUGIN_POD)))
+    evil["metadata"]["name"] = "dp" + ESCAPES
+    evil["spec"]["nodeName"] = "gpu-node-1" + ESCAPES
+    evil["spec"]["containers"][0]["name"] = "c" + ESCAPES
+    cluster.objects["pods"].append(evil)
+    cluster.forbidden |= {"leases", "runtimeclasses"}
+    cluster.error_note = ESCAPES
 
 
 # =================================================================================================
@@ -619,7 +731,7 @@ def temporary_folder_full(d: Path) -> Run:
 
 
 # ---- terminal injection ---------------------------------------------------------------------
-ESCAPES = [
+TERMINAL_ESCAPES = [
     "\x1b]52;c;aGVsbG8=\x1b\\",  # OSC 52 (writes the clipboard), ended by ST
     "\x1b]8;;https://example.invalid/\x1b\\link\x1b]8;;\x1b\\",  # OSC 8 hyperlink
     "\x1b]0;title\x07",  # OSC ended by BEL
@@ -634,7 +746,7 @@ def _evil_log() -> str:
     lines = PLUGIN_LOG.splitlines()
     evil = [
         f"E0815 09:06:2{i}.709851  412873 register.go:96] nvml Init err {seq} after"
-        for i, seq in enumerate(ESCAPES)
+        for i, seq in enumerate(TERMINAL_ESCAPES)
     ]
     return "\n".join(lines[:5] + evil + lines[5:]) + "\n"
 

@@ -11,7 +11,17 @@ from analyzer.parse.shape import conform
 from analyzer.parse.structured import load_documents
 
 NODE_SECTIONS = frozenset(
-    {"labels", "annotations", "taints", "capacity", "allocatable", "conditions", "images", "spec"}
+    {
+        "labels",
+        "annotations",
+        "taints",
+        "capacity",
+        "allocatable",
+        "conditions",
+        "images",
+        "spec",
+        "system",
+    }
 )
 _DESCRIBE_SECTIONS = {
     "Labels": "labels",
@@ -22,6 +32,14 @@ _DESCRIBE_SECTIONS = {
     "Conditions": "conditions",
     "Unschedulable": "spec",
     "Allocated resources": "allocated",
+    "System Info": "system",
+}
+# describe's System Info lines -> status.nodeInfo keys
+_SYSTEM_INFO = {
+    "Kubelet Version": "kubeletVersion",
+    "OS Image": "osImage",
+    "Container Runtime Version": "containerRuntimeVersion",
+    "Kernel Version": "kernelVersion",
 }
 # nodes analysed per bundle: each costs every rule and a report (1,700 pasted in an issue took
 # 35 s); a whole cluster's `kubectl get nodes -o yaml` keeps its GPU nodes
@@ -318,6 +336,7 @@ def _present_sections(meta: dict, spec: dict, status: dict) -> frozenset[str]:
     have = {"labels": "labels" in meta, "annotations": "annotations" in meta}
     have |= {k: k in status for k in ("capacity", "allocatable", "conditions", "images")}
     have |= {"taints": bool(spec) or "capacity" in status, "spec": bool(spec)}
+    have["system"] = "nodeInfo" in status
     return frozenset(k for k, v in have.items() if v)
 
 
@@ -436,7 +455,8 @@ def _describe_item(n: NodeFacts, section: str, body: str, lineno: int) -> None:
         k, sep, v = body.partition(":")
         if sep:
             target = n.capacity if section == "Capacity" else n.allocatable
-            target[k.strip()] = v.strip()
+            # kubectl prints one quantity; what follows it is the reporter's note ("<== here")
+            target[k.strip()] = (v.split() or [""])[0]
             n.line_of.setdefault(f"{section.lower()}.{k.strip()}", lineno)
     elif section == "Allocated resources":
         parts = re.split(r"\s{2,}", body)
@@ -447,6 +467,10 @@ def _describe_item(n: NodeFacts, section: str, body: str, lineno: int) -> None:
         ):
             n.allocated[parts[0]] = parts[1].split(" (")[0]
             n.line_of.setdefault(f"allocated.{parts[0]}", lineno)
+    elif section == "System Info":
+        k, sep, v = body.partition(":")
+        if sep and k.strip() in _SYSTEM_INFO:
+            n.node_info[_SYSTEM_INFO[k.strip()]] = v.strip()
     elif section == "Conditions":
         parts = re.split(r"\s{2,}", body)
         if len(parts) >= 2 and parts[0] not in ("Type", "----"):

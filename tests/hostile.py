@@ -641,6 +641,15 @@ def issue_log_line_regex_timeout(d: Path) -> Run:
     return Run(["analyze", "--from-issue", str(d / "issue.md")], [d])
 
 
+@bounded(_code(0, 1, 4))
+def pasted_line_of_kubectl_words(d: Path) -> Run:
+    """A 128 KB pasted line of `kubectl kubectl ...`: the search for a `kubectl get` command line
+    retried from every word to the end of the line (quadratic: 64 KB took 16 s, 1 MiB hours)."""
+    d.mkdir(parents=True)
+    (d / "issue.md").write_text("```\n$ " + "kubectl " * 16_000 + "\nNo resources found.\n```\n")
+    return Run(["analyze", "--from-issue", str(d / "issue.md")], [d])
+
+
 class _Repeat(io.RawIOBase):
     """`size` bytes of one repeated byte string, read without holding them."""
 

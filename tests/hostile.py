@@ -725,6 +725,17 @@ for _fmt in ("xz", "bz2", "zst"):
     bounded(_verdict("plugin-crash-nvml", "nvml-init-failed"))(_compressed_log(_fmt))
 
 
+@bounded(_error("bzip2 data that expands more than 2,000 times (a compression bomb?)"))
+def bzip2_bomb_log(d: Path) -> Run:
+    """A 2 KB device-plugin.log.bz2 of 320 MiB of zeros (40 concatenated streams): bzip2, xz and
+    zstd expand millions of times where gzip stops at 1,032, so reading them as logs (above)
+    needs a bound on the expansion too."""
+    one = bz2.compress(b"\0" * (8 << 20))
+    return Run(
+        ["analyze", str(_bundle(d, {"node.yaml": NODE, "device-plugin.log.bz2": one * 40}))], [d]
+    )
+
+
 @bounded(_error("ran out of space while extracting", "TMPDIR"))
 def temporary_folder_full(d: Path) -> Run:
     """A sound 3 MB archive extracted into a 1 MiB tmpfs: reported as 'truncated or corrupt ...

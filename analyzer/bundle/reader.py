@@ -43,6 +43,10 @@ MAX_EXTENDED_HEADER = 16 << 10
 MAX_EXTENDED_WORK = 1 << 29
 MAX_EXTENDED_CHAIN = 8
 XZ_MEMORY = 256 << 20  # what an xz stream may ask to decompress (its header can ask for GiBs)
+# a compressed file that grows more than this many times (past the first 64 MiB) is a bomb:
+# gzip cannot exceed 1,032, real logs stay far below; bzip2, xz and zstd reach millions
+BOMB_RATIO = 2000
+BOMB_FLOOR = 64 << 20
 ZSTD_WINDOW = 1 << 27  # the same for a zstd frame's window
 COMPRESSED_SUFFIXES = {"gzip": ".gz", "bzip2": ".bz2", "xz": ".xz", "zstd": ".zst"}
 
@@ -273,9 +277,31 @@ class _Decompressing(io.RawIOBase):
         return self._d.decompress(data)
 
 
+class _RatioGuard:
+    """A decompressed stream that stops once it has grown BOMB_RATIO times its file."""
+
+    def __init__(self, stream: BinaryIO, compressed: int, fmt: str):
+        self._stream, self._fmt = stream, fmt
+        self._left = max(BOMB_FLOOR, BOMB_RATIO * compressed)
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._stream.read(n)
+        self._left -= len(data)
+        if self._left < 0:
+            raise _Unreadable(
+                f"{self._fmt} data that expands more than {BOMB_RATIO:,} times (a compression "
+                "bomb?); not read"
+            )
+        return data
+
+    def close(self) -> None:
+        self._stream.close()
+
+
 @contextmanager
 def _decompressed(path: Path, fmt: str) -> Iterator[BinaryIO]:
-    """The decompressed bytes of a gzip, bzip2, xz or zstd file, as a stream."""
+    """The decompressed bytes of a gzip, bzip2, xz or zstd file, as a stream (one that stops
+    when it expands like a bomb)."""
     with open_regular(path) as raw:
         if fmt == "gzip":
             stream: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb")
@@ -287,7 +313,7 @@ def _decompressed(path: Path, fmt: str) -> Iterator[BinaryIO]:
         else:
             stream = _zstd_stream(raw)
         try:
-            yield stream
+            yield _RatioGuard(stream, os.fstat(raw.fileno()).st_size, fmt)
         except lzma.LZMAError as exc:
             if "memory" in str(exc).lower():
                 raise _Unreadable(
@@ -306,7 +332,7 @@ def _zstd_stream(raw: BinaryIO) -> BinaryIO:
             "zstd-compressed: not read (pip install 'hami-bundle-analyzer[zstd]' to read it)"
         ) from None
     decompressor = zstandard.ZstdDecompressor(max_window_size=ZSTD_WINDOW)
-    return io.BufferedReader(_Decompressing(raw, decompressor.decompressobj, 1024), COPY_CHUNK)
+    return io.BufferedReader(_Decompressing(raw, decompressor.decompressobj, 256), COPY_CHUNK)
 
 
 def _zstd_errors() -> tuple[type[BaseException], ...]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import resource
 import shutil
 import tarfile
 import tempfile
@@ -27,7 +26,7 @@ from analyzer.redact.engine import Learner, Redaction
 from analyzer.redact.redactors import example_failure, load_redactors
 from analyzer.redact.tokens import TokenMap
 from conftest import SAMPLES, run_cli
-from contract import MEMORY_LIMIT_KIB, run_in_process
+from contract import RSS_LIMIT_MIB, assert_bounded_contract, run_bounded, tree_digest
 from fuzzing import planted_secrets
 from hostile import REDACTION_LEAKS
 
@@ -638,12 +637,20 @@ def test_archive_is_one_gzip_stream_for_every_reader(tmp_path):
 
 @pytest.mark.parametrize("name", sorted(REDACTION_LEAKS))
 def test_redaction_leak_reproducers(name, tmp_path):
-    """`redact` keeps the run contract, and no planted value is in any member or member name."""
+    """`redact` keeps the run contract (for an input under 1 MB: at most 5 s of CPU and 512 MiB),
+    and no planted value is in any member or member name."""
     args, planted = REDACTION_LEAKS[name](tmp_path / "in")
+    inputs = [Path(a) for a in args]
+    before = {p: tree_digest(p) for p in inputs}
     out = tmp_path / "out.tgz"
-    outcome = run_in_process(["redact", *args, "-o", str(out)])
-    assert outcome.code == 0 and "Traceback" not in outcome.stderr, outcome.stderr
-    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss < MEMORY_LIMIT_KIB
+    outcome = run_bounded(["redact", *args, "-o", str(out)])
+    size = sum(f.stat().st_size for p in inputs for f in [p, *p.rglob("*")] if f.is_file())
+    if size < 1 << 20:
+        assert_bounded_contract(outcome, inputs, before)
+    else:  # the 16 MiB piece boundary: bounded in memory, not in time
+        assert outcome.peak_mib <= RSS_LIMIT_MIB, outcome.summary()
+        assert {p: tree_digest(p) for p in inputs} == before
+    assert outcome.code == 0, outcome.stderr
     members = archive_texts(out)
     for value in planted:
         for member, text in members.items():

@@ -75,13 +75,9 @@ def value_spans(
             yield m.span()
 
 
-def find_values(r: Redactor, text: str, where: str) -> dict[str, str]:
-    """value -> token prefix for the values `r` finds in `text` that are replaced everywhere:
-    the names a `find` redactor reads, and what an `everywhere` redactor matches if long enough
-    not to be a common word (a password `nvidia` replaced everywhere would rewrite every resource
-    name). Names lose a trailing `.` or `-` (the end of a sentence)."""
-    out: dict[str, str] = {}
-    shortest = 1 if r.mode == "find" else MIN_EVERYWHERE
+def _values(r: Redactor, text: str, where: str) -> Iterator[tuple[int, str]]:
+    """(where, value) of each value `r` would replace in `text` (not kept). Names lose a
+    trailing `.` or `-` (the end of a sentence)."""
     limit = timeout_for(text)
     try:
         for p in r.patterns:
@@ -89,39 +85,41 @@ def find_values(r: Redactor, text: str, where: str) -> dict[str, str]:
                 value = text[start:end]
                 if r.mode == "find":
                     value = value.rstrip(".-_")
-                if len(value) >= shortest and not r.kept(value):
-                    out.setdefault(value, r.token)
+                if value and not r.kept(value):
+                    yield start, value
     except TimeoutError:
         raise _timed_out(r.id, where) from None
+
+
+def find_values(r: Redactor, text: str, where: str) -> dict[str, str]:
+    """value -> token prefix for the values `r` finds in `text` that are replaced everywhere:
+    the names a `find` redactor reads, and what an `everywhere` redactor matches if long enough
+    not to be a common word (a password `nvidia` replaced everywhere would rewrite every resource
+    name)."""
+    shortest = 1 if r.mode == "find" else MIN_EVERYWHERE
+    out: dict[str, str] = {}
+    for _, value in _values(r, text, where):
+        if len(value) >= shortest:
+            out.setdefault(value, r.token)
     return out
 
 
 def lines_values(r: Redactor, lines: list[str], where: str) -> tuple[dict[str, str], list[int]]:
     """`find_values` of a per-line redactor over some lines, all at once, and which of the lines
-    hold a value it would replace (not kept): the second pass needs only those."""
+    hold a value it would replace: the second pass needs only those."""
     joined = "\n".join(lines)
     starts = [0]
     for line in lines[:-1]:
         starts.append(starts[-1] + len(line) + 1)
+    shortest = 1 if r.mode == "find" else MIN_EVERYWHERE
     found: dict[str, str] = {}
     holding: set[int] = set()
-    shortest = 1 if r.mode == "find" else MIN_EVERYWHERE
-    limit = timeout_for(joined)
-    try:
-        for p in r.patterns:
-            for start, end in value_spans(r, p, joined, limit):
-                value = joined[start:end]
-                if "\n" in value:  # a pattern that crosses a line end: line by line
-                    return _line_by_line(r, lines, where)
-                if r.mode == "find":
-                    value = value.rstrip(".-_")
-                if not value or r.kept(value):
-                    continue
-                holding.add(bisect_right(starts, start) - 1)
-                if len(value) >= shortest:
-                    found.setdefault(value, r.token)
-    except TimeoutError:
-        raise _timed_out(r.id, where) from None
+    for start, value in _values(r, joined, where):
+        if "\n" in value:  # a pattern that crosses a line end: line by line
+            return _line_by_line(r, lines, where)
+        holding.add(bisect_right(starts, start) - 1)
+        if len(value) >= shortest:
+            found.setdefault(value, r.token)
     return found, sorted(holding)
 
 

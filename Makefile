@@ -23,6 +23,8 @@ test: $(STAMP)
 	$(BIN)/ruff format --check analyzer tests tools
 	$(BIN)/ruff check analyzer tests tools
 	$(BIN)/hami-analyzer rules lint
+	$(BIN)/lint-imports
+	$(BIN)/python tools/mypy_baseline.py
 	$(BIN)/pytest
 
 # the fuzz test of `make test`, longer: make fuzz SEED=7 EXAMPLES=3000 (see README, Hostile input)

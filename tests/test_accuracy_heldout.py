@@ -1,0 +1,76 @@
+"""Issue 21, second round: the classes of failure a measurement on unseen real cases showed, each
+checked on made-up inputs of that class (none copied from a real case): inner causes over the
+error that wraps them, weak evidence kept weak, artefact shapes, upstream wordings, GPU arithmetic
+from stated counts, prose-only reports, the register formats whose health field says nothing, and
+the most specific verdict."""
+
+from __future__ import annotations
+
+from analyzer.analyze import analyze_issue
+from conftest import diagnose_texts, fired, parse_texts
+
+
+def _issue(ruleset, text: str):
+    return analyze_issue(text.encode(), ruleset)[1].primary
+
+
+def _files(ruleset, files: dict[str, str]):
+    return diagnose_texts(ruleset, files).primary
+
+
+def _kinds(ruleset, files: dict[str, str]) -> list[str]:
+    return [a.kind for a in parse_texts(ruleset, files).inventory.artefacts]
+
+
+# ---- the NVIDIA plugin's Go std-log format and its oldest health-check wording ----------------
+STDLOG_PLUGIN = """2018/01/23 08:02:11 Loading NVML
+2018/01/23 08:02:11 Fetching devices.
+2018/01/23 08:02:11 Starting FS watcher.
+2018/01/23 08:02:11 Starting OS watcher.
+2018/01/23 08:02:12 Warning: GPU with UUID GPU-3f1c2b8a-7d64-4e0f-9a51-2c8d7e6b5a40 is too old to support healtchecking with error: %!s(MISSING). Marking it unhealthy.
+2018/01/23 08:02:12 Starting to serve on /var/lib/kubelet/device-plugins/nvidia.sock
+2018/01/23 08:02:12 Registered device plugin with Kubelet
+"""
+INSUFFICIENT_EVENT = (
+    "  Warning  FailedScheduling  40s (x3 over 2m)  default-scheduler  0/1 nodes are available:"
+    " 1 Insufficient nvidia.com/gpu.\n"
+)
+
+
+def test_std_log_plugin_log_is_recognised(ruleset):
+    assert _kinds(ruleset, {"plugin.txt": STDLOG_PLUGIN}) == ["device-plugin-log"]
+
+
+def test_oldest_health_check_wording_marks_the_gpu_unhealthy(ruleset):
+    p = _files(ruleset, {"plugin.txt": STDLOG_PLUGIN})
+    assert (p.category, p.confidence) == ("device-unhealthy", "high")
+
+
+def test_unhealthy_gpu_explains_the_schedulers_insufficient(ruleset):
+    """The plugin's line that takes the only GPU away is the cause of "Insufficient", not a rival."""
+    r = diagnose_texts(ruleset, {"plugin.txt": STDLOG_PLUGIN, "events.txt": INSUFFICIENT_EVENT})
+    p = r.primary
+    assert (p.rule_id, p.competing) == ("device-health-check-failed", ())
+    top = next(f for f in r.nodes[0].findings if f.rule_id == p.rule_id)
+    assert "insufficient-gpu-for-scheduler" in [c.rule_id for c in top.consequences]
+
+
+def test_health_check_warning_of_new_plugins_is_not_unhealthy(ruleset):
+    """Since v0.17 an unsupported device is only warned about, not taken away."""
+    log = (
+        "W0310 10:00:00.000000       1 health.go:107] Device GPU-3f1c2b8a-7d64-4e0f-9a51-2c8d7e6b5a40"
+        " is too old to support healthchecking.\n"
+    )
+    assert "device-health-check-failed" not in fired(diagnose_texts(ruleset, {"dp.log": log}))
+
+
+# ---- weak evidence stays weak ---------------------------------------------------------------
+def test_an_error_named_only_in_the_title_is_low(ruleset):
+    p = _issue(ruleset, "# nvml Init err: ERROR_LIBRARY_NOT_FOUND\n\nplease help\n")
+    assert (p.category, p.confidence) == ("plugin-crash-nvml", "low")
+
+
+def test_the_same_error_quoted_in_the_body_is_medium(ruleset):
+    text = "# plugin fails\n\nThe log says `nvml Init err:  ERROR_LIBRARY_NOT_FOUND` on start.\n"
+    p = _issue(ruleset, text)
+    assert (p.category, p.confidence) == ("plugin-crash-nvml", "medium")

@@ -74,3 +74,56 @@ def test_the_same_error_quoted_in_the_body_is_medium(ruleset):
     text = "# plugin fails\n\nThe log says `nvml Init err:  ERROR_LIBRARY_NOT_FOUND` on start.\n"
     p = _issue(ruleset, text)
     assert (p.category, p.confidence) == ("plugin-crash-nvml", "medium")
+
+
+def test_every_node_short_of_one_gpu_means_none_advertises_it(ruleset):
+    """ "Insufficient" on all nodes for a one-GPU pod is registration, not a shortage; low."""
+    p = _issue(ruleset, "# 0/5 nodes are available: 5 Insufficient nvidia.com/gpu.\n\nhelp\n")
+    assert (p.rule_id, p.category, p.confidence) == (
+        "no-node-offers-a-gpu",
+        "no-device-plugin-pod",
+        "low",
+    )
+
+
+def test_some_nodes_short_stays_a_shortage(ruleset):
+    p = _files(
+        ruleset,
+        {
+            "events.txt": "  Warning  FailedScheduling  9s  default-scheduler  0/5 nodes are available:"
+            " 2 Insufficient nvidia.com/gpu, 3 node(s) had untolerated taint {gpu: }.\n"
+        },
+    )
+    assert p.category != "no-device-plugin-pod"
+
+
+# ---- pod status rows: Init:, validators -----------------------------------------------------
+OPERATOR_PODS = """\
+NAMESPACE      NAME                                       READY   STATUS                  RESTARTS   AGE
+gpu-operator   nvidia-driver-daemonset-5lq8v              1/1     Running                 0          3h
+gpu-operator   nvidia-container-toolkit-daemonset-h2v9c   1/1     Running                 0          3h
+gpu-operator   nvidia-device-plugin-daemonset-p7wqz       0/1     Init:CrashLoopBackOff   31         2h
+"""
+VALIDATORS = """\
+nvidia-operator-validator-t5x8m        0/1     Init:CrashLoopBackOff   6 (40s ago)   12m
+nvidia-cuda-validator-q2w7e            0/1     Init:Error              2             4m
+"""
+
+
+def test_plugin_in_init_is_the_toolkit_wait_not_a_crash(ruleset):
+    r = diagnose_texts(ruleset, {"pods.txt": OPERATOR_PODS})
+    assert (r.primary.rule_id, r.primary.category) == (
+        "plugin-pod-stuck-in-init",
+        "plugin-init-toolkit-wait",
+    )
+    assert "plugin-crash-described" not in fired(r)
+    p = _issue(ruleset, f"# plugin fails\n\n```\n{OPERATOR_PODS}```\n")
+    assert p.rule_id == "plugin-pod-stuck-in-init"
+
+
+def test_failing_validators_are_no_cause_yet(ruleset):
+    """A validator's init container fails: which check is in its log, so no cause is claimed."""
+    p = _files(ruleset, {"pods.txt": VALIDATORS})
+    assert (p.rule_id, p.category) == ("gpu-operator-validation-failing", "inconclusive")
+    waiting = "nvidia-operator-validator-t5x8m        0/1     Init:0/4   0   12m\n"
+    assert _files(ruleset, {"pods.txt": waiting}).category == "plugin-init-toolkit-wait"

@@ -127,3 +127,39 @@ def test_failing_validators_are_no_cause_yet(ruleset):
     assert (p.rule_id, p.category) == ("gpu-operator-validation-failing", "inconclusive")
     waiting = "nvidia-operator-validator-t5x8m        0/1     Init:0/4   0   12m\n"
     assert _files(ruleset, {"pods.txt": waiting}).category == "plugin-init-toolkit-wait"
+
+
+# ---- the plugin that died under Allocate ----------------------------------------------------
+ALLOCATE_EOF = """Status:   Failed
+Reason:   UnexpectedAdmissionError
+Message:  Pod was rejected: Allocate failed due to rpc error: code = Unavailable desc = error reading from server: EOF, which is unexpected
+"""
+KUBELET_WRAPPED = """kubelet says:
+W0402 07:15:40.100000    2210 logging.go:59] [core] grpc: addrConn.createTransport failed to connect to {/var/lib/kubelet/device-plugins/hami.sock}. Err: connection error: desc = "transport: Error while dialing: dial unix /var/lib/kubelet/device-plugins/hami.sock: connect:
+connection refused"
+"""
+
+
+def test_an_allocate_that_found_no_plugin_is_the_plugin_dying(ruleset):
+    r = diagnose_texts(ruleset, {"describe.txt": ALLOCATE_EOF})
+    p = r.primary
+    assert (p.rule_id, p.category, p.confidence) == (
+        "device-plugin-gone-during-allocate",
+        "plugin-crash-nvml",
+        "low",
+    )
+    top = next(f for f in r.nodes[0].findings if f.rule_id == p.rule_id)
+    assert "allocate-failed-at-admission" in [c.rule_id for c in top.consequences]
+
+
+def test_a_go_error_wrapped_before_its_errno_is_rejoined(ruleset):
+    p = _files(ruleset, {"kubelet.txt": KUBELET_WRAPPED})
+    assert p.rule_id == "device-plugin-gone-during-allocate"
+    # the plugin failing to reach the kubelet's own socket is not the plugin dying
+    kubelet_down = (
+        "E0402 07:15:40.100000       1 main.go:278] dial unix"
+        " /var/lib/kubelet/device-plugins/kubelet.sock: connect: connection refused\n"
+    )
+    assert "device-plugin-gone-during-allocate" not in fired(
+        diagnose_texts(ruleset, {"dp.log": kubelet_down})
+    )

@@ -81,13 +81,44 @@ def printable(text: object) -> str:
     return "".join(ch if ch.isprintable() or ch in "\n\t" else "?" for ch in str(text))
 
 
+# A Go error chain broken right after an operation's colon ("dial unix /x.sock: connect:") whose
+# next line is the system call's message (Go's syscall.Errno texts): one line wrapped by a
+# terminal or a text box, never two lines of a log.
+_OP_TAIL_RE = re.compile(
+    r"(?:\bconnect|\bdial (?:unix|tcp\d?|udp) \S+|\bread|\bwrite|\bopen \S+):\s*$"
+)
+_ERRNO_HEAD_RE = re.compile(
+    r"^\s*(?:connection refused|no such file or directory|permission denied|connection reset by peer"
+    r"|i/o timeout|no route to host|broken pipe|too many open files)\b"
+)
+
+
 def rejoin_hard_wraps(lines: list[str]) -> tuple[list[str], list[int], int]:
-    """Undo fixed-width terminal wrapping.
+    """Undo fixed-width terminal wrapping, and a Go error wrapped before its errno.
 
     A terminal copy wraps every long line at the same column W, so several lines have exactly
     length W; the line after each of them is its continuation. Returns the joined lines, the
     1-based source line of each, and how many joins were made.
+
+    >>> rejoin_hard_wraps(["Err: dial unix /d/p.sock: connect:", "connection refused.", "next"])
+    (['Err: dial unix /d/p.sock: connect: connection refused.', 'next'], [1, 3], 1)
     """
+    lines, numbers, joins = _rejoin_width(lines)
+    if not any(_OP_TAIL_RE.search(x) for x in lines):
+        return lines, numbers, joins
+    out: list[str] = []
+    nums: list[int] = []
+    for line, n in zip(lines, numbers, strict=True):
+        if out and _OP_TAIL_RE.search(out[-1]) and _ERRNO_HEAD_RE.match(line):
+            out[-1] = f"{out[-1].rstrip()} {line.strip()}"
+            joins += 1
+            continue
+        out.append(line)
+        nums.append(n)
+    return out, nums, joins
+
+
+def _rejoin_width(lines: list[str]) -> tuple[list[str], list[int], int]:
     lengths: dict[int, int] = {}
     for line in lines:
         if len(line) >= 60:

@@ -256,7 +256,7 @@ def _parse_small(artefact: Artefact, matcher: Matcher) -> ParsedLog:
         stripped.append(raw[m.end() :].rstrip())
         containers.append(m.group("container") or artefact.container)
         rfcs.append(m.group("rfc"))
-    is_log = artefact.kind.endswith("-log") or artefact.kind in ("klog", "text")
+    is_log = artefact.kind.endswith("-log") or artefact.kind in ("klog", "text", "issue-text")
     joined, numbers, joins = (
         rejoin_hard_wraps(stripped) if is_log else (stripped, list(range(1, len(stripped) + 1)), 0)
     )

@@ -163,3 +163,72 @@ def test_a_go_error_wrapped_before_its_errno_is_rejoined(ruleset):
     assert "device-plugin-gone-during-allocate" not in fired(
         diagnose_texts(ruleset, {"dp.log": kubelet_down})
     )
+
+
+# ---- artefact shapes ------------------------------------------------------------------------
+CONTAINERD_DIFF = """--- /etc/containerd/config.toml.orig
++++ /etc/containerd/config.toml
+@@ -12,7 +12,7 @@
+   [plugins."io.containerd.grpc.v1.cri".containerd]
+     snapshotter = "overlayfs"
+-    default_runtime_name = "runc"
++    default_runtime_name = "nvidia"
+     no_pivot = false
+@@ -30,3 +30,9 @@
++        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]
++          runtime_type = "io.containerd.runc.v2"
+"""
+STATUS_FRAGMENT = """      allocatable:
+        cpu: "32"
+        memory: 131900000Ki
+        nvidia.com/gpu: "0"
+        pods: "110"
+      capacity:
+        cpu: "32"
+        memory: 132000000Ki
+        nvidia.com/gpu: "4"
+        pods: "110"
+"""
+ALLOCATED_ONLY = """Allocated resources:
+  (Total limits may be over 100 percent, i.e., overcommitted.)
+  Resource           Requests    Limits
+  --------           --------    ------
+  cpu                1200m (7%)  2 (12%)
+  memory             2Gi (3%)    4Gi (6%)
+  nvidia.com/gpu     0           0
+"""
+LONE_EVENT = (
+    " Warning  FailedScheduling  3m12s (x4 over 9m)  volcano  0/2 nodes are unavailable:"
+    " 2 node(s) had untolerated taint {dedicated: infer}.\n"
+)
+
+
+def test_a_config_diff_is_read_as_its_after_side(ruleset):
+    b = parse_texts(ruleset, {"diff.txt": CONTAINERD_DIFF})
+    assert [a.kind for a in b.inventory.artefacts] == ["containerd-config"]
+    r = diagnose_texts(ruleset, {"diff.txt": CONTAINERD_DIFF})
+    ctx_runtime = next(c for c in b.configs if c.kind == "containerd-config").values
+    assert (
+        ctx_runtime["plugins.io.containerd.grpc.v1.cri.containerd.default_runtime_name"] == "nvidia"
+    )
+    assert "containerd-default-runtime-not-nvidia" not in fired(r)
+
+
+def test_an_indented_status_fragment_is_a_node(ruleset):
+    assert _kinds(ruleset, {"node.txt": STATUS_FRAGMENT}) == ["node"]
+    p = _files(ruleset, {"node.txt": STATUS_FRAGMENT})
+    assert (p.rule_id, p.category) == ("allocatable-below-capacity", "device-unhealthy")
+    # only capacity and allocatable were pasted: no taint or label rule may read the rest as empty
+    n = diagnose_texts(ruleset, {"node.txt": STATUS_FRAGMENT}).nodes[0]
+    assert not {"no-gpu-label", "gpu-resource-absent-from-capacity"} & fired(n)
+
+
+def test_an_allocated_resources_table_alone_is_read(ruleset):
+    assert _kinds(ruleset, {"table.txt": ALLOCATED_ONLY}) == ["node-describe"]
+    r = diagnose_texts(ruleset, {"table.txt": ALLOCATED_ONLY})
+    assert "zero-allocated-gpu-is-unused-not-missing" in fired(r)
+    assert not r.nodes[0].faults()
+
+
+def test_a_lone_event_row_from_any_scheduler_is_a_pod_describe(ruleset):
+    assert _kinds(ruleset, {"event.txt": LONE_EVENT}) == ["pod-describe"]

@@ -140,3 +140,30 @@ def _rejoin_width(lines: list[str]) -> tuple[list[str], list[int], int]:
         numbers.append(start)
         i += 1
     return out, numbers, joins
+
+
+_HUNK_RE = re.compile(r"(?m)^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
+_DIFF_HEADER_RE = re.compile(r"^(?:--- |\+\+\+ |@@ |diff |index |\\ No newline)")
+
+
+def diff_after_side(text: str) -> str | None:
+    """The state after the change a unified diff shows (its context and `+` lines), or None when
+    the text is no unified diff. Removed lines and diff headers become blank lines, so every
+    line keeps its number for citations.
+
+    >>> diff_after_side("--- a.toml\\n+++ b.toml\\n@@ -1,2 +1,2 @@\\n [x]\\n-  v = 1\\n+  v = 2")
+    '\\n\\n\\n[x]\\n\\n  v = 2'
+    >>> diff_after_side("[x]\\n  v = 1") is None
+    True
+    """
+    if not _HUNK_RE.search(text):
+        return None
+    out = []
+    for line in text.split("\n"):
+        if _DIFF_HEADER_RE.match(line) or line.startswith("-"):
+            out.append("")
+        elif line.startswith(("+", " ")):
+            out.append(line[1:])
+        else:
+            out.append(line)
+    return "\n".join(out)

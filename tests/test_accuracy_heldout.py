@@ -232,3 +232,53 @@ def test_an_allocated_resources_table_alone_is_read(ruleset):
 
 def test_a_lone_event_row_from_any_scheduler_is_a_pod_describe(ruleset):
     assert _kinds(ruleset, {"event.txt": LONE_EVENT}) == ["pod-describe"]
+
+
+# ---- Volcano's vGPU filter reasons, and vGPU counts against cards ---------------------------
+def test_volcano_fit_reasons_of_every_release_are_read(ruleset):
+    for line, rule in (
+        ("0/3 nodes are unavailable: 3 no enough gpu cards on node .", "volcano-vgpu-does-not-fit"),
+        (
+            "0/2 nodes are unavailable: 2 hami-vgpuDeviceSharing not enough gpu fitted on this node.",
+            "volcano-vgpu-does-not-fit",
+        ),
+        (
+            "0/1 nodes are unavailable: 1 4pdvgpuDeviceSharing pod required sharing mode mig is not"
+            " the same as the node mode hami-core.",
+            "volcano-vgpu-constraint-mismatch",
+        ),
+    ):
+        event = f"  Warning  FailedScheduling  30s  volcano  {line}\n"
+        assert _files(ruleset, {"events.txt": event}).rule_id == rule, line
+
+
+VGPU_POD = """apiVersion: v1
+kind: Pod
+metadata: {name: two-slices}
+spec:
+  schedulerName: volcano
+  containers:
+    - name: a
+      resources: {limits: {volcano.sh/vgpu-number: 3, volcano.sh/vgpu-memory: 1024}}
+"""
+
+
+def test_vgpus_of_one_container_against_the_stated_cards(ruleset):
+    text = f"# vgpu pod pending\n\nOur server has 2 GPUs.\n\n```yaml\n{VGPU_POD}```\n"
+    p = _issue(ruleset, text)
+    assert (p.rule_id, p.category, p.confidence) == (
+        "gpu-count-larger-than-stated",
+        "resource-insufficient",
+        "low",
+    )
+    enough = text.replace("has 2 GPUs", "has 4 GPUs")
+    assert _issue(ruleset, enough).rule_id != "gpu-count-larger-than-stated"
+
+
+def test_vgpu_number_counts_against_nvidia_smi(ruleset):
+    smi = (
+        "| NVIDIA-SMI 550.54.15   Driver Version: 550.54.15   CUDA Version: 12.4     |\n"
+        "|   0  NVIDIA A10          On   | 00000000:00:1E.0 Off |                    0 |\n"
+    )
+    p = _files(ruleset, {"pod.yaml": VGPU_POD, "smi.txt": smi})
+    assert p.rule_id == "gpu-count-larger-than-node"

@@ -282,3 +282,106 @@ def test_vgpu_number_counts_against_nvidia_smi(ruleset):
     )
     p = _files(ruleset, {"pod.yaml": VGPU_POD, "smi.txt": smi})
     assert p.rule_id == "gpu-count-larger-than-node"
+
+
+# ---- upstream wordings in prose, and the most specific cause ---------------------------------
+def test_a_placement_stated_in_prose_outranks_the_oom_it_causes(ruleset):
+    text = (
+        "# CUDA error: out of memory\n\nBoth pods ask gpumem 15000 on 16G cards, yet HAMi placed both"
+        " pods on the same GPU.\n\n```\n[HAMI-core ERROR (pid:31 thread=140):allocate_raw:560]: Device 0"
+        " OOM 16106127360 / 15728640000\n```\n"
+    )
+    r = analyze_issue(text.encode(), ruleset)[1]
+    assert (r.primary.rule_id, r.primary.category) == (
+        "pods-placed-on-one-gpu-described",
+        "scheduling-other",
+    )
+    top = next(f for f in r.nodes[0].findings if f.rule_id == r.primary.rule_id)
+    assert "hami-core-oom" in [c.rule_id for c in top.consequences]
+
+
+def test_cdi_unresolvable_described_in_prose(ruleset):
+    text = (
+        "# pods do not start in CDI mode\n\nThe plugin passes k8s.device-plugin.nvidia.com/gpu=GPU-77aa"
+        " to the runtime, which cannot resolve it because the spec only has index names.\n"
+    )
+    p = _issue(ruleset, text)
+    assert (p.category, p.confidence) == ("cdi-unresolvable", "low")
+
+
+def test_a_segfault_in_hami_core(ruleset):
+    p = _issue(
+        ruleset, "# render job dies\n\nWe get a segmentation fault inside libvgpu.so at start.\n"
+    )
+    assert (p.rule_id, p.category, p.confidence) == (
+        "hami-core-crashes-workload",
+        "runtime-other",
+        "low",
+    )
+    line = (
+        "[Mon Mar  2 08:00:01 2026] blender[3391]: segfault at 8 ip 00007f11aa02c1f0 sp"
+        " 00007ffc8e9d0a10 error 4 in libvgpu.so[7f11aa000000+4b000]\n"
+    )
+    p = _files(ruleset, {"dmesg.txt": line})
+    assert (p.rule_id, p.confidence) == ("hami-core-crashes-workload", "high")
+
+
+def test_a_command_that_stops_at_the_hami_core_banner_hangs(ruleset):
+    text = (
+        "# 容器内无法使用 GPU\n\n驱动版本 Driver Version: 570.124.06\n\n"
+        "user@box:/srv# nvidia-smi\n[HAMI-core Msg(44:140112233445566:libvgpu.c:838)]: Initializing.....\n"
+    )
+    p = _issue(ruleset, text)
+    assert (p.rule_id, p.category) == ("hami-core-driver-570-hang", "runtime-other")
+    no_driver = text.replace("驱动版本 Driver Version: 570.124.06\n\n", "")
+    assert _issue(ruleset, no_driver).rule_id == "hami-core-hangs-at-start"
+
+
+def test_volcano_plugin_crash_at_allocation_is_the_missing_allocation(ruleset):
+    text = (
+        "# vgpu device plugin crashes when allocating\n\nPods ask volcano.sh/vgpu-number: 1 and"
+        " volcano.sh/vgpu-memory: 1024; the plugin pod restarts each time.\n"
+    )
+    p = _issue(ruleset, text)
+    assert (p.rule_id, p.category, p.confidence) == (
+        "volcano-vgpu-allocation-missing",
+        "scheduling-other",
+        "low",
+    )
+
+
+def test_two_device_plugins_described(ruleset):
+    text = "# GPUs disappear\n\nWe installed the nvidia device plugin twice, then removed one.\n"
+    assert _issue(ruleset, text).category != "multiple-device-plugins"  # "twice" alone: not said
+    text = "# GPUs disappear\n\nThere are two device plugins on the node (NVIDIA's and HAMi's).\n"
+    p = _issue(ruleset, text)
+    assert (p.category, p.confidence) == ("multiple-device-plugins", "low")
+
+
+# ---- register formats whose health field says nothing ---------------------------------------
+def test_five_field_register_false_is_no_health_either_way(ruleset):
+    node = (
+        "kind: Node\nmetadata:\n  name: g-5\n  annotations:\n    hami.io/node-nvidia-register:"
+        " 'GPU-aa,10,32768,NVIDIA-Tesla V100-SXM2-32GB,false:GPU-bb,10,32768,NVIDIA-Tesla"
+        " V100-SXM2-32GB,false:'\nstatus:\n  allocatable: {nvidia.com/gpu: '20'}\n"
+    )
+    n = diagnose_texts(ruleset, {"node.yaml": node}).nodes[0]
+    assert [d.health for d in n.register.devices] == [None, None]
+    ok = next(f for f in n.findings if f.rule_id == "spec-link-ok")
+    assert "healthy" not in ok.title
+    assert "unhealthy-gpu-in-annotation" not in fired(n)
+
+
+# ---- the most specific verdict --------------------------------------------------------------
+def test_a_deleted_handshake_named_in_prose_explains_unregistered(ruleset):
+    text = (
+        "# all GPU pods pending\n\nThe node still has `hami.io/node-handshake: Deleted_2026-02-10"
+        " 11:20:00`.\n\n```\n0/2 nodes are available: 2 node unregistered.\n```\n"
+    )
+    r = analyze_issue(text.encode(), ruleset)[1]
+    assert (r.primary.rule_id, r.primary.category) == (
+        "handshake-deleted-named",
+        "handshake-misread",
+    )
+    top = next(f for f in r.nodes[0].findings if f.rule_id == r.primary.rule_id)
+    assert "nodes-unregistered" in [c.rule_id for c in top.consequences]

@@ -18,15 +18,17 @@ KLOG_HEADER_PATTERN = (
 )
 PREFIX_RE = re.compile(LINE_PREFIX_PATTERN)
 KLOG_RE = re.compile(KLOG_HEADER_PATTERN)
-# A line that carries its own log header (klog, Go std log, journald, RFC 3339, logrus): a
-# decisive log line even when pasted among prose.
+# A line that carries its own log header (klog, Go std log, journald, RFC 3339, logrus, the
+# kernel's dmesg and dmesg -T): a decisive log line even when pasted among prose.
 LOG_LINE_RE = re.compile(
     r"^\W{0,4}(?:[IWEF]\d{4} \d\d:\d\d:\d\d"
     r"|\d{4}[/-]\d\d[/-]\d\d[T ]\d\d:\d\d:\d\d"
     r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.-]+(?:\[\d+\])?:"
     r"|time=\"\d{4}-"
     r"|[\w.-]+\[\d+\]: [IWEF]\d{4} "
-    r"|[\w.]+\.go:\d+\] )"
+    r"|[\w.]+\.go:\d+\] "
+    r"|\s*\d+\.\d{6}\] "
+    r"|[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] )"
 )
 # Text inside a shell command that echoes it is script, not log (`echo "Waiting for ..."`).
 SCRIPT_RE = re.compile(r"\becho\s+[\"'$]|\b(?:ba)?sh\s+-c\b|^\s*(?:Command|Args):")

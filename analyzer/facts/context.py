@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from analyzer.errors import AnalyzerError
 from analyzer.facts import config as config_facts
+from analyzer.facts import hamicore as hamicore_facts
 from analyzer.facts import handshake as handshake_facts
 from analyzer.facts import lease as lease_facts
 from analyzer.facts import logs as log_facts
@@ -258,6 +259,7 @@ def _context(bundle, inputs: FactInputs, node, clock, index, names, decoded) -> 
     panic_facts.produce(view, facts)
     workload_facts.produce(bundle.logs, facts)
     stated_facts.produce(view, facts)
+    hamicore_facts.produce(bundle.logs, facts)
     helm_tags = version_facts.hami_helm_tags(facts)
     # the annotation's encoding dates HAMi; a struct dump (`devices`) does not
     dated = facts.value("register.from") == "annotation" or (

@@ -147,6 +147,13 @@ FACTS: tuple[FactSpec, ...] = (
         "devices whose health is false (absent in JSON means unhealthy)",
     ),
     _f(
+        "register.health_unknown_count",
+        "int",
+        "register",
+        NODE,
+        "devices whose health the format does not tell (csv-5 always writes false)",
+    ),
+    _f(
         "register.health_absent_count", "int", "register", NODE, "JSON devices without a health key"
     ),
     _f(
@@ -382,6 +389,14 @@ FACTS: tuple[FactSpec, ...] = (
         "workloads",
         (),
         "0 when a kubectl get of device-plugin pods or DaemonSets answered 'No resources found'",
+    ),
+    # HAMi-core in the workload's output
+    _f(
+        "hami_core.stops_at_banner",
+        "bool",
+        "hamicore",
+        (),
+        "a pasted command's output ends at HAMi-core's 'Initializing.....' banner (nothing after it)",
     ),
     # what the reporter states and no artefact shows (weak: rules reading it cap at low)
     _f(

@@ -95,8 +95,9 @@ _ERRNO_HEAD_RE = re.compile(
 )
 
 
-def rejoin_hard_wraps(lines: list[str]) -> tuple[list[str], list[int], int]:
-    """Undo fixed-width terminal wrapping, and a Go error wrapped before its errno.
+def rejoin_hard_wraps(lines: list[str], by_width: bool = True) -> tuple[list[str], list[int], int]:
+    """Undo fixed-width terminal wrapping (`by_width`: pasted logs, not prose), and a Go error
+    wrapped before its errno.
 
     A terminal copy wraps every long line at the same column W, so several lines have exactly
     length W; the line after each of them is its continuation. Returns the joined lines, the
@@ -105,7 +106,9 @@ def rejoin_hard_wraps(lines: list[str]) -> tuple[list[str], list[int], int]:
     >>> rejoin_hard_wraps(["Err: dial unix /d/p.sock: connect:", "connection refused.", "next"])
     (['Err: dial unix /d/p.sock: connect: connection refused.', 'next'], [1, 3], 1)
     """
-    lines, numbers, joins = _rejoin_width(lines)
+    lines, numbers, joins = (
+        _rejoin_width(lines) if by_width else (lines, list(range(1, len(lines) + 1)), 0)
+    )
     if not any(_OP_TAIL_RE.search(x) for x in lines):
         return lines, numbers, joins
     out: list[str] = []

@@ -14,7 +14,6 @@ from functools import cached_property
 from typing import Any
 
 from analyzer.bundle.model import Artefact
-from analyzer.bundle.text import diff_after_side
 from analyzer.parse.structured import load_documents, load_prefix
 
 MAX_KEYS = 20_000
@@ -85,8 +84,6 @@ def _toml_problem(exc: Exception, n_lines: int) -> tuple[int | None, str]:
 
 def parse_config(artefact: Artefact) -> ConfigFacts:
     text = artefact.text or ""
-    # a unified diff of a config: its after side is the config in use (the - side is the past)
-    text = diff_after_side(text) or text
     cf = ConfigFacts(artefact.kind, artefact.file.name, artefact.first_line, text=text)
     if artefact.kind in ("toolkit-config", "containerd-config"):
         data, warnings = load_toml(text)

@@ -256,9 +256,11 @@ def _parse_small(artefact: Artefact, matcher: Matcher) -> ParsedLog:
         stripped.append(raw[m.end() :].rstrip())
         containers.append(m.group("container") or artefact.container)
         rfcs.append(m.group("rfc"))
-    is_log = artefact.kind.endswith("-log") or artefact.kind in ("klog", "text", "issue-text")
+    is_log = artefact.kind.endswith("-log") or artefact.kind in ("klog", "text")
     joined, numbers, joins = (
-        rejoin_hard_wraps(stripped) if is_log else (stripped, list(range(1, len(stripped) + 1)), 0)
+        rejoin_hard_wraps(stripped, by_width=is_log)
+        if is_log or artefact.kind == "issue-text"
+        else (stripped, list(range(1, len(stripped) + 1)), 0)
     )
     if joins:
         idx = [n - 1 for n in numbers]

@@ -641,9 +641,7 @@ def collect(
     ] = None,
     node_debug: Annotated[
         bool,
-        typer.Option(
-            "--node-debug", help="Read the node's journals and configs via kubectl debug."
-        ),
+        typer.Option("--node-debug", help="Read the node's journals and configs via a debug pod."),
     ] = False,
     debug_image: Annotated[
         str, typer.Option("--debug-image", help="Image of the --node-debug pod.")
@@ -667,7 +665,7 @@ def collect(
     out = output or default_output()
     if redact and map_file is None:
         map_file = default_map(out)
-    _no_overwrite({"-o": out, "--map": map_file}, [kubeconfig], redactors)
+    _no_overwrite({"-o": out, "--map": map_file}, c.kubeconfigs(kubeconfig), redactors)
     try:
         check_options(node or [], pod or [], since, redact, redactors, map_file, out, debug_image)
     except AnalyzerError as exc:

@@ -18,6 +18,12 @@ def _files(ruleset, files: dict[str, str]):
     return diagnose_texts(ruleset, files).primary
 
 
+def _consequences(report) -> list[str]:
+    """The findings the verdict's rule took in as its consequences (by `explains`)."""
+    top = next(f for f in report.nodes[0].findings if f.rule_id == report.primary.rule_id)
+    return [c.rule_id for c in top.consequences]
+
+
 def _kinds(ruleset, files: dict[str, str]) -> list[str]:
     return [a.kind for a in parse_texts(ruleset, files).inventory.artefacts]
 
@@ -51,8 +57,7 @@ def test_unhealthy_gpu_explains_the_schedulers_insufficient(ruleset):
     r = diagnose_texts(ruleset, {"plugin.txt": STDLOG_PLUGIN, "events.txt": INSUFFICIENT_EVENT})
     p = r.primary
     assert (p.rule_id, p.competing) == ("device-health-check-failed", ())
-    top = next(f for f in r.nodes[0].findings if f.rule_id == p.rule_id)
-    assert "insufficient-gpu-for-scheduler" in [c.rule_id for c in top.consequences]
+    assert "insufficient-gpu-for-scheduler" in _consequences(r)
 
 
 def test_health_check_warning_of_new_plugins_is_not_unhealthy(ruleset):
@@ -148,8 +153,7 @@ def test_an_allocate_that_found_no_plugin_is_the_plugin_dying(ruleset):
         "plugin-crash-nvml",
         "low",
     )
-    top = next(f for f in r.nodes[0].findings if f.rule_id == p.rule_id)
-    assert "allocate-failed-at-admission" in [c.rule_id for c in top.consequences]
+    assert "allocate-failed-at-admission" in _consequences(r)
 
 
 def test_a_go_error_wrapped_before_its_errno_is_rejoined(ruleset):
@@ -296,8 +300,7 @@ def test_a_placement_stated_in_prose_outranks_the_oom_it_causes(ruleset):
         "pods-placed-on-one-gpu-described",
         "scheduling-other",
     )
-    top = next(f for f in r.nodes[0].findings if f.rule_id == r.primary.rule_id)
-    assert "hami-core-oom" in [c.rule_id for c in top.consequences]
+    assert "hami-core-oom" in _consequences(r)
 
 
 def test_cdi_unresolvable_described_in_prose(ruleset):
@@ -383,5 +386,4 @@ def test_a_deleted_handshake_named_in_prose_explains_unregistered(ruleset):
         "handshake-deleted-named",
         "handshake-misread",
     )
-    top = next(f for f in r.nodes[0].findings if f.rule_id == r.primary.rule_id)
-    assert "nodes-unregistered" in [c.rule_id for c in top.consequences]
+    assert "nodes-unregistered" in _consequences(r)

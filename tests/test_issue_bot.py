@@ -222,7 +222,7 @@ def _next_steps(md: str) -> tuple[int, int, int]:
 @pytest.mark.parametrize("sample", SAMPLE_DIRS, ids=lambda p: p.name)
 def test_comment_is_one_verdict_and_at_most_three_next_steps(ruleset, sample):
     """Issue 20: one verdict, its evidence, at most three next steps; the rest under Details."""
-    _, report = analyze([str(sample / "bundle")], ruleset)
+    report = analyze([str(sample / "bundle")], AnalyzeOptions(ruleset=ruleset)).report
     headings, fixes, checklist = _next_steps(render_markdown(report, b"x"))
     assert headings <= len(report.nodes)
     assert fixes + checklist <= 3 * len(report.nodes)
@@ -234,7 +234,7 @@ def test_unconfident_verdict_leads_with_collect_and_one_item(ruleset):
     """Evidence missing and the verdict not confident: `hami-analyzer collect` first, then the
     single most useful item, and one step of the verdict's fix."""
     text = "HAMi 2.4.1, pod pending:\n\n```\n0/3 nodes are available: 3 Insufficient nvidia.com/gpu.\n```\n"
-    _, report = analyze_issue(text.encode(), ruleset)
+    report = analyze(Issue(text.encode()), AnalyzeOptions(ruleset=ruleset)).report
     assert report.primary.confidence != "high"
     md = render_markdown(report, text.encode())
     headings, fixes, checklist = _next_steps(md)

@@ -378,7 +378,7 @@ def _done_ids(parts: Path) -> set[str]:
     return set(pl.scan_parquet(files).select("id").collect()["id"].to_list())
 
 
-def bundle_ids(paths: list[Path]) -> Iterator[tuple[str, str]]:
+def bundle_ids(paths: list[str]) -> Iterator[tuple[str, str]]:
     seen: dict[str, int] = {}
     for p in paths:
         base = str(p)

@@ -150,8 +150,8 @@ def render_score(result: ScoreResult, fmt: str = "text") -> str:
         lines.append(f"{r.case:32} {r.form:6} {exp[:30]:30} {got[:48]:48} {r.score:g}{flag}")
     lines.append("")
     for f in FORMS:
-        got, n = result.total(f)
-        lines.append(f"{f:6}: {got:g}/{n} = {result.percent(f):.1f}%")
+        right, n = result.total(f)
+        lines.append(f"{f:6}: {right:g}/{n} = {result.percent(f):.1f}%")
     lines += ["", "reliability (verdicts per confidence level: right / inconclusive / wrong)"]
     lines.append(f"{'form':6} {'level':7} {'right':>5} {'incon':>5} {'wrong':>5}")
     for f in FORMS:

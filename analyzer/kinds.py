@@ -9,8 +9,9 @@ from pathlib import Path
 import regex
 import yaml
 
+from analyzer.bundle.probes import MarkerStep, ObjectStep, Probe, Recognition, Step, parse_probe
 from analyzer.errors import RuleLoadError
-from analyzer.parse.structured import load_yaml
+from analyzer.parse.structured import FastLoader
 
 FAMILIES = ("object", "log", "config", "table", "text", "meta", "junk")
 NOT_EVIDENCE = ("meta", "junk")  # about the bundle (a collection manifest) or unusable
@@ -29,7 +30,12 @@ KIND_KEYS = {
     "basic",
     "title_zh",
     "packages",
+    "recognise",
+    "weak",
+    "assigned_by",
 }
+RECOGNITION_KEYS = {"head_chars", "log_lines", "objects", "markers", "unwrap"}
+LINE = "__line__"
 SCANNED_FAMILIES = ("log", "text", "table")
 
 
@@ -53,6 +59,10 @@ class Kind:
     # Go package paths (or build source paths) of the component that writes this log: a panic
     # whose stack names one of them is this component's crash, whatever file it was pasted in
     packages: regex.Pattern | None = None
+    recognise: tuple[Probe, ...] = ()  # its own recognition entries (rules/kinds.yaml `recognise:`)
+    weak: bool = False  # says little about what a part is: a paste is not split for it
+    # the module that assigns this kind itself (a binary file, a declared issue text): no probe
+    assigned_by: str = ""
 
     @property
     def is_log(self) -> bool:
@@ -68,6 +78,7 @@ class Catalogue:
     kinds: dict[str, Kind]
     by_container: dict[str, str] = field(default_factory=dict)
     by_k8s_kind: dict[str, str] = field(default_factory=dict)
+    recognition: Recognition = field(default_factory=Recognition)
 
     def __contains__(self, kind_id: str) -> bool:
         return kind_id in self.kinds
@@ -114,27 +125,51 @@ def _patterns(raw, what: str, problems: list[str]) -> list[str]:
     return out
 
 
+class _LineLoader(FastLoader):
+    """The fast loader, recording the line of every mapping (for file:line errors)."""
+
+    def construct_mapping(self, node, deep=False):  # type: ignore[override]
+        mapping = super().construct_mapping(node, deep=deep)
+        mapping[LINE] = node.start_mark.line + 1
+        return mapping
+
+
+def _where(path: Path, spec) -> str:
+    return f"{path}:{spec.get(LINE, 0) if isinstance(spec, dict) else 0}"
+
+
 def load_catalogue(path: Path) -> Catalogue:
     try:
-        doc = load_yaml(path.read_text(encoding="utf-8"))
+        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=_LineLoader)
     except (OSError, yaml.YAMLError) as exc:
         raise RuleLoadError([f"{path}: cannot read the kind catalogue: {exc}"]) from exc
     problems: list[str] = []
     kinds: dict[str, Kind] = {}
-    for kid, spec in ((doc or {}).get("kinds") or {}).items():
-        if not isinstance(spec, dict):
-            problems.append(f"{path}: kind {kid}: expected a mapping")
+    doc = doc if isinstance(doc, dict) else {}
+    for kid, spec in (doc.get("kinds") or {}).items():
+        if kid == LINE:
             continue
-        for key in set(spec) - KIND_KEYS:
-            problems.append(f"{path}: kind {kid}: unknown key {key!r}")
+        where = _where(path, spec)
+        if not isinstance(spec, dict):
+            problems.append(f"{where}: kind {kid}: expected a mapping")
+            continue
+        for key in sorted(set(spec) - KIND_KEYS - {LINE}):
+            problems.append(f"{where}: kind {kid}: unknown key {key!r}")
         family = spec.get("family", "text")
         if family not in FAMILIES:
-            problems.append(f"{path}: kind {kid}: family {family!r} not one of {FAMILIES}")
+            problems.append(f"{where}: kind {kid}: family {family!r} not one of {FAMILIES}")
         parser = spec.get("parser")
         if parser is not None and parser not in PARSERS:
-            problems.append(f"{path}: kind {kid}: parser {parser!r} not one of {PARSERS}")
-        markers = _patterns(spec.get("markers"), f"{path}: kind {kid}: bad marker", problems)
-        packages = _patterns(spec.get("packages"), f"{path}: kind {kid}: bad package", problems)
+            problems.append(f"{where}: kind {kid}: parser {parser!r} not one of {PARSERS}")
+        markers = _patterns(spec.get("markers"), f"{where}: kind {kid}: bad marker", problems)
+        packages = _patterns(spec.get("packages"), f"{where}: kind {kid}: bad package", problems)
+        entries = spec.get("recognise") or []
+        if not isinstance(entries, list):
+            problems.append(f"{where}: kind {kid}: recognise: expected a list of entries")
+            entries = []
+        probes = tuple(
+            p for e in entries if (p := parse_probe(kid, e, _where(path, e), problems)) is not None
+        )
         kinds[kid] = Kind(
             id=kid,
             title=str(spec.get("title", kid)),
@@ -150,15 +185,91 @@ def load_catalogue(path: Path) -> Catalogue:
             basic=bool(spec.get("basic", False)),
             title_zh=str(spec.get("title_zh", "")),
             packages=regex.compile("|".join(packages)) if packages else None,
+            recognise=probes,
+            weak=spec.get("weak") is True,
+            assigned_by=str(spec.get("assigned_by", "")),
         )
     for k in kinds.values():
         for other in k.counts_as:
             if other not in kinds:
                 problems.append(f"{path}: kind {k.id}: counts_as unknown kind {other!r}")
+    by_k8s_kind = {k.k8s_kind: k.id for k in kinds.values() if k.k8s_kind}
+    recognition = _recognition(path, doc.get("recognition"), kinds, by_k8s_kind, problems)
     if problems:
         raise RuleLoadError(problems)
     return Catalogue(
         kinds,
         by_container={c: k.id for k in kinds.values() for c in k.containers},
-        by_k8s_kind={k.k8s_kind: k.id for k in kinds.values() if k.k8s_kind},
+        by_k8s_kind=by_k8s_kind,
+        recognition=recognition,
     )
+
+
+def _recognition(
+    path: Path, raw, kinds: dict[str, Kind], by_k8s_kind: dict[str, str], problems: list[str]
+) -> Recognition:
+    """The steps of recognition in order: every kind's entries and the shared steps (objects,
+    log markers, unwrapping) declared under the top-level `recognition:`. Two kinds may not
+    share an order: which would win is then a matter of file order, which nobody reads."""
+    where = _where(path, raw)
+    if not isinstance(raw, dict):
+        problems.append(f"{where}: recognition: expected a mapping ({sorted(RECOGNITION_KEYS)})")
+        return Recognition()
+    for key in sorted(set(raw) - RECOGNITION_KEYS - {LINE}):
+        problems.append(f"{where}: recognition: unknown key {key!r}")
+    steps: list[Step] = [p for k in kinds.values() for p in k.recognise]
+    objects = raw.get("objects")
+    if isinstance(objects, dict):
+        steps.append(
+            ObjectStep(
+                order=_order(objects, path, problems),
+                reason=str(objects.get("reason", "")),
+                list_reason=str(objects.get("list_reason", "")),
+                list_items=tuple(objects.get("list_items") or ()),
+                by_k8s_kind=by_k8s_kind,
+                where=_where(path, objects),
+            )
+        )
+        for item in objects.get("list_items") or ():
+            if item not in by_k8s_kind:
+                problems.append(
+                    f"{_where(path, objects)}: list_items: no kind has k8s_kind {item!r}"
+                )
+    else:
+        problems.append(f"{where}: recognition.objects: expected a mapping (order, reason, ...)")
+    markers = raw.get("markers")
+    if isinstance(markers, dict):
+        steps.append(
+            MarkerStep(
+                order=_order(markers, path, problems),
+                reason=str(markers.get("reason", "")),
+                markers=tuple(
+                    (k.id, k.marker) for k in kinds.values() if k.is_log and k.marker is not None
+                ),
+                where=_where(path, markers),
+            )
+        )
+    else:
+        problems.append(f"{where}: recognition.markers: expected a mapping (order, reason)")
+    owner: dict[int, tuple[str, str]] = {}
+    for s in steps:
+        name = s.kind if isinstance(s, Probe) else type(s).__name__
+        seen = owner.setdefault(s.order, (name, s.where))
+        if seen[0] != name:
+            problems.append(
+                f"{s.where}: recognise order {s.order} is also {seen[0]}'s ({seen[1]}):"
+                " give each kind its own order"
+            )
+    return Recognition(
+        head_chars=int(raw.get("head_chars", 200_000)),
+        log_lines=int(raw.get("log_lines", 3000)),
+        steps=tuple(sorted(steps, key=lambda s: s.order)),
+    )
+
+
+def _order(spec: dict, path: Path, problems: list[str]) -> int:
+    order = spec.get("order")
+    if isinstance(order, bool) or not isinstance(order, int):
+        problems.append(f"{_where(path, spec)}: order must be a whole number, got {order!r}")
+        return 0
+    return order

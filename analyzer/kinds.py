@@ -15,7 +15,6 @@ from analyzer.parse.structured import FastLoader
 
 FAMILIES = ("object", "log", "config", "table", "text", "meta", "junk")
 NOT_EVIDENCE = ("meta", "junk")  # about the bundle (a collection manifest) or unusable
-PARSERS = ("node", "pod", "config", "log", "manifest")
 KIND_KEYS = {
     "title",
     "family",
@@ -63,6 +62,7 @@ class Kind:
     weak: bool = False  # says little about what a part is: a paste is not split for it
     # the module that assigns this kind itself (a binary file, a declared issue text): no probe
     assigned_by: str = ""
+    at: str = ""  # file:line of its catalogue entry
 
     @property
     def is_log(self) -> bool:
@@ -158,9 +158,7 @@ def load_catalogue(path: Path) -> Catalogue:
         family = spec.get("family", "text")
         if family not in FAMILIES:
             problems.append(f"{where}: kind {kid}: family {family!r} not one of {FAMILIES}")
-        parser = spec.get("parser")
-        if parser is not None and parser not in PARSERS:
-            problems.append(f"{where}: kind {kid}: parser {parser!r} not one of {PARSERS}")
+        parser = spec.get("parser")  # checked against analyzer/parse/registry.py's table
         markers = _patterns(spec.get("markers"), f"{where}: kind {kid}: bad marker", problems)
         packages = _patterns(spec.get("packages"), f"{where}: kind {kid}: bad package", problems)
         entries = spec.get("recognise") or []
@@ -188,6 +186,7 @@ def load_catalogue(path: Path) -> Catalogue:
             recognise=probes,
             weak=spec.get("weak") is True,
             assigned_by=str(spec.get("assigned_by", "")),
+            at=where,
         )
     for k in kinds.values():
         for other in k.counts_as:

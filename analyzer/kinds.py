@@ -9,7 +9,16 @@ from pathlib import Path
 import regex
 import yaml
 
-from analyzer.bundle.probes import MarkerStep, ObjectStep, Probe, Recognition, Step, parse_probe
+from analyzer.bundle.probes import (
+    UNWRAPPERS,
+    MarkerStep,
+    ObjectStep,
+    Probe,
+    Recognition,
+    Step,
+    UnwrapStep,
+    parse_probe,
+)
 from analyzer.errors import RuleLoadError
 from analyzer.parse.structured import FastLoader
 
@@ -250,6 +259,21 @@ def _recognition(
         )
     else:
         problems.append(f"{where}: recognition.markers: expected a mapping (order, reason)")
+    for u in raw.get("unwrap") or []:
+        if not isinstance(u, dict) or u.get("transform") not in UNWRAPPERS:
+            problems.append(
+                f"{_where(path, u)}: recognition.unwrap: expected a transform among"
+                f" {sorted(UNWRAPPERS)}, an order and a reason"
+            )
+            continue
+        steps.append(
+            UnwrapStep(
+                order=_order(u, path, problems),
+                reason=str(u.get("reason", "{reason}")),
+                unwrap=UNWRAPPERS[u["transform"]],
+                where=_where(path, u),
+            )
+        )
     owner: dict[int, tuple[str, str]] = {}
     for s in steps:
         name = s.kind if isinstance(s, Probe) else type(s).__name__

@@ -13,10 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
-from analyzer.bundle.text import KLOG_HEADER_PATTERN, PREFIX_RE, SCRIPT_RE
+from analyzer.bundle.text import KLOG_HEADER_PATTERN, PREFIX_RE, SCRIPT_RE, diff_after_side
 
 # a pattern written `@name` is one the analyzer defines once for every reader of logs
 NAMED_PATTERNS = {"klog": KLOG_HEADER_PATTERN}
+# what `recognition.unwrap` may name: text -> the text it wraps, or None when it wraps nothing
+UNWRAPPERS: dict[str, Callable[[str], str | None]] = {"unified-diff": diff_after_side}
 PROBE_KEYS = {
     "order",
     "reason",

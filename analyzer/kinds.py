@@ -44,6 +44,7 @@ KIND_KEYS = {
 }
 RECOGNITION_KEYS = {"head_chars", "log_lines", "objects", "markers", "unwrap"}
 LINE = "__line__"
+KEY_LINES = "__key_lines__"
 SCANNED_FAMILIES = ("log", "text", "table")
 
 
@@ -140,6 +141,7 @@ class _LineLoader(FastLoader):
     def construct_mapping(self, node, deep=False):  # type: ignore[override]
         mapping = super().construct_mapping(node, deep=deep)
         mapping[LINE] = node.start_mark.line + 1
+        mapping[KEY_LINES] = {k.value: k.start_mark.line + 1 for k, _ in node.value}
         return mapping
 
 
@@ -155,14 +157,15 @@ def load_catalogue(path: Path) -> Catalogue:
     problems: list[str] = []
     kinds: dict[str, Kind] = {}
     doc = doc if isinstance(doc, dict) else {}
-    for kid, spec in (doc.get("kinds") or {}).items():
-        if kid == LINE:
+    catalogued = doc.get("kinds") or {}
+    for kid, spec in catalogued.items():
+        if kid in (LINE, KEY_LINES):
             continue
-        where = _where(path, spec)
+        where = f"{path}:{catalogued[KEY_LINES].get(kid, 0)}"
         if not isinstance(spec, dict):
             problems.append(f"{where}: kind {kid}: expected a mapping")
             continue
-        for key in sorted(set(spec) - KIND_KEYS - {LINE}):
+        for key in sorted(set(spec) - KIND_KEYS - {LINE, KEY_LINES}):
             problems.append(f"{where}: kind {kid}: unknown key {key!r}")
         family = spec.get("family", "text")
         if family not in FAMILIES:
@@ -223,7 +226,7 @@ def _recognition(
     if not isinstance(raw, dict):
         problems.append(f"{where}: recognition: expected a mapping ({sorted(RECOGNITION_KEYS)})")
         return Recognition()
-    for key in sorted(set(raw) - RECOGNITION_KEYS - {LINE}):
+    for key in sorted(set(raw) - RECOGNITION_KEYS - {LINE, KEY_LINES}):
         problems.append(f"{where}: recognition: unknown key {key!r}")
     steps: list[Step] = [p for k in kinds.values() for p in k.recognise]
     objects = raw.get("objects")

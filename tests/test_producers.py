@@ -69,7 +69,10 @@ def test_a_cycle_is_an_error():
 
 def test_a_read_nobody_writes_is_an_error():
     a = Producer("a", ("ghost.value",), ("a.",), _noop)
-    with pytest.raises(ProducerGraphError, match=re.escape("producer a reads 'ghost.value', which no producer writes")):
+    with pytest.raises(
+        ProducerGraphError,
+        match=re.escape("producer a reads 'ghost.value', which no producer writes"),
+    ):
         ordered((a,))
 
 

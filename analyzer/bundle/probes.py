@@ -300,6 +300,7 @@ def parse_probe(kind: str, raw, where: str, problems: list[str]) -> Probe | None
         problems.append(
             f"{where}: kind {kind}: unknown recognise key {key!r} ({', '.join(sorted(PROBE_KEYS))})"
         )
+    n = len(problems)
     conditions = CONDITION_KEYS & set(raw)
     if not conditions:
         problems.append(f"{where}: kind {kind}: a recognise entry states no condition")
@@ -313,7 +314,6 @@ def parse_probe(kind: str, raw, where: str, problems: list[str]) -> Probe | None
         reason = kind
     if "order" not in raw:
         problems.append(f"{where}: kind {kind}: a recognise entry needs an order")
-    n = len(problems)
     probe = Probe(
         kind=kind,
         order=_int(raw.get("order"), "order", where, problems),

@@ -183,3 +183,33 @@ def test_an_unknown_parser_is_an_error_at_the_kind(tmp_path):
         f"{tmp_path / 'kinds.yaml'}:{line}: kind collect-manifest: parser 'manifesto' is not one"
         f" of {sorted(PARSERS)}"
     ]
+
+
+# Two recognitions the Python branches got wrong, fixed when they became entries: "no klog line"
+# matched only a text that was one klog line, and a List of NodeMetrics counted as Nodes.
+KLOG_WITH_A_POD_ROW = """\
+I0815 10:00:00.000000       1 main.go:10] waiting for the device plugin pod
+kube-system   hami-device-plugin-7xk2p   2/2     Running   0          3d
+I0815 10:00:05.000000       1 main.go:12] still waiting
+"""
+NODE_METRICS_LIST = """\
+apiVersion: v1
+items:
+- apiVersion: metrics.k8s.io/v1beta1
+  kind: NodeMetrics
+  metadata:
+    name: gpu-node-1
+kind: List
+"""
+
+
+def test_a_log_quoting_a_pod_row_is_no_pods_list(ruleset):
+    assert sniff(KLOG_WITH_A_POD_ROW, ruleset.catalogue)[0] == "klog"
+    rows = "\n".join(x for x in KLOG_WITH_A_POD_ROW.splitlines() if "Running" in x)
+    assert sniff(rows, ruleset.catalogue)[0] == "pods-list"
+
+
+def test_a_list_of_node_metrics_is_no_node(ruleset):
+    assert sniff(NODE_METRICS_LIST, ruleset.catalogue)[0] == "text"
+    nodes = NODE_METRICS_LIST.replace("metrics.k8s.io/v1beta1", "v1").replace("NodeMetrics", "Node")
+    assert sniff(nodes, ruleset.catalogue) == ("node", "kind: List whose items are Nodes")

@@ -277,6 +277,19 @@ def _recognition(
                 where=_where(path, u),
             )
         )
+    last = [s for s in steps if isinstance(s, Probe) and s.otherwise]
+    if not last:
+        problems.append(
+            f"{where}: recognition: no kind declares the last resort (`otherwise: true`)"
+        )
+    for s in last if len(last) > 1 else ():
+        others = ", ".join(f"{o.kind} ({o.where})" for o in last if o is not s)
+        problems.append(
+            f"{s.where}: kind {s.kind}: only one kind may be the last resort (`otherwise: true`);"
+            f" also {others}"
+        )
+    if len(last) == 1 and any(s.order >= last[0].order for s in steps if s is not last[0]):
+        problems.append(f"{last[0].where}: the `otherwise` entry must have the highest order")
     owner: dict[int, tuple[str, str]] = {}
     for s in steps:
         name = s.kind if isinstance(s, Probe) else type(s).__name__

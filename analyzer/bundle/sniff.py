@@ -9,11 +9,10 @@ from __future__ import annotations
 from analyzer.bundle.probes import Text
 from analyzer.kinds import Catalogue
 
-FALLBACK = ("text", "no recognition step matched")  # only when the catalogue declares no fallback
-
 
 def sniff(text: str, catalogue: Catalogue) -> tuple[str, str]:
-    """Return (kind, reason) for a text: the first recognition step that matches its head."""
+    """Return (kind, reason) for a text: the first recognition step that matches its head (the
+    catalogue's last step, `otherwise`, matches any)."""
     rec = catalogue.recognition
     head = Text(text[: rec.head_chars], rec.log_lines)
 
@@ -24,4 +23,5 @@ def sniff(text: str, catalogue: Catalogue) -> tuple[str, str]:
         found = step.attempt(head, again)
         if found is not None:
             return found
-    return FALLBACK
+    # the catalogue's load made sure its last step (`otherwise: true`) matches every text
+    raise AssertionError("the kind catalogue has no `otherwise` recognition step")

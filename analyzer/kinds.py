@@ -9,16 +9,6 @@ from pathlib import Path
 import regex
 import yaml
 
-from analyzer.bundle.probes import (
-    UNWRAPPERS,
-    MarkerStep,
-    ObjectStep,
-    Probe,
-    Recognition,
-    Step,
-    UnwrapStep,
-    parse_probe,
-)
 from analyzer.errors import RuleLoadError
 from analyzer.parse.structured import FastLoader
 
@@ -42,10 +32,17 @@ KIND_KEYS = {
     "weak",
     "assigned_by",
 }
-RECOGNITION_KEYS = {"head_chars", "log_lines", "objects", "markers", "unwrap"}
 LINE = "__line__"
 KEY_LINES = "__key_lines__"
 SCANNED_FAMILIES = ("log", "text", "table")
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A mapping of the catalogue as written, with the file:line it starts at."""
+
+    where: str
+    spec: dict
 
 
 @dataclass(frozen=True)
@@ -68,7 +65,9 @@ class Kind:
     # Go package paths (or build source paths) of the component that writes this log: a panic
     # whose stack names one of them is this component's crash, whatever file it was pasted in
     packages: regex.Pattern | None = None
-    recognise: tuple[Probe, ...] = ()  # its own recognition entries (rules/kinds.yaml `recognise:`)
+    # its own recognition entries as declared (rules/kinds.yaml `recognise:`); their vocabulary
+    # is analyzer/bundle/probes.py's, which checks and compiles them
+    recognise: tuple[Declared, ...] = ()
     weak: bool = False  # says little about what a part is: a paste is not split for it
     # the module that assigns this kind itself (a binary file, a declared issue text): no probe
     assigned_by: str = ""
@@ -83,12 +82,12 @@ class Kind:
         return self.family not in NOT_EVIDENCE
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one catalogue is itself: compiled recognition is cached by it
 class Catalogue:
     kinds: dict[str, Kind]
     by_container: dict[str, str] = field(default_factory=dict)
     by_k8s_kind: dict[str, str] = field(default_factory=dict)
-    recognition: Recognition = field(default_factory=Recognition)
+    recognition: Declared | None = None  # the top-level `recognition:` (shared steps)
 
     def __contains__(self, kind_id: str) -> bool:
         return kind_id in self.kinds
@@ -177,9 +176,6 @@ def load_catalogue(path: Path) -> Catalogue:
         if not isinstance(entries, list):
             problems.append(f"{where}: kind {kid}: recognise: expected a list of entries")
             entries = []
-        probes = tuple(
-            p for e in entries if (p := parse_probe(kid, e, _where(path, e), problems)) is not None
-        )
         kinds[kid] = Kind(
             id=kid,
             title=str(spec.get("title", kid)),
@@ -195,7 +191,7 @@ def load_catalogue(path: Path) -> Catalogue:
             basic=bool(spec.get("basic", False)),
             title_zh=str(spec.get("title_zh", "")),
             packages=regex.compile("|".join(packages)) if packages else None,
-            recognise=probes,
+            recognise=tuple(Declared(_where(path, e), e) for e in entries),
             weak=spec.get("weak") is True,
             assigned_by=str(spec.get("assigned_by", "")),
             at=where,
@@ -205,7 +201,10 @@ def load_catalogue(path: Path) -> Catalogue:
             if other not in kinds:
                 problems.append(f"{path}: kind {k.id}: counts_as unknown kind {other!r}")
     by_k8s_kind = {k.k8s_kind: k.id for k in kinds.values() if k.k8s_kind}
-    recognition = _recognition(path, doc.get("recognition"), kinds, by_k8s_kind, problems)
+    raw = doc.get("recognition")
+    recognition = Declared(_where(path, raw), raw) if isinstance(raw, dict) else None
+    if recognition is None:
+        problems.append(f"{path}: the catalogue has no `recognition:` mapping")
     if problems:
         raise RuleLoadError(problems)
     return Catalogue(
@@ -214,101 +213,3 @@ def load_catalogue(path: Path) -> Catalogue:
         by_k8s_kind=by_k8s_kind,
         recognition=recognition,
     )
-
-
-def _recognition(
-    path: Path, raw, kinds: dict[str, Kind], by_k8s_kind: dict[str, str], problems: list[str]
-) -> Recognition:
-    """The steps of recognition in order: every kind's entries and the shared steps (objects,
-    log markers, unwrapping) declared under the top-level `recognition:`. Two kinds may not
-    share an order: which would win is then a matter of file order, which nobody reads."""
-    where = _where(path, raw)
-    if not isinstance(raw, dict):
-        problems.append(f"{where}: recognition: expected a mapping ({sorted(RECOGNITION_KEYS)})")
-        return Recognition()
-    for key in sorted(set(raw) - RECOGNITION_KEYS - {LINE, KEY_LINES}):
-        problems.append(f"{where}: recognition: unknown key {key!r}")
-    steps: list[Step] = [p for k in kinds.values() for p in k.recognise]
-    objects = raw.get("objects")
-    if isinstance(objects, dict):
-        steps.append(
-            ObjectStep(
-                order=_order(objects, path, problems),
-                reason=str(objects.get("reason", "")),
-                list_reason=str(objects.get("list_reason", "")),
-                list_items=tuple(objects.get("list_items") or ()),
-                by_k8s_kind=by_k8s_kind,
-                where=_where(path, objects),
-            )
-        )
-        for item in objects.get("list_items") or ():
-            if item not in by_k8s_kind:
-                problems.append(
-                    f"{_where(path, objects)}: list_items: no kind has k8s_kind {item!r}"
-                )
-    else:
-        problems.append(f"{where}: recognition.objects: expected a mapping (order, reason, ...)")
-    markers = raw.get("markers")
-    if isinstance(markers, dict):
-        steps.append(
-            MarkerStep(
-                order=_order(markers, path, problems),
-                reason=str(markers.get("reason", "")),
-                markers=tuple(
-                    (k.id, k.marker) for k in kinds.values() if k.is_log and k.marker is not None
-                ),
-                where=_where(path, markers),
-            )
-        )
-    else:
-        problems.append(f"{where}: recognition.markers: expected a mapping (order, reason)")
-    for u in raw.get("unwrap") or []:
-        if not isinstance(u, dict) or u.get("transform") not in UNWRAPPERS:
-            problems.append(
-                f"{_where(path, u)}: recognition.unwrap: expected a transform among"
-                f" {sorted(UNWRAPPERS)}, an order and a reason"
-            )
-            continue
-        steps.append(
-            UnwrapStep(
-                order=_order(u, path, problems),
-                reason=str(u.get("reason", "{reason}")),
-                unwrap=UNWRAPPERS[u["transform"]],
-                where=_where(path, u),
-            )
-        )
-    last = [s for s in steps if isinstance(s, Probe) and s.otherwise]
-    if not last:
-        problems.append(
-            f"{where}: recognition: no kind declares the last resort (`otherwise: true`)"
-        )
-    for s in last if len(last) > 1 else ():
-        others = ", ".join(f"{o.kind} ({o.where})" for o in last if o is not s)
-        problems.append(
-            f"{s.where}: kind {s.kind}: only one kind may be the last resort (`otherwise: true`);"
-            f" also {others}"
-        )
-    if len(last) == 1 and any(s.order >= last[0].order for s in steps if s is not last[0]):
-        problems.append(f"{last[0].where}: the `otherwise` entry must have the highest order")
-    owner: dict[int, tuple[str, str]] = {}
-    for s in steps:
-        name = s.kind if isinstance(s, Probe) else type(s).__name__
-        seen = owner.setdefault(s.order, (name, s.where))
-        if seen[0] != name:
-            problems.append(
-                f"{s.where}: recognise order {s.order} is also {seen[0]}'s ({seen[1]}):"
-                " give each kind its own order"
-            )
-    return Recognition(
-        head_chars=int(raw.get("head_chars", 200_000)),
-        log_lines=int(raw.get("log_lines", 3000)),
-        steps=tuple(sorted(steps, key=lambda s: s.order)),
-    )
-
-
-def _order(spec: dict, path: Path, problems: list[str]) -> int:
-    order = spec.get("order")
-    if isinstance(order, bool) or not isinstance(order, int):
-        problems.append(f"{_where(path, spec)}: order must be a whole number, got {order!r}")
-        return 0
-    return order

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from analyzer.analyze import matcher_for
-from analyzer.bundle.probes import MarkerStep, ObjectStep
+from analyzer.bundle.probes import MarkerStep, ObjectStep, compile_recognition, recognition_of
 from analyzer.bundle.reader import BundleReader, open_bundle
 from analyzer.bundle.sniff import sniff
 from analyzer.errors import RuleLoadError
@@ -36,7 +36,7 @@ def _example(kid: str) -> Path | None:
 @pytest.mark.parametrize("kid", KIND_IDS)
 def test_each_kind_is_recognised_by_a_declaration(kid):
     k = CATALOGUE[kid]
-    steps = CATALOGUE.recognition.steps
+    steps = recognition_of(CATALOGUE).steps
     ways = []
     if k.recognise:
         ways.append("recognise")
@@ -132,8 +132,9 @@ def _broken(tmp_path, entry: str) -> list[str]:
     end = text.index("        reason: has cdiVersion\n") + len("        reason: has cdiVersion\n")
     (tmp_path / "kinds.yaml").write_text(text[:start] + entry + text[end:], encoding="utf-8")
     line = text[:start].count("\n") + 1
+    catalogue = load_catalogue(tmp_path / "kinds.yaml")
     with pytest.raises(RuleLoadError) as exc:
-        load_catalogue(tmp_path / "kinds.yaml")
+        compile_recognition(catalogue)
     return [p for p in exc.value.problems if re.match(rf".*kinds\.yaml:{line}: ", p)]
 
 

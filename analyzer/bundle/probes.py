@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
 from analyzer.bundle.text import KLOG_HEADER_PATTERN, PREFIX_RE, SCRIPT_RE, diff_after_side
+from analyzer.errors import RuleLoadError
+from analyzer.kinds import Catalogue
 
 # a pattern written `@name` is one the analyzer defines once for every reader of logs
 NAMED_PATTERNS = {"klog": KLOG_HEADER_PATTERN}
@@ -32,6 +34,7 @@ PROBE_KEYS = {
     "sections",
     "log_line",
 }
+RECOGNITION_KEYS = {"head_chars", "log_lines", "objects", "markers", "unwrap"}
 SECTION_KEYS = {"pattern", "any_of", "only", "min"}
 CONDITION_KEYS = PROBE_KEYS - {"order", "reason", "min_lines"}
 
@@ -347,3 +350,121 @@ def parse_probe(kind: str, raw, where: str, problems: list[str]) -> Probe | None
     except (KeyError, IndexError, ValueError) as exc:
         problems.append(f"{where}: kind {kind}: reason {reason!r}: unknown placeholder {exc}")
     return probe if len(problems) == n else None
+
+
+@lru_cache(maxsize=16)
+def recognition_of(catalogue: Catalogue) -> Recognition:
+    """The catalogue's recognition, compiled once per catalogue (a RuleLoadError when broken)."""
+    return compile_recognition(catalogue)
+
+
+def compile_recognition(catalogue: Catalogue) -> Recognition:
+    """The steps of recognition in order: every kind's entries and the shared steps (objects,
+    log markers, unwrapping) declared under the top-level `recognition:`. Two kinds may not
+    share an order: which would win is then a matter of file order, which nobody reads. Every
+    problem names the file and line of its entry."""
+    problems: list[str] = []
+    if catalogue.recognition is None:
+        raise RuleLoadError(["the kind catalogue has no `recognition:` mapping"])
+    where, raw = catalogue.recognition.where, catalogue.recognition.spec
+    path = where.rsplit(":", 1)[0]
+    kinds = catalogue.kinds
+    by_k8s_kind = catalogue.by_k8s_kind
+    for key in sorted(k for k in set(raw) - RECOGNITION_KEYS if not k.startswith("__")):
+        problems.append(f"{where}: recognition: unknown key {key!r}")
+    steps: list[Step] = [
+        p
+        for k in kinds.values()
+        for d in k.recognise
+        if (p := parse_probe(k.id, d.spec, d.where, problems)) is not None
+    ]
+    objects = raw.get("objects")
+    if isinstance(objects, dict):
+        steps.append(
+            ObjectStep(
+                order=_order(objects, path, problems),
+                reason=str(objects.get("reason", "")),
+                list_reason=str(objects.get("list_reason", "")),
+                list_items=tuple(objects.get("list_items") or ()),
+                by_k8s_kind=by_k8s_kind,
+                where=_where(path, objects),
+            )
+        )
+        for item in objects.get("list_items") or ():
+            if item not in by_k8s_kind:
+                problems.append(
+                    f"{_where(path, objects)}: list_items: no kind has k8s_kind {item!r}"
+                )
+    else:
+        problems.append(f"{where}: recognition.objects: expected a mapping (order, reason, ...)")
+    markers = raw.get("markers")
+    if isinstance(markers, dict):
+        steps.append(
+            MarkerStep(
+                order=_order(markers, path, problems),
+                reason=str(markers.get("reason", "")),
+                markers=tuple(
+                    (k.id, k.marker) for k in kinds.values() if k.is_log and k.marker is not None
+                ),
+                where=_where(path, markers),
+            )
+        )
+    else:
+        problems.append(f"{where}: recognition.markers: expected a mapping (order, reason)")
+    for u in raw.get("unwrap") or []:
+        if not isinstance(u, dict) or u.get("transform") not in UNWRAPPERS:
+            problems.append(
+                f"{_where(path, u)}: recognition.unwrap: expected a transform among"
+                f" {sorted(UNWRAPPERS)}, an order and a reason"
+            )
+            continue
+        steps.append(
+            UnwrapStep(
+                order=_order(u, path, problems),
+                reason=str(u.get("reason", "{reason}")),
+                unwrap=UNWRAPPERS[u["transform"]],
+                where=_where(path, u),
+            )
+        )
+    last = [s for s in steps if isinstance(s, Probe) and s.otherwise]
+    if not last:
+        problems.append(
+            f"{where}: recognition: no kind declares the last resort (`otherwise: true`)"
+        )
+    for s in last if len(last) > 1 else ():
+        others = ", ".join(f"{o.kind} ({o.where})" for o in last if o is not s)
+        problems.append(
+            f"{s.where}: kind {s.kind}: only one kind may be the last resort (`otherwise: true`);"
+            f" also {others}"
+        )
+    if len(last) == 1 and any(s.order >= last[0].order for s in steps if s is not last[0]):
+        problems.append(f"{last[0].where}: the `otherwise` entry must have the highest order")
+    owner: dict[int, tuple[str, str]] = {}
+    for s in steps:
+        name = s.kind if isinstance(s, Probe) else type(s).__name__
+        seen = owner.setdefault(s.order, (name, s.where))
+        if seen[0] != name:
+            problems.append(
+                f"{s.where}: recognise order {s.order} is also {seen[0]}'s ({seen[1]}):"
+                " give each kind its own order"
+            )
+    recognition = Recognition(
+        head_chars=_int(raw.get("head_chars"), "head_chars", where, problems, 200_000),
+        log_lines=_int(raw.get("log_lines"), "log_lines", where, problems, 3000),
+        steps=tuple(sorted(steps, key=lambda s: s.order)),
+    )
+    if problems:
+        raise RuleLoadError(problems)
+    return recognition
+
+
+def _where(path: str, spec) -> str:
+    return f"{path}:{spec.get('__line__', 0) if isinstance(spec, dict) else 0}"
+
+
+def _order(spec: dict, path: str, problems: list[str]) -> int:
+    order = spec.get("order")
+    if isinstance(order, bool) or not isinstance(order, int):
+        problems.append(f"{_where(path, spec)}: order must be a whole number, got {order!r}")
+        return 0
+    return order

@@ -6,14 +6,14 @@ this module only tries the catalogue's steps in their order on the text's head."
 
 from __future__ import annotations
 
-from analyzer.bundle.probes import Text
+from analyzer.bundle.probes import Text, recognition_of
 from analyzer.kinds import Catalogue
 
 
 def sniff(text: str, catalogue: Catalogue) -> tuple[str, str]:
     """Return (kind, reason) for a text: the first recognition step that matches its head (the
     catalogue's last step, `otherwise`, matches any)."""
-    rec = catalogue.recognition
+    rec = recognition_of(catalogue)
     head = Text(text[: rec.head_chars], rec.log_lines)
 
     def again(inner: str) -> tuple[str, str]:

@@ -53,7 +53,7 @@ class Text:
     def log_lines(self) -> list[str]:
         """The first lines read as a log reads them: without the kubectl/CRI prefix."""
         return [
-            raw[PREFIX_RE.match(raw).end() :] for raw in self.text.splitlines()[: self._log_lines]
+            PREFIX_RE.sub("", raw, count=1) for raw in self.text.splitlines()[: self._log_lines]
         ]
 
 
@@ -431,11 +431,11 @@ def compile_recognition(catalogue: Catalogue) -> Recognition:
         problems.append(
             f"{where}: recognition: no kind declares the last resort (`otherwise: true`)"
         )
-    for s in last if len(last) > 1 else ():
-        others = ", ".join(f"{o.kind} ({o.where})" for o in last if o is not s)
+    for resort in last if len(last) > 1 else ():
+        others = ", ".join(f"{o.kind} ({o.where})" for o in last if o is not resort)
         problems.append(
-            f"{s.where}: kind {s.kind}: only one kind may be the last resort (`otherwise: true`);"
-            f" also {others}"
+            f"{resort.where}: kind {resort.kind}: only one kind may be the last resort"
+            f" (`otherwise: true`); also {others}"
         )
     if len(last) == 1 and any(s.order >= last[0].order for s in steps if s is not last[0]):
         problems.append(f"{last[0].where}: the `otherwise` entry must have the highest order")

@@ -78,7 +78,7 @@ def test_a_read_nobody_writes_is_an_error():
 
 def test_a_product_must_be_declared():
     rogue = Producer("rogue", (), ("rogue.",), lambda src, facts: {"register": None})
-    src = Sources(None, None, None, None, None, None, {}, None)
+    src = Sources(None, None, None, None, None, None, {}, None, [], [])
     with pytest.raises(ProducerGraphError, match=re.escape("rogue made undeclared ['@register']")):
         producers.run((rogue,), src, FactSet())
 

@@ -228,7 +228,9 @@ def _context(bundle, inputs: FactInputs, node, clock, index, names, decoded) -> 
         cap = inputs.signatures[from_log.sig].node_capture
         name = (from_log.captures.get(cap) if cap else None) or None
     facts = FactSet()
-    src = Sources(bundle, inputs, node, name, view, clock, decoded, from_log)
+    src = Sources(
+        bundle, inputs, node, name, view, clock, decoded, from_log, bundle.logs, bundle.configs
+    )
     producers.run(producers.ORDER, src, facts)
     made = src.made
     return NodeContext(

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from analyzer.facts.context import FactInputs
     from analyzer.facts.matches import SignatureIndex
     from analyzer.parse.annotations import Handshake
+    from analyzer.parse.configs import ConfigFacts
+    from analyzer.parse.logs import ParsedLog
     from analyzer.parse.node import NodeFacts
     from analyzer.pipeline import ParsedBundle
 
@@ -57,6 +59,8 @@ class Sources:
     clock: Clock
     decoded: dict[str, Handshake]
     from_log: Match | None
+    logs: list[ParsedLog]  # the logs this node's facts come from
+    configs: list[ConfigFacts]  # the configs this node's facts come from
     made: dict[str, Any] = field(default_factory=dict)  # `@name` products by name
 
 
@@ -97,16 +101,16 @@ def _pod(src: Sources, facts: FactSet) -> None:
 
 
 def _config(src: Sources, facts: FactSet) -> None:
-    config_facts.produce(src.bundle.configs, facts)
+    config_facts.produce(src.configs, facts)
     config_facts.produce_skew(facts)
 
 
 def _runtime(src: Sources, facts: FactSet) -> None:
-    runtime_facts.produce(src.bundle.configs, facts)
+    runtime_facts.produce(src.configs, facts)
 
 
 def _lease(src: Sources, facts: FactSet) -> None:
-    lease_facts.produce(src.bundle.configs, facts)
+    lease_facts.produce(src.configs, facts)
 
 
 def _selector(src: Sources, facts: FactSet) -> None:
@@ -115,11 +119,11 @@ def _selector(src: Sources, facts: FactSet) -> None:
 
 
 def _smi(src: Sources, facts: FactSet) -> None:
-    smi_facts.produce(src.bundle.logs, facts)
+    smi_facts.produce(src.logs, facts)
 
 
 def _logs(src: Sources, facts: FactSet) -> None:
-    log_facts.produce(src.bundle.logs, facts)
+    log_facts.produce(src.logs, facts)
 
 
 def _panic(src: Sources, facts: FactSet) -> None:
@@ -127,7 +131,7 @@ def _panic(src: Sources, facts: FactSet) -> None:
 
 
 def _workloads(src: Sources, facts: FactSet) -> None:
-    workload_facts.produce(src.bundle.logs, facts)
+    workload_facts.produce(src.logs, facts)
 
 
 def _stated(src: Sources, facts: FactSet) -> None:
@@ -135,7 +139,7 @@ def _stated(src: Sources, facts: FactSet) -> None:
 
 
 def _hamicore(src: Sources, facts: FactSet) -> None:
-    hamicore_facts.produce(src.bundle.logs, facts)
+    hamicore_facts.produce(src.logs, facts)
 
 
 def _version(src: Sources, facts: FactSet) -> dict[str, Any]:

@@ -102,9 +102,6 @@ class Catalogue:
         """The kinds every diagnosis starts from, in catalogue order."""
         return [k for k in self.kinds.values() if k.basic]
 
-    def log_kinds(self) -> list[Kind]:
-        return [k for k in self.kinds.values() if k.is_log and k.marker is not None]
-
     def owner_of(self, where: str) -> str | None:
         """The kind whose component a Go package path or source file path belongs to."""
         for k in self.kinds.values():

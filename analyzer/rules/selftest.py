@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import regex
 
@@ -21,6 +22,7 @@ class CaseResult:
     case: str
     ok: bool
     detail: str
+    report: Any = None  # the case's Report (analyzer.report.model), kept for snapshots
 
 
 def _run_case(ruleset: RuleSet, case: dict, base: Path, lang: str = "en"):
@@ -90,7 +92,7 @@ def run_rule_tests(ruleset: RuleSet, only: str | None = None) -> list[CaseResult
                         detail += " (rule was not evaluated: the evidence it needs is missing from the case)"
                     if rule.id in explained:
                         detail += " (its `unless` explained it away)"
-                results.append(CaseResult(rule.id, label, ok, detail))
+                results.append(CaseResult(rule.id, label, ok, detail, report))
                 if want == "fires" and ok and rule.zh is not None:
                     results.append(_translated(ruleset, rule.id, case, base, label))
     return results

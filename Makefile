@@ -23,6 +23,7 @@ test: $(STAMP)
 	$(BIN)/ruff format --check analyzer tests tools
 	$(BIN)/ruff check analyzer tests tools
 	$(BIN)/hami-analyzer rules lint
+	$(BIN)/python tools/make_samples.py --check
 	$(BIN)/pytest
 
 # rewrite each rule's snapshot (tests/snapshots/rules/) from its firing cases; read `git diff` after

@@ -366,6 +366,51 @@ def test_incomplete_translation_stops_the_load(tmp_path, zh, fragment):
     assert f"rule {RID}: zh" in res.stderr and fragment in res.stderr, res.stderr
 
 
+@pytest.mark.parametrize(
+    ("rule", "signature", "message"),
+    [
+        pytest.param(
+            {"priority": "high"},
+            {},
+            f"rule {RID}: priority must be a whole number, got 'high'",
+            id="priority",
+        ),
+        pytest.param({"case": 7}, {}, f"rule {RID}: case 7 not one of 1, 2, 3, 4, 5", id="case"),
+        pytest.param(
+            {"component_versions": {"toolkit": ">>1"}},
+            {},
+            f"rule {RID}: component_versions.toolkit: bad version constraint '>>1'",
+            id="component-versions",
+        ),
+        pytest.param(
+            {}, {"level": "X"}, f"signature {SID}: level 'X' not one of I, W, E, F", id="level"
+        ),
+        pytest.param(
+            {},
+            {"node_capture": "host"},
+            f"signature {SID}: node_capture 'host' is not a named group",
+            id="node-capture",
+        ),
+        pytest.param(
+            {},
+            {"regex": "lint (?P<what>a"},
+            f"signature {SID}: bad regex: missing ) at position 15",
+            id="bad-regex",
+        ),
+    ],
+)
+def test_fields_are_read_by_their_table(tmp_path, rule, signature, message):
+    """Each field is read by its declared reader: a bad value is one `file:line` error naming the
+    rule or signature, never a traceback."""
+    path = write_rules(tmp_path, [probe_rule(**rule)], [probe_signature(**signature)])
+    res = runner.invoke(app, ["rules", "lint", "--rules", str(tmp_path)])
+    assert res.exit_code == 2, res.output
+    ident = f"id: {SID if signature else RID}"
+    lines = path.read_text().splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if text.endswith(ident))
+    assert res.stderr.splitlines() == [f"error: {path}:{line}: {message}"], res.stderr
+
+
 def test_translation_is_rendered_in_chinese(tmp_path):
     """A complete zh block loads; texts('zh') gives it with the English step's command, and an
     untranslated rule falls back to English."""

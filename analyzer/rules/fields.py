@@ -7,17 +7,42 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import regex
+import yaml
 from jinja2 import TemplateSyntaxError
 from jinja2.sandbox import SandboxedEnvironment
 
+from analyzer.parse.structured import FastLoader
 from analyzer.versions import Range
 
 LINE_KEY = "__line__"  # the YAML loader records each mapping's line under this key
 TEMPLATE_ENV = SandboxedEnvironment(autoescape=False, keep_trailing_newline=False)
 _ID_RE = regex.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+
+class _LineLoader(FastLoader):
+    """The fast safe loader, recording the line of every mapping under LINE_KEY."""
+
+    def construct_mapping(self, node, deep=False):  # type: ignore[override]
+        mapping = super().construct_mapping(node, deep=deep)
+        mapping[LINE_KEY] = node.start_mark.line + 1
+        return mapping
+
+
+def read_yaml(path: Path, problems: list[str]) -> Any:
+    """A rule-directory YAML file with line marks; None (and a `file:line` problem) when it
+    cannot be read or parsed."""
+    try:
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=_LineLoader)
+    except yaml.MarkedYAMLError as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark else 0
+        problems.append(f"{path}:{line}: YAML error: {exc.problem}")
+    except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
+        problems.append(f"{path}: {str(exc).splitlines()[0]}")
+    return None
 
 
 @dataclass
@@ -45,7 +70,7 @@ Reader = Callable[[Any, Context], Any]
 
 @dataclass(frozen=True)
 class Field:
-    schema: dict[str, Any]
+    schema: dict[str, Any] = field(default_factory=dict)
     read: Reader | None = None  # None: the value is taken as it is
     default: Any = None  # when absent (or unreadable); a callable makes a fresh one
     attr: str | None = ""  # the model attribute it fills ("": the key itself; None: not kept)

@@ -9,8 +9,6 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from analyzer import __version__
 from analyzer.atomic import atomic_path
 from analyzer.cache import cache_dir
@@ -18,10 +16,10 @@ from analyzer.errors import RuleLoadError
 from analyzer.kinds import load_catalogue
 from analyzer.parse.annotations import AnnotationSpec
 from analyzer.parse.literals import required_literals
-from analyzer.parse.structured import FastLoader, load_yaml
 from analyzer.rules import builtin_rules_dir
-from analyzer.rules.fields import LINE_KEY, Context, read_fields
-from analyzer.rules.model import DecisionSpec, EpisodeSpec, Rule, RuleSet, Signature
+from analyzer.rules.datafiles import check_annotations, load_decisions, load_episodes
+from analyzer.rules.fields import LINE_KEY, Context, read_fields, read_yaml
+from analyzer.rules.model import Rule, RuleSet, Signature
 from analyzer.rules.schema import RULE_FIELDS, SIGNATURE_FIELDS
 
 BUILTIN_DATA = (
@@ -32,15 +30,6 @@ BUILTIN_DATA = (
     "bot.yaml",
     "redactors.yaml",
 )
-
-
-class _LineLoader(FastLoader):
-    """SafeLoader that records the line of every mapping under LINE_KEY."""
-
-    def construct_mapping(self, node, deep=False):  # type: ignore[override]
-        mapping = super().construct_mapping(node, deep=deep)
-        mapping[LINE_KEY] = node.start_mark.line + 1
-        return mapping
 
 
 def _rules_digest(dirs: list[Path]) -> str:
@@ -109,14 +98,8 @@ def _read_docs(dirs: list[Path], problems: list[str]):
             if path.name in BUILTIN_DATA and not custom:
                 continue
             files.append(str(path))
-            try:
-                doc = yaml.load(path.read_text(encoding="utf-8"), Loader=_LineLoader)
-            except yaml.MarkedYAMLError as exc:
-                line = exc.problem_mark.line + 1 if exc.problem_mark else 0
-                problems.append(f"{path}:{line}: YAML error: {exc.problem}")
-                continue
-            except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
-                problems.append(f"{path}: {str(exc).splitlines()[0]}")
+            doc = read_yaml(path, problems)
+            if doc is None:
                 continue
             if not isinstance(doc, dict):
                 problems.append(f"{path}:1: expected a mapping with 'signatures:' and/or 'rules:'")
@@ -136,7 +119,7 @@ def _load_ruleset(dirs: list[Path], version: str) -> RuleSet:
 
     problems: list[str] = []
     catalogue = load_catalogue(dirs[0] / "kinds.yaml")
-    annotations = AnnotationSpec.load(dirs[0] / "annotations.yaml")
+    annotation_doc = check_annotations(dirs[0] / "annotations.yaml", problems)
     sig_docs, rule_docs, files = _read_docs(dirs, problems)
     signatures: dict[str, Signature] = {}
     for path, s in sig_docs:
@@ -156,10 +139,11 @@ def _load_ruleset(dirs: list[Path], version: str) -> RuleSet:
         rules[rule.id] = rule
     if problems:
         raise RuleLoadError(problems)
-    episodes = _load_episodes(dirs[0] / "timeline.yaml", signatures, problems)
-    decisions = _load_decisions(dirs[0] / "decisions.yaml", signatures, problems)
-    if problems:
+    episodes = load_episodes(dirs[0] / "timeline.yaml", signatures, catalogue, problems)
+    decisions = load_decisions(dirs[0] / "decisions.yaml", signatures, problems)
+    if problems or annotation_doc is None:
         raise RuleLoadError(problems)
+    annotations = AnnotationSpec.from_doc(annotation_doc)
     ruleset = RuleSet(
         catalogue, signatures, rules, annotations, files, episodes, decisions, version
     )
@@ -208,48 +192,3 @@ def _load_rule(path: str, r: Any, sigs: dict, problems: list[str]) -> Rule | Non
     if values["id"] is None or values["when"] is None or any(k not in r for k in needed):
         return None
     return Rule(**values, file=path, line=line)
-
-
-def _load_episodes(path: Path, sigs: dict, problems: list[str]) -> EpisodeSpec:
-    ep = (load_yaml(path.read_text(encoding="utf-8")) or {}).get("episodes") or {}
-    healthy = []
-    for h in ep.get("healthy", []):
-        sid, where = (h["signature"], h.get("where") or {}) if isinstance(h, dict) else (h, {})
-        healthy.append((sid, tuple((str(c), str(p)) for c, p in where.items())))
-    loop = ep.get("restart_loop") or {}
-    spec = EpisodeSpec(
-        starts=dict(ep.get("starts") or {}),
-        healthy=tuple(healthy),
-        annotation_update=ep.get("annotation_update"),
-        leader=ep.get("leader"),
-        restart_count=int(loop.get("count", 3)),
-        restart_within=float(loop.get("within_seconds", 900)),
-        gap_seconds={k: float(v) for k, v in (ep.get("gap_seconds") or {}).items()},
-    )
-    used = [*spec.starts.values(), *(h[0] for h in spec.healthy)]
-    used += [x for x in (spec.annotation_update, spec.leader) if x]
-    for sid in used:
-        if sid not in sigs:
-            problems.append(f"{path}: unknown signature id {sid!r}")
-    return spec
-
-
-def _load_decisions(path: Path, sigs: dict, problems: list[str]) -> tuple[DecisionSpec, ...]:
-    out = []
-    for d in (load_yaml(path.read_text(encoding="utf-8")) or {}).get("decisions") or []:
-        sig = sigs.get(d.get("signature"))
-        if sig is None:
-            problems.append(f"{path}: unknown signature id {d.get('signature')!r}")
-            continue
-        spec = DecisionSpec(
-            sig.id,
-            bool(d.get("fit")),
-            tuple(d.get("pod", [])),
-            tuple(d.get("node", [])),
-            tuple(d.get("reason", [])),
-        )
-        for cap in spec.pod + spec.node + spec.reason:
-            if cap not in sig.compiled.groupindex:
-                problems.append(f"{path}: signature {sig.id} has no capture {cap!r}")
-        out.append(spec)
-    return tuple(out)

@@ -32,8 +32,8 @@ import regex
 from analyzer.facts.model import (
     MATCH_TIMEOUT,
     STRENGTHS,
-    UNKNOWN,
     Evidence,
+    Fact,
     Match,
     strongest,
     weakest,
@@ -479,7 +479,7 @@ class FactCond(Cond):
 
     def evaluate(self, ctx: EvalContext) -> Outcome:
         f = ctx.facts.lookup(self.path)
-        if f is UNKNOWN:
+        if not isinstance(f, Fact):  # UNKNOWN
             return unknown(sources_of(self.path))
         value = f.value
         facts = [(self.path, f)]
@@ -487,7 +487,7 @@ class FactCond(Cond):
         for op, want in self.ops:  # an AND: a failed comparison decides, even beside an unknown
             if isinstance(want, FactRef):
                 ref = ctx.facts.lookup(want.path)
-                if ref is UNKNOWN:
+                if not isinstance(ref, Fact):  # UNKNOWN
                     missing.update(sources_of(want.path))
                     continue
                 if ref.value is None:
@@ -550,7 +550,7 @@ class AgeCond(FactCond):
 
     def evaluate(self, ctx: EvalContext) -> Outcome:
         f = ctx.facts.lookup(self.path)
-        if f is UNKNOWN:
+        if not isinstance(f, Fact):  # UNKNOWN
             return unknown(sources_of(self.path))
         if ctx.collected_at is None:
             return unknown(sources_of(self.path) or ("node",))

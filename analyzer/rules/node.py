@@ -39,8 +39,11 @@ class EvalContext(Protocol):
     """What a condition may look at: facts, signature matches, and whether a signature's absence
     is known (the bundle holds an artefact where it would have been printed)."""
 
-    facts: FactSet
-    collected_at: dt.datetime | None
+    @property
+    def facts(self) -> FactSet: ...
+
+    @property
+    def collected_at(self) -> dt.datetime | None: ...
 
     def matches(self, sig: str) -> list[Match]: ...
 

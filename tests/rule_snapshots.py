@@ -28,12 +28,15 @@ def _short(text: object) -> str:
 
 
 def _evidence(e: Evidence) -> str:
-    where = f"{Path(e.file).name if e.file and Path(e.file).is_absolute() else e.file}"
-    where += f":{e.line}" if e.line is not None else ""
+    if e.file is None:
+        where = "-"  # a fact with no place (inferred, or stated in prose)
+    else:
+        where = Path(e.file).name if Path(e.file).is_absolute() else e.file
+        where += f":{e.line}" if e.line is not None else ""
     if e.kind == "log":
         return f"log {where}  {_short(e.text)}"
     if e.kind == "fact":
-        return f"fact {where or '-'}  {e.path} = {_short(repr(e.value))}"
+        return f"fact {where}  {e.path} = {_short(repr(e.value))}"
     return f"{e.kind}  {_short(e.text)}"
 
 

@@ -178,6 +178,8 @@ FORMAT_FIELDS = {
     "record_sep": Field(read=text),
     "field_sep": Field(read=text),
     "fields": Field(read=_format_fields, required="load"),
+    # delimited: what a `false` health field says ("unknown": the writer set it regardless)
+    "false_health": Field(read=one_of(("unknown", "false"))),
     "versions": Field(read=versions),
 }
 HINT_FIELDS = {

@@ -23,35 +23,40 @@ CASES = [
         "timeline.yaml",
         "device-plugin-log: dp-start",
         "device-plugin-log: dp-strat",
-        "timeline.yaml:4: starts.device-plugin-log: unknown signature id 'dp-strat'",
+        "timeline.yaml:{line}: starts.device-plugin-log: unknown signature id 'dp-strat'",
+        "device-plugin-log: dp-strat",
         id="timeline-unknown-signature",
     ),
     pytest.param(
         "timeline.yaml",
         "device-plugin-log: dp-start",
         "device-plugin-lg: dp-start",
-        "timeline.yaml:4: starts: unknown artefact kind 'device-plugin-lg'",
+        "timeline.yaml:{line}: starts: unknown artefact kind 'device-plugin-lg'",
+        "device-plugin-lg: dp-start",
         id="timeline-unknown-kind",
     ),
     pytest.param(
         "timeline.yaml",
         "where: {current: '^[1-9]'}",
         "where: {currnet: '^[1-9]'}",
-        "timeline.yaml:10: signature sch-health-check has no capture 'currnet'",
+        "timeline.yaml:{line}: signature sch-health-check has no capture 'currnet'",
+        "{signature: sch-health-check",
         id="timeline-unknown-capture",
     ),
     pytest.param(
         "timeline.yaml",
         "restart_loop: {count: 3",
         "restart_loop: {count: three",
-        "timeline.yaml:13: count must be a whole number, got 'three'",
+        "timeline.yaml:{line}: count must be a whole number, got 'three'",
+        "restart_loop: {count: three",
         id="timeline-bad-number",
     ),
     pytest.param(
         "decisions.yaml",
         "    pod: [pod, pod2]",
         "    pod: [pod, pod3]",
-        "decisions.yaml:8: signature sch-node-unfit has no capture 'pod3'",
+        "decisions.yaml:{line}: signature sch-node-unfit has no capture 'pod3'",
+        "signature: sch-node-unfit",
         id="decisions-unknown-capture",
     ),
     pytest.param(
@@ -59,30 +64,34 @@ CASES = [
         "    fit: true",
         "    fits: true",
         (
-            "decisions.yaml:4: decision: unknown key 'fits' (allowed: signature, fit, pod, node, reason)",
-            "decisions.yaml:4: decision: missing 'fit'",
+            "decisions.yaml:{line}: decision: unknown key 'fits' (allowed: signature, fit, pod, node, reason)",
+            "decisions.yaml:{line}: decision: missing 'fit'",
         ),
+        "signature: sch-pod-scheduled",
         id="decisions-unknown-key",
     ),
     pytest.param(
         "annotations.yaml",
         "numa: {type: int, default: 0}",
         "numa: {type: integer, default: 0}",
-        "annotations.yaml:18: type 'integer' not one of str, int, bool",
+        "annotations.yaml:{line}: type 'integer' not one of str, int, bool",
+        "numa: {type: integer",
         id="annotations-field-type",
     ),
     pytest.param(
         "annotations.yaml",
         "pattern: '^Reported (?P<time>",
         "pattern: '^Reported (?P<when>",
-        "annotations.yaml:63: pattern needs the named group(s) time",
+        "annotations.yaml:{line}: pattern needs the named group(s) time",
+        "- state: Reported",
         id="annotations-state-without-time",
     ),
     pytest.param(
         "annotations.yaml",
         "versions: '<2.5.0'",
         "versions: '<<2.5.0'",
-        "annotations.yaml:28: bad version constraint '<<2.5.0'",
+        "annotations.yaml:{line}: bad version constraint '<<2.5.0'",
+        "- name: csv-7",
         id="annotations-bad-versions",
     ),
 ]
@@ -108,11 +117,16 @@ def test_the_copy_loads_clean(rules_copy):
     assert load_ruleset(use_cache=False).warnings == []
 
 
-@pytest.mark.parametrize(("name", "old", "new", "problems"), CASES)
-def test_data_file_defect_names_file_and_line(rules_copy, name, old, new, problems):
+@pytest.mark.parametrize(("name", "old", "new", "problems", "anchor"), CASES)
+def test_data_file_defect_names_file_and_line(rules_copy, name, old, new, problems, anchor):
+    """`anchor` is the text on the line the problem must name (the mapping holding the defect),
+    so that edits elsewhere in the file do not move the expectation."""
     _break(rules_copy, name, old, new)
+    lines = (rules_copy / name).read_text(encoding="utf-8").splitlines()
+    (line,) = [i for i, text in enumerate(lines, 1) if anchor in text]
     expected = [
-        f"{rules_copy}/{p}" for p in ([problems] if isinstance(problems, str) else problems)
+        f"{rules_copy}/{p}".replace("{line}", str(line))
+        for p in ([problems] if isinstance(problems, str) else problems)
     ]
     with pytest.raises(RuleLoadError) as info:
         load_ruleset(use_cache=False)

@@ -11,11 +11,13 @@ from typing import Any
 
 from analyzer import __version__
 from analyzer.atomic import atomic_path
+from analyzer.bundle.probes import compile_recognition
 from analyzer.cache import cache_dir
 from analyzer.errors import RuleLoadError
 from analyzer.kinds import load_catalogue
 from analyzer.parse.annotations import AnnotationSpec
 from analyzer.parse.literals import required_literals
+from analyzer.parse.registry import check_parsers
 from analyzer.rules import builtin_rules_dir
 from analyzer.rules.datafiles import check_annotations, load_decisions, load_episodes
 from analyzer.rules.fields import LINE_KEY, Context, read_fields, read_yaml
@@ -119,6 +121,8 @@ def _load_ruleset(dirs: list[Path], version: str) -> RuleSet:
 
     problems: list[str] = []
     catalogue = load_catalogue(dirs[0] / "kinds.yaml")
+    check_parsers(catalogue)
+    compile_recognition(catalogue)  # its recognition entries' problems, with file:line
     annotation_doc = check_annotations(dirs[0] / "annotations.yaml", problems)
     sig_docs, rule_docs, files = _read_docs(dirs, problems)
     signatures: dict[str, Signature] = {}

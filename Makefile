@@ -24,6 +24,8 @@ test: $(STAMP)
 	$(BIN)/ruff check analyzer tests tools
 	$(BIN)/hami-analyzer rules lint
 	$(BIN)/python tools/make_samples.py --check
+	$(BIN)/lint-imports
+	$(BIN)/python tools/mypy_baseline.py
 	$(BIN)/pytest
 
 # rewrite each rule's snapshot (tests/snapshots/rules/) from its firing cases; read `git diff` after

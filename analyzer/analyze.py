@@ -1,9 +1,22 @@
-"""The whole analysis of one bundle as a pure function of its inputs: read and recognise, parse,
-facts per node, evaluate the rules, build the report."""
+"""The analysis API: `analyze(inputs, AnalyzeOptions(...)) -> Analysis`.
+
+The whole analysis of one input as a pure function of it: read (and redact) the files, recognise
+and parse them, facts per node, evaluate the rules, build the report. The CLI (`analyze`,
+`inspect`), `batch`, the issue bot, the rule self-tests and the corpus scorer all call `analyze`;
+the functions below it are its stages (the `timeline` command and stage tests use them).
+
+    >>> from analyzer.rules.loader import load_ruleset
+    >>> issue = Issue(b"nvml Init err: ERROR_LIBRARY_NOT_FOUND")
+    >>> analyze(issue, AnalyzeOptions(ruleset=load_ruleset())).report.primary.rule_id
+    'nvml-init-failed'
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from analyzer.bundle.reader import BundleReader, Limits
@@ -19,6 +32,134 @@ from analyzer.timeline import NodeTimeline
 
 if TYPE_CHECKING:
     from analyzer.bundle.thread import Post, ThreadFiles
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One GitHub issue as read: its Markdown text or a GitHub event JSON holding it."""
+
+    raw: bytes
+
+
+@dataclass(frozen=True)
+class Thread:
+    """An issue thread (the issue, comments, attachments) as the bot reads it: the newest post's
+    artefacts of each kind, except the kinds in `accumulate`, which every post adds to."""
+
+    posts: tuple[Post, ...]
+    accumulate: frozenset[str] = frozenset()
+
+
+# paths (folders, archives, files, "-" for stdin), an issue, a thread, or an open reader (whose
+# files the caller added and closes)
+Inputs = Sequence[str] | Issue | Thread | BundleReader
+
+
+@dataclass(frozen=True)
+class RedactOptions:
+    """Analyse a redacted copy (`--redact`): the analysis sees only redacted files; `redactors`
+    add to the built-in catalogue and `map_file` is the token map to extend (paths only)."""
+
+    redactors: tuple[Path, ...] = ()
+    map_file: Path | None = None
+
+
+@dataclass(frozen=True)
+class AnalyzeOptions:
+    """How to analyse. Every field has the CLI's default."""
+
+    ruleset: RuleSet | None = None  # None: the built-in rules
+    node: str | None = None  # only this node (under --redact, its real name or its token)
+    # the language of the rule texts and verdict, or a chooser given the input's prose (the bot)
+    lang: str | Callable[[str], str] = "en"
+    limits: Limits | None = None  # the reader's caps; None: the defaults
+    redact: RedactOptions | None = None
+    content_digest: bool = False  # also hash every file whole (batch duplicates)
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What `analyze` returns: the parsed bundle, the report, and for issues and threads the
+    thread's files (prose, attachments that could not be read)."""
+
+    bundle: ParsedBundle
+    report: Report
+    lang: str  # the language the report is written in
+    # what identifies the input in a Markdown comment's `input=` digest: the bundle's digest,
+    # or an issue's (redacted) text
+    digest: bytes
+    thread: ThreadFiles | None = None
+
+
+def analyze(inputs: Inputs, options: AnalyzeOptions | None = None) -> Analysis:
+    """Analyse `inputs`. Paths with nothing analysable, an unreadable input or a bad rule set
+    are an `AnalyzerError` with a one-line message; an issue or a thread with nothing to analyse
+    is a report (it says what to collect)."""
+    options = options or AnalyzeOptions()
+    ruleset = options.ruleset
+    if ruleset is None:
+        from analyzer.rules.loader import load_ruleset
+
+        ruleset = load_ruleset()
+    node = options.node
+    thread: ThreadFiles | None = None
+    with ExitStack() as stack:
+        if isinstance(inputs, Issue | Thread):
+            bundle, thread, digest = _read_thread(inputs, ruleset, options)
+        elif isinstance(inputs, BundleReader):
+            if options.redact is not None:
+                raise ValueError("an open reader is analysed as it is: redact its inputs instead")
+            bundle = parse_reader(inputs, ruleset)
+            digest = bundle.digest.encode()
+        elif options.redact is not None:
+            from analyzer.redact.bundle import redacted_reader
+
+            reader, result = stack.enter_context(
+                redacted_reader(
+                    list(inputs),
+                    options.limits,
+                    list(options.redact.redactors),
+                    options.redact.map_file,
+                )
+            )
+            bundle = parse_reader(reader, ruleset)
+            check_analysable(bundle)
+            if node is not None:
+                node = result.tokens.lookup(node) or node
+            digest = bundle.digest.encode()
+        else:
+            limits, content = options.limits, options.content_digest
+            bundle = load_bundle(list(inputs), ruleset, limits=limits, content=content)
+            digest = bundle.digest.encode()
+        lang = options.lang
+        if callable(lang):
+            lang = lang(thread.prose if thread is not None else "")
+        return Analysis(bundle, analyze_parsed(bundle, ruleset, node, lang), lang, digest, thread)
+
+
+def _read_thread(
+    inputs: Issue | Thread, ruleset: RuleSet, options: AnalyzeOptions
+) -> tuple[ParsedBundle, ThreadFiles, bytes]:
+    from analyzer.bundle.thread import Post, digest_source
+
+    redact = options.redact is not None
+    if isinstance(inputs, Issue):
+        from analyzer.bundle.issue import issue_from_payload
+
+        raw = inputs.raw
+        if options.redact is not None:  # redacted as one text, with the options' catalogue and map
+            from analyzer.redact.bundle import redact_issue
+
+            raw = redact_issue(raw, list(options.redact.redactors), options.redact.map_file)
+            redact = False
+        inputs = Thread((Post("issue", issue_from_payload(raw)),))
+    elif options.redact is not None and (options.redact.redactors or options.redact.map_file):
+        raise ValueError("a thread is redacted with the built-in catalogue only")
+    bundle, files = thread_bundle(
+        list(inputs.posts), ruleset, options.limits, inputs.accumulate, redact
+    )
+    return bundle, files, digest_source(list(inputs.posts))
+
 
 _MATCHERS: dict[int, tuple[RuleSet, Matcher]] = {}
 
@@ -82,26 +223,6 @@ def load_bundle(
     return bundle
 
 
-def analyze(
-    inputs: list[str],
-    ruleset: RuleSet,
-    node: str | None = None,
-    limits: Limits | None = None,
-    lang: str = "en",
-) -> tuple[ParsedBundle, Report]:
-    bundle = load_bundle(inputs, ruleset, limits)
-    return bundle, analyze_parsed(bundle, ruleset, node, lang)
-
-
-def issue_bundle(raw: bytes, ruleset: RuleSet, limits: Limits | None = None) -> ParsedBundle:
-    """A GitHub issue (Markdown or event JSON): its code blocks and its prose (title included,
-    as the issue's own words) become the bundle, each block one file under the archive limits."""
-    from analyzer.bundle.issue import issue_from_payload
-    from analyzer.bundle.thread import Post
-
-    return thread_bundle([Post("issue", issue_from_payload(raw))], ruleset, limits)[0]
-
-
 def thread_bundle(
     posts: list[Post],
     ruleset: RuleSet,
@@ -118,14 +239,3 @@ def thread_bundle(
     with read_thread(posts, limits, redact) as files:
         select = partial(newest_per_kind, accumulate=accumulate, warnings=files.inventory.warnings)
         return parse_files(files, ruleset.catalogue, matcher_for(ruleset), select=select), files
-
-
-def analyze_issue(
-    raw: bytes,
-    ruleset: RuleSet,
-    node: str | None = None,
-    limits: Limits | None = None,
-    lang: str = "en",
-) -> tuple[ParsedBundle, Report]:
-    bundle = issue_bundle(raw, ruleset, limits)
-    return bundle, analyze_parsed(bundle, ruleset, node, lang)

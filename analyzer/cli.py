@@ -180,8 +180,8 @@ def analyze(
 ) -> None:
     """Diagnose a bundle. Exit 0: no fault, 1: a fault, 2: usage or input error, 3: internal
     error, 4: inconclusive."""
+    from analyzer.analyze import AnalyzeOptions, Issue, RedactOptions
     from analyzer.analyze import analyze as run
-    from analyzer.analyze import analyze_issue
 
     _no_overwrite({"-o": output, "--map": map_file}, inputs, rules, redactors)
     ruleset = _ruleset(rules)
@@ -189,33 +189,22 @@ def analyze(
         _fail(f"cannot write {output}: no such directory {output.parent}")
     if (redactors or map_file) and not redact:
         _fail("--redactors and --map need --redact")
+    options = AnalyzeOptions(
+        ruleset=ruleset,
+        node=node,
+        lang=lang.value,
+        limits=_limits(max_bytes, max_members),
+        redact=RedactOptions(tuple(redactors or ()), map_file) if redact else None,
+    )
     try:
         if from_issue or (len(inputs) == 1 and _is_issue(inputs[0])):
-            from analyzer.bundle.issue import issue_from_payload
-
-            raw = _read_input(inputs[0])
-            if redact:
-                from analyzer.redact.bundle import redact_issue
-
-                raw = redact_issue(raw, redactors or [], map_file)
-            _bundle, report = analyze_issue(
-                raw, ruleset, node, _limits(max_bytes, max_members), lang.value
-            )
-            digest = issue_from_payload(raw).encode("utf-8")  # the text, not the event around it
-        elif redact:
-            from analyzer.redact.bundle import analyze_redacted
-
-            limits = _limits(max_bytes, max_members)
-            bundle, report = analyze_redacted(
-                inputs, ruleset, node, limits, redactors or [], map_file, lang.value
-            )
-            digest = bundle.digest.encode()
+            result = run(Issue(_read_input(inputs[0])), options)
         else:
-            bundle, report = run(inputs, ruleset, node, _limits(max_bytes, max_members), lang.value)
-            digest = bundle.digest.encode()
+            result = run(inputs, options)
     except AnalyzerError as exc:
         _fail(str(exc))
         return
+    report, digest = result.report, result.digest
     if format is Format.json:
         from analyzer.render.jsonout import render_json
 
@@ -273,12 +262,14 @@ def inspect(
     max_members: MaxMembers = 5000,
 ) -> None:
     """Show what was found: files and kinds, node facts, GPU table, handshake, log statistics."""
+    from analyzer.analyze import AnalyzeOptions
     from analyzer.analyze import analyze as run
     from analyzer.render.inspect import render_inspect, render_inspect_json
 
     ruleset = _ruleset(rules)
     try:
-        _bundle, report = run(inputs, ruleset, node, _limits(max_bytes, max_members))
+        options = AnalyzeOptions(ruleset=ruleset, node=node, limits=_limits(max_bytes, max_members))
+        report = run(inputs, options).report
     except AnalyzerError as exc:
         _fail(str(exc))
         return

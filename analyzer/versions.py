@@ -1,4 +1,9 @@
-"""HAMi version ranges: parse '>=2.8.0,<2.10.0', intersect evidence, test applicability."""
+"""HAMi version ranges: parse '>=2.8.0,<2.10.0', intersect evidence, test applicability.
+
+The owner of what an inferred version means: `VersionInference` is the range a bundle is
+consistent with (built by `facts/version.py`, the one place clues are read), its `label` is the
+one way it is shown (facts, report, batch tables) and `allows` the one test of whether a rule
+for some versions applies (the rule engine)."""
 
 from __future__ import annotations
 
@@ -95,6 +100,29 @@ class VersionInference:
     @property
     def known(self) -> bool:
         return bool(self.evidence)
+
+    @property
+    def label(self) -> str | None:
+        """The range as shown, or None when no clue narrowed it.
+
+        >>> inf = VersionInference(); inf.label is None
+        True
+        >>> inf.add(VersionEvidence(Range.parse(">=2.8.0,<2.10.0"), "register format", "n:1"))
+        >>> inf.label
+        '>=v2.8.0,<v2.10.0'
+        """
+        return str(self.range) if self.known else None
+
+    def allows(self, versions: Range) -> bool:
+        """Whether something meant for `versions` can apply: always when the version is unknown.
+
+        >>> inf = VersionInference(); inf.allows(Range.parse("<2.0.0"))
+        True
+        >>> inf.add(VersionEvidence(Range.parse("==2.8.1"), "image tag", "values.yaml"))
+        >>> inf.allows(Range.parse("<2.0.0")), inf.allows(Range.parse(">=2.8.0"))
+        (False, True)
+        """
+        return not self.known or versions.overlaps(self.range)
 
     def describe(self) -> str:
         if not self.evidence:

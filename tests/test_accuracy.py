@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from analyzer.analyze import analyze_issue
+from analyzer.analyze import AnalyzeOptions, Issue, analyze
 from analyzer.dev.score import CaseScore, ScoreResult, render_score
 from conftest import diagnose_texts
 
@@ -250,18 +250,21 @@ ISSUES = [
 @pytest.mark.parametrize("text,category", [c[1:] for c in ISSUES], ids=[c[0] for c in ISSUES])
 def test_paraphrase_is_weak_evidence(ruleset, text, category):
     """Words of the issue give the verdict they state, never above their weight."""
-    p = analyze_issue(text.encode(), ruleset)[1].primary
+    p = analyze(Issue(text.encode()), AnalyzeOptions(ruleset=ruleset)).report.primary
     assert p.category == category, (p.category, p.rule_id)
     assert p.confidence in ("low", "medium")
 
 
 def test_driver_570_hang_is_the_documented_incompatibility(ruleset):
     text = ISSUES[-1][1]
-    p = analyze_issue(text.encode(), ruleset)[1].primary
+    p = analyze(Issue(text.encode()), AnalyzeOptions(ruleset=ruleset)).report.primary
     # the hang itself is the reporter's word: the verdict stays low, but names the known cause
     assert (p.rule_id, p.confidence) == ("hami-core-driver-570-hang", "low")
     fixed = text.replace("v2.4.1", "v2.6.0")
-    assert analyze_issue(fixed.encode(), ruleset)[1].primary.rule_id == "hami-core-hangs-at-start"
+    assert (
+        analyze(Issue(fixed.encode()), AnalyzeOptions(ruleset=ruleset)).report.primary.rule_id
+        == "hami-core-hangs-at-start"
+    )
 
 
 def test_kube_scheduler_tag_is_no_hami_version(ruleset):

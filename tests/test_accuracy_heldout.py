@@ -6,12 +6,12 @@ the most specific verdict."""
 
 from __future__ import annotations
 
-from analyzer.analyze import analyze_issue
+from analyzer.analyze import AnalyzeOptions, Issue, analyze
 from conftest import diagnose_texts, fired, parse_texts
 
 
 def _issue(ruleset, text: str):
-    return analyze_issue(text.encode(), ruleset)[1].primary
+    return analyze(Issue(text.encode()), AnalyzeOptions(ruleset=ruleset)).report.primary
 
 
 def _files(ruleset, files: dict[str, str]):
@@ -295,7 +295,7 @@ def test_a_placement_stated_in_prose_outranks_the_oom_it_causes(ruleset):
         " pods on the same GPU.\n\n```\n[HAMI-core ERROR (pid:31 thread=140):allocate_raw:560]: Device 0"
         " OOM 16106127360 / 15728640000\n```\n"
     )
-    r = analyze_issue(text.encode(), ruleset)[1]
+    r = analyze(Issue(text.encode()), AnalyzeOptions(ruleset=ruleset)).report
     assert (r.primary.rule_id, r.primary.category) == (
         "pods-placed-on-one-gpu-described",
         "scheduling-other",
@@ -381,7 +381,7 @@ def test_a_deleted_handshake_named_in_prose_explains_unregistered(ruleset):
         "# all GPU pods pending\n\nThe node still has `hami.io/node-handshake: Deleted_2026-02-10"
         " 11:20:00`.\n\n```\n0/2 nodes are available: 2 node unregistered.\n```\n"
     )
-    r = analyze_issue(text.encode(), ruleset)[1]
+    r = analyze(Issue(text.encode()), AnalyzeOptions(ruleset=ruleset)).report
     assert (r.primary.rule_id, r.primary.category) == (
         "handshake-deleted-named",
         "handshake-misread",

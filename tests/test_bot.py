@@ -16,7 +16,7 @@ import pytest
 import regex
 import yaml
 
-from analyzer.analyze import analyze_issue, analyze_parsed, thread_bundle
+from analyzer.analyze import AnalyzeOptions, Issue, RedactOptions, Thread, analyze
 from analyzer.bot import github
 from analyzer.bot.decide import (
     Authors,
@@ -26,8 +26,8 @@ from analyzer.bot.decide import (
     load_config,
     parse_labels,
 )
-from analyzer.bot.run import _digest_source, input_digest, read_event, run_bot
-from analyzer.bundle.thread import Attachment, Post
+from analyzer.bot.run import input_digest, read_event, run_bot
+from analyzer.bundle.thread import Attachment, Post, digest_source
 from analyzer.messages import MESSAGES_PATH
 from analyzer.render.markdown import render_markdown
 from analyzer.rules import builtin_rules_dir
@@ -38,7 +38,7 @@ CONFIG = load_config()
 
 
 def _decide(ruleset, text: str, **options):
-    _, report = analyze_issue(text.encode(), ruleset)
+    report = analyze(Issue(text.encode()), AnalyzeOptions(ruleset=ruleset)).report
     return decide(report, text, Options(**options), CONFIG)
 
 
@@ -75,7 +75,7 @@ def test_language_from_the_share_of_cjk(prose, lang):
 )
 def test_relevance_from_material_or_words(ruleset, text, relevant):
     """Bundle material (a Node object here) or HAMi/GPU wording; anything else stays quiet."""
-    _, report = analyze_issue(text.encode(), ruleset)
+    report = analyze(Issue(text.encode()), AnalyzeOptions(ruleset=ruleset)).report
     assert CONFIG.relevance.relevant(report, text) is relevant
 
 
@@ -137,7 +137,7 @@ def test_chinese_issue_gets_a_chinese_comment(ruleset):
     """Verdict line, headings, checklist and confidence notes in Chinese, and the translated
     rules (the NVML crash, the described restart) too."""
     lang = CONFIG.language.detect(ZH_ISSUE)
-    _, report = analyze_issue(ZH_ISSUE.encode(), ruleset, lang=lang)
+    report = analyze(Issue(ZH_ISSUE.encode()), AnalyzeOptions(ruleset=ruleset, lang=lang)).report
     md = render_markdown(report, ZH_ISSUE.encode(), lang)
     first = md.split("\n")[0]
     assert lang == "zh"
@@ -151,7 +151,7 @@ def test_chinese_issue_gets_a_chinese_comment(ruleset):
     assert "后果：报告者描述 Device Plugin 在重启或崩溃" in md  # the crash the log explains
     assert "Please attach" not in md and "Registration links" not in md
     described = ZH_ISSUE.split("，日志如下")[0] + "，请问怎么解决？"  # no log: the symptom alone
-    _, report = analyze_issue(described.encode(), ruleset, lang="zh")
+    report = analyze(Issue(described.encode()), AnalyzeOptions(ruleset=ruleset, lang="zh")).report
     md = render_markdown(report, described.encode(), "zh")
     assert "### 🟠 报告者描述 Device Plugin 在重启或崩溃" in md
     assert "_置信度低：Issue 正文中描述的现象_" in md
@@ -169,7 +169,7 @@ def test_untranslated_rule_falls_back_to_english(ruleset):
         "Device=GPU-5f0b6a19-e2c4-4d83-b7a5-91c3d6e0f272; marking device as unhealthy.\n```\n"
     )
     lang = CONFIG.language.detect(text)
-    _, report = analyze_issue(text.encode(), ruleset, lang=lang)
+    report = analyze(Issue(text.encode()), AnalyzeOptions(ruleset=ruleset, lang=lang)).report
     md = render_markdown(report, text.encode(), lang)
     assert lang == "zh" and report.primary.rule_id == "xid-marked-unhealthy"
     assert md.startswith(
@@ -181,7 +181,7 @@ def test_untranslated_rule_falls_back_to_english(ruleset):
 def test_english_issue_keeps_english(ruleset):
     text = f"# plugin crash\n\nThe device plugin restarts:\n\n```\n{NVML}\n```\n"
     lang = CONFIG.language.detect(text)
-    _, report = analyze_issue(text.encode(), ruleset, lang=lang)
+    report = analyze(Issue(text.encode()), AnalyzeOptions(ruleset=ruleset, lang=lang)).report
     md = render_markdown(report, text.encode(), lang)
     assert lang == "en"
     assert md.startswith(
@@ -217,7 +217,7 @@ def test_input_digest_is_the_issue_text(ruleset, tmp_path):
         for p in (a, b)
     ]
     text = f"# crash\n\n```\n{NVML}\n```\n"
-    _, report = analyze_issue(text.encode(), ruleset)
+    report = analyze(Issue(text.encode()), AnalyzeOptions(ruleset=ruleset)).report
     assert digests[0] == digests[1] == input_digest(render_markdown(report, text.encode()))
 
 
@@ -330,8 +330,10 @@ def _thread(ruleset, *texts: str, lang: str = "en"):
     posts = [Post("issue", texts[0])] + [
         Post(f"comment-{i}", t) for i, t in enumerate(texts[1:], 1)
     ]
-    bundle, files = thread_bundle(posts, ruleset, accumulate=CONFIG.accumulate)
-    return bundle, analyze_parsed(bundle, ruleset, lang=lang), files
+    result = analyze(
+        Thread(tuple(posts), CONFIG.accumulate), AnalyzeOptions(ruleset=ruleset, lang=lang)
+    )
+    return result.bundle, result.report, result.thread
 
 
 def test_the_newest_paste_of_a_kind_wins(ruleset):
@@ -363,17 +365,17 @@ def test_the_newest_paste_of_a_kind_wins(ruleset):
 def test_one_post_reads_as_analyze_from_issue(ruleset):
     """The issue alone is the bundle `analyze --from-issue` reads: same files, same verdict."""
     text = f"# crash\n\nHAMi v2.7.1\n\n```\n{NVML_LOG}```\n\n    indented\n"
-    a, from_issue = analyze_issue(text.encode(), ruleset)
+    a = analyze(Issue(text.encode()), AnalyzeOptions(ruleset=ruleset))
     b, from_thread, _ = _thread(ruleset, text)
-    assert [f.name for f in a.inventory.files] == [f.name for f in b.inventory.files]
-    assert from_issue.primary == from_thread.primary
+    assert [f.name for f in a.bundle.inventory.files] == [f.name for f in b.inventory.files]
+    assert a.report.primary == from_thread.primary
 
 
 def test_the_digest_covers_everything_analysed():
     """The issue alone digests as `analyze --from-issue` does; a comment read, an attachment's
     bytes or why it is missing each change it."""
     issue = Post("issue", "# t\n\nbody")
-    assert _digest_source([issue]) == b"# t\n\nbody"
+    assert digest_source([issue]) == b"# t\n\nbody"
     variants = [
         [issue],
         [issue, Post("comment-1", "more")],
@@ -382,7 +384,7 @@ def test_the_digest_covers_everything_analysed():
         [Post("issue", issue.text, (Attachment("b.tgz", None, "", "ab12"),))],
         [Post("issue", issue.text, (Attachment("b.tgz", None, "", "cd34"),))],
     ]
-    assert len({_digest_source(v) for v in variants}) == len(variants)
+    assert len({digest_source(v) for v in variants}) == len(variants)
 
 
 def _event_file(tmp_path, body: str, comment: dict | None = None, **issue) -> str:
@@ -531,7 +533,10 @@ def test_a_pipe_in_a_node_name_stays_inside_its_cell(ruleset):
     node = (SAMPLES / "annotation-health-omitted" / "bundle" / "node.yaml").read_text()
     names = ["gpu|<img src=x onerror=alert(1)>@octocat|", "a\\|<b>b</b>", "c\\\\|<i>x</i>|"]
     docs = [node.replace("gpu-node-2", f"'{n}'") for n in names]
-    _, report = analyze_issue(("```yaml\n" + "\n---\n".join(docs) + "\n```\n").encode(), ruleset)
+    report = analyze(
+        Issue(("```yaml\n" + "\n---\n".join(docs) + "\n```\n").encode()),
+        AnalyzeOptions(ruleset=ruleset),
+    ).report
     assert len(report.nodes) == 3
     md = render_markdown(report, b"x")
     table = md[md.index("\n| ") + 1 :].split("\n\n")[0]  # the multi-node table
@@ -549,7 +554,7 @@ def test_a_pipe_in_a_node_name_stays_inside_its_cell(ruleset):
 
 
 def _collect_of(ruleset, text: str):
-    _, report = analyze_issue(text.encode(), ruleset)
+    report = analyze(Issue(text.encode()), AnalyzeOptions(ruleset=ruleset)).report
     return report.worst.collect
 
 
@@ -574,7 +579,7 @@ def test_collect_is_not_asked_for_twice_and_fetches_the_node_side_with_node_debu
     specs, toolkit or containerd config, journals): the lead adds `--node-debug`, which fetches
     them; cluster-side items alone: it does not (no privileged pod for nothing). One item
     missing: that item alone."""
-    from analyzer.analyze import analyze
+    from analyzer.analyze import AnalyzeOptions, analyze
 
     manifest = {"kind": "CollectManifest", "collected_at": "2026-08-15T10:20:00Z", "files": []}
     text = f"# HAMi\n\n```json\n{json.dumps(manifest)}\n```\n\nOur GPU pods stay Pending."
@@ -584,7 +589,9 @@ def test_collect_is_not_asked_for_twice_and_fetches_the_node_side_with_node_debu
         assert items[0].kind == "collect-manifest", [c.kind for c in items]
         return items[0].command.split("\n")[1]
 
-    _, report = analyze([str(SAMPLES / "cdi-unresolvable" / "bundle")], ruleset)
+    report = analyze(
+        [str(SAMPLES / "cdi-unresolvable" / "bundle")], AnalyzeOptions(ruleset=ruleset)
+    ).report
     assert [c.where for c in report.worst.collect[1:]] == ["node", "node"]
     assert lead(report.worst.collect).endswith(" --node-debug -o hami-bundle.tar.gz")
     nvml = f"# HAMi\n\n```\n{NVML_LOG}```\n"  # wants the containerd config and helm values
@@ -593,17 +600,19 @@ def test_collect_is_not_asked_for_twice_and_fetches_the_node_side_with_node_debu
     )
     bare = _collect_of(ruleset, "# HAMi pods pending\n\nOur GPU pods stay Pending.")
     assert lead(bare) == "hami-analyzer collect -o hami-bundle.tar.gz"
-    _, report = analyze([str(SAMPLES / "oci-hook-failed" / "bundle")], ruleset)
+    report = analyze(
+        [str(SAMPLES / "oci-hook-failed" / "bundle")], AnalyzeOptions(ruleset=ruleset)
+    ).report
     assert [c.kind for c in report.worst.collect] == ["toolkit-config"]
 
 
 def test_the_collect_line_is_a_command_the_cli_accepts(tmp_path):
     """The printed `collect` line parses: with a kubectl that is not there, it fails on kubectl,
     not on an option; the install line is the project's own repository."""
-    from analyzer.report.collect import INSTALL, collect_all
+    from analyzer.report.next_steps import INSTALL, collect_command_step
 
     for node_debug in (False, True):
-        command = collect_all("gpu-7", node_debug=node_debug).command.split("\n")[1]
+        command = collect_command_step("gpu-7", node_debug=node_debug).command.split("\n")[1]
         assert ("--node-debug" in command) == node_debug
         res = run_cli(*command.split()[1:], "--kubectl", str(tmp_path / "no-kubectl"))
         assert res.returncode == 2 and "no-kubectl" in res.stderr, res.stderr
@@ -615,7 +624,7 @@ def test_the_collect_line_is_a_command_the_cli_accepts(tmp_path):
 def test_the_comment_asks_for_collect_and_one_more_item(ruleset):
     """The checklist: `collect`, then the single most useful item; the rest under details."""
     text = "# HAMi pods pending\n\nOur GPU pods stay Pending."
-    _, report = analyze_issue(text.encode(), ruleset)
+    report = analyze(Issue(text.encode()), AnalyzeOptions(ruleset=ruleset)).report
     md = render_markdown(report, text.encode())
     checklist = md.split("**Please attach:**")[1].split("<details>")[0]
     assert checklist.count("- [ ]") == 2
@@ -641,22 +650,24 @@ def test_redaction_covers_the_comments_and_the_attachments(ruleset, tmp_path):
              (Attachment("bundle.tar.gz", archive, sha256="x"),)),
         Post("comment-1", f"And the plugin log of gpu-node-2:\n\n```\n{NVML_LOG}```\n"),
     ]  # fmt: skip
-    parsed, files = thread_bundle(posts, ruleset, accumulate=CONFIG.accumulate, redact=True)
-    report = analyze_parsed(parsed, ruleset)
+    thread = Thread(tuple(posts), CONFIG.accumulate)
+    result = analyze(thread, AnalyzeOptions(ruleset=ruleset, redact=RedactOptions()))
+    parsed, report, files = result.bundle, result.report, result.thread
+    assert files is not None
     md = render_markdown(report, b"x", unread=files.problems)
     assert "gpu-node-2" not in md and "gpu-node-2" not in " ".join(parsed.inventory.warnings)
     assert {n.node for n in report.nodes} == {"node-1"} and files.problems == []
     names = [f.name for f in parsed.inventory.files]
     assert "issue/bundle.tar.gz!hami-bundle/node.yaml" in names and "comment-1-text.md" in names
-    plain, _ = thread_bundle(posts, ruleset, accumulate=CONFIG.accumulate)
-    assert report.primary.rule_id == analyze_parsed(plain, ruleset).primary.rule_id
+    plain = analyze(thread, AnalyzeOptions(ruleset=ruleset)).report
+    assert report.primary.rule_id == plain.primary.rule_id
 
 
 def test_unread_attachments_are_short_lines_in_either_language(ruleset):
     """One line per attachment that could not be read, five at most and a count of the rest;
     its name cannot inject anything; in a Chinese comment the lead item is Chinese too."""
     text = "# HAMi 设备插件\n\n我们的 GPU Pod 一直 Pending。"
-    _, report = analyze_issue(text.encode(), ruleset, lang="zh")
+    report = analyze(Issue(text.encode()), AnalyzeOptions(ruleset=ruleset, lang="zh")).report
     unread = [(f"issue/@octocat<b>{i}</b>.log", "not found (HTTP 404)") for i in range(7)]
     md = render_markdown(report, b"x", "zh", unread)
     lines = [ln for ln in md.splitlines() if ln.startswith("⚠️")]
@@ -794,7 +805,7 @@ def test_a_described_crash_does_not_ask_for_the_log_that_shows_it(ruleset, log, 
     text = (
         f"# hami-device-plugin keeps restarting\n\nThe device plugin restarts.\n\n```\n{log}```\n"
     )
-    _, report = analyze_issue(text.encode(), ruleset)
+    report = analyze(Issue(text.encode()), AnalyzeOptions(ruleset=ruleset)).report
     md = render_markdown(report, text.encode())
     top = [f.rule_id for f in report.worst.faults()]
     assert ("plugin-crash-described" in top) == asks, top

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from analyzer.analyze import analyze
+from analyzer.analyze import AnalyzeOptions, analyze
 from analyzer.collect import plan
 from analyzer.collect.collector import Options, collect
 from analyzer.redact import redact_tree
-from analyzer.report.collect import fill
+from analyzer.report.next_steps import fill
 from conftest import CLI, KUBECTL, SAMPLES, run_cli
 from fake_apiserver import (
     BYSTANDER_SECRETS,
@@ -306,7 +306,9 @@ def test_collect_redact_leaves_no_node_name_and_keeps_the_verdict(ruleset, tmp_p
         n not in path and n.encode() not in data for n in nodes for path, data in members.items()
     )
     verdicts = [
-        analyze([str(tmp_path / f"{name}.tar.gz")], ruleset)[1].worst.primary
+        analyze(
+            [str(tmp_path / f"{name}.tar.gz")], AnalyzeOptions(ruleset=ruleset)
+        ).report.worst.primary
         for name in ("plain", "redacted")
     ]
     assert verdicts[0].category == verdicts[1].category

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from analyzer.analyze import analyze, analyze_issue
+from analyzer.analyze import AnalyzeOptions, Issue, analyze
 from analyzer.dev.score import FORMS, score_corpus
 from conftest import SHARED
 
@@ -24,11 +24,13 @@ def test_corpus_case_analyses_cleanly(ruleset, case):
     """Every file alone and the case as a whole analyse without rule errors; every finding
     cites evidence."""
     files = [p for p in sorted(case.iterdir()) if p.name not in ("expected.yaml", "issue.md")]
-    reports = [analyze([str(f)], ruleset)[1] for f in files]
+    reports = [analyze([str(f)], AnalyzeOptions(ruleset=ruleset)).report for f in files]
     if files:
-        reports.append(analyze([str(f) for f in files], ruleset)[1])
+        reports.append(analyze([str(f) for f in files], AnalyzeOptions(ruleset=ruleset)).report)
     if (case / "issue.md").is_file():
-        reports.append(analyze_issue((case / "issue.md").read_bytes(), ruleset)[1])
+        reports.append(
+            analyze(Issue((case / "issue.md").read_bytes()), AnalyzeOptions(ruleset=ruleset)).report
+        )
     for report in reports:
         for node in report.nodes:
             assert node.rule_errors == ()
@@ -64,7 +66,7 @@ def test_bot_never_posts_a_wrong_high(ruleset):
         if not issue.is_file():
             continue
         text = issue.read_bytes()
-        report = analyze_issue(text, ruleset)[1]
+        report = analyze(Issue(text), AnalyzeOptions(ruleset=ruleset)).report
         d = decide(report, text.decode("utf-8", "replace"), options, config)
         if d.verdict == "fault":
             exp = yaml.safe_load((case / "expected.yaml").read_text(encoding="utf-8"))

@@ -35,3 +35,27 @@ def test_synth_takes_a_samples_folder(tmp_path):
 
 def test_checkout_samples_are_found_by_default():
     assert sample_bundles() == REPO / "sample_bundles"
+
+
+def test_the_mypy_baseline_only_shrinks(tmp_path, monkeypatch, capsys):
+    """tools/mypy_baseline.py: a new error fails, a fixed one fails until the baseline shrinks."""
+    import importlib.util
+    from collections import Counter
+
+    spec = importlib.util.spec_from_file_location(
+        "mypy_baseline", REPO / "tools" / "mypy_baseline.py"
+    )
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    monkeypatch.setattr(tool, "BASELINE", tmp_path / "baseline.txt")
+    old = "analyzer/x.py: Incompatible types  [assignment]"
+    new = 'analyzer/y.py: "None" not callable  [misc]'
+    monkeypatch.setattr(tool, "current", lambda: Counter([old]))
+    assert tool.main(["--update"]) == 0 and tool.read_baseline() == Counter([old])
+    assert tool.main([]) == 0
+    monkeypatch.setattr(tool, "current", lambda: Counter([old, new]))
+    assert tool.main([]) == 1 and f"new mypy error: {new}" in capsys.readouterr().err
+    assert tool.main(["--update"]) == 1  # never grows
+    monkeypatch.setattr(tool, "current", lambda: Counter())
+    assert tool.main([]) == 1 and "--update" in capsys.readouterr().err
+    assert tool.main(["--update"]) == 0 and tool.read_baseline() == Counter()

@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 from typer.testing import CliRunner
 
-from analyzer.analyze import analyze, analyze_issue
+from analyzer.analyze import AnalyzeOptions, Issue, analyze
 from analyzer.bundle.issue import parse_issue
 from analyzer.cli import app
 from analyzer.render.jsonout import render_json
@@ -54,7 +54,7 @@ def test_issue_json_payload_and_prose_version(ruleset):
     event = json.dumps(
         {"action": "opened", "issue": {"title": "plugin crash", "body": body}}
     ).encode()
-    _, report = analyze_issue(event, ruleset)
+    report = analyze(Issue(event), AnalyzeOptions(ruleset=ruleset)).report
     d = report.worst
     assert d.primary.rule_id == "nvml-init-failed"
     assert d.version.range == "v2.7.1"
@@ -85,8 +85,8 @@ def test_rebuilt_issue_reads_the_same_artefacts(ruleset, case):
             if "```" in text
             else f"Here is {f.stem}:\n\n```\n{text}\n```\n"
         )
-    _, from_issue = analyze_issue("\n".join(parts).encode(), ruleset)
-    _, from_files = analyze([str(f) for f in files], ruleset)
+    from_issue = analyze(Issue("\n".join(parts).encode()), AnalyzeOptions(ruleset=ruleset)).report
+    from_files = analyze([str(f) for f in files], AnalyzeOptions(ruleset=ruleset)).report
 
     def kinds(report):
         return {a.kind for a in report.inventory if a.kind not in ("text", "empty", "issue-text")}
@@ -135,7 +135,7 @@ def test_hostile_issue_comment_is_inert(ruleset):
         f"{evil}\n\n```\nE0815 09:06:21.709851  412873 register.go:96] nvml Init err:  {evil}\n"
         f"I0815 09:04:51.202341  412873 main.go:275] Start working on node {evil}\n```\n"
     )
-    _, report = analyze_issue(body.encode(), ruleset)
+    report = analyze(Issue(body.encode()), AnalyzeOptions(ruleset=ruleset)).report
     md = render_markdown(report, body.encode())
     outside = outside_code(md)
     assert "@octocat" not in outside and "#99" not in outside and "GH-7" not in outside
@@ -162,7 +162,9 @@ def test_markdown_is_cut_to_github_limit(ruleset, monkeypatch):
     tested with a small limit."""
     import analyzer.render.markdown as md_mod
 
-    _, report = analyze([str(SAMPLES / "xid79-gpu-lost" / "bundle")], ruleset)
+    report = analyze(
+        [str(SAMPLES / "xid79-gpu-lost" / "bundle")], AnalyzeOptions(ruleset=ruleset)
+    ).report
     full = render_markdown(report, b"x")
     assert len(full) <= MAX_COMMENT
     for limit in range(900, len(full), 37):  # cut positions inside and outside code blocks
@@ -184,7 +186,7 @@ GOLDEN_SAMPLES = [
 
 @pytest.mark.parametrize("name", GOLDEN_SAMPLES)
 def test_markdown_golden(ruleset, name):
-    _, report = analyze([str(SAMPLES / name / "bundle")], ruleset)
+    report = analyze([str(SAMPLES / name / "bundle")], AnalyzeOptions(ruleset=ruleset)).report
     md = render_markdown(report, b"golden")
     golden = (GOLDEN / f"{name}.md").read_text()
 
@@ -196,7 +198,7 @@ def test_markdown_golden(ruleset, name):
 
 @pytest.mark.parametrize("sample", SAMPLE_DIRS, ids=lambda p: p.name)
 def test_json_validates_against_schema(ruleset, sample):
-    _, report = analyze([str(sample / "bundle")], ruleset)
+    report = analyze([str(sample / "bundle")], AnalyzeOptions(ruleset=ruleset)).report
     doc = json.loads(render_json(report))
     jsonschema.validate(doc, SCHEMA)
     assert doc["primary"] == doc["nodes"][0]["primary"]  # the top level is the worst node
@@ -221,7 +223,7 @@ def _next_steps(md: str) -> tuple[int, int, int]:
 @pytest.mark.parametrize("sample", SAMPLE_DIRS, ids=lambda p: p.name)
 def test_comment_is_one_verdict_and_at_most_three_next_steps(ruleset, sample):
     """Issue 20: one verdict, its evidence, at most three next steps; the rest under Details."""
-    _, report = analyze([str(sample / "bundle")], ruleset)
+    report = analyze([str(sample / "bundle")], AnalyzeOptions(ruleset=ruleset)).report
     headings, fixes, checklist = _next_steps(render_markdown(report, b"x"))
     assert headings <= len(report.nodes)
     assert fixes + checklist <= 3 * len(report.nodes)
@@ -233,7 +235,7 @@ def test_unconfident_verdict_leads_with_collect_and_one_item(ruleset):
     """Evidence missing and the verdict not confident: `hami-analyzer collect` first, then the
     single most useful item, and one step of the verdict's fix."""
     text = "HAMi 2.4.1, pod pending:\n\n```\n0/3 nodes are available: 3 Insufficient nvidia.com/gpu.\n```\n"
-    _, report = analyze_issue(text.encode(), ruleset)
+    report = analyze(Issue(text.encode()), AnalyzeOptions(ruleset=ruleset)).report
     assert report.primary.confidence != "high"
     md = render_markdown(report, text.encode())
     headings, fixes, checklist = _next_steps(md)

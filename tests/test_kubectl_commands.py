@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.report.collect import fill
+from analyzer.report.next_steps import fill
 from analyzer.rules.selftest import _run_case
 from conftest import KUBECTL
 

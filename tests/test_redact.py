@@ -18,10 +18,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer.analyze import analyze
+from analyzer.analyze import AnalyzeOptions, RedactOptions, analyze
 from analyzer.errors import AnalyzerError
 from analyzer.redact import redact_tree
-from analyzer.redact.bundle import analyze_redacted
 from analyzer.redact.engine import Learner, Redaction
 from analyzer.redact.redactors import example_failure, load_redactors
 from analyzer.redact.tokens import TokenMap
@@ -117,10 +116,10 @@ def test_redactor_examples(redactor):
 def test_sample_redacted_keeps_diagnosis_and_leaks_nothing(ruleset, sample, tmp_path):
     src = planted_copy(sample, tmp_path)
     before = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(src.rglob("*")) if p.is_file()))
-    _, original = analyze([str(src)], ruleset)
+    original = analyze([str(src)], AnalyzeOptions(ruleset=ruleset)).report
     result = redact_tree(src, tmp_path / "out", map_file=tmp_path / "map.json")
     out = texts(tmp_path / "out")
-    _, redacted = analyze([str(tmp_path / "out")], ruleset)
+    redacted = analyze([str(tmp_path / "out")], AnalyzeOptions(ruleset=ruleset)).report
 
     nodes = {n.node for n in original.nodes if n.node}
     for value in SECRETS:
@@ -143,8 +142,9 @@ def test_sample_redacted_keeps_diagnosis_and_leaks_nothing(ruleset, sample, tmp_
 @pytest.mark.parametrize("sample", SAMPLE_DIRS, ids=lambda p: p.name)
 def test_analyze_redact_same_verdict(ruleset, sample):
     """`analyze --redact` analyses the redacted copy: same verdict, no node name in the report."""
-    _, original = analyze([str(sample / "bundle")], ruleset)
-    _, redacted = analyze_redacted([str(sample / "bundle")], ruleset, None, None, [], None)
+    original = analyze([str(sample / "bundle")], AnalyzeOptions(ruleset=ruleset)).report
+    options = AnalyzeOptions(ruleset=ruleset, redact=RedactOptions())
+    redacted = analyze([str(sample / "bundle")], options).report
     assert [(n.primary.category, n.primary.rule_id) for n in redacted.nodes] == [
         (n.primary.category, n.primary.rule_id) for n in original.nodes
     ]
@@ -262,7 +262,7 @@ def test_node_names_in_file_names_and_token_collisions(ruleset, tmp_path):
     # node-1 is taken by the original, so it is never issued; files are redacted in name order
     assert result.tokens.mapping() == {"ip-1": "10.244.3.0", "node-2": "gpu-a7", "node-3": "node-1"}
     assert sorted(texts(tmp_path / "out")) == ["node-2.yaml", "node-3.yaml"]
-    _, report = analyze([str(tmp_path / "out")], ruleset)
+    report = analyze([str(tmp_path / "out")], AnalyzeOptions(ruleset=ruleset)).report
     assert sorted(n.node for n in report.nodes) == ["node-2", "node-3"]
 
 

@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 import pytest
 import yaml
 
-from analyzer.analyze import analyze
+from analyzer.analyze import AnalyzeOptions, analyze
 from analyzer.render.html import render_html
 from conftest import SAMPLES
 
@@ -61,7 +61,7 @@ class Page(HTMLParser):
 
 
 def _page(ruleset, sample):
-    _, report = analyze([str(sample / "bundle")], ruleset)
+    report = analyze([str(sample / "bundle")], AnalyzeOptions(ruleset=ruleset)).report
     html = render_html(report)
     p = Page()
     p.feed(html)

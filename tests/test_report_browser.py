@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from analyzer.analyze import analyze
+from analyzer.analyze import AnalyzeOptions, analyze
 from analyzer.render.html import render_html
 from conftest import REPO, SAMPLES
 
@@ -82,7 +82,7 @@ def _probe(tmp_path, page: str, keep_csp: bool = True) -> dict:
 
 @pytest.mark.parametrize("sample", SAMPLE_DIRS, ids=lambda p: p.name)
 def test_report_in_browser(tmp_path, ruleset, sample):
-    _, report = analyze([str(sample / "bundle")], ruleset)
+    report = analyze([str(sample / "bundle")], AnalyzeOptions(ruleset=ruleset)).report
     page = render_html(report)
     page_file = tmp_path / "report.html"
     page_file.write_text(page, encoding="utf-8")
@@ -102,14 +102,18 @@ def test_report_in_browser(tmp_path, ruleset, sample):
 
 def test_hostile_bundle_inert_even_without_csp(tmp_path, ruleset):
     """Escaping alone must keep the XSS sample inert; the CSP is a second wall."""
-    _, report = analyze([str(SAMPLES / "xss-hostile" / "bundle")], ruleset)
+    report = analyze(
+        [str(SAMPLES / "xss-hostile" / "bundle")], AnalyzeOptions(ruleset=ruleset)
+    ).report
     out = _probe(tmp_path, render_html(report), keep_csp=False)
     assert out["dialogs"] == 0 and out["pwned"] is None and "PWNED" not in out["title"]
     assert out["resources"] == []
 
 
 def test_phone_width_screenshot(tmp_path, ruleset):
-    _, report = analyze([str(SAMPLES / "annotation-health-omitted" / "bundle")], ruleset)
+    report = analyze(
+        [str(SAMPLES / "annotation-health-omitted" / "bundle")], AnalyzeOptions(ruleset=ruleset)
+    ).report
     page_file = tmp_path / "report.html"
     page_file.write_text(render_html(report), encoding="utf-8")
     ARTIFACTS.mkdir(exist_ok=True)

@@ -79,10 +79,12 @@ def test_collect_next_fills_the_node_and_asks_for_the_basics(ruleset):
 
 
 def test_collect_next_is_empty_on_a_healthy_node(ruleset):
-    from analyzer.analyze import analyze
+    from analyzer.analyze import AnalyzeOptions, analyze
     from conftest import SAMPLES
 
-    _, report = analyze([str(SAMPLES / "healthy-single-gpu" / "bundle")], ruleset)
+    report = analyze(
+        [str(SAMPLES / "healthy-single-gpu" / "bundle")], AnalyzeOptions(ruleset=ruleset)
+    ).report
     assert report.primary.category == "healthy" and report.worst.collect == ()
 
 

@@ -7,7 +7,7 @@ import importlib.util
 import pytest
 import yaml
 
-from analyzer.analyze import analyze
+from analyzer.analyze import AnalyzeOptions, analyze
 from conftest import REPO, SAMPLES
 
 SAMPLE_DIRS = sorted(p for p in SAMPLES.iterdir() if p.is_dir())
@@ -36,7 +36,7 @@ def test_every_sample_is_built_and_checked():
 @pytest.mark.parametrize("sample", SAMPLE_DIRS, ids=lambda p: p.name)
 def test_sample_diagnosis(ruleset, sample):
     expected = yaml.safe_load((sample / "expected.yaml").read_text())
-    _, report = analyze([str(sample / "bundle")], ruleset)
+    report = analyze([str(sample / "bundle")], AnalyzeOptions(ruleset=ruleset)).report
     d = report.worst
     fired = {f.rule_id for f in d.all_findings()}
     assert d.primary.category == expected["primary_category"], (d.primary, sorted(fired))
@@ -56,7 +56,7 @@ def test_sample_diagnosis(ruleset, sample):
     ids=lambda p: p.name,
 )
 def test_no_fault_on_healthy_samples(ruleset, sample):
-    _, report = analyze([str(sample / "bundle")], ruleset)
+    report = analyze([str(sample / "bundle")], AnalyzeOptions(ruleset=ruleset)).report
     assert [f.rule_id for f in report.worst.faults()] == []
     assert {ln.link: ln.state for ln in report.worst.links} == {
         "count": "ok",

@@ -270,12 +270,12 @@ def _check_types(result: dict[str, Any]) -> None:
 def _analyze_rows(
     bundle_id: str, path: str, row: dict[str, Any], report_name: str | None
 ) -> dict[str, Any]:
-    from analyzer.analyze import analyze_parsed, load_bundle
+    from analyzer.analyze import AnalyzeOptions, analyze
     from analyzer.batch.io import local_copy
 
     with local_copy(path) as local:  # a URL is fetched to a temporary copy, a path used as is
-        bundle = load_bundle([local], load_rules(), content=True)
-    report = analyze_parsed(bundle, load_rules())
+        result = analyze([local], AnalyzeOptions(ruleset=load_rules(), content_digest=True))
+    bundle, report = result.bundle, result.report
     out = _rows(bundle_id, row, bundle, report)
     if report_name:
         from analyzer.render.html import render_html
@@ -378,7 +378,7 @@ def _done_ids(parts: Path) -> set[str]:
     return set(pl.scan_parquet(files).select("id").collect()["id"].to_list())
 
 
-def bundle_ids(paths: list[Path]) -> Iterator[tuple[str, str]]:
+def bundle_ids(paths: list[str]) -> Iterator[tuple[str, str]]:
     seen: dict[str, int] = {}
     for p in paths:
         base = str(p)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import regex
 import yaml
 
+from analyzer.confidence import at_least
 from analyzer.errors import AnalyzerError
 from analyzer.parse.structured import load_yaml
 from analyzer.report.model import CONFIDENCE_RANK, Report
@@ -200,7 +201,7 @@ class Decision:
 def decide(report: Report, text: str, options: Options, config: BotConfig) -> Decision:
     p = report.primary
     fault = p.category not in ("healthy", "inconclusive")
-    sure = CONFIDENCE_RANK[p.confidence] <= CONFIDENCE_RANK[options.min_confidence]
+    sure = at_least(p.confidence, options.min_confidence)
     verdict = (
         "fault" if fault and sure else ("healthy" if p.category == "healthy" else "inconclusive")
     )

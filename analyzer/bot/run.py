@@ -133,7 +133,7 @@ def run_bot(
     dry_run: bool = False,
     limits: Limits | None = None,
 ) -> Outcome:
-    from analyzer.analyze import analyze_parsed, thread_bundle
+    from analyzer.analyze import AnalyzeOptions, RedactOptions, Thread, analyze
     from analyzer.render.markdown import render_markdown
 
     config = load_config()
@@ -154,12 +154,20 @@ def run_bot(
         read = [x for x in everything if authors.takes(x, event.author, me)]
     with tempfile.TemporaryDirectory(prefix="hami-bot-") as tmp:
         posts = _posts(event, read, config, limits, Path(tmp), fetch=not dry_run)
-        bundle, files = thread_bundle(posts, ruleset, limits, config.accumulate, redact)
-    lang = config.language.detect(files.prose)
-    report = analyze_parsed(bundle, ruleset, lang=lang)
+        result = analyze(
+            Thread(tuple(posts), config.accumulate),
+            AnalyzeOptions(
+                ruleset=ruleset,
+                lang=config.language.detect,
+                limits=limits,
+                redact=RedactOptions() if redact else None,
+            ),
+        )
+    report, lang = result.report, result.lang
     text = "\n\n".join(p.text for p in posts)
     decision = decide(report, text, options, config)
-    body = render_markdown(report, _digest_source(posts), lang, files.problems)
+    problems = result.thread.problems if result.thread is not None else []
+    body = render_markdown(report, result.digest, lang, problems)
     if dry_run:
         return Outcome(decision, lang, "dry-run", body if decision.comment else "")
     if mine and input_digest(mine[0].body) == input_digest(body):
@@ -229,19 +237,6 @@ def _posts(
             found.append(Attachment(link.name, None, why))
         posts.append(Post(label, text, tuple(found)))
     return posts
-
-
-def _digest_source(posts: list[Post]) -> bytes:
-    """Everything analysed: the issue's text (alone, it is exactly what `analyze --from-issue`
-    digests), each comment read, and each attachment's bytes' digest or why it is missing."""
-    parts = [posts[0].text]
-    parts += [f"\n\n<!-- {p.label} -->\n{p.text}" for p in posts[1:]]
-    parts += [
-        f"\n<!-- {p.label}/{a.name} {a.sha256 or a.problem} -->"
-        for p in posts
-        for a in p.attachments
-    ]
-    return "".join(parts).encode("utf-8", errors="replace")
 
 
 def _sync_labels(

@@ -53,6 +53,19 @@ class ThreadFiles:
     problems: list[tuple[str, str]] = field(default_factory=list)  # (attachment, why unread)
 
 
+def digest_source(posts: list[Post]) -> bytes:
+    """Everything analysed: the issue's text (alone, it is exactly what `analyze --from-issue`
+    digests), each comment read, and each attachment's bytes' digest or why it is missing."""
+    parts = [posts[0].text]
+    parts += [f"\n\n<!-- {p.label} -->\n{p.text}" for p in posts[1:]]
+    parts += [
+        f"\n<!-- {p.label}/{a.name} {a.sha256 or a.problem} -->"
+        for p in posts
+        for a in p.attachments
+    ]
+    return "".join(parts).encode("utf-8", errors="replace")
+
+
 def post_order(name: str) -> int:
     """The position in the thread of the post a file comes from (0: the issue)."""
     m = _LABEL.match(name)

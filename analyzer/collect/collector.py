@@ -25,7 +25,7 @@ from analyzer.collect.runner import Call, Runner
 from analyzer.errors import AnalyzerError
 from analyzer.kinds import Catalogue
 from analyzer.parse.manifest import MANIFEST_API, MANIFEST_KIND
-from analyzer.report.collect import DEFAULT_NAMESPACE, DEFAULT_RELEASE
+from analyzer.report.next_steps import DEFAULT_NAMESPACE, DEFAULT_RELEASE
 
 MAX_NODES = 10  # nodes collected when none is named (those running the HAMi device plugin)
 MAX_PODS = 10  # pending or failing pods described

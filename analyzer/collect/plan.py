@@ -10,7 +10,7 @@ import shlex
 from dataclasses import dataclass
 
 from analyzer.kinds import Catalogue, Kind
-from analyzer.report.collect import fill
+from analyzer.report.next_steps import fill
 
 PROGRAMS = ("kubectl", "helm")
 POD_KINDS = ("pod-describe",)  # run once per pending or failing pod found

@@ -273,7 +273,7 @@ def bench_batch(n: int, workdir: Path, dask_workers: list[int]) -> None:
     sample = paths[: min(200, len(paths))]
     start = time.perf_counter()
     for i, p in enumerate(sample):
-        batch.analyze_one((f"w{i}", p))
+        batch.analyze_one((f"w{i}", p, None))
     warm = len(sample) / (time.perf_counter() - start)
     one_wall, _, _ = _timed(
         [sys.executable, "-m", "analyzer", "analyze", sample[0], "--format", "json"]

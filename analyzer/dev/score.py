@@ -13,12 +13,14 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from analyzer import confidence
+from analyzer.confidence import confident
 from analyzer.errors import AnalyzerError
 from analyzer.parse.structured import load_yaml
 from analyzer.rules.model import RuleSet
 
 FORMS = ("files", "issue")
-LEVELS = ("high", "medium", "low", "none")  # none: the analysis failed
+LEVELS = (*confidence.LEVELS, "none")  # none: the analysis failed
 OUTCOMES = ("right", "inconclusive", "wrong")
 SKIP = ("expected.yaml", "issue.md")
 
@@ -37,7 +39,7 @@ class CaseScore:
 
     @property
     def confident_wrong(self) -> bool:
-        return self.score == 0 and self.confidence in ("high", "medium")
+        return self.score == 0 and confident(self.confidence)
 
     @property
     def outcome(self) -> str:
@@ -77,7 +79,7 @@ def _score(category: str, ok: list[str]) -> float:
 
 
 def score_case(case: Path, ruleset: RuleSet) -> list[CaseScore]:
-    from analyzer.analyze import analyze, analyze_issue
+    from analyzer.analyze import AnalyzeOptions, Issue, analyze
 
     exp = load_yaml((case / "expected.yaml").read_text(encoding="utf-8"))
     ok = [exp["category"], *(exp.get("also_ok") or [])]
@@ -88,12 +90,12 @@ def score_case(case: Path, ruleset: RuleSet) -> list[CaseScore]:
             if form == "files":
                 if not files:
                     continue
-                _, report = analyze(files, ruleset)
+                report = analyze(files, AnalyzeOptions(ruleset=ruleset)).report
             else:
                 issue = case / "issue.md"
                 if not issue.is_file():
                     continue
-                _, report = analyze_issue(issue.read_bytes(), ruleset)
+                report = analyze(Issue(issue.read_bytes()), AnalyzeOptions(ruleset=ruleset)).report
             p = report.primary
             got, rule, conf = p.category, p.rule_id, p.confidence
         except AnalyzerError as exc:
@@ -148,8 +150,8 @@ def render_score(result: ScoreResult, fmt: str = "text") -> str:
         lines.append(f"{r.case:32} {r.form:6} {exp[:30]:30} {got[:48]:48} {r.score:g}{flag}")
     lines.append("")
     for f in FORMS:
-        got, n = result.total(f)
-        lines.append(f"{f:6}: {got:g}/{n} = {result.percent(f):.1f}%")
+        right, n = result.total(f)
+        lines.append(f"{f:6}: {right:g}/{n} = {result.percent(f):.1f}%")
     lines += ["", "reliability (verdicts per confidence level: right / inconclusive / wrong)"]
     lines.append(f"{'form':6} {'level':7} {'right':>5} {'incon':>5} {'wrong':>5}")
     for f in FORMS:

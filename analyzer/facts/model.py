@@ -7,24 +7,13 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-STRENGTHS = ("high", "medium", "low")
+from analyzer.confidence import LEVELS as STRENGTHS
+from analyzer.confidence import lower, strongest, weakest
+
+__all__ = ["STRENGTHS", "lower", "strongest", "weakest"]  # re-exported: evidence strengths
 MATCH_TIMEOUT = (
     0.25  # seconds per line for Python-side regexes: a catastrophic one becomes an error
 )
-
-
-def weakest(*levels: str) -> str:
-    """The lowest of some confidence levels (high > medium > low)."""
-    return max(levels, key=STRENGTHS.index, default="high")
-
-
-def strongest(*levels: str) -> str:
-    """The highest of some confidence levels."""
-    return min(levels, key=STRENGTHS.index, default="low")
-
-
-def lower(level: str) -> str:
-    return STRENGTHS[min(STRENGTHS.index(level) + 1, len(STRENGTHS) - 1)]
 
 
 @dataclass(frozen=True)

@@ -176,7 +176,7 @@ def produce(
     """
     facts.mark_known("version.")
     facts.put("version.known", hami.known)
-    facts.put("version.range", str(hami.range) if hami.known else None)
+    facts.put("version.range", hami.label)
     facts.put("version.conflict", bool(hami.conflicts))
     for comp, inf in components.items():
-        facts.put(f"version.{comp}", str(inf.range) if inf.known else None)
+        facts.put(f"version.{comp}", inf.label)

@@ -129,23 +129,3 @@ def redact_issue(raw: bytes, redactors: list[Path], map_file: Path | None) -> by
             map_file=map_file,
         )
         return b"".join(f.path.read_bytes() for f in result.files)
-
-
-def analyze_redacted(
-    inputs: list[str],
-    ruleset,
-    node: str | None,
-    limits: Limits | None,
-    redactors: list[Path],
-    map_file: Path | None,
-    lang: str = "en",
-):
-    """`analyze --redact`: the diagnosis of the redacted copy (`--node` may name the real node)."""
-    from analyzer.analyze import analyze_parsed, check_analysable, parse_reader
-
-    with redacted_reader(inputs, limits, redactors, map_file) as (reader, result):
-        parsed = parse_reader(reader, ruleset)
-        check_analysable(parsed)
-        if node is not None:
-            node = result.tokens.lookup(node) or node
-        return parsed, analyze_parsed(parsed, ruleset, node, lang)

@@ -15,8 +15,8 @@ import regex
 from analyzer import __version__
 from analyzer.facts.model import STRENGTHS, Evidence
 from analyzer.messages import message
-from analyzer.report.collect import COLLECTED
 from analyzer.report.model import NodeReport, Report
+from analyzer.report.next_steps import COLLECTED
 
 MAX_COMMENT = 65_536
 MAX_NEXT_STEPS = 3

@@ -11,7 +11,7 @@ from analyzer.facts.model import lower
 from analyzer.messages import message
 from analyzer.parse.logs import ParsedLog
 from analyzer.pipeline import ParsedBundle
-from analyzer.report import collect
+from analyzer.report import next_steps
 from analyzer.report.model import (
     CONFIDENCE_RANK,
     SEVERITY_RANK,
@@ -259,7 +259,7 @@ def _handshake_info(ctx: NodeContext) -> HandshakeInfo | None:
 def _version_info(ctx: NodeContext) -> VersionInfo:
     v = ctx.version
     return VersionInfo(
-        str(v.range) if v.known else None,
+        v.label,
         v.describe(),
         tuple(VersionClue(str(e.range), e.reason, e.where) for e in v.evidence),
         tuple(VersionClue(str(e.range), e.reason, e.where) for e in v.conflicts),
@@ -297,7 +297,7 @@ def build_node(
         rule_errors=tuple(
             [*ctx.index.errors, *(r.error for r in results if r.outcome == ERROR and r.error)]
         ),
-        collect=collect.choose(
+        collect=next_steps.choose(
             verdict, results, ctx, ruleset.catalogue, lang, collected=bool(bundle.manifests)
         ),
         version=_version_info(ctx),

@@ -7,12 +7,13 @@ import datetime as dt
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
-from analyzer.facts.model import STRENGTHS, Evidence
+from analyzer.confidence import RANK
+from analyzer.facts.model import Evidence
 from analyzer.parse.annotations import GpuDevice
 from analyzer.rules.model import SEVERITIES, Step
 
 SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
-CONFIDENCE_RANK = {c: i for i, c in enumerate(STRENGTHS)}
+CONFIDENCE_RANK = RANK
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,9 @@ class NotEvaluated:
 
 
 @dataclass(frozen=True)
-class Collect:
+class NextStep:
+    """One item of what to collect next (`report/next_steps.py`); the output's `collect` list."""
+
     kind: str
     title: str
     command: str
@@ -194,7 +197,7 @@ class NodeReport:
     not_fired: tuple[str, ...]
     explained_away: tuple[str, ...]  # fired, but their `unless` held
     rule_errors: tuple[str, ...]
-    collect: tuple[Collect, ...]
+    collect: tuple[NextStep, ...]  # the next steps (JSON key `collect`, a stable output field)
     version: VersionInfo
     clock: ClockInfo
     register: RegisterInfo | None

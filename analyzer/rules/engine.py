@@ -109,11 +109,11 @@ def _reason(
 
 
 def applicable(rule: Rule, ctx: NodeContext) -> bool:
-    if ctx.version.known and not rule.versions.overlaps(ctx.version.range):
+    if not ctx.version.allows(rule.versions):
         return False
     for comp, rng in rule.component_versions.items():
         inf = ctx.components.get(comp)
-        if inf is not None and inf.known and not rng.overlaps(inf.range):
+        if inf is not None and not inf.allows(rng):
             return False
     return True
 

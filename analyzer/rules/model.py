@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzer.facts.model import STRENGTHS
+from analyzer.confidence import LEVELS as STRENGTHS
 from analyzer.kinds import Catalogue
 from analyzer.rules.conditions import Cond
 from analyzer.signatures import Signature

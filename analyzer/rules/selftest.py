@@ -28,7 +28,7 @@ class CaseResult:
 def _run_case(ruleset: RuleSet, case: dict, base: Path, lang: str = "en"):
     """A rule test case as a bundle: a sample folder and/or named files (a `.md` file is the
     issue's own text, as the issue bot reads it)."""
-    from analyzer.analyze import analyze_parsed, parse_reader
+    from analyzer.analyze import AnalyzeOptions, analyze
 
     reader = BundleReader()
     try:
@@ -41,8 +41,8 @@ def _run_case(ruleset: RuleSet, case: dict, base: Path, lang: str = "en"):
         for name, content in (case.get("files") or {}).items():
             kind = "issue-text" if name.endswith(".md") else None
             reader.add_bytes(name, str(content).encode(), kind=kind)
-        parsed = parse_reader(reader, ruleset)
-        return analyze_parsed(parsed, ruleset, case.get("node"), lang)
+        options = AnalyzeOptions(ruleset=ruleset, node=case.get("node"), lang=lang)
+        return analyze(reader, options).report
     finally:
         reader.close()
 

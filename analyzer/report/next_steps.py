@@ -1,4 +1,4 @@
-"""What to collect next, chosen by the verdict: only what would confirm or overturn it, or
+"""The next steps of a report: what to collect next, chosen by the verdict: only what would confirm or overturn it, or
 decide between the remaining candidates. Nothing on a healthy node; at most three items on a
 confident verdict. Commands come from the kind catalogue with the values the bundle knows.
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from analyzer.facts.context import NodeContext
 from analyzer.kinds import Catalogue
 from analyzer.messages import message
-from analyzer.report.model import Collect, Verdict
+from analyzer.report.model import NextStep, Verdict
 from analyzer.rules.engine import FIRED, NOT_EVALUATED, RuleResult
 
 DEFAULT_NAMESPACE = "kube-system"
@@ -56,7 +56,7 @@ def choose(
     catalogue: Catalogue,
     lang: str = "en",
     collected: bool = False,
-) -> tuple[Collect, ...]:
+) -> tuple[NextStep, ...]:
     """`collected`: the bundle is (or holds) an archive of `hami-analyzer collect`."""
     if verdict.category == "healthy":
         return ()
@@ -96,21 +96,21 @@ def choose(
     if (len(wanted) > 1 or (primary is None and wanted)) and not collected:
         listed = wanted[: limit - 1]  # the lead counts as one of the items
         node_debug = any(catalogue[kind].where == "node" for kind, _ in listed)
-        out.append(collect_all(values.get("NODE"), lang, node_debug))
+        out.append(collect_command_step(values.get("NODE"), lang, node_debug))
     for kind, why in wanted[: limit - len(out)]:
         k = catalogue[kind]
         command, needs = fill(k.collect, values)
         title = k.title_zh if lang == "zh" and k.title_zh else k.title
-        out.append(Collect(kind, title, command, k.where, why, needs))
+        out.append(NextStep(kind, title, command, k.where, why, needs))
     return tuple(out)
 
 
-def collect_all(node: str | None, lang: str = "en", node_debug: bool = False) -> Collect:
+def collect_command_step(node: str | None, lang: str = "en", node_debug: bool = False) -> NextStep:
     """`hami-analyzer collect` for the node (or, with no node known, the nodes running HAMi),
     after the line that installs it; `node_debug`: the node's side too, through a debug pod."""
     command = "hami-analyzer collect" + (f" --node {_quote(node)}" if node else "")
     command += " --node-debug" if node_debug else ""
-    return Collect(
+    return NextStep(
         COLLECTED,
         message("collect-all-node" if node_debug else "collect-all", lang),
         f"{INSTALL}\n{command} -o hami-bundle.tar.gz",

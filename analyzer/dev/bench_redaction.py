@@ -40,8 +40,9 @@ def bench_redaction(
 ) -> RedactionFigures:
     """Time `cli redact BUNDLE -o work/...` (archive and folder) and `cli analyze BUNDLE -f json`,
     alternating, `runs` times each; outputs are removed after each run."""
-    if timed is None:
-        from analyzer.dev.bench import _peak_of as timed
+    from analyzer.dev.bench import _peak_of
+
+    run = timed or _peak_of
     work.mkdir(parents=True, exist_ok=True)
     archive, folder = work / "redacted.tar.gz", work / "redacted"
     rows: dict[str, list[tuple[float, int]]] = {"analyze": [], "archive": [], "folder": []}
@@ -51,10 +52,10 @@ def bench_redaction(
             ("archive", [*cli, "redact", str(bundle), "-o", str(archive)]),
             ("folder", [*cli, "redact", str(bundle), "-o", str(folder)]),
         ):
-            wall, peak, proc = timed(cmd)
+            wall, peak_kib, proc = run(cmd)
             if proc.returncode not in (0, 1):
                 raise RuntimeError(f"{' '.join(cmd)}: exit {proc.returncode}: {proc.stderr[-500:]}")
-            rows[key].append((wall, peak))
+            rows[key].append((wall, peak_kib))
             archive.unlink(missing_ok=True)
             shutil.rmtree(folder, ignore_errors=True)
     mb = sum(p.stat().st_size for p in Path(bundle).rglob("*") if p.is_file()) / 1e6

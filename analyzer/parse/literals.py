@@ -3,7 +3,9 @@
 A line can only match `nvml Init err:\\s*(?P<ret>.*)` if it contains "nvml Init err:". Scanning
 a big log for such literals (one alternation of escaped strings) is several times faster than
 the combined regexes, and lets us attribute lines to signatures with one regex check per
-candidate instead of one per signature per line.
+candidate instead of one per signature per line. A pattern that ignores case as a whole still
+has required literals, to be found ignoring case (`ignores_case`): without them its regex would
+run on every line of a big log.
 """
 
 from __future__ import annotations
@@ -131,6 +133,7 @@ def _sequence(items) -> list[str] | None:
 
 def required_literals(pattern: str) -> list[str] | None:
     r"""Literals one of which every match must contain; None when no useful literal exists.
+    For a pattern that ignores case as a whole they must be looked for ignoring case.
 
     >>> required_literals(r"nvml Init err:\s*(?P<ret>.*)")
     ['nvml Init err:']
@@ -139,15 +142,27 @@ def required_literals(pattern: str) -> list[str] | None:
     >>> required_literals(r"nvidia-container-cli(?:\.real)?: (?i:unknown error)")
     ['nvidia-container-cli']
     >>> required_literals(r"(?i)\bhami\b"), required_literals(r"a|bc")
-    (None, None)
+    (['hami'], None)
     """
     try:
         parsed = P.parse(pattern)
     except (re.error, TypeError, ValueError, RecursionError):
         return None
-    if parsed.state.flags & re.IGNORECASE:
-        return None  # a case-sensitive literal scan would miss matches
     try:
         return _sequence(list(parsed))
     except RecursionError:
         return None
+
+
+_GLOBAL_FLAGS = re.compile(r"(?:\(\?[aiLmsux]+\))+")  # where Python allows them: at the start
+
+
+def ignores_case(pattern: str) -> bool:
+    """True when the whole pattern ignores case (a leading `(?i)`): its literals are too.
+    Read from the text, not parsed: a run asks it of every signature.
+
+    >>> ignores_case(r"(?i)\bhami\b"), ignores_case(r"(?s)(?i)x"), ignores_case(r"hami (?i:v2)")
+    (True, True, False)
+    """
+    flags = _GLOBAL_FLAGS.match(pattern)
+    return flags is not None and "i" in flags.group()

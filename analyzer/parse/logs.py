@@ -25,9 +25,11 @@ from analyzer.bundle.text import (
     LINE_PREFIX_PATTERN,
     PREFIX_RE,
     decode,
+    printable,
     rejoin_hard_wraps,
 )
-from analyzer.parse.literals import required_literals
+from analyzer.parse.literals import ignores_case, required_literals
+from analyzer.progress import Progress, progress_for
 
 ERROR_LINE_CAP = 5_000  # unmatched E/F lines kept from a big log (batch analysis wants them)
 ANSI_PATTERN = r"\x1b\[[0-9;?]*[ -/]*[@-~]"
@@ -71,11 +73,15 @@ BATCH_ROWS = 100_000  # per streamed batch: memory vs. per-batch overhead (1 GB:
 BATCH_BYTES = 16 << 20  # and about this much text, so that long lines do not blow memory up
 SMALL_FRAME = 20_000  # below this many rows signatures are attributed line by line
 POOL_BYTES = 8 << 20  # candidate lines of a big log attributed together (1 GB bench: 2 calls)
+HOT_SHARE = 0.01  # a signature whose literals are in this share of a big log's first lines
+HOT_MAX = 8  # is flagged by its own regex in the scan (at most this many: one pass each)
 
 
 class Matcher:
-    """Attributes lines to signatures: literal prefilter (one Rust-regex alternation), then each
-    candidate signature's regex once. Patterns without a usable literal are checked on every row.
+    """Attributes lines to signatures: one prefilter (a Rust regex of every signature's required
+    literals), then each candidate signature's regex once. The literals of a pattern that ignores
+    case are looked for ignoring case, and their regex is checked on every candidate; a pattern
+    without a usable literal is checked on every line.
 
     `compile` returns a signature's compiled pattern (the rule set's own, compiled on first use:
     compiling every pattern would cost a small bundle more than analysing it)."""
@@ -89,54 +95,71 @@ class Matcher:
         self.sigs = sigs
         self.pattern = dict(sigs)
         self._compile = compile or (lambda sid: regex.compile(self.pattern[sid]))
-        self._keep: dict[frozenset[str], pl.Expr] = {}
+        self._keep: pl.Expr | None = None
+        self._without: dict[frozenset[str], Matcher] = {}
         prefilters = prefilters or {}
-        lit_rows: list[tuple[str, str]] = []
-        self.fallback: list[str] = []
-        # a pattern that is exactly its literal needs no regex check after the prefilter
-        self.pure = {sid for sid, pat in sigs if _is_plain(pat)}
-        for sid, pat in sigs:
-            lits = prefilters[sid] if sid in prefilters else required_literals(pat)
-            if lits is None:
-                self.fallback.append(sid)
-            else:
-                lit_rows.extend((lit, sid) for lit in lits)
+        self.lits = {
+            sid: prefilters[sid] if sid in prefilters else required_literals(pat)
+            for sid, pat in sigs
+        }
+        self.fallback = [sid for sid, _ in sigs if self.lits[sid] is None]
+        # found ignoring case by the prefilter; their regex decides on every candidate
+        self.folded = [sid for sid, pat in sigs if self.lits[sid] and ignores_case(pat)]
+        self.checked = self.fallback + self.folded
+        lit_rows = [
+            (lit, sid) for sid, _ in sigs if sid not in self.checked for lit in self.lits[sid] or ()
+        ]
         self.literals = sorted({lit for lit, _ in lit_rows})
         self.lit_to_sigs: dict[str, list[str]] = {}
         for lit, sid in lit_rows:
             self.lit_to_sigs.setdefault(lit, [])
             if sid not in self.lit_to_sigs[lit]:
                 self.lit_to_sigs[lit].append(sid)
+        # a pattern that is exactly its literal needs no regex check after the prefilter
+        self.pure = {sid for sid, pat in sigs if _is_plain(pat) and sid not in self.checked}
         per_sig: dict[str, int] = {}
         for _lit, sid in set(lit_rows):
             per_sig[sid] = per_sig.get(sid, 0) + 1
         # a line may hold two literals of one signature: then (line, sig) pairs need dedup
         self.multi_literal = any(n > 1 for n in per_sig.values())
 
-    def pure_literals(self) -> dict[str, list[str]]:
-        """Plain-literal signatures (the pattern is its own text) and their literal."""
-        return {sid: [self.pattern[sid]] for sid in sorted(self.pure) if sid not in self.fallback}
-
-    def keep_expr(self, exclude: set[str] | None = None) -> pl.Expr:
-        """True for lines that may match a signature (not counting those in `exclude`)."""
-        key = frozenset(exclude or ())
-        if key not in self._keep:
-            self._keep[key] = self._build_keep_expr(key)
-        return self._keep[key]
-
-    def _build_keep_expr(self, exclude: frozenset[str]) -> pl.Expr:
-        t = pl.col("text")
-        parts = []
-        lits = [lit for lit, sids in self.lit_to_sigs.items() if not set(sids) <= exclude]
-        if lits:
-            parts.append(t.str.contains("|".join(regex.escape(x) for x in sorted(lits))))
-        if self.fallback:
-            parts.append(
-                t.str.contains("|".join(f"(?:{_unname(self.pattern[s])})" for s in self.fallback))
+    def without(self, sids: set[str] | list[str]) -> Matcher:
+        """The same scan without these signatures (built once per set)."""
+        key = frozenset(sids)
+        if not key:
+            return self
+        if key not in self._without:
+            self._without[key] = Matcher(
+                [(sid, pat) for sid, pat in self.sigs if sid not in key], self.lits, self._compile
             )
-        if not parts:
-            return pl.lit(False)
-        return pl.any_horizontal(parts) if len(parts) > 1 else parts[0]
+        return self._without[key]
+
+    def folded_pattern(self, sid: str) -> str:
+        return "(?i:" + "|".join(regex.escape(x) for x in sorted(self.lits[sid] or ())) + ")"
+
+    def prefilters(self) -> list[str]:
+        """The Rust regexes a line must match one of to be a candidate. Every literal is in the
+        first, one lazy-DFA pass per line whatever the number of signatures; the literals to
+        find ignoring case (those with a cased letter) are a second pass, because their case
+        variants blow the first's DFA up, and so are the patterns without a literal."""
+        folded = {x for sid in self.folded for x in self.lits[sid] or ()}
+        cased = sorted(x for x in folded if x.lower() != x.upper())
+        plain = sorted(set(self.literals) | (folded - set(cased)))
+        out = []
+        if plain:
+            out.append("|".join(regex.escape(x) for x in plain))
+        if cased:
+            out.append("(?i:" + "|".join(regex.escape(x) for x in cased) + ")")
+        if self.fallback:
+            out.append("|".join(f"(?:{_unname(self.pattern[sid])})" for sid in self.fallback))
+        return out
+
+    def keep_expr(self) -> pl.Expr:
+        """True for lines that may match a signature."""
+        if self._keep is None:
+            parts = [pl.col("text").str.contains(p) for p in self.prefilters()]
+            self._keep = pl.any_horizontal(parts) if parts else pl.lit(False)
+        return self._keep
 
     def attribute(self, frame: pl.DataFrame, bulk: bool = False) -> pl.DataFrame:
         """(line, text, ...) rows -> the same rows plus `sig`, once per verified signature match,
@@ -171,12 +194,12 @@ class Matcher:
                     if sid in self.pure
                     else part.filter(pl.col("text").str.contains(self.pattern[sid]))
                 )
-        for sid in self.fallback:
+        for sid in self.checked:
             hit = frame.filter(pl.col("text").str.contains(self.pattern[sid]))
             if hit.height:
                 out.append(hit.with_columns(pl.lit(sid).alias("sig")))
         if not out:
-            return pl.DataFrame(schema={"line": pl.Int64, "text": pl.String, "sig": pl.String})
+            return pl.DataFrame(schema={**frame.schema, "sig": pl.String})
         hits = pl.concat(out)
         return hits.sort("line", maintain_order=True)
 
@@ -188,16 +211,22 @@ class Matcher:
         cheaper than a dozen vectorised passes."""
         rows: list[tuple] = []
         at = frame.columns.index("text")
-        for row in frame.filter(self.keep_expr()).iter_rows():
+        cand = frame.filter(self.keep_expr())
+        # which literals each candidate holds: one Aho-Corasick pass, not one `in` per literal
+        lits = (
+            cand["text"].str.extract_many(self.literals, overlapping=True).to_list()
+            if self.literals
+            else [[]] * cand.height
+        )
+        order = {lit: i for i, lit in enumerate(self.lit_to_sigs)}  # signatures in rule order
+        for row, held in zip(cand.iter_rows(), lits, strict=True):
             text = row[at]
-            found: list[str] = []
-            for lit, sids in self.lit_to_sigs.items():
-                if lit in text:
-                    found.extend(s for s in sids if s not in found)
+            held = sorted(set(held), key=order.__getitem__)
+            found = dict.fromkeys(sid for lit in held for sid in self.lit_to_sigs[lit])
             for sid in found:
                 if sid in self.pure or self.regex(sid).search(text, timeout=0.25):
                     rows.append((*row, sid))
-            for sid in self.fallback:
+            for sid in self.checked:
                 if self.regex(sid).search(text, timeout=0.25):
                     rows.append((*row, sid))
         return pl.DataFrame(rows, schema={**frame.schema, "sig": pl.String}, orient="row")
@@ -296,24 +325,47 @@ class _Profile:
     has_prefix: bool  # kubectl --prefix / --timestamps / CRI prefixes to strip
     has_ansi: bool
     batch_rows: int  # rows per streamed batch: about BATCH_BYTES of text, at most BATCH_ROWS
+    lines: list[str]  # the first lines, as read
 
 
 def _profile(path) -> _Profile:
     with open(path, "rb") as fh:
         head = fh.read(1 << 20)
     text, _warns = decode(head)
-    lines = text.split("\n")[:2000]
-    has_prefix = any(PREFIX_RE.match(x).end() for x in lines)
+    lines = text.split("\n")[:-1] or [text]
+    has_prefix = any(PREFIX_RE.match(x).end() for x in lines[:2000])
     mean_len = max(1, len(head) // max(1, text.count("\n")))
     rows = max(1, min(BATCH_ROWS, BATCH_BYTES // mean_len))
-    return _Profile(has_prefix, bool(ANSI_RE.search(text)), rows)
+    return _Profile(has_prefix, bool(ANSI_RE.search(text)), rows, lines)
+
+
+def hot_signatures(matcher: Matcher, lines: list[str]) -> list[str]:
+    """Signatures whose literals are in at least HOT_SHARE of these lines (a big log's first),
+    most frequent first, at most HOT_MAX. Every line of theirs would be a prefilter candidate
+    attributed on its own (a periodic line: a third of some logs); flagged by their own regex in
+    the scan instead, they are counted and sampled from the flags."""
+    if not lines:
+        return []
+    share: dict[str, float] = {}
+    col = pl.Series("text", lines)
+    if matcher.literals:
+        found = col.str.extract_many(matcher.literals, overlapping=True).list.unique().explode()
+        for lit, n in found.drop_nulls().value_counts().iter_rows():
+            for sid in matcher.lit_to_sigs[lit]:
+                share[sid] = max(share.get(sid, 0.0), n / len(lines))
+    for sid in matcher.folded:
+        share[sid] = col.str.contains(matcher.folded_pattern(sid)).sum() / len(lines)
+    hot = [sid for sid, x in share.items() if x >= HOT_SHARE]
+    return sorted(hot, key=lambda sid: (-share[sid], sid))[:HOT_MAX]
 
 
 def _parse_streamed(artefact: Artefact, matcher: Matcher) -> ParsedLog:
     path = artefact.file.path
     profile = _profile(path)
+    size = artefact.file.size or Path(path).stat().st_size
+    progress = progress_for(f"scanning {printable(artefact.file.name)}", size, "bytes")
     try:
-        return _stream(artefact, path, matcher, profile)
+        return _stream(artefact, path, matcher, profile, progress)
     except pl.exceptions.ComputeError:
         # invalid UTF-8 somewhere past the head: stream a repaired copy kept in a private folder
         # (the input may be the user's own directory, which is never written to)
@@ -324,7 +376,12 @@ def _parse_streamed(artefact: Artefact, matcher: Matcher) -> ParsedLog:
                 while chunk := src.read(64 << 20):
                     dst.write(decoder.decode(chunk).encode())
                 dst.write(decoder.decode(b"", final=True).encode())
-            return _stream(artefact, repaired, matcher, profile)
+            if progress:
+                progress = progress_for(f"scanning {printable(artefact.file.name)}", size, "bytes")
+            return _stream(artefact, repaired, matcher, profile, progress)
+    finally:
+        if progress:
+            progress.close()
 
 
 def _edge_klog(path, first: bool) -> str | None:
@@ -386,13 +443,15 @@ def _own(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(pl.col(pl.String) + "")
 
 
-def _stream(artefact, path, matcher: Matcher, profile: _Profile) -> ParsedLog:
+def _stream(
+    artefact, path, matcher: Matcher, profile: _Profile, progress: Progress | None
+) -> ParsedLog:
     """One streaming pass over the file; only cheap expressions run per line.
 
-    Per line: klog flags, one literal scan per plain-literal signature (those are counted from
-    their flags and sampled by position), and the literal prefilter of the other signatures, whose
-    candidate lines (few) are attributed with the regexes. Sampled rows keep their text, so
-    nothing is read twice."""
+    Per line: klog flags, one prefilter regex for all signatures but the hot ones (few lines
+    pass it: they are pooled and attributed with the regexes), and one regex per hot signature
+    (counted from its flags and sampled by position). Sampled rows keep their text, so nothing
+    is read twice."""
     has_prefix, has_ansi = profile.has_prefix, profile.has_ansi
     needs_raw = has_prefix or has_ansi
     base = pl.scan_lines(
@@ -405,18 +464,9 @@ def _stream(artefact, path, matcher: Matcher, profile: _Profile) -> ParsedLog:
         text = text.str.replace(LINE_PREFIX_PATTERN, "")
     t = pl.col("text")
     klog = t.str.contains(KLOG_START)
-    pure = matcher.pure_literals()  # sid -> literals, for plain-literal signatures
-    pure_ids = sorted(pure)
-    other = matcher.keep_expr(exclude=set(pure_ids))
-    pure_exprs = [
-        t.str.contains_any(pure[sid])
-        if len(pure[sid]) > 1
-        else t.str.contains(pure[sid][0], literal=True)
-        for sid in pure_ids
-    ]
-    any_pure = pl.any_horizontal(pure_exprs) if pure_exprs else pl.lit(False)
-    # unmatched E/F lines (for batch analysis); lines of plain-literal signatures are not "unmatched"
-    err = klog & (t.str.starts_with("E") | t.str.starts_with("F")) & ~any_pure
+    hot = hot_signatures(matcher, profile.lines)
+    rest = matcher.without(hot)  # the prefilter and attribution of every other signature
+    flags = [f"_h{i}" for i in range(len(hot))]
     cols = ["line", "raw", "text"] if needs_raw else ["line", "text"]
     lf = (base.with_columns(text.alias("text")) if needs_raw else base).select(
         pl.col("line").cast(pl.Int64),
@@ -425,16 +475,20 @@ def _stream(artefact, path, matcher: Matcher, profile: _Profile) -> ParsedLog:
         (klog & t.str.starts_with("E")).alias("_e"),
         (klog & t.str.starts_with("W")).alias("_w"),
         (klog & t.str.starts_with("F")).alias("_f"),
-        other.alias("_keep"),
-        err.alias("_err"),
-        *(e.alias(f"_p{i}") for i, e in enumerate(pure_exprs)),
+        rest.keep_expr().alias("_keep"),
+        *(t.str.contains(matcher.pattern[sid]).alias(f) for sid, f in zip(hot, flags, strict=True)),
     )
+    # E/F lines of no hot signature (those are matched); without a candidate literal they cannot
+    # match any other one either: unmatched (batch analysis wants them)
+    err = (pl.col("_e") | pl.col("_f")) & ~pl.any_horizontal(pl.lit(False), *flags)
+    loose = err & ~pl.col("_keep")
     stats = LogStats(all_lines_kept=False)
     samples = _Samples()
     errors: list[pl.DataFrame] = []
     n_errors = 0
-    sums = [pl.len(), *(pl.col(c).sum() for c in ("_klog", "_e", "_w", "_f", "_keep", "_err"))]
-    sums += [pl.col(f"_p{i}").sum() for i in range(len(pure_ids))]
+    sums = [pl.len(), *(pl.col(c).sum() for c in ("_klog", "_e", "_w", "_f", "_keep"))]
+    sums += [loose.sum().alias("_loose"), *(pl.col(f).sum() for f in flags)]
+    sums.append(pl.col(cols[1]).str.len_bytes().sum().alias("_bytes"))  # for the progress line
     pool: list[pl.DataFrame] = []  # candidate lines of the other signatures, not yet attributed
     pooled = 0
 
@@ -447,9 +501,7 @@ def _stream(artefact, path, matcher: Matcher, profile: _Profile) -> ParsedLog:
         kept = pl.concat(pool, rechunk=True)  # many small chunks make every later call slow
         pool.clear()
         pooled = 0
-        hit = matcher.attribute(kept.select(cols), bulk=True)
-        if pure_ids:  # plain-literal signatures were counted from their flags
-            hit = hit.filter(~pl.col("sig").is_in(pure_ids))
+        hit = rest.attribute(kept.select(cols), bulk=True)
         for (sid,), group in hit.partition_by("sig", as_dict=True, maintain_order=True).items():
             samples.add(sid, group.select(cols), group.height)
         e = kept.filter(pl.col("_err") & ~pl.col("line").is_in(hit["line"].implode()))
@@ -458,37 +510,38 @@ def _stream(artefact, path, matcher: Matcher, profile: _Profile) -> ParsedLog:
             errors[:] = [pl.concat(errors).sort("line").head(ERROR_LINE_CAP)]
 
     for batch in lf.collect_batches(chunk_size=profile.batch_rows):
-        agg = batch.select(sums).row(0)
-        stats.lines += agg[0]
-        stats.klog_lines += agg[1]
-        for letter, n in zip("EWF", agg[2:5], strict=True):
-            stats.severities[letter] = stats.severities.get(letter, 0) + n
+        n, n_klog, n_e, n_w, n_f, n_keep, n_loose, *counts, n_bytes = batch.select(sums).row(0)
+        if progress:
+            progress.advance(n_bytes + n)  # the text and its newlines
+        stats.lines += n
+        stats.klog_lines += n_klog
+        for letter, k in zip("EWF", (n_e, n_w, n_f), strict=True):
+            stats.severities[letter] = stats.severities.get(letter, 0) + k
         # one filter per batch picks every row kept from it: the first and last occurrences of
-        # each plain-literal signature, candidates of the others, unmatched errors
-        present = [(j, sid, agg[7 + j]) for j, sid in enumerate(pure_ids) if agg[7 + j]]
+        # each hot signature, candidates of the others, unmatched errors
+        present = [(f, sid, k) for f, sid, k in zip(flags, hot, counts, strict=True) if k]
         want = []
-        for j, sid, n in present:
-            flag = pl.col(f"_p{j}")
-            first = samples.wanted(sid, n)
+        for f, sid, k in present:
+            flag = pl.col(f)
+            first = samples.wanted(sid, k)
             last = flag.cum_sum(reverse=True) <= SIG_TAIL_CAP
             want.append(flag & ((flag.cum_sum() <= first) | last if first else last))
-        take_errors = agg[6] and n_errors < ERROR_LINE_CAP
-        if take_errors:  # lines without a candidate literal cannot match a signature
-            want.append(pl.col("_err") & ~pl.col("_keep"))
-        if agg[5]:
+        take_errors = n_loose and n_errors < ERROR_LINE_CAP
+        if take_errors:
+            want.append(loose)
+        if n_keep:
             want.append(pl.col("_keep"))
         if not want:
             continue
         rows = _own(batch.filter(pl.any_horizontal(want)))
-        for j, sid, n in present:
-            samples.add(sid, rows.filter(pl.col(f"_p{j}")).select(cols), n)
+        for f, sid, k in present:
+            samples.add(sid, rows.filter(pl.col(f)).select(cols), k)
         if take_errors:
-            e = rows.filter(pl.col("_err") & ~pl.col("_keep")).select(cols)
-            e = _own(e.head(ERROR_LINE_CAP - n_errors))
+            e = _own(rows.filter(loose).select(cols).head(ERROR_LINE_CAP - n_errors))
             n_errors += e.height
             errors.append(e)
-        if agg[5]:
-            pool.append(rows.filter(pl.col("_keep")).select(*cols, "_err"))
+        if n_keep:
+            pool.append(rows.filter(pl.col("_keep")).select(*cols, err.alias("_err")))
             pooled += pool[-1].estimated_size()
             if pooled >= POOL_BYTES:
                 flush()

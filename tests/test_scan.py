@@ -1,9 +1,11 @@
 """The big-log scan: frequent (hot) signatures flagged by their own regex, case-insensitive
-literals, the progress line; rule texts without jinja2; the benchmark's doubled catalogue."""
+literals, the progress line; rule texts without jinja2; the rules cache; the benchmark's doubled
+catalogue."""
 
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
 
@@ -163,3 +165,20 @@ def test_the_benchmarks_doubled_catalogue_loads_and_never_matches(ruleset, tmp_p
     assert len(doubled.signatures) == 2 * len(ruleset.signatures)
     bundle, _report = analyze([str(REPO / "sample_bundles" / sample / "bundle")], doubled)
     assert not {sid for log in bundle.logs for sid in log.stats.sig_counts} & set(ids)
+
+
+def test_the_rules_cache_keeps_only_the_newest_sets(tmp_path, monkeypatch):
+    from analyzer.rules import loader
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    folder = tmp_path / "hami-bundle-analyzer"
+    folder.mkdir()
+    for i in range(loader.CACHED_RULE_SETS + 4):
+        old = folder / f"rules-old{i:02d}.pickle"
+        old.write_bytes(b"stale")
+        os.utime(old, (1000 + i, 1000 + i))
+    ruleset = loader.load_ruleset()  # validates, writes its set, prunes the oldest
+    kept = sorted(p.name for p in folder.glob("rules-*.pickle"))
+    assert len(kept) == loader.CACHED_RULE_SETS
+    assert "rules-old00.pickle" not in kept and "rules-old19.pickle" in kept
+    assert loader.load_ruleset().version == ruleset.version  # and reads it back

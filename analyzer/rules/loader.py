@@ -4,7 +4,10 @@ the load; the linter's semantic checks (analyzer/rules/lint.py) run on the resul
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
+import os
 import pickle
 from pathlib import Path
 from typing import Any
@@ -12,8 +15,6 @@ from typing import Any
 import polars as pl
 import regex
 import yaml
-from jinja2 import TemplateSyntaxError
-from jinja2.sandbox import SandboxedEnvironment
 
 from analyzer import __version__
 from analyzer.atomic import atomic_path
@@ -21,7 +22,7 @@ from analyzer.cache import cache_dir
 from analyzer.errors import RuleLoadError
 from analyzer.kinds import load_catalogue
 from analyzer.parse.annotations import AnnotationSpec
-from analyzer.parse.literals import required_literals
+from analyzer.parse.literals import ignores_case, required_literals
 from analyzer.rules import builtin_rules_dir
 from analyzer.rules.conditions import LINE_KEY, ParseProblems, parse_condition
 from analyzer.rules.model import (
@@ -55,7 +56,6 @@ BUILTIN_DATA = (
     "bot.yaml",
     "redactors.yaml",
 )
-TEMPLATE_ENV = SandboxedEnvironment(autoescape=False, keep_trailing_newline=False)
 
 
 class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # C parser: 9x faster
@@ -98,21 +98,39 @@ def _rules_digest(dirs: list[Path]) -> str:
     return h.hexdigest()
 
 
+def _code_digest() -> str:
+    """What identifies the code that shapes the cached objects. An installed wheel: its RECORD,
+    which holds the digest of every file it installed, so a reinstall of the same code keeps
+    the cache. A checkout or an editable install: every module's size and time (hashing their
+    content would cost a small run more than the cache saves), which change with any edit."""
+    package = Path(__file__).resolve().parent.parent
+    for record in package.parent.glob("hami_bundle_analyzer-*.dist-info/RECORD"):
+        with contextlib.suppress(OSError):
+            text = record.read_bytes()
+            if b"analyzer/rules/loader.py," in text:
+                return hashlib.sha256(text).hexdigest()
+    h = hashlib.sha256()
+    for top, dirs, files in os.walk(package):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(f for f in files if f.endswith(".py")):
+            st = os.stat(os.path.join(top, name))
+            h.update(f"{top}/{name}:{st.st_mtime_ns}:{st.st_size}".encode())
+    return h.hexdigest()
+
+
 def _cache_path(dirs: list[Path], digest: str) -> Path | None:
-    """Validated rule sets are cached by the rules' digest and our code, so start-up does not
-    re-validate unchanged rules. Any change makes a new key."""
+    """Validated rule sets are cached by the rules' digest, the analyzer's version and code and
+    the rule folders (their paths are in the cached rules, and in what `rules show` prints), so
+    start-up does not re-validate unchanged rules. Any change makes a new key."""
     where = cache_dir()
     if where is None:
         return None
-    h = hashlib.sha256(f"{__version__}:{digest}:{[str(d) for d in dirs]}".encode())
-    code = Path(__file__).resolve().parent.parent
     try:
-        for py in sorted(code.rglob("*.py")):  # the loader's own code shapes the cached objects
-            st = py.stat()
-            h.update(f"{py}:{st.st_mtime_ns}:{st.st_size}".encode())
+        code = _code_digest()
     except OSError:
         return None
-    return where / f"rules-{h.hexdigest()[:24]}.pickle"
+    key = f"{__version__}:{code}:{digest}:{[str(d) for d in dirs]}"
+    return where / f"rules-{hashlib.sha256(key.encode()).hexdigest()[:24]}.pickle"
 
 
 def load_ruleset(extra_dirs: list[Path] | None = None, use_cache: bool = True) -> RuleSet:
@@ -131,9 +149,22 @@ def load_ruleset(extra_dirs: list[Path] | None = None, use_cache: bool = True) -
         try:
             with atomic_path(cache) as tmp, tmp.open("wb") as fh:
                 pickle.dump(ruleset, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            _prune(cache.parent)
         except OSError:
             pass
     return ruleset
+
+
+CACHED_RULE_SETS = 16  # kept in the cache folder: each edit of a checkout writes a new one
+
+
+def _prune(folder: Path) -> None:
+    """Remove all but the newest CACHED_RULE_SETS cached rule sets (another checkout or version
+    whose set goes only validates its rules again once)."""
+    sets = sorted(folder.glob("rules-*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in sets[CACHED_RULE_SETS:]:
+        with contextlib.suppress(OSError):
+            old.unlink()
 
 
 def _read_docs(dirs: list[Path], problems: list[str]):
@@ -262,8 +293,9 @@ def _load_signature(path: str, s: Any, catalogue, problems: list[str]) -> Signat
             problems.append(f"{where}: signature {sid}: {cap_key} {cap!r} is not a named group")
     ex = s.get("examples") or {}
     lits = [str(x) for x in _as_list(s.get("prefilter"))]
+    fold = str.casefold if ignores_case(pattern) else str  # (?i): its literals ignore case too
     for e in ex.get("match") or []:
-        if lits and not any(lit in e for lit in lits):
+        if lits and not any(fold(lit) in fold(e) for lit in lits):
             problems.append(
                 f"{where}: signature {sid}: example {e[:50]!r}... contains no prefilter literal"
             )
@@ -294,9 +326,19 @@ def _load_signature(path: str, s: Any, catalogue, problems: list[str]) -> Signat
     return sig
 
 
+@functools.cache
+def _template_env():
+    """Only for validating rule texts: a cached rule set never imports jinja2 here."""
+    from jinja2.sandbox import SandboxedEnvironment
+
+    return SandboxedEnvironment(autoescape=False, keep_trailing_newline=False)
+
+
 def _check_template(where: str, rid: str, text: str, problems: list[str]) -> None:
+    from jinja2 import TemplateSyntaxError
+
     try:
-        TEMPLATE_ENV.parse(text)
+        _template_env().parse(text)
     except TemplateSyntaxError as exc:
         problems.append(f"{where}: rule {rid}: bad template (line {exc.lineno}): {exc.message}")
 

@@ -182,3 +182,29 @@ def test_the_rules_cache_keeps_only_the_newest_sets(tmp_path, monkeypatch):
     assert len(kept) == loader.CACHED_RULE_SETS
     assert "rules-old00.pickle" not in kept and "rules-old19.pickle" in kept
     assert loader.load_ruleset().version == ruleset.version  # and reads it back
+
+
+def test_case_insensitive_literals_join_the_first_pass_through_a_windows_case_variants(ruleset):
+    """Given a sample of the log, every case-insensitive literal is found by the case variants
+    of its rarest window, in the one literal pass; a line that matches ignoring case is still a
+    candidate, through any ASCII case or the two characters that fold to ASCII letters."""
+    from analyzer.analyze import matcher_for
+
+    m = matcher_for(ruleset)
+    sample = ["I0815 00:00:00.000001 1 x.go:1] restarting the restapi, crash course"] * 50
+    assert len(m.prefilters(sample)) == len(m.prefilters()) - 1  # no (?i) pass left
+    keep = m.keep_expr(sample)
+    lines = [
+        "the device plugin keeps ReStArTiNg",
+        "the device plugin keeps re\u017fTARTing",  # LONG S folds to s
+        "HAM\u0130 v2.7.1 here",  # Python regex: CAPITAL I WITH DOT matches i
+        "hami-device CRASHED",
+        "nothing to see",
+        "GPUMEM not in allocatable",
+    ]
+    got = pl.DataFrame({"text": lines}).select(keep)["text"].to_list()
+    assert got == [True, True, True, True, False, True]
+    for line, kept in zip(lines, got, strict=True):  # the prefilter keeps every regex match
+        assert kept or not any(
+            m.regex(sid).search(line) for sid in ("sym-plugin-restarts", "txt-hami-version")
+        )

@@ -9,6 +9,7 @@ work happens per line of a big file.
 from __future__ import annotations
 
 import codecs
+import itertools
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -137,29 +138,49 @@ class Matcher:
     def folded_pattern(self, sid: str) -> str:
         return "(?i:" + "|".join(regex.escape(x) for x in sorted(self.lits[sid] or ())) + ")"
 
-    def prefilters(self) -> list[str]:
+    def prefilters(self, sample: list[str] | None = None) -> list[str]:
         """The Rust regexes a line must match one of to be a candidate. Every literal is in the
-        first, one lazy-DFA pass per line whatever the number of signatures; the literals to
-        find ignoring case (those with a cased letter) are a second pass, because their case
-        variants blow the first's DFA up, and so are the patterns without a literal."""
+        first, one lazy-DFA pass per line whatever the number of signatures. A literal to find
+        ignoring case cannot join it as `(?i:...)` (Unicode case folding blows that DFA up);
+        given a `sample` of the log, each joins it as the case variants of its rarest window
+        of FOLD_WINDOW characters there; otherwise they are a second pass. Patterns without a
+        literal are a pass of their own."""
         folded = {x for sid in self.folded for x in self.lits[sid] or ()}
         cased = sorted(x for x in folded if x.lower() != x.upper())
-        plain = sorted(set(self.literals) | (folded - set(cased)))
+        plain = set(self.literals) | (folded - set(cased))
+        if sample is not None and cased:
+            haystack = "\n".join(sample).lower()
+            for lit in list(cased):
+                windows = {lit[i : i + FOLD_WINDOW] for i in range(len(lit) - FOLD_WINDOW + 1)}
+                windows = sorted(w for w in windows or {lit} if w.isascii())
+                if windows:
+                    plain.update(
+                        _case_variants(min(windows, key=lambda w: haystack.count(w.lower())))
+                    )
+                    cased.remove(lit)
         out = []
         if plain:
-            out.append("|".join(regex.escape(x) for x in plain))
+            out.append("|".join(regex.escape(x) for x in sorted(plain)))
         if cased:
-            out.append("(?i:" + "|".join(regex.escape(x) for x in cased) + ")")
+            folds = {FOLDS_TO_ASCII[c] for x in cased for c in x.lower() if c in FOLDS_TO_ASCII}
+            ci = "(?i:" + "|".join(regex.escape(x) for x in cased) + ")"
+            out.append("|".join([ci, *sorted(folds)]))
         if self.fallback:
             out.append("|".join(f"(?:{_unname(self.pattern[sid])})" for sid in self.fallback))
         return out
 
-    def keep_expr(self) -> pl.Expr:
-        """True for lines that may match a signature."""
+    def keep_expr(self, sample: list[str] | None = None) -> pl.Expr:
+        """True for lines that may match a signature (`sample`: see `prefilters`)."""
+        if sample is not None:
+            return self._any(self.prefilters(sample))
         if self._keep is None:
-            parts = [pl.col("text").str.contains(p) for p in self.prefilters()]
-            self._keep = pl.any_horizontal(parts) if parts else pl.lit(False)
+            self._keep = self._any(self.prefilters())
         return self._keep
+
+    @staticmethod
+    def _any(patterns: list[str]) -> pl.Expr:
+        parts = [pl.col("text").str.contains(p) for p in patterns]
+        return pl.any_horizontal(parts) if parts else pl.lit(False)
 
     def attribute(self, frame: pl.DataFrame, bulk: bool = False) -> pl.DataFrame:
         """(line, text, ...) rows -> the same rows plus `sig`, once per verified signature match,
@@ -230,6 +251,25 @@ class Matcher:
                 if self.regex(sid).search(text, timeout=0.25):
                     rows.append((*row, sid))
         return pl.DataFrame(rows, schema={**frame.schema, "sig": pl.String}, orient="row")
+
+
+FOLD_WINDOW = 5  # characters of a case-insensitive literal found through their case variants
+# the only characters outside ASCII that (?i) matches to an ASCII letter: KELVIN SIGN for k and
+# LATIN SMALL LETTER LONG S for s (Rust and Python's regex), CAPITAL I WITH DOT for i (regex)
+FOLDS_TO_ASCII = {"k": "\u212a", "s": "\u017f", "i": "\u0130"}
+
+
+def _case_variants(text: str) -> set[str]:
+    """Strings one of which every case-insensitive match of ASCII `text` contains: its ASCII
+    case variants, and the non-ASCII characters that fold to one of its letters.
+
+    >>> sorted(_case_variants("ok:")) == ["OK:", "Ok:", "oK:", "ok:", "\u212a"]
+    True
+    """
+    options = [(c.lower(), c.upper()) if c.isalpha() else (c,) for c in text]
+    out = {"".join(x) for x in itertools.product(*options)}
+    out.update(FOLDS_TO_ASCII[c] for c in set(text.lower()) if c in FOLDS_TO_ASCII)
+    return out
 
 
 def _is_plain(pattern: str) -> bool:
@@ -475,7 +515,7 @@ def _stream(
         (klog & t.str.starts_with("E")).alias("_e"),
         (klog & t.str.starts_with("W")).alias("_w"),
         (klog & t.str.starts_with("F")).alias("_f"),
-        rest.keep_expr().alias("_keep"),
+        rest.keep_expr(profile.lines).alias("_keep"),
         *(t.str.contains(matcher.pattern[sid]).alias(f) for sid, f in zip(hot, flags, strict=True)),
     )
     # E/F lines of no hot signature (those are matched); without a candidate literal they cannot

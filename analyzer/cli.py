@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -21,6 +22,7 @@ from typing import Annotated
 import typer
 
 from analyzer import __version__
+from analyzer.bundle.text import printable
 from analyzer.errors import AnalyzerError, RuleLoadError
 from analyzer.progress import shown as progress_shown
 
@@ -79,9 +81,27 @@ MapOpt = Annotated[
 ]
 
 
+def _say(text: object, err: bool = False) -> None:
+    """A line for the terminal: whatever came from a bundle, a cluster, a rule file or the
+    command line is shown without its control characters (no escape sequence gets through)."""
+    typer.echo(printable(text), err=err)
+
+
 def _fail(msg: str) -> None:
-    typer.echo(f"error: {msg}", err=True)
+    _say(f"error: {msg}", err=True)
     raise typer.Exit(EXIT_INPUT)
+
+
+def _no_overwrite(
+    outputs: dict[str, Path | str | None], *inputs: Sequence[Path | str] | None
+) -> None:
+    """Refuse, before anything is written, an output that is or is inside an input."""
+    from analyzer.outputs import check_outputs
+
+    try:
+        check_outputs(outputs, [p for group in inputs if group for p in group])
+    except AnalyzerError as exc:
+        _fail(str(exc))
 
 
 def _ruleset(extra: list[Path] | None, use_cache: bool = True):
@@ -91,7 +111,7 @@ def _ruleset(extra: list[Path] | None, use_cache: bool = True):
         rules = load_ruleset(list(extra or []), use_cache=use_cache)
     except RuleLoadError as exc:
         for p in exc.problems:
-            typer.echo(f"error: {p}", err=True)
+            _say(f"error: {p}", err=True)
         raise typer.Exit(EXIT_INPUT) from None
     # the modules and the rules live as long as the process: keep the collector off them (a
     # full collection over polars' and jinja2's objects costs a small bundle ~20 ms)
@@ -107,7 +127,7 @@ def _limits(max_bytes: int, max_members: int):
 
 def _write(text: str, output: Path | None) -> None:
     if output is None:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.write(printable(text if text.endswith("\n") else text + "\n"))
         return
     from analyzer.atomic import write_text
 
@@ -164,6 +184,7 @@ def analyze(
     from analyzer.analyze import analyze as run
     from analyzer.analyze import analyze_issue
 
+    _no_overwrite({"-o": output, "--map": map_file}, inputs, rules, redactors)
     ruleset = _ruleset(rules)
     if output is not None and not output.parent.is_dir():
         _fail(f"cannot write {output}: no such directory {output.parent}")
@@ -232,15 +253,16 @@ def _is_issue(spec: str) -> bool:
 
 def _read_input(spec: str) -> bytes:
     from analyzer.bundle.issue import MAX_ISSUE_BYTES
+    from analyzer.bundle.reader import open_regular
     from analyzer.errors import BundleError
 
     try:
-        data = (
-            sys.stdin.buffer.read(MAX_ISSUE_BYTES + 1) if spec == "-" else Path(spec).read_bytes()
-        )
+        if spec == "-":
+            return sys.stdin.buffer.read(MAX_ISSUE_BYTES + 1)
+        with open_regular(Path(spec)) as fh:  # a FIFO or /dev/zero is refused, not read
+            return fh.read()
     except OSError as exc:
         raise BundleError(f"{spec}: {exc.strerror or exc}") from None
-    return data
 
 
 @app.command()
@@ -297,6 +319,7 @@ def timeline(
         _fail(f"unknown format {format!r}: use text, csv, json or parquet")
     if format == "parquet" and output is None:
         _fail("--format parquet needs --output FILE")
+    _no_overwrite({"-o": output}, inputs, rules)
     ruleset = _ruleset(rules)
     try:
         with progress_shown():
@@ -324,7 +347,9 @@ def batch(
     ] = None,
     jobs: Annotated[
         int | None,
-        typer.Option("--jobs", "-j", help="Worker processes (default: all cores)."),
+        typer.Option(
+            "--jobs", "-j", help="Worker processes (default: all cores; 0: in this process)."
+        ),
     ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Re-analyse bundles already in --out.")
@@ -356,12 +381,13 @@ def batch(
     if summary_only is not None:
         if not (summary_only / "bundles.parquet").is_file():
             _fail(f"{summary_only}: no bundles.parquet (run a batch first)")
-        typer.echo(str(batch_mod.write_summary(summary_only)))
+        _say(str(batch_mod.write_summary(summary_only)))
         return
     if not inputs or out is None:
         _fail("batch needs INPUT... and --out DIR (or --summary-only DIR)")
     if bundle_timeout <= 0:
         _fail("--bundle-timeout must be a positive number of seconds")
+    _no_overwrite({"--out": out}, inputs)
     try:
         check_inputs(inputs)
         with open_executor(executor, scheduler, jobs) as ex:
@@ -369,7 +395,7 @@ def batch(
     except AnalyzerError as exc:
         _fail(str(exc))
         return
-    typer.echo(
+    _say(
         f"{counts['bundles']} bundles, {counts['findings']} findings -> {out}/bundles.parquet, "
         f"{out}/findings.parquet, {out}/summary.html"
     )
@@ -378,7 +404,10 @@ def batch(
 @app.command()
 def bot(
     event: Annotated[
-        Path, typer.Option("--event", envvar="GITHUB_EVENT_PATH", help="The issue event JSON.")
+        Path,
+        typer.Option(
+            "--event", envvar="GITHUB_EVENT_PATH", help="The issues or issue_comment event JSON."
+        ),
     ],
     rules: RulesOpt = None,
     min_confidence: Annotated[
@@ -395,34 +424,81 @@ def bot(
     labels: Annotated[
         str, typer.Option("--labels", envvar="INPUT_LABELS", help="YAML map: category -> label.")
     ] = "",
+    comment_authors: Annotated[
+        str,
+        typer.Option(
+            "--comment-authors",
+            envvar="INPUT_COMMENT_AUTHORS",
+            help="Logins and author associations (MEMBER, ...) whose comments are read besides "
+            "the issue author's.",
+        ),
+    ] = "",
+    bot_login: Annotated[
+        str,
+        typer.Option(
+            "--bot-login",
+            envvar="INPUT_BOT_LOGIN",
+            help="The login the bot comments as (default: the token's, or github-actions[bot]).",
+        ),
+    ] = "",
     redact: Annotated[bool, typer.Option("--redact", envvar="INPUT_REDACT")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", envvar="INPUT_DRY_RUN")] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", envvar="INPUT_DRY_RUN", help="The event's payload alone; no network."
+        ),
+    ] = False,
     api_url: Annotated[
         str, typer.Option("--api-url", envvar="GITHUB_API_URL")
     ] = "https://api.github.com",
+    server_url: Annotated[
+        str,
+        typer.Option(
+            "--server-url",
+            envvar="GITHUB_SERVER_URL",
+            help="Attachments are fetched from here only.",
+        ),
+    ] = "https://github.com",
     repo: Annotated[
         str | None, typer.Option("--repo", help="owner/name (default: the event's).")
     ] = None,
     outputs: Annotated[
         Path | None, typer.Option("--outputs", envvar="GITHUB_OUTPUT", help="Append outputs here.")
     ] = None,
+    max_bytes: Annotated[
+        int,
+        typer.Option(
+            "--max-bytes",
+            envvar="INPUT_MAX_BYTES",
+            help="Size cap (MiB) of attachments and their uncompressed contents.",
+        ),
+    ] = 4096,
+    max_members: MaxMembers = 5000,
 ) -> None:
-    """The issue bot of the GitHub Action: analyse the issue of EVENT and post or update one
-    comment and its labels through `gh api`. Exit 0 whether or not it commented, 1 when the API
-    failed, 2 for a bad input."""
+    """The issue bot of the GitHub Action: analyse the issue of EVENT with the comments it reads
+    and their attachments, and post or update one comment and its labels through `gh api`. Exit
+    0 whether or not it commented, 1 when the API failed, 2 for a bad input."""
     from analyzer.bot import run as bot_run
-    from analyzer.bot.decide import Options, parse_labels
+    from analyzer.bot.decide import Options, parse_labels, parse_names
     from analyzer.bot.github import GitHubError
 
+    _no_overwrite({"--outputs": outputs}, [event], rules)
     try:
-        options = Options(min_confidence, comment_when, parse_labels(labels))
-        ev = bot_run.read_event(event, api_url, repo)
+        options = Options(
+            min_confidence,
+            comment_when,
+            parse_labels(labels),
+            parse_names(comment_authors),
+            bot_login.strip(),
+        )
+        ev = bot_run.read_event(event, api_url, repo, server_url)
         ruleset = _ruleset(rules)  # a broken rule directory: one line, before any API call
-        out = bot_run.run_bot(ev, options, ruleset, redact, dry_run)
-        typer.echo(out.summary() + (f"\n{out.comment}" if dry_run and out.comment else ""))
+        limits = _limits(max_bytes, max_members)
+        out = bot_run.run_bot(ev, options, ruleset, redact, dry_run, limits)
+        _say(out.summary() + (f"\n{out.comment}" if dry_run and out.comment else ""))
         bot_run.write_outputs(outputs, out.outputs())
     except GitHubError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        _say(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_FAULT) from None
     except AnalyzerError as exc:
         _fail(str(exc))
@@ -443,6 +519,7 @@ def redact(
     registries and secrets replaced by stable tokens (node-1, ip-1, ...)."""
     from analyzer.redact.bundle import redact_bundle
 
+    _no_overwrite({"-o": output, "--map": map_file}, inputs, redactors)
     limits = _limits(max_bytes, max_members)
     try:
         result, warnings = redact_bundle(
@@ -452,8 +529,8 @@ def redact(
         _fail(str(exc))
         return
     for w in [*warnings, *result.skipped]:
-        typer.echo(f"warning: {w}", err=True)
-    typer.echo(
+        _say(f"warning: {w}", err=True)
+    _say(
         f"{len(result.files)} files, {sum(result.counts.values())} values replaced by "
         f"{len(result.tokens.mapping())} tokens -> {output}"
         + (f" (map: {map_file})" if map_file else "")
@@ -465,8 +542,8 @@ def rules_list(rules: RulesOpt = None) -> None:
     """One line per rule: id, kind, severity, category, title."""
     rs = _ruleset(rules)
     for r in sorted(rs.rules.values(), key=lambda r: (r.category, r.id)):
-        typer.echo(f"{r.id:42} {r.kind:6} {r.severity:8} {r.category:30} {r.title}")
-    typer.echo(f"{len(rs.rules)} rules, {len(rs.signatures)} signatures")
+        _say(f"{r.id:42} {r.kind:6} {r.severity:8} {r.category:30} {r.title}")
+    _say(f"{len(rs.rules)} rules, {len(rs.signatures)} signatures")
 
 
 @rules_app.command("show")
@@ -477,7 +554,7 @@ def rules_show(rule_id: str, rules: RulesOpt = None) -> None:
     rs = _ruleset(rules)
     if rule_id not in rs.rules and rule_id not in rs.signatures:
         _fail(f"no rule or signature {rule_id!r} (see `hami-analyzer rules list`)")
-    typer.echo(render_rule_page(rs, rule_id))
+    _say(render_rule_page(rs, rule_id))
 
 
 @rules_app.command("lint")
@@ -485,8 +562,8 @@ def rules_lint(rules: RulesOpt = None) -> None:
     """Validate every rule file: exit 2 with file:line errors, 1 with warnings, 0 when clean."""
     rs = _ruleset(rules, use_cache=False)
     for w in rs.warnings:
-        typer.echo(f"warning: {w}", err=True)
-    typer.echo(
+        _say(f"warning: {w}", err=True)
+    _say(
         f"{'ok' if not rs.warnings else f'{len(rs.warnings)} warning(s)'}: {len(rs.rules)} rules "
         f"and {len(rs.signatures)} signatures in {len(rs.files)} files"
     )
@@ -507,7 +584,7 @@ def rules_facts(
         return
     for f in FACTS:
         src = ", ".join(f.sources) or "always known"
-        typer.echo(f"{f.path:42} {f.type:8} {f.producer:10} [{src}]  {f.description}")
+        _say(f"{f.path:42} {f.type:8} {f.producer:10} [{src}]  {f.description}")
 
 
 @rules_app.command("schema")
@@ -529,8 +606,8 @@ def rules_test(
     results = run_rule_tests(rs, rule_id)
     failed = [r for r in results if not r.ok]
     for r in failed:
-        typer.echo(f"FAIL {r.rule_id} {r.case}: {r.detail}")
-    typer.echo(f"{len(results) - len(failed)} passed, {len(failed)} failed")
+        _say(f"FAIL {r.rule_id} {r.case}: {r.detail}")
+    _say(f"{len(results) - len(failed)} passed, {len(failed)} failed")
     raise typer.Exit(1 if failed else 0)
 
 
@@ -546,7 +623,7 @@ def dev_score(
     if not corpus.is_dir():
         _fail(f"{corpus}: not a folder of cases")
     result = score_corpus(corpus, _ruleset(rules))
-    typer.echo(render_score(result, format))
+    _say(render_score(result, format))
 
 
 @app.command()
@@ -570,16 +647,29 @@ def collect(
     pod: Annotated[
         list[str] | None, typer.Option("--pod", help="Describe this NS/NAME pod (may repeat).")
     ] = None,
-    redact: Annotated[bool, typer.Option("--redact", help="Redact before archiving.")] = False,
+    redact: Annotated[
+        bool, typer.Option("--redact/--no-redact", help="Redact before archiving (default).")
+    ] = True,
+    redactors: RedactorsOpt = None,
+    map_file: Annotated[
+        Path | None,
+        typer.Option("--map", help="Token map, loaded and extended (default: ARCHIVE.map.json)."),
+    ] = None,
+    node_debug: Annotated[
+        bool,
+        typer.Option("--node-debug", help="Read the node's journals and configs via a debug pod."),
+    ] = False,
+    debug_image: Annotated[
+        str, typer.Option("--debug-image", help="Image of the --node-debug pod.")
+    ] = "busybox:1.36",
     kubectl: Annotated[str | None, typer.Option("--kubectl", help="kubectl binary.")] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per call.")] = 30.0,
     max_log_mib: Annotated[int, typer.Option("--max-log-mib", help="Bound per log (MiB).")] = 32,
 ) -> None:
-    """Collect a bundle from the cluster with kubectl. Exit 0: written, 2: cannot start."""
-    import datetime as dt
-    import re
-
+    """Collect a bundle from the cluster with kubectl, redacted. Exit 0: written, 2: cannot
+    start."""
     from analyzer.collect import collector as c
+    from analyzer.collect.options import check_options, default_map, default_output
 
     program = c.find_program("kubectl", kubectl)
     if program is None:
@@ -588,17 +678,21 @@ def collect(
             if kubectl
             else "kubectl not found on PATH (use --kubectl PATH)"
         )
-    if bad := [p for p in pod or [] if not re.fullmatch(r"[^/\s]+/[^/\s]+", p)]:
-        _fail(f"--pod {bad[0]!r}: expected NAMESPACE/NAME")
-    if since is not None and not re.fullmatch(r"(?:\d+[hms])+", since):
-        _fail(f"--since {since!r}: expected a duration such as 2h or 90m")
+    out = output or default_output()
+    if redact and map_file is None:
+        map_file = default_map(out)
+    _no_overwrite({"-o": out, "--map": map_file}, c.kubeconfigs(kubeconfig), redactors)
+    try:
+        check_options(node or [], pod or [], since, redact, redactors, map_file, out, debug_image)
+    except AnalyzerError as exc:
+        _fail(str(exc))
+    redact_tree = None
     if redact:
-        from analyzer.redact import redact_tree
-    else:
-        redact_tree = None
-    out = output or Path(f"hami-bundle-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}.tar.gz")
-    if not out.parent.is_dir():
-        _fail(f"cannot write {out}: no such directory {out.parent}")
+        import functools
+
+        from analyzer.redact import redact_tree as tree
+
+        redact_tree = functools.partial(tree, redactors=list(redactors or []), map_file=map_file)
     opts = c.Options(
         program,
         c.find_program("helm", None),
@@ -612,13 +706,16 @@ def collect(
         timeout,
         max_log_mib << 20,
         redact_tree,
+        map_file if redact else None,
+        node_debug,
+        debug_image,
     )
     try:
         result = c.collect(opts, _ruleset(None).catalogue, lambda line: typer.echo(line, err=True))
     except AnalyzerError as exc:
         _fail(str(exc))
         return
-    typer.echo(c.summary(result))
+    typer.echo(c.summary(result, namespace))
 
 
 @app.command()
@@ -655,7 +752,7 @@ def run(args: list[str] | None = None) -> int:
     except SystemExit as exc:
         if exc.code is None or isinstance(exc.code, int):
             return exc.code or 0
-        typer.echo(str(exc.code), err=True)
+        _say(str(exc.code), err=True)
         return 1
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
@@ -665,14 +762,14 @@ def run(args: list[str] | None = None) -> int:
             typer.echo("interrupted", err=True)
             return 130
         if (cli := _cli_error(exc)) is not None:
-            typer.echo(cli[0], err=True)
+            _say(cli[0], err=True)
             return cli[1]
         if os.environ.get("HAMI_ANALYZER_DEBUG"):
             import traceback
 
             traceback.print_exc()
         detail = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-        typer.echo(
+        _say(
             f"error: internal error ({detail}); this is a bug in hami-analyzer {__version__}: "
             f"please report it at {_issue_tracker()} with this line and the input digest "
             f"{_input_digest(args if args is not None else sys.argv[1:])} "
@@ -717,6 +814,8 @@ def _input_digest(args: list[str]) -> str:
             continue
         files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
         for f in files:
+            if not f.is_file():  # a FIFO or a device would never end
+                continue
             with contextlib.suppress(OSError), f.open("rb") as fh:
                 while chunk := fh.read(1 << 20):
                     digest.update(chunk)

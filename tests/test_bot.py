@@ -3,20 +3,35 @@ errors. The API side is tested end to end in tests/test_action.py."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
+import socket
 import string
+import time
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 
 import pytest
+import regex
 import yaml
 
-from analyzer.analyze import analyze_issue
-from analyzer.bot.decide import BotInputError, Options, decide, load_config, parse_labels
-from analyzer.bot.run import input_digest
+from analyzer.analyze import analyze_issue, analyze_parsed, thread_bundle
+from analyzer.bot import github
+from analyzer.bot.decide import (
+    Authors,
+    BotInputError,
+    Options,
+    decide,
+    load_config,
+    parse_labels,
+)
+from analyzer.bot.run import _digest_source, input_digest, read_event, run_bot
+from analyzer.bundle.thread import Attachment, Post
 from analyzer.messages import MESSAGES_PATH
 from analyzer.render.markdown import render_markdown
 from analyzer.rules import builtin_rules_dir
-from conftest import run_cli
+from conftest import SAMPLES, run_cli
 
 NVML = "E0815 09:06:21.709851  412873 register.go:96] nvml Init err:  ERROR_LIBRARY_NOT_FOUND"
 CONFIG = load_config()
@@ -131,9 +146,13 @@ def test_chinese_issue_gets_a_chinese_comment(ruleset):
     assert "注册链路：设备数量: **中断**" in md
     assert "**修复：**" in md and "**请附上：**" in md and "<summary>详情</summary>" in md
     assert "- [ ] containerd 配置（在节点上执行）。" in md
+    assert "后果：报告者描述 Device Plugin 在重启或崩溃" in md  # the crash the log explains
+    assert "Please attach" not in md and "Registration links" not in md
+    described = ZH_ISSUE.split("，日志如下")[0] + "，请问怎么解决？"  # no log: the symptom alone
+    _, report = analyze_issue(described.encode(), ruleset, lang="zh")
+    md = render_markdown(report, described.encode(), "zh")
     assert "### 🟠 报告者描述 Device Plugin 在重启或崩溃" in md
     assert "_置信度低：Issue 正文中描述的现象_" in md
-    assert "Please attach" not in md and "Registration links" not in md
 
 
 def test_untranslated_rule_falls_back_to_english(ruleset):
@@ -267,3 +286,519 @@ def test_analyze_lang_option(tmp_path):
         and "**Please attach:**" in en.stdout
     )
     assert input_digest(zh.stdout) == input_digest(en.stdout)
+
+
+# ---- the thread: comments read, newest evidence, the digest, spoofed markers, dry runs ----------
+
+NVML_LOG = f"I0815 09:04:51.202341  412873 main.go:275] Start working on node gpu-node-2\n{NVML}\n"
+HEALTHY_LOG = (SAMPLES / "healthy-single-gpu" / "bundle" / "device-plugin.log").read_text()
+
+
+def _comment(author: str, kind: str = "User", association: str = "NONE", body: str = ""):
+    return github.Comment(1, body, author, kind, association)
+
+
+@pytest.mark.parametrize(
+    ("comment", "authors", "me", "read"),
+    [
+        (_comment("Reporter"), [], "github-actions[bot]", True),  # logins ignore case
+        (_comment("someone"), [], "github-actions[bot]", False),
+        (_comment("someone", association="MEMBER"), [], "github-actions[bot]", False),
+        (_comment("someone", association="MEMBER"), ["MEMBER"], "github-actions[bot]", True),
+        (_comment("Alice"), ["alice"], "github-actions[bot]", True),
+        (_comment("renovate[bot]", "User"), ["renovate[bot]"], "x", False),  # a [bot] login
+        (_comment("helper", "Bot"), ["helper"], "x", False),  # a Bot account
+        (_comment("reporter", "Bot"), [], "x", False),
+        (_comment("hami-bot"), ["hami-bot", "OWNER"], "hami-bot", False),  # the bot itself
+        (_comment("reporter"), [], "Reporter", False),  # the bot's token is the reporter's
+        (_comment(""), ["NONE"], "x", False),  # a deleted account
+    ],
+)
+def test_whose_comments_are_read(comment, authors, me, read):
+    assert Authors.of(authors).takes(comment, "reporter", me) is read
+
+
+def _thread(ruleset, *texts: str, lang: str = "en"):
+    posts = [Post("issue", texts[0])] + [
+        Post(f"comment-{i}", t) for i, t in enumerate(texts[1:], 1)
+    ]
+    bundle, files = thread_bundle(posts, ruleset, accumulate=CONFIG.accumulate)
+    return bundle, analyze_parsed(bundle, ruleset, lang=lang), files
+
+
+def test_the_newest_paste_of_a_kind_wins(ruleset):
+    """A device-plugin log in the issue and another in a later comment: the comment's decides,
+    the older one is left out with a warning; the prose of both adds up. The other way round,
+    the later crash decides."""
+    crashed = f"# plugin crash\n\nThe hami device plugin crashes:\n\n```\n{NVML_LOG}```\n"
+    fixed = f"Installed the driver, now:\n\n```\n{HEALTHY_LOG}```\n"
+    bundle, report, files = _thread(ruleset, crashed, fixed)
+    assert report.primary.rule_id != "nvml-init-failed"
+    logs = [a.file.name for a in bundle.inventory.artefacts if a.kind == "device-plugin-log"]
+    assert logs == ["comment-1-block-01.txt"]
+    assert "issue-block-01.txt: device-plugin-log replaced by the newer one in comment 1" in (
+        bundle.inventory.warnings
+    )
+    prose = [a.file.name for a in bundle.inventory.artefacts if a.kind == "issue-text"]
+    assert prose == ["issue-text.md", "comment-1-text.md"]
+    assert "crashes" in files.prose and "Installed the driver" in files.prose
+
+    _, report, _ = _thread(ruleset, f"# plugin\n\n```\n{HEALTHY_LOG}```\n", crashed)
+    assert report.primary.rule_id == "nvml-init-failed"
+    # the crash pasted again after the healthy log: the repeat is the newest paste
+    bundle, report, _ = _thread(ruleset, crashed, fixed, f"Again:\n\n```\n{NVML_LOG}```\n")
+    assert report.primary.rule_id == "nvml-init-failed"
+    names = [f.name for f in bundle.inventory.files]
+    assert "comment-2-block-01.txt" in names and "issue-block-01.txt" not in names
+
+
+def test_one_post_reads_as_analyze_from_issue(ruleset):
+    """The issue alone is the bundle `analyze --from-issue` reads: same files, same verdict."""
+    text = f"# crash\n\nHAMi v2.7.1\n\n```\n{NVML_LOG}```\n\n    indented\n"
+    a, from_issue = analyze_issue(text.encode(), ruleset)
+    b, from_thread, _ = _thread(ruleset, text)
+    assert [f.name for f in a.inventory.files] == [f.name for f in b.inventory.files]
+    assert from_issue.primary == from_thread.primary
+
+
+def test_the_digest_covers_everything_analysed():
+    """The issue alone digests as `analyze --from-issue` does; a comment read, an attachment's
+    bytes or why it is missing each change it."""
+    issue = Post("issue", "# t\n\nbody")
+    assert _digest_source([issue]) == b"# t\n\nbody"
+    variants = [
+        [issue],
+        [issue, Post("comment-1", "more")],
+        [issue, Post("comment-1", "more, edited")],
+        [Post("issue", issue.text, (Attachment("b.tgz", None, "HTTP 404"),))],
+        [Post("issue", issue.text, (Attachment("b.tgz", None, "", "ab12"),))],
+        [Post("issue", issue.text, (Attachment("b.tgz", None, "", "cd34"),))],
+    ]
+    assert len({_digest_source(v) for v in variants}) == len(variants)
+
+
+def _event_file(tmp_path, body: str, comment: dict | None = None, **issue) -> str:
+    doc = {
+        "action": "created",
+        "issue": {"number": 3, "title": "pods pending", "body": body, "user": {"login": "rep"}},
+        "repository": {"full_name": "o/r"},
+    }
+    doc["issue"].update(issue)
+    if comment is not None:
+        doc["comment"] = comment
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def _comment_doc(body: str, login: str = "rep", kind: str = "User") -> dict:
+    return {"id": 9, "body": body, "user": {"login": login, "type": kind}}
+
+
+PENDING = "HAMi vGPU: pods requesting nvidia.com/gpu stay Pending on our node."
+
+
+def test_dry_run_on_a_comment_event_reads_the_payload_alone(ruleset, tmp_path, monkeypatch):
+    """`--dry-run` on issue_comment: the issue's body and the new comment, nothing else: no
+    API call, no download, no socket opened."""
+
+    def no_network(*_args, **_kwargs):
+        raise AssertionError("a dry run used the network")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr(github, "gh_api", no_network)
+    link = "[b.tgz](https://github.com/user-attachments/files/1/b.tgz)"
+    path = _event_file(tmp_path, f"{PENDING} {link}", _comment_doc(f"```\n{NVML_LOG}```\n"))
+    event = read_event(Path(path), "https://api.github.com", None)
+    out = run_bot(event, Options(), ruleset, dry_run=True)
+    assert (out.action, out.decision.rule_id) == ("dry-run", "nvml-init-failed")
+    assert "`comment-1-block-01.txt:2`" in out.comment
+    assert "`issue/b.tgz` was not analysed: not fetched (dry run)" in out.comment
+
+
+@pytest.mark.parametrize(
+    ("comment", "why"),
+    [
+        (_comment_doc(f"```\n{NVML}\n```", "ci[bot]", "Bot"), "a comment by a bot (ci[bot])"),
+        (_comment_doc(f"```\n{NVML}\n```", "eve"), "a comment by eve, whose comments"),
+    ],
+)
+def test_a_comment_the_bot_does_not_read_is_ignored(tmp_path, comment, why):
+    res = run_cli("bot", "--event", _event_file(tmp_path, PENDING, comment), "--dry-run")
+    assert res.returncode == 0 and res.stdout.startswith(f"ignored: {why}"), res.stdout
+
+
+def test_a_pull_request_comment_is_ignored(tmp_path):
+    path = _event_file(tmp_path, PENDING, _comment_doc("hi"), pull_request={"url": "x"})
+    res = run_cli("bot", "--event", path, "--dry-run")
+    assert res.stdout.startswith("ignored: a pull request"), res.stdout
+
+
+class FakeAPI:
+    """analyzer.bot.github's calls on one issue, in memory."""
+
+    def __init__(self, monkeypatch, comments: list[github.Comment], labels: set[str], me):
+        self.thread, self.current, self.writes, self.asked = list(comments), labels, [], []
+        for name in ("comments", "whoami", "labels", "add_labels", "remove_label"):
+            monkeypatch.setattr(github, name, getattr(self, name))
+        monkeypatch.setattr(github, "create_comment", self.create)
+        monkeypatch.setattr(github, "update_comment", self.update)
+        self.me = me
+
+    def whoami(self, api):
+        self.asked.append("whoami")
+        return self.me
+
+    def comments(self, issue):
+        return list(self.thread)
+
+    def labels(self, issue):
+        return set(self.current)
+
+    def create(self, issue, body):
+        self.writes.append(("create", body))
+        self.thread.append(github.Comment(99, body, self.me, "Bot"))
+        return 99
+
+    def update(self, issue, comment_id, body):
+        self.writes.append(("update", comment_id))
+
+    def add_labels(self, issue, names):
+        self.writes.append(("add", tuple(sorted(names))))
+
+    def remove_label(self, issue, name):
+        self.writes.append(("remove", name))
+
+
+LABEL_MAP = {"plugin-crash-nvml": "nvml", "annotation-missing-or-stale": "registration"}
+
+
+def _spoof(text: str, rules_version: str) -> str:
+    import hashlib
+
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    return f"Nothing to see.\n<!-- hami-bundle-analyzer version=0.1.0 rules={rules_version} input={digest} -->\n"
+
+
+def test_a_spoofed_marker_is_not_the_bots_comment(ruleset, tmp_path, monkeypatch):
+    """Another user's comment ending in the marker with the digest of the issue's text: not
+    PATCHed, not a reason to skip, and the maintainer's label of the map stays."""
+    body = f"```\n{NVML_LOG}```\n"
+    event = read_event(Path(_event_file(tmp_path, body)), "https://api.github.com", None)
+    spoof = github.Comment(5, _spoof(event.text, ruleset.version), "eve", "User")
+    api = FakeAPI(monkeypatch, [spoof], {"registration"}, github.ACTIONS_BOT)
+    out = run_bot(event, Options(labels=LABEL_MAP), ruleset)
+    assert out.action == "created" and out.labels_removed == ()
+    assert [w[0] for w in api.writes] == ["create", "add"]
+
+
+def test_the_bots_own_comment_is_updated(ruleset, tmp_path, monkeypatch):
+    """The same marker in a comment by the bot's login (a personal token's user here, as GET
+    /user tells) is its comment: updated in place, its map labels follow the verdict; its
+    comments are never read as evidence even though its account is a user's."""
+    event = read_event(Path(_event_file(tmp_path, PENDING)), "https://api.github.com", None)
+    old = github.Comment(5, "old\n" + _spoof("other text", ruleset.version), "hami-bot", "User")
+    evidence = github.Comment(6, f"```\n{NVML_LOG}```\n", "hami-bot", "User", "OWNER")
+    authors = Options(labels=LABEL_MAP, comment_authors=("OWNER",))
+    api = FakeAPI(monkeypatch, [old, evidence], {"nvml"}, "hami-bot")
+    out = run_bot(event, authors, ruleset)
+    assert out.action == "updated" and out.decision.category == "inconclusive"
+    assert api.writes == [("update", 5), ("remove", "nvml")] and api.asked == ["whoami"]
+
+    api = FakeAPI(monkeypatch, [old], set(), "someone-else")
+    out = run_bot(event, Options(bot_login="hami-bot"), ruleset)
+    assert out.action == "updated" and api.asked == []  # the login given: GitHub not asked
+
+
+# ---- the Markdown table cells ---------------------------------------------------------------
+
+
+def test_a_pipe_in_a_node_name_stays_inside_its_cell(ruleset):
+    """GFM splits table rows at every unescaped `|`, code spans included; rendered by a GFM
+    table parser (markdown-it-py, a dependency of typer's rich), the multi-node table keeps each
+    hostile node name in one code span of one cell: no live HTML, two cells per row."""
+    markdown_it = pytest.importorskip("markdown_it")
+    from analyzer.render.markdown import table_cell
+
+    node = (SAMPLES / "annotation-health-omitted" / "bundle" / "node.yaml").read_text()
+    names = ["gpu|<img src=x onerror=alert(1)>@octocat|", "a\\|<b>b</b>", "c\\\\|<i>x</i>|"]
+    docs = [node.replace("gpu-node-2", f"'{n}'") for n in names]
+    _, report = analyze_issue(("```yaml\n" + "\n---\n".join(docs) + "\n```\n").encode(), ruleset)
+    assert len(report.nodes) == 3
+    md = render_markdown(report, b"x")
+    table = md[md.index("\n| ") + 1 :].split("\n\n")[0]  # the multi-node table
+    page = markdown_it.MarkdownIt("commonmark", {"html": True}).enable("table").render(table)
+    assert "<img" not in page and "<b>" not in page and "<i>" not in page and "@octocat" in page
+    rows = regex.findall(r"<tr>(.*?)</tr>", page, regex.S)
+    assert len(rows) == 4 and all(r.count("<td>") + r.count("<th>") == 2 for r in rows)
+    assert f"<code>{html.escape(names[0], quote=False)}</code>" in page
+    # a backslash before a `|` cannot survive a table cell exactly; the cell stays one code span
+    assert all(regex.match(r"\s*<td><code>[^<]*</code></td>", r) for r in rows[1:])
+    assert table_cell(table_cell("`a|b`")) == table_cell("`a|b`")  # escaping twice is once
+
+
+# ---- what to collect next leads with `hami-analyzer collect` ---------------------------------
+
+
+def _collect_of(ruleset, text: str):
+    _, report = analyze_issue(text.encode(), ruleset)
+    return report.worst.collect
+
+
+def test_collect_next_leads_with_hami_analyzer_collect(ruleset):
+    """Nothing points anywhere: the list starts with the install line and `collect` (for the
+    node when the bundle names one), then the kinds as before."""
+    bare = _collect_of(ruleset, "# HAMi pods pending\n\nOur GPU pods stay Pending.")
+    assert bare[0].kind == "collect-manifest" and len(bare) > 2
+    install, command = bare[0].command.split("\n")
+    assert install == "pipx install git+https://github.com/Project-HAMi/hami-bundle-analyzer"
+    assert command == "hami-analyzer collect -o hami-bundle.tar.gz"
+    assert [c.kind for c in bare[1:3]] == ["node", "device-plugin-log"]
+
+    named = _collect_of(ruleset, f"# HAMi\n\n```\n{NVML_LOG.splitlines()[0]}\n```\n")
+    assert named[0].command.endswith(
+        "hami-analyzer collect --node gpu-node-2 -o hami-bundle.tar.gz"
+    )
+
+
+def test_collect_is_not_asked_for_twice_and_fetches_the_node_side_with_node_debug(ruleset):
+    """An archive of `collect` in the bundle: not asked for again. Node-side items missing (CDI
+    specs, toolkit or containerd config, journals): the lead adds `--node-debug`, which fetches
+    them; cluster-side items alone: it does not (no privileged pod for nothing). One item
+    missing: that item alone."""
+    from analyzer.analyze import analyze
+
+    manifest = {"kind": "CollectManifest", "collected_at": "2026-08-15T10:20:00Z", "files": []}
+    text = f"# HAMi\n\n```json\n{json.dumps(manifest)}\n```\n\nOur GPU pods stay Pending."
+    assert all(c.kind != "collect-manifest" for c in _collect_of(ruleset, text))
+
+    def lead(items) -> str:
+        assert items[0].kind == "collect-manifest", [c.kind for c in items]
+        return items[0].command.split("\n")[1]
+
+    _, report = analyze([str(SAMPLES / "cdi-unresolvable" / "bundle")], ruleset)
+    assert [c.where for c in report.worst.collect[1:]] == ["node", "node"]
+    assert lead(report.worst.collect).endswith(" --node-debug -o hami-bundle.tar.gz")
+    nvml = f"# HAMi\n\n```\n{NVML_LOG}```\n"  # wants the containerd config and helm values
+    assert lead(_collect_of(ruleset, nvml)) == (
+        "hami-analyzer collect --node gpu-node-2 --node-debug -o hami-bundle.tar.gz"
+    )
+    bare = _collect_of(ruleset, "# HAMi pods pending\n\nOur GPU pods stay Pending.")
+    assert lead(bare) == "hami-analyzer collect -o hami-bundle.tar.gz"
+    _, report = analyze([str(SAMPLES / "oci-hook-failed" / "bundle")], ruleset)
+    assert [c.kind for c in report.worst.collect] == ["toolkit-config"]
+
+
+def test_the_collect_line_is_a_command_the_cli_accepts(tmp_path):
+    """The printed `collect` line parses: with a kubectl that is not there, it fails on kubectl,
+    not on an option; the install line is the project's own repository."""
+    from analyzer.report.collect import INSTALL, collect_all
+
+    for node_debug in (False, True):
+        command = collect_all("gpu-7", node_debug=node_debug).command.split("\n")[1]
+        assert ("--node-debug" in command) == node_debug
+        res = run_cli(*command.split()[1:], "--kubectl", str(tmp_path / "no-kubectl"))
+        assert res.returncode == 2 and "no-kubectl" in res.stderr, res.stderr
+    pyproject = (Path(__file__).parents[1] / "pyproject.toml").read_text()
+    repo = regex.search(r'Issues = "(https://github.com/[^"]+)/issues"', pyproject)[1]
+    assert f"pipx install git+{repo}" == INSTALL
+
+
+def test_the_comment_asks_for_collect_and_one_more_item(ruleset):
+    """The checklist: `collect`, then the single most useful item; the rest under details."""
+    text = "# HAMi pods pending\n\nOur GPU pods stay Pending."
+    _, report = analyze_issue(text.encode(), ruleset)
+    md = render_markdown(report, text.encode())
+    checklist = md.split("**Please attach:**")[1].split("<details>")[0]
+    assert checklist.count("- [ ]") == 2
+    assert "hami-analyzer collect -o hami-bundle.tar.gz" in checklist
+    assert "Node object" in checklist and "Also useful" in md
+    terminal = run_cli("analyze", "--from-issue", "-", stdin=text.encode()).stdout
+    collect_next = terminal.split("Collect next:")[1]
+    assert collect_next.lstrip().startswith("• Everything at once")
+
+
+def test_redaction_covers_the_comments_and_the_attachments(ruleset, tmp_path):
+    """`redact: true`: one redaction run over the issue, the comments and the attached archive,
+    so a node named in all three is one token everywhere and never reaches the comment."""
+    import tarfile
+
+    bundle = SAMPLES / "annotation-health-omitted" / "bundle"
+    archive = tmp_path / "bundle.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for f in sorted(bundle.iterdir()):
+            tar.add(f, arcname=f"hami-bundle/{f.name}")
+    posts = [
+        Post("issue", "# gpu-node-2 lost its GPUs\n\nHAMi on gpu-node-2, bundle attached.",
+             (Attachment("bundle.tar.gz", archive, sha256="x"),)),
+        Post("comment-1", f"And the plugin log of gpu-node-2:\n\n```\n{NVML_LOG}```\n"),
+    ]  # fmt: skip
+    parsed, files = thread_bundle(posts, ruleset, accumulate=CONFIG.accumulate, redact=True)
+    report = analyze_parsed(parsed, ruleset)
+    md = render_markdown(report, b"x", unread=files.problems)
+    assert "gpu-node-2" not in md and "gpu-node-2" not in " ".join(parsed.inventory.warnings)
+    assert {n.node for n in report.nodes} == {"node-1"} and files.problems == []
+    names = [f.name for f in parsed.inventory.files]
+    assert "issue/bundle.tar.gz!hami-bundle/node.yaml" in names and "comment-1-text.md" in names
+    plain, _ = thread_bundle(posts, ruleset, accumulate=CONFIG.accumulate)
+    assert report.primary.rule_id == analyze_parsed(plain, ruleset).primary.rule_id
+
+
+def test_unread_attachments_are_short_lines_in_either_language(ruleset):
+    """One line per attachment that could not be read, five at most and a count of the rest;
+    its name cannot inject anything; in a Chinese comment the lead item is Chinese too."""
+    text = "# HAMi 设备插件\n\n我们的 GPU Pod 一直 Pending。"
+    _, report = analyze_issue(text.encode(), ruleset, lang="zh")
+    unread = [(f"issue/@octocat<b>{i}</b>.log", "not found (HTTP 404)") for i in range(7)]
+    md = render_markdown(report, b"x", "zh", unread)
+    lines = [ln for ln in md.splitlines() if ln.startswith("⚠️")]
+    assert len(lines) == 6 and lines[-1] == "⚠️ 另有 2 个附件未能分析。"
+    assert lines[0] == "⚠️ 附件 `issue/@octocat<b>0</b>.log` 未能分析：not found (HTTP 404)"
+    assert "一次收集全部" in md.split("**请附上：**")[1]
+
+
+# ---- fetching one attachment ---------------------------------------------------------------
+
+
+class _Slow(BaseHTTPRequestHandler):
+    """/slow answers after 3 s; /stream sends 3 MiB without a length; /ftp redirects to ftp;
+    /header answers with a header line longer than http.client takes."""
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        if self.path == "/header":
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Long: " + b"a" * 70_000 + b"\r\n\r\n")
+            self.close_connection = True
+            return
+        if self.path == "/slow":
+            time.sleep(3)
+        if self.path == "/ftp":
+            self.send_response(302)
+            self.send_header("Location", "ftp://127.0.0.1/x")
+            self.end_headers()
+            return
+        self.send_response(200)
+        self.end_headers()  # no Content-Length: read to the end of the stream
+        for _ in range(3 if self.path == "/stream" else 0):
+            self.wfile.write(b"x" * (1 << 20))
+
+
+@pytest.mark.parametrize(
+    ("path", "limit", "timeout", "why"),
+    [
+        ("/slow", 1 << 20, 1.0, "no answer in 1 s"),
+        ("/stream", 1 << 20, 30.0, "larger than the 1.0 MiB the limits leave"),
+        ("/ftp", 1 << 20, 30.0, "redirected to a ftp address"),
+        ("/header", 1 << 20, 30.0, "download failed: got more than 65536 bytes"),
+    ],
+)
+def test_a_failed_download_is_a_short_reason(tmp_path, path, limit, timeout, why):
+    from analyzer.bot.attachments import FetchError, fetch
+    from loopback import LoopbackServer
+
+    with LoopbackServer(_Slow) as srv, pytest.raises(FetchError) as caught:
+        fetch(f"{srv.url}{path}", tmp_path / "x", limit, srv.url, timeout)
+    assert str(caught.value).startswith(why), caught.value
+
+
+# ---- which links are fetched, from where, with which token ---------------------------------
+
+
+LOOK_ALIKES = [
+    "https://gİthub.com",  # İ folds to i under Unicode case-insensitive matching
+    "https://GİTHUB.COM",
+    "httpſ://github.com",  # ſ folds to s
+    "https://github.com.evil.example",
+    "https://github.com@evil.example",
+    "https://evil.example",
+]
+
+
+def test_links_are_on_the_server_itself_and_only_it_gets_the_token(monkeypatch):
+    """A link on a host that merely looks like the server (Unicode case folding, a longer
+    name, userinfo) is no attachment; every link fetched is on the server's own origin, and
+    the token goes to that origin only: never to another host, whatever the link says."""
+    from analyzer.bot.attachments import token_for
+    from analyzer.bundle.issue import attachment_links
+
+    monkeypatch.setenv("GH_TOKEN", "github-token")
+    monkeypatch.setenv("GH_ENTERPRISE_TOKEN", "enterprise-token")
+    server = "https://github.com"
+    text = " ".join(f"{h}/user-attachments/files/{i}/x{i}.log" for i, h in enumerate(LOOK_ALIKES))
+    text += " https://GitHub.com/user-attachments/files/9/real.log"
+    links = attachment_links(text, server, "o/r", (".log",))
+    assert [a.name for a in links] == ["real.log"]
+    assert [a.url for a in links] == [f"{server}/user-attachments/files/9/real.log"]
+    assert token_for(links[0].url, server) == "github-token"
+    for host in LOOK_ALIKES:
+        assert token_for(f"{host}/user-attachments/files/1/x.log", server) is None, host
+    ghes = "https://ghe.example.com"
+    assert token_for(f"{ghes}/user-attachments/files/1/x.log", ghes) == "enterprise-token"
+    assert token_for(f"{ghes}/user-attachments/files/1/x.log", server) is None
+    assert token_for("https://gİthub.com/x", "https://gİthub.com") is None  # only ASCII hosts
+
+
+def test_an_attachment_is_one_path_segment_fetched_in_ascii(tmp_path):
+    """A link's file name is one path segment: `..`, an encoded `/` or a control character
+    make no attachment (and no token-bearing request to another path of the server); a name
+    in any script is fetched percent-encoded (it crashed the run with UnicodeEncodeError)."""
+    from analyzer.bot.attachments import fetch
+    from analyzer.bundle.issue import attachment_links
+    from fake_github import FakeGitHub
+
+    with FakeGitHub("o/r") as gh:
+        gh.repo.files["/user-attachments/files/3/%E6%97%A5%E5%BF%97.log"] = b"NVML"
+        gh.repo.files["/user-attachments/files/5/a.log"] = b"a"
+        text = "\n".join(
+            f"{gh.url}{path}"
+            for path in (
+                "/user-attachments/files/1/../../../settings/x.log",
+                "/o/r/files/2/a.log%2F..%2F..%2Fx.log",
+                "/user-attachments/files/3/日志.log",
+                "/user-attachments/files/4/a\x01b.log",
+                "/user-attachments/files/5/a.log/../../x.log",
+                "/user-attachments/files/6/%2e%2e",
+            )
+        )
+        links = attachment_links(text, gh.url, "o/r", (".log", ".."))
+        assert [(a.name, a.url.removeprefix(gh.url)) for a in links] == [
+            ("日志.log", "/user-attachments/files/3/%E6%97%A5%E5%BF%97.log"),
+            ("a.log", "/user-attachments/files/5/a.log"),
+        ]
+        got = [fetch(a.url, tmp_path / f"{i}", 1 << 20, gh.url) for i, a in enumerate(links)]
+        assert [g.path.read_bytes() for g in got] == [b"NVML", b"a"]
+
+
+@pytest.mark.parametrize(
+    ("log", "asks"),
+    [
+        (NVML_LOG, False),  # the crash's cause is pasted
+        (NVML_LOG.splitlines()[0] + "\n" + NVML_LOG.splitlines()[0] + "\npanic: boom\n", False),
+        (NVML_LOG.splitlines()[0] + "\n", True),  # a clean start: the crashed container's is not
+    ],
+)
+def test_a_described_crash_does_not_ask_for_the_log_that_shows_it(ruleset, log, asks):
+    """The reporter says the device plugin restarts and pastes its log: where the log shows the
+    crash or its cause, the described restart is that finding's consequence, and the comment
+    does not ask for the crashed container's log; where it shows a clean start, it still does."""
+    text = (
+        f"# hami-device-plugin keeps restarting\n\nThe device plugin restarts.\n\n```\n{log}```\n"
+    )
+    _, report = analyze_issue(text.encode(), ruleset)
+    md = render_markdown(report, text.encode())
+    top = [f.rule_id for f in report.worst.faults()]
+    assert ("plugin-crash-described" in top) == asks, top
+    assert ("Attach the previous container's log" in md) == asks
+
+
+def test_whatever_explains_a_plugin_restart_explains_the_described_one(ruleset):
+    """A rule that explains the restart the log shows also explains the one the reporter
+    describes (else the comment asks for the crashed container's log the paste already is)."""
+    missing = [
+        r.id
+        for r in ruleset.rules.values()
+        if "plugin-restarted" in r.explains and "plugin-crash-described" not in r.explains
+    ]
+    assert missing == [], missing

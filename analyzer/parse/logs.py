@@ -29,6 +29,7 @@ from analyzer.bundle.text import (
     printable,
     rejoin_hard_wraps,
 )
+from analyzer.facts.model import MATCH_TIMEOUT
 from analyzer.parse.literals import ignores_case, required_literals
 from analyzer.progress import Progress, progress_for
 
@@ -58,6 +59,7 @@ class LogStats:
     truncated_last_line: bool = False
     all_lines_kept: bool = True
     sig_counts: dict[str, int] = field(default_factory=dict)
+    timeouts: list[tuple[str, int]] = field(default_factory=list)  # (signature, line): no match
 
 
 @dataclass
@@ -182,12 +184,18 @@ class Matcher:
         parts = [pl.col("text").str.contains(p) for p in patterns]
         return pl.any_horizontal(parts) if parts else pl.lit(False)
 
-    def attribute(self, frame: pl.DataFrame, bulk: bool = False) -> pl.DataFrame:
+    def attribute(
+        self,
+        frame: pl.DataFrame,
+        bulk: bool = False,
+        timeouts: list[tuple[str, int]] | None = None,
+    ) -> pl.DataFrame:
         """(line, text, ...) rows -> the same rows plus `sig`, once per verified signature match,
         in line order. `bulk`: candidates pooled from a big log, always vectorised (their lines
-        may be long, and a Python loop costs per byte)."""
+        may be long, and a Python loop costs per byte). A regex that runs past its time on a
+        line is no match there, and (signature, line) is added to `timeouts`."""
         if frame.height <= SMALL_FRAME and not bulk:
-            return self._attribute_rows(frame)
+            return self._attribute_rows(frame, [] if timeouts is None else timeouts)
         out = []
         if self.literals and frame.height:
             cand = (
@@ -227,11 +235,11 @@ class Matcher:
     def regex(self, sid: str) -> regex.Pattern:
         return self._compile(sid)
 
-    def _attribute_rows(self, frame: pl.DataFrame) -> pl.DataFrame:
+    def _attribute_rows(self, frame: pl.DataFrame, timeouts: list[tuple[str, int]]) -> pl.DataFrame:
         """Small frames: the prefilter in polars, then a Python loop over the candidates is
         cheaper than a dozen vectorised passes."""
         rows: list[tuple] = []
-        at = frame.columns.index("text")
+        at, line_at = frame.columns.index("text"), frame.columns.index("line")
         cand = frame.filter(self.keep_expr())
         # which literals each candidate holds: one Aho-Corasick pass, not one `in` per literal
         lits = (
@@ -244,12 +252,15 @@ class Matcher:
             text = row[at]
             held = sorted(set(held), key=order.__getitem__)
             found = dict.fromkeys(sid for lit in held for sid in self.lit_to_sigs[lit])
-            for sid in found:
-                if sid in self.pure or self.regex(sid).search(text, timeout=0.25):
+            for sid in [*found, *self.checked]:
+                if sid in self.pure and sid in found:
                     rows.append((*row, sid))
-            for sid in self.checked:
-                if self.regex(sid).search(text, timeout=0.25):
-                    rows.append((*row, sid))
+                    continue
+                try:
+                    if self.regex(sid).search(text, timeout=MATCH_TIMEOUT):
+                        rows.append((*row, sid))
+                except TimeoutError:
+                    timeouts.append((sid, row[line_at]))
         return pl.DataFrame(rows, schema={**frame.schema, "sig": pl.String}, orient="row")
 
 
@@ -345,9 +356,10 @@ def _parse_small(artefact: Artefact, matcher: Matcher) -> ParsedLog:
         },
         schema=LINE_SCHEMA,
     )
-    hits = matcher.attribute(frame.select("line", "text"))
+    timeouts: list[tuple[str, int]] = []
+    hits = matcher.attribute(frame.select("line", "text"), timeouts=timeouts)
     frame = _with_sigs(_with_header(frame), hits)
-    stats = LogStats(lines=len(joined), hard_wrap_joins=joins)
+    stats = LogStats(lines=len(joined), hard_wrap_joins=joins, timeouts=timeouts)
     stats.sig_counts = dict(hits.group_by("sig").len().iter_rows())
     sev = frame["sev"].drop_nulls()
     stats.klog_lines = len(sev)
@@ -613,7 +625,8 @@ def _stream(
         .alias("container"),
         pl.col("raw").str.extract(r"^(?:\[[^\]]*\] )?(\d{4}-\d\d-\d\dT\S+)", 1).alias("rfc"),
     )
-    frame = _with_sigs(_with_header(frame), matcher.attribute(frame.select("line", "text")))
+    hits = matcher.attribute(frame.select("line", "text"), timeouts=stats.timeouts)
+    frame = _with_sigs(_with_header(frame), hits)
     stats.containers = sorted(c for c in frame["container"].unique().to_list() if c)
     stats.pods = _prefix_pods(frame)
     return ParsedLog(artefact, stats, frame)

@@ -70,7 +70,8 @@ def render_node(n: NodeReport) -> list[str]:
         for c in n.collect:
             where = " (on the node)" if c.where == "node" else ""
             needs = f"  [set {', '.join(c.needs)} first]" if c.needs else ""
-            out.append(f"  • {clean(c.title)}{where}: {clean(c.command)}{needs}")
+            command = clean(c.command).replace("\n", "\n      ")  # `collect` after its install
+            out.append(f"  • {clean(c.title)}{where}: {command}{needs}")
     if n.rule_errors:
         out.append("")
         out.append("Rule errors: " + "; ".join(clean(x) for x in n.rule_errors))

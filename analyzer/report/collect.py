@@ -1,17 +1,25 @@
 """What to collect next, chosen by the verdict: only what would confirm or overturn it, or
 decide between the remaining candidates. Nothing on a healthy node; at most three items on a
-confident verdict. Commands come from the kind catalogue with the values the bundle knows."""
+confident verdict. Commands come from the kind catalogue with the values the bundle knows.
+
+When `hami-analyzer collect` would gather more than one of the missing items, or nothing points
+anywhere, the list leads with it (and the line that installs it), unless the bundle already is
+such an archive; with `--node-debug` when node-side items (journals, containerd, toolkit and CDI
+configs, nvidia-smi) are among those listed, which it then fetches through a debug pod."""
 
 from __future__ import annotations
 
 from analyzer.facts.context import NodeContext
 from analyzer.kinds import Catalogue
+from analyzer.messages import message
 from analyzer.report.model import Collect, Verdict
 from analyzer.rules.engine import FIRED, NOT_EVALUATED, RuleResult
 
 DEFAULT_NAMESPACE = "kube-system"
 DEFAULT_RELEASE = "hami"  # the chart's documented release name
 VARIABLES = ("NODE", "NS", "RELEASE", "POD", "POD_NS")
+INSTALL = "pipx install git+https://github.com/Project-HAMi/hami-bundle-analyzer"
+COLLECTED = "collect-manifest"  # the kind that says the bundle is an archive of `collect`
 
 
 def fill(command: str, values: dict[str, str | None]) -> tuple[str, tuple[str, ...]]:
@@ -47,7 +55,9 @@ def choose(
     ctx: NodeContext,
     catalogue: Catalogue,
     lang: str = "en",
+    collected: bool = False,
 ) -> tuple[Collect, ...]:
+    """`collected`: the bundle is (or holds) an archive of `hami-analyzer collect`."""
     if verdict.category == "healthy":
         return ()
     present = ctx.index.present
@@ -83,9 +93,32 @@ def choose(
     limit = 3 if verdict.confidence == "high" and primary is not None else 5
     values = values_of(ctx)
     out = []
-    for kind, why in wanted[:limit]:
+    if (len(wanted) > 1 or (primary is None and wanted)) and not collected:
+        listed = wanted[: limit - 1]  # the lead counts as one of the items
+        node_debug = any(catalogue[kind].where == "node" for kind, _ in listed)
+        out.append(collect_all(values.get("NODE"), lang, node_debug))
+    for kind, why in wanted[: limit - len(out)]:
         k = catalogue[kind]
         command, needs = fill(k.collect, values)
         title = k.title_zh if lang == "zh" and k.title_zh else k.title
         out.append(Collect(kind, title, command, k.where, why, needs))
     return tuple(out)
+
+
+def collect_all(node: str | None, lang: str = "en", node_debug: bool = False) -> Collect:
+    """`hami-analyzer collect` for the node (or, with no node known, the nodes running HAMi),
+    after the line that installs it; `node_debug`: the node's side too, through a debug pod."""
+    command = "hami-analyzer collect" + (f" --node {_quote(node)}" if node else "")
+    command += " --node-debug" if node_debug else ""
+    return Collect(
+        COLLECTED,
+        message("collect-all-node" if node_debug else "collect-all", lang),
+        f"{INSTALL}\n{command} -o hami-bundle.tar.gz",
+        "cluster",
+        "gathers the items below in one run"
+        + (
+            ", the node's through a short-lived privileged pod"
+            if node_debug
+            else " and prints the node-side commands"
+        ),
+    )

@@ -58,9 +58,9 @@ def test_hot_and_case_insensitive_signatures_stream_like_the_small_path(ruleset,
     monkeypatch.setattr(logs_mod, "POOL_BYTES", 20_000)
     from analyzer.analyze import matcher_for
 
-    matcher = matcher_for(ruleset)
-    hot = logs_mod.hot_signatures(matcher, text.split("\n")[:-1])
-    assert hot[:2] == ["dp-numa-sysfs-benign", "dp-annotation-updated"]  # the path under test
+    lines = text.split("\n")[:-1]
+    hot = logs_mod.hot_signatures(matcher_for(ruleset).adapted(lines), lines)
+    assert {"dp-numa-sysfs-benign", "dp-annotation-updated"} <= set(hot)  # the path under test
     big = parse_texts(ruleset, {"dp.log": text}).logs[0]
     assert big.artefact.text is None
     assert big.stats.sig_counts == small.stats.sig_counts
@@ -208,3 +208,55 @@ def test_case_insensitive_literals_join_the_first_pass_through_a_windows_case_va
         assert kept or not any(
             m.regex(sid).search(line) for sid in ("sym-plugin-restarts", "txt-hami-version")
         )
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_every_literal_choice_is_in_every_example_of_its_signature(ruleset, seed):
+    """Whichever set of literals the scan picks for a log (here: by arbitrary commonness), every
+    line the signature matches holds one of them: the examples of the whole catalogue."""
+    import random
+
+    from analyzer.parse.literals import ignores_case, literal_options
+
+    rng = random.Random(seed)
+    commonness: dict[str, int] = {}
+    checked = 0
+    for sig in ruleset.signatures.values():
+        if literal_options(sig.pattern) is None:
+            continue
+        lits = required_literals(sig.pattern, lambda x: commonness.setdefault(x, rng.randrange(9)))
+        fold = str.casefold if ignores_case(sig.pattern) else str
+        for example in sig.examples_match:
+            assert any(fold(x) in fold(example) for x in lits), (sig.id, example, lits)
+            checked += 1
+    assert checked > 300
+
+
+def test_the_scan_picks_the_literals_a_log_holds_least(ruleset):
+    from analyzer.analyze import matcher_for
+
+    m = matcher_for(ruleset)
+    sample = ["I0815 00:00:00.000001 1 plugin.go:1] device plugin daemonset healthy"] * 100
+    adapted = m.adapted(sample)
+    assert "device" in m.lits["sym-plugin-taint-toleration"]
+    assert not {"device", "daemon"} & set(adapted.lits["sym-plugin-taint-toleration"])
+    assert adapted.lits["sym-plugin-restarts"] == m.lits["sym-plugin-restarts"]  # named in YAML
+
+
+def test_case_insensitive_signatures_are_attributed_like_their_regex_on_every_row(ruleset):
+    from analyzer.analyze import matcher_for
+
+    m = matcher_for(ruleset)
+    folded = [sid for sid in m.folded if m._ascii_folded(sid)]
+    texts = [x for sid in folded for x in ruleset.signatures[sid].examples_match]
+    texts += [x.upper() for x in texts] + [x.replace("s", "\u017f") for x in texts]
+    texts += ["nothing of interest", "the device plugin is fine"]
+    frame = pl.DataFrame({"line": list(range(1, len(texts) + 1)), "text": texts})
+    got = m.attribute(frame, bulk=True).filter(pl.col("sig").is_in(folded))
+    want = {
+        (line, sid)
+        for sid in folded
+        for line in frame.filter(pl.col("text").str.contains(m.pattern[sid]))["line"]
+    }
+    assert set(got.select("line", "sig").iter_rows()) == want
+    assert len(want) > len(folded)

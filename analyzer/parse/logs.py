@@ -30,7 +30,12 @@ from analyzer.bundle.text import (
     rejoin_hard_wraps,
 )
 from analyzer.facts.model import MATCH_TIMEOUT
-from analyzer.parse.literals import ignores_case, required_literals
+from analyzer.parse.literals import (
+    ignores_case,
+    least_common,
+    literal_options,
+    required_literals,
+)
 from analyzer.progress import Progress, progress_for
 
 ERROR_LINE_CAP = 5_000  # unmatched E/F lines kept from a big log (batch analysis wants them)
@@ -78,6 +83,10 @@ SMALL_FRAME = 20_000  # below this many rows signatures are attributed line by l
 POOL_BYTES = 8 << 20  # candidate lines of a big log attributed together (1 GB bench: 2 calls)
 HOT_SHARE = 0.01  # a signature whose literals are in this share of a big log's first lines
 HOT_MAX = 8  # is flagged by its own regex in the scan (at most this many: one pass each)
+# ... unless it ignores case and its literals have more case variants than Rust's regex takes
+# as its own prefilter: then its regex costs as much per line as the whole literal pass
+HOT_SHARE_SLOW = 0.05
+CASE_VARIANTS = 64
 
 
 class Matcher:
@@ -137,6 +146,48 @@ class Matcher:
             )
         return self._without[key]
 
+    def adapted(self, sample: list[str]) -> Matcher:
+        """The same scan with each signature's literals chosen for this log: among the sets its
+        regex allows, per alternative the one this sample of the log (its first lines) holds
+        least. A literal set that most lines hold makes every line a candidate: 'device' is in
+        most of a plugin's lines. Literals a signature names itself (`prefilter:`) stay."""
+        choices = {}
+        for sid, pat in self.sigs:
+            options = literal_options(pat)
+            if options is None or all(len(o) == 1 for o in options):
+                continue  # nothing to choose
+            if self.lits[sid] is not None and self.lits[sid] != required_literals(pat):
+                continue  # named by the signature
+            choices[sid] = options
+        if not choices or not sample:
+            return self
+        col = pl.Series("text", sample)
+        counts: dict[bool, dict[str, int]] = {}
+        for fold in (False, True):
+            lits = sorted(
+                {
+                    x
+                    for sid, opts in choices.items()
+                    if ignores_case(self.pattern[sid]) == fold
+                    for o in opts
+                    for s in o
+                    for x in s
+                }
+            )
+            found = col.str.extract_many(lits, ascii_case_insensitive=fold, overlapping=True)
+            seen = found.list.eval(pl.element().str.to_lowercase() if fold else pl.element())
+            counts[fold] = dict(
+                seen.list.unique().explode().drop_nulls().value_counts().iter_rows()
+            )
+        lits = dict(self.lits)
+        for sid, options in choices.items():
+            fold = ignores_case(self.pattern[sid])
+            seen = counts[fold]
+            lits[sid] = least_common(
+                options, lambda x, seen=seen, fold=fold: seen.get(x.lower() if fold else x, 0)
+            )
+        return Matcher(self.sigs, lits, self._compile)
+
     def folded_pattern(self, sid: str) -> str:
         return "(?i:" + "|".join(regex.escape(x) for x in sorted(self.lits[sid] or ())) + ")"
 
@@ -154,7 +205,10 @@ class Matcher:
             haystack = "\n".join(sample).lower()
             for lit in list(cased):
                 windows = {lit[i : i + FOLD_WINDOW] for i in range(len(lit) - FOLD_WINDOW + 1)}
-                windows = sorted(w for w in windows or {lit} if w.isascii())
+                # only ASCII letters have case variants here (Chinese has no case)
+                windows = sorted(
+                    w for w in windows or {lit} if all(_ascii_or_caseless(c) for c in w)
+                )
                 if windows:
                     plain.update(
                         _case_variants(min(windows, key=lambda w: haystack.count(w.lower())))
@@ -223,7 +277,10 @@ class Matcher:
                     if sid in self.pure
                     else part.filter(pl.col("text").str.contains(self.pattern[sid]))
                 )
+        out.extend(self._attribute_folded(frame))
         for sid in self.checked:
+            if sid in self.folded and self._ascii_folded(sid):
+                continue  # found by _attribute_folded
             hit = frame.filter(pl.col("text").str.contains(self.pattern[sid]))
             if hit.height:
                 out.append(hit.with_columns(pl.lit(sid).alias("sig")))
@@ -234,6 +291,46 @@ class Matcher:
 
     def regex(self, sid: str) -> regex.Pattern:
         return self._compile(sid)
+
+    def _ascii_folded(self, sid: str) -> bool:
+        """Its literals have no cased letter outside ASCII (Aho-Corasick folds ASCII only)."""
+        return all(_ascii_or_caseless(c) for x in self.lits[sid] or () for c in x)
+
+    def _attribute_folded(self, frame: pl.DataFrame) -> list[pl.DataFrame]:
+        """The case-insensitive signatures' matches among candidates: their regex only on the
+        rows holding one of their literals in any ASCII case (one Aho-Corasick pass), or one of
+        the characters that fold to an ASCII letter."""
+        sids = [sid for sid in self.folded if self._ascii_folded(sid)]
+        if not sids or not frame.height:
+            return []
+        by_lit: dict[str, list[str]] = {}
+        for sid in sids:
+            for x in self.lits[sid] or ():
+                by_lit.setdefault(x.lower(), []).append(sid)
+        held = (
+            pl.col("text")
+            .str.extract_many(sorted(by_lit), ascii_case_insensitive=True, overlapping=True)
+            .list.eval(pl.element().str.to_lowercase())
+            .list.unique()
+        )
+        cand = (
+            frame.with_columns(held.alias("lit"))
+            .explode("lit")
+            .drop_nulls("lit")
+            .with_columns(
+                pl.col("lit").replace_strict(by_lit, return_dtype=pl.List(pl.String)).alias("sig")
+            )
+            .explode("sig")
+            .drop("lit")
+        )
+        odd = frame.filter(pl.col("text").str.contains_any(sorted(FOLDS_TO_ASCII.values())))
+        if odd.height:
+            cand = pl.concat([cand, *(odd.with_columns(pl.lit(sid).alias("sig")) for sid in sids)])
+        cand = cand.unique(["line", "sig"], maintain_order=True)
+        return [
+            part.filter(pl.col("text").str.contains(self.pattern[sid]))
+            for (sid,), part in cand.partition_by("sig", as_dict=True, maintain_order=True).items()
+        ]
 
     def _attribute_rows(self, frame: pl.DataFrame, timeouts: list[tuple[str, int]]) -> pl.DataFrame:
         """Small frames: the prefilter in polars, then a Python loop over the candidates is
@@ -270,6 +367,10 @@ FOLD_WINDOW = 5  # characters of a case-insensitive literal found through their 
 FOLDS_TO_ASCII = {"k": "\u212a", "s": "\u017f", "i": "\u0130"}
 
 
+def _ascii_or_caseless(c: str) -> bool:
+    return c.isascii() or c.lower() == c.upper() == c.casefold()
+
+
 def _case_variants(text: str) -> set[str]:
     """Strings one of which every case-insensitive match of ASCII `text` contains: its ASCII
     case variants, and the non-ASCII characters that fold to one of its letters.
@@ -277,7 +378,7 @@ def _case_variants(text: str) -> set[str]:
     >>> sorted(_case_variants("ok:")) == ["OK:", "Ok:", "oK:", "ok:", "\u212a"]
     True
     """
-    options = [(c.lower(), c.upper()) if c.isalpha() else (c,) for c in text]
+    options = [(c.lower(), c.upper()) if c.isascii() and c.isalpha() else (c,) for c in text]
     out = {"".join(x) for x in itertools.product(*options)}
     out.update(FOLDS_TO_ASCII[c] for c in set(text.lower()) if c in FOLDS_TO_ASCII)
     return out
@@ -407,7 +508,12 @@ def hot_signatures(matcher: Matcher, lines: list[str]) -> list[str]:
                 share[sid] = max(share.get(sid, 0.0), n / len(lines))
     for sid in matcher.folded:
         share[sid] = col.str.contains(matcher.folded_pattern(sid)).sum() / len(lines)
-    hot = [sid for sid, x in share.items() if x >= HOT_SHARE]
+    slow = {
+        sid
+        for sid in matcher.folded
+        if sum(2 ** sum(c.isalpha() for c in x) for x in matcher.lits[sid] or ()) > CASE_VARIANTS
+    }
+    hot = [sid for sid, x in share.items() if x >= (HOT_SHARE_SLOW if sid in slow else HOT_SHARE)]
     return sorted(hot, key=lambda sid: (-share[sid], sid))[:HOT_MAX]
 
 
@@ -516,6 +622,7 @@ def _stream(
         text = text.str.replace(LINE_PREFIX_PATTERN, "")
     t = pl.col("text")
     klog = t.str.contains(KLOG_START)
+    matcher = matcher.adapted(profile.lines)
     hot = hot_signatures(matcher, profile.lines)
     rest = matcher.without(hot)  # the prefilter and attribution of every other signature
     flags = [f"_h{i}" for i in range(len(hot))]

@@ -243,7 +243,11 @@ def test_the_scan_picks_the_literals_a_log_holds_least(ruleset):
     assert adapted.lits["sym-plugin-restarts"] == m.lits["sym-plugin-restarts"]  # named in YAML
 
 
-def test_case_insensitive_signatures_are_attributed_like_their_regex_on_every_row(ruleset):
+@pytest.mark.parametrize("bulk", [True, False])
+def test_case_insensitive_signatures_are_attributed_like_their_regex_on_every_row(ruleset, bulk):
+    """Pooled candidates of a big log (bulk: Rust regexes) and small frames or a big log's kept
+    rows (Python regexes, only on the rows holding a literal in some case) find exactly what
+    their regex finds on every row."""
     from analyzer.analyze import matcher_for
 
     m = matcher_for(ruleset)
@@ -252,11 +256,19 @@ def test_case_insensitive_signatures_are_attributed_like_their_regex_on_every_ro
     texts += [x.upper() for x in texts] + [x.replace("s", "\u017f") for x in texts]
     texts += ["nothing of interest", "the device plugin is fine"]
     frame = pl.DataFrame({"line": list(range(1, len(texts) + 1)), "text": texts})
-    got = m.attribute(frame, bulk=True).filter(pl.col("sig").is_in(folded))
-    want = {
-        (line, sid)
-        for sid in folded
-        for line in frame.filter(pl.col("text").str.contains(m.pattern[sid]))["line"]
-    }
+    got = m.attribute(frame, bulk=bulk).filter(pl.col("sig").is_in(folded))
+    if bulk:
+        want = {
+            (line, sid)
+            for sid in folded
+            for line in frame.filter(pl.col("text").str.contains(m.pattern[sid]))["line"]
+        }
+    else:
+        want = {
+            (line, sid)
+            for sid in folded
+            for line, text in frame.iter_rows()
+            if m.regex(sid).search(text)
+        }
     assert set(got.select("line", "sig").iter_rows()) == want
     assert len(want) > len(folded)

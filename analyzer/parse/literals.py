@@ -21,6 +21,10 @@ except ImportError:  # pragma: no cover
     import sre_parse as P  # type: ignore[no-redef]
 
 MIN_LITERAL = 4  # bytes of UTF-8: two Chinese characters are a usable literal, two letters not
+# ... but three bytes when a part of the pattern has nothing longer ('xid', 'oom'): a frequent
+# short literal costs a big log's scan no more than the regex it spares (such a signature is then
+# flagged by its regex), a rare one far less
+SHORT_LITERAL = 3
 
 
 def _size(text: str) -> int:
@@ -33,7 +37,9 @@ def _score(lits: list[str]) -> tuple[int, int]:
 
 
 def _usable(options: list[list[str]]) -> list[list[str]]:
-    return [o for o in options if o and min(_size(x) for x in o) >= MIN_LITERAL]
+    """The options whose literals are all long enough (the shorter ones only when nothing else)."""
+    sized = [(o, min(_size(x) for x in o)) for o in options if o]
+    return [o for o, n in sized if n >= MIN_LITERAL] or [o for o, n in sized if n >= SHORT_LITERAL]
 
 
 def _best(options: list[list[str]]) -> list[str] | None:
@@ -166,6 +172,8 @@ def required_literals(
     ['nvidia-container-cli']
     >>> required_literals(r"(?i)\bhami\b"), required_literals(r"a|bc"), required_literals("卡住|hang")
     (['hami'], None, ['hang', '卡住'])
+    >>> required_literals(r"(?i)\bxid\s*\d+"), required_literals(r"(?:^|\W)oom\b|out of memory")
+    (['xid'], ['oom', 'out of memory'])
     >>> p = r"(?:device plugin|daemonset)[^.]{0,60}(?:restart|crash)"
     >>> required_literals(p), required_literals(p, lambda x: {"device plugin": 900}.get(x, 0))
     (['daemonset', 'device plugin'], ['crash', 'restart'])

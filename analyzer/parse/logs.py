@@ -202,17 +202,11 @@ class Matcher:
         cased = sorted(x for x in folded if x.lower() != x.upper())
         plain = set(self.literals) | (folded - set(cased))
         if sample is not None and cased:
-            haystack = "\n".join(sample).lower()
-            for lit in list(cased):
-                windows = {lit[i : i + FOLD_WINDOW] for i in range(len(lit) - FOLD_WINDOW + 1)}
-                # only ASCII letters have case variants here (Chinese has no case)
-                windows = sorted(
-                    w for w in windows or {lit} if all(_ascii_or_caseless(c) for c in w)
-                )
-                if windows:
-                    plain.update(
-                        _case_variants(min(windows, key=lambda w: haystack.count(w.lower())))
-                    )
+            windows = {lit: _fold_windows(lit) for lit in cased}
+            seen = _lines_holding(sorted({w for ws in windows.values() for w in ws}), sample)
+            for lit, options in windows.items():
+                if options:
+                    plain.update(_case_variants(min(options, key=lambda w: seen.get(w, 0))))
                     cased.remove(lit)
         out = []
         if plain:
@@ -226,11 +220,23 @@ class Matcher:
         return out
 
     def keep_expr(self, sample: list[str] | None = None) -> pl.Expr:
-        """True for lines that may match a signature (`sample`: see `prefilters`)."""
+        """True for lines that may match a signature. With a `sample` of a big log: its
+        `prefilters`. Without, for kept rows and small logs: the case-insensitive literals by
+        one ASCII-case-insensitive Aho-Corasick pass instead of a `(?i:...)` regex, whose lazy
+        DFA costs more to build than a few thousand rows cost to scan."""
         if sample is not None:
             return self._any(self.prefilters(sample))
         if self._keep is None:
-            self._keep = self._any(self.prefilters())
+            ascii_sids = [sid for sid in self.folded if self._ascii_folded(sid)]
+            by_ascii = self.without(ascii_sids)  # every other literal and pattern
+            parts = [by_ascii._any(by_ascii.prefilters())]
+            if ascii_sids:
+                lits = sorted({x.lower() for sid in ascii_sids for x in self.lits[sid] or ()})
+                folds = {FOLDS_TO_ASCII[c] for x in lits for c in x if c in FOLDS_TO_ASCII}
+                parts.append(pl.col("text").str.contains_any(lits, ascii_case_insensitive=True))
+                if folds:
+                    parts.append(pl.col("text").str.contains_any(sorted(folds)))
+            self._keep = pl.any_horizontal(parts)
         return self._keep
 
     @staticmethod
@@ -303,10 +309,7 @@ class Matcher:
         sids = [sid for sid in self.folded if self._ascii_folded(sid)]
         if not sids or not frame.height:
             return []
-        by_lit: dict[str, list[str]] = {}
-        for sid in sids:
-            for x in self.lits[sid] or ():
-                by_lit.setdefault(x.lower(), []).append(sid)
+        by_lit = self._by_folded_literal()
         held = (
             pl.col("text")
             .str.extract_many(sorted(by_lit), ascii_case_insensitive=True, overlapping=True)
@@ -333,23 +336,43 @@ class Matcher:
         ]
 
     def _attribute_rows(self, frame: pl.DataFrame, timeouts: list[tuple[str, int]]) -> pl.DataFrame:
-        """Small frames: the prefilter in polars, then a Python loop over the candidates is
-        cheaper than a dozen vectorised passes."""
+        """Small frames (and a big log's kept rows): the prefilter in polars, then a Python loop
+        over the candidates is cheaper than a dozen vectorised passes. Each candidate is checked
+        with the regexes of the signatures whose literals it holds (case-insensitive ones in any
+        ASCII case, all of them on a row holding a character that folds to ASCII), and of those
+        without literals."""
         rows: list[tuple] = []
         at, line_at = frame.columns.index("text"), frame.columns.index("line")
         cand = frame.filter(self.keep_expr())
-        # which literals each candidate holds: one Aho-Corasick pass, not one `in` per literal
+        texts = cand["text"]
+        # which literals each candidate holds: Aho-Corasick passes, not one `in` per literal
         lits = (
-            cand["text"].str.extract_many(self.literals, overlapping=True).to_list()
+            texts.str.extract_many(self.literals, overlapping=True).to_list()
             if self.literals
             else [[]] * cand.height
         )
+        by_folded = self._by_folded_literal()
+        folded = (
+            texts.str.extract_many(sorted(by_folded), ascii_case_insensitive=True, overlapping=True)
+            .list.eval(pl.element().str.to_lowercase())
+            .to_list()
+            if by_folded
+            else [[]] * cand.height
+        )
+        odd = (
+            texts.str.contains_any(sorted(FOLDS_TO_ASCII.values())).to_list()
+            if by_folded
+            else [False] * cand.height
+        )
+        ascii_folded = {sid for sids in by_folded.values() for sid in sids}
         order = {lit: i for i, lit in enumerate(self.lit_to_sigs)}  # signatures in rule order
-        for row, held in zip(cand.iter_rows(), lits, strict=True):
+        for row, held, held_folded, is_odd in zip(cand.iter_rows(), lits, folded, odd, strict=True):
             text = row[at]
             held = sorted(set(held), key=order.__getitem__)
             found = dict.fromkeys(sid for lit in held for sid in self.lit_to_sigs[lit])
-            for sid in [*found, *self.checked]:
+            maybe = ascii_folded if is_odd else {s for x in held_folded for s in by_folded[x]}
+            checked = [sid for sid in self.checked if sid in maybe or sid not in ascii_folded]
+            for sid in [*found, *checked]:
                 if sid in self.pure and sid in found:
                     rows.append((*row, sid))
                     continue
@@ -359,6 +382,16 @@ class Matcher:
                 except TimeoutError:
                     timeouts.append((sid, row[line_at]))
         return pl.DataFrame(rows, schema={**frame.schema, "sig": pl.String}, orient="row")
+
+    def _by_folded_literal(self) -> dict[str, list[str]]:
+        """The lower-cased literals of the case-insensitive signatures that Aho-Corasick can find
+        ignoring ASCII case, and whose they are."""
+        by_lit: dict[str, list[str]] = {}
+        for sid in self.folded:
+            if self._ascii_folded(sid):
+                for x in self.lits[sid] or ():
+                    by_lit.setdefault(x.lower(), []).append(sid)
+        return by_lit
 
 
 FOLD_WINDOW = 5  # characters of a case-insensitive literal found through their case variants
@@ -382,6 +415,24 @@ def _case_variants(text: str) -> set[str]:
     out = {"".join(x) for x in itertools.product(*options)}
     out.update(FOLDS_TO_ASCII[c] for c in set(text.lower()) if c in FOLDS_TO_ASCII)
     return out
+
+
+def _fold_windows(lit: str) -> list[str]:
+    """The windows of FOLD_WINDOW characters of a case-insensitive literal (the literal itself
+    when shorter) that have case variants only in ASCII (Chinese has no case)."""
+    windows = {lit[i : i + FOLD_WINDOW] for i in range(len(lit) - FOLD_WINDOW + 1)} or {lit}
+    return sorted(w.lower() for w in windows if all(_ascii_or_caseless(c) for c in w))
+
+
+def _lines_holding(needles: list[str], lines: list[str]) -> dict[str, int]:
+    """How many of `lines` hold each needle in any ASCII case (one Aho-Corasick pass)."""
+    if not needles or not lines:
+        return {}
+    found = pl.Series("text", lines).str.extract_many(
+        needles, ascii_case_insensitive=True, overlapping=True
+    )
+    found = found.list.eval(pl.element().str.to_lowercase()).list.unique().explode()
+    return dict(found.drop_nulls().value_counts().iter_rows())
 
 
 def _is_plain(pattern: str) -> bool:

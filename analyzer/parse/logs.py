@@ -88,6 +88,7 @@ HOT_MAX = 8  # is flagged by its own regex in the scan (at most this many: one p
 # as its own prefilter: then its regex costs as much per line as the whole literal pass
 HOT_SHARE_SLOW = 0.05
 CASE_VARIANTS = 64
+FALLBACK_PER_SCAN = 8  # literal-less patterns joined into one regex scan
 
 
 class Matcher:
@@ -199,7 +200,7 @@ class Matcher:
         ignoring case cannot join it as `(?i:...)` (Unicode case folding blows that DFA up);
         given a `sample` of the log, each joins it as the case variants of its rarest window
         of FOLD_WINDOW characters there; otherwise they are a second pass. Patterns without a
-        literal are a pass of their own."""
+        literal are a pass of their own, at most FALLBACK_PER_SCAN to a pass."""
         plain, cased = self._literal_sets(ascii_folded=True)
         if sample is not None and cased:
             windows = {lit: _fold_windows(lit) for lit in cased}
@@ -251,14 +252,17 @@ class Matcher:
 
     def _case_and_fallback_patterns(self, cased: list[str]) -> list[str]:
         """One regex of literals to find ignoring case (and the characters that fold to one of
-        their ASCII letters), and one of the patterns without a literal."""
+        their ASCII letters), and the patterns without a literal, a few to a regex."""
         out = []
         if cased:
             folds = {FOLDS_TO_ASCII[c] for x in cased for c in x.lower() if c in FOLDS_TO_ASCII}
             ci = "(?i:" + "|".join(re.escape(x) for x in cased) + ")"
             out.append("|".join([ci, *sorted(folds)]))
-        if self.fallback:
-            out.append("|".join(f"(?:{_unname(self.pattern[sid])})" for sid in self.fallback))
+        # a few patterns per alternation: all of them in one outgrow the regex engine's lazy DFA
+        # cache (each is (?i) with bounded repeats), and the scan then gets hundreds of times slower
+        for i in range(0, len(self.fallback), FALLBACK_PER_SCAN):
+            chunk = self.fallback[i : i + FALLBACK_PER_SCAN]
+            out.append("|".join(f"(?:{_unname(self.pattern[sid])})" for sid in chunk))
         return out
 
     @staticmethod
@@ -515,7 +519,9 @@ def _parse_small(artefact: Artefact, matcher: Matcher) -> ParsedLog:
         rfcs.append(m.group("rfc"))
     is_log = artefact.kind.endswith("-log") or artefact.kind in ("klog", "text")
     joined, numbers, joins = (
-        rejoin_hard_wraps(stripped) if is_log else (stripped, list(range(1, len(stripped) + 1)), 0)
+        rejoin_hard_wraps(stripped, by_width=is_log)
+        if is_log or artefact.kind == "issue-text"
+        else (stripped, list(range(1, len(stripped) + 1)), 0)
     )
     if joins:
         idx = [n - 1 for n in numbers]

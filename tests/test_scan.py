@@ -156,7 +156,7 @@ def test_a_plain_text_does_not_import_jinja2():
 @pytest.mark.parametrize("sample", ["healthy-single-gpu", "annotation-health-omitted"])
 def test_the_benchmarks_doubled_catalogue_loads_and_never_matches(ruleset, tmp_path, sample):
     from analyzer.analyze import analyze
-    from analyzer.bench import doubled_rules
+    from analyzer.dev.bench import doubled_rules
     from analyzer.rules.loader import load_ruleset
 
     ids = doubled_rules(tmp_path / "rules")

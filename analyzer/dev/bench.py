@@ -1,4 +1,4 @@
-"""Benchmark: `python -m analyzer.bench` (or `make bench`). Not part of the test suite; it asserts
+"""Benchmark: `python -m analyzer.dev.bench` (or `make bench`). Not part of the test suite; it asserts
 nothing and prints every figure with its ratio to a reference timed in the same run.
 
 1. Two 1 GB device-plugin logs, generated outside the repo (`--dir`, default the temp folder):
@@ -33,11 +33,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from analyzer.dev import CHECKOUT, sample_bundles
+from analyzer.errors import AnalyzerError
+
 UUIDS = [f"GPU-{i:08x}-54d2-c387-e52e-5f0a9495968{i}" for i in range(8)]
-REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared" / "bench"  # the shared workload beside a checkout
-COPIES = REPO / "tools" / "bench"  # its copy in the repo, used when ../shared is absent
-SMALL = REPO / "sample_bundles" / "healthy-single-gpu" / "bundle"
+PACKAGE = Path(__file__).resolve().parents[1]  # analyzer/, in a checkout or installed
+SHARED = CHECKOUT.parent / "shared" / "bench"  # the shared workload beside a checkout
+COPIES = CHECKOUT / "tools" / "bench"  # its copy in the repo, used when ../shared is absent
 SECTIONS = ("logs", "redact", "start", "batch")
 
 
@@ -133,8 +135,16 @@ def generate(path: Path, size: int) -> None:
 
 def workload(name: str) -> Path:
     """A file of the shared workload: ../shared/bench beside the checkout, else the repo's copy."""
-    shared = SHARED / name
-    return shared if shared.is_file() else COPIES / name
+    for where in (SHARED / name, COPIES / name):
+        if where.is_file():
+            return where
+    raise AnalyzerError(f"no {name} in {SHARED} or {COPIES}: run from a checkout")
+
+
+def small_bundle() -> Path:
+    """The sample bundle whose analysis the cold start times (and whose node.yaml the big-log
+    bundles carry)."""
+    return sample_bundles() / "healthy-single-gpu" / "bundle"
 
 
 @dataclass
@@ -259,7 +269,7 @@ def bundles(work: Path, size_mb: int) -> dict[str, Path]:
                 subprocess.run(
                     [sys.executable, str(gen), str(log), str(size_mb), "--seed", "7"], check=True
                 )
-        shutil.copyfile(SMALL / "node.yaml", bundle / "node.yaml")
+        shutil.copyfile(small_bundle() / "node.yaml", bundle / "node.yaml")
         subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL)  # page cache, for both sides
         out[name] = bundle
     return out
@@ -339,7 +349,7 @@ def bench_redact(work: Path, size_mb: int, runs: int, redact_mb: int) -> None:
         if not log.exists() or log.stat().st_size > redact_mb << 20:
             with (source / "device-plugin.log").open("rb") as src, log.open("wb") as dst:
                 dst.write(src.read(redact_mb << 20).rpartition(b"\n")[0] + b"\n")
-        shutil.copyfile(SMALL / "node.yaml", bundle / "node.yaml")
+        shutil.copyfile(small_bundle() / "node.yaml", bundle / "node.yaml")
     mb = (bundle / "device-plugin.log").stat().st_size / 1e6
     out = work / "redacted"
     analyze = [*cli, "analyze", str(bundle), "--format", "json"]
@@ -375,12 +385,13 @@ def bench_small(runs: int = 15) -> None:
     """Section 3: a small bundle's `analyze` against the bare imports of its dependencies."""
     cli = [sys.executable, "-m", "analyzer"]
     imports = [sys.executable, "-c", "import polars, jinja2, yaml, regex, typer"]
-    timed([*cli, "analyze", str(SMALL), "--format", "json"])  # warm-up: the rules cache
+    small = small_bundle()
+    timed([*cli, "analyze", str(small), "--format", "json"])  # warm-up: the rules cache
     res = rounds(
-        {"imports": imports, "analyze": [*cli, "analyze", str(SMALL), "--format", "json"]}, runs
+        {"imports": imports, "analyze": [*cli, "analyze", str(small), "--format", "json"]}, runs
     )
     i, s = res["imports"], res["analyze"]
-    print(f"\ncold start: small bundle ({SMALL.parent.name}), median of {runs} rounds, {_load()}")
+    print(f"\ncold start: small bundle ({small.parent.name}), median of {runs} rounds, {_load()}")
     print(
         f"    bare imports (polars, jinja2, yaml, regex, typer) {i.wall * 1000:5.0f} ms "
         f"(fastest {min(r.wall for r in i.runs) * 1000:.0f}), CPU {i.cpu * 1000:.0f} ms"
@@ -394,8 +405,8 @@ def bench_small(runs: int = 15) -> None:
 
 def bench_batch(n: int, workdir: Path, dask_workers: list[int]) -> None:
     """Section 4: batch throughput on all cores against the warm single-process rate, same run."""
-    from analyzer import batch
-    from analyzer.synth import make_tickets
+    from analyzer.batch import run as batch
+    from analyzer.dev.synth import make_tickets
 
     tickets = workdir / f"tickets-{n}"
     if not tickets.exists():
@@ -467,7 +478,7 @@ def main() -> None:
     sections = args.only or list(SECTIONS)
     # an editable install under PYTHONDONTWRITEBYTECODE=1 would recompile our modules on every
     # start; an installed wheel has its bytecode, so measure that
-    compileall.compile_dir(str(REPO / "analyzer"), quiet=1)
+    compileall.compile_dir(str(PACKAGE), quiet=1)
     work = Path(args.dir) / "hami-bench"
     work.mkdir(parents=True, exist_ok=True)
     print(f"hami-analyzer benchmark: {', '.join(sections)}; work folder {work}")
@@ -483,4 +494,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except AnalyzerError as exc:
+        sys.exit(f"bench: {exc}")

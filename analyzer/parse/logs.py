@@ -543,10 +543,10 @@ def _parse_small(artefact: Artefact, matcher: Matcher) -> ParsedLog:
     hits = matcher.attribute(frame.select("line", "text"), timeouts=timeouts)
     frame = _with_sigs(_with_header(frame), hits)
     stats = LogStats(lines=len(joined), hard_wrap_joins=joins, timeouts=timeouts)
-    stats.sig_counts = dict(hits.group_by("sig").len().iter_rows())
+    stats.sig_counts = dict(hits.group_by("sig", maintain_order=True).len().iter_rows())
     sev = frame["sev"].drop_nulls()
     stats.klog_lines = len(sev)
-    stats.severities = {k: v for k, v in sev.value_counts().iter_rows()}
+    stats.severities = dict(sorted(sev.value_counts().iter_rows()))  # the same order each run
     if joined and not KLOG_RE.match(joined[-1]) and regex.match(r"^[IWEF]\d{4}\b", joined[-1]):
         stats.truncated_last_line = True
     _finish_stats(frame, stats)

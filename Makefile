@@ -49,7 +49,7 @@ bench: $(STAMP)
 	$(BIN)/python -m analyzer.dev.bench
 
 bench-batch: $(STAMP)
-	$(BIN)/python -m analyzer.dev.bench --batch 10000 --dask-workers 1,2,4
+	$(BIN)/python -m analyzer.dev.bench --only batch --batch 10000 --dask-workers 1,2,4
 
 clean:
 	rm -rf $(VENV) out build dist *.egg-info

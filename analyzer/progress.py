@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TextIO
 
 QUIET_FOR = 3.0  # seconds of silence before the first line: short runs print nothing
 TTY_EVERY = 0.5
 FILE_EVERY = 10.0
+_SHOWN: ContextVar[bool] = ContextVar("hami_progress_shown", default=False)
 
 
 def _size(n: float) -> str:
@@ -89,3 +93,20 @@ class Progress:
             self.stream.write("\n")
             self.stream.flush()
         self.shown = False
+
+
+@contextmanager
+def shown() -> Iterator[None]:
+    """Steps deep inside a run (a big log's scan) report their progress while this is on: a
+    command a person waits for turns it on; library calls, tests and batch workers (whose parent
+    draws the batch's own line) stay silent."""
+    token = _SHOWN.set(True)
+    try:
+        yield
+    finally:
+        _SHOWN.reset(token)
+
+
+def progress_for(what: str, total: int, unit: str = "items") -> Progress | None:
+    """A progress line for a step inside a run, or None when nobody asked for one (`shown`)."""
+    return Progress(what, total, unit) if _SHOWN.get() else None

@@ -77,6 +77,16 @@ def test_wheel_ships_rules_templates_and_schema(tmp_path):
     run = installed("analyze", str(sample), "--format", "json")
     assert run.returncode == 1, run.stderr
     assert json.loads(run.stdout)["primary"]["rule_id"] == "rbac-patch-forbidden"
+    # the validated rules are cached by the wheel's RECORD, not by file times: a reinstall of
+    # the same code (every file newer) reuses them
+    cached = sorted((tmp_path / "cache").rglob("rules-*.pickle"))
+    assert len(cached) == 1
+    later = cached[0].stat().st_mtime + 100
+    for py in (target / "analyzer").rglob("*.py"):
+        os.utime(py, (later, later))
+    again = installed("analyze", str(sample), "--format", "json")
+    assert again.stdout == run.stdout
+    assert sorted((tmp_path / "cache").rglob("rules-*.pickle")) == cached
     # the GitHub Action installs the same way (pip install "$GITHUB_ACTION_PATH"): the bot, its
     # data (rules/bot.yaml) and the comment's phrases (analyzer/messages.yaml) come with it
     assert {"analyzer/bot/run.py", "analyzer/messages.yaml"} <= names

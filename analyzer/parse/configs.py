@@ -8,7 +8,6 @@ which runtime is the default)."""
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -68,10 +67,14 @@ def flatten(obj: Any, prefix: str = "", out: dict[str, Any] | None = None) -> di
 
 def load_toml(text: str) -> tuple[dict[str, Any], list[str]]:
     """TOML, or the part of it before the line where a cut-off paste breaks it."""
+    import tomllib  # only bundles with a TOML config pay for it
+
     return load_prefix(text.split("\n"), tomllib.loads, _toml_problem, {})
 
 
 def _toml_problem(exc: Exception, n_lines: int) -> tuple[int | None, str]:
+    import tomllib
+
     if isinstance(exc, tomllib.TOMLDecodeError):
         m = _TOML_LINE_RE.search(str(exc))
         # "at end of document" has no line number: the last line is the broken one

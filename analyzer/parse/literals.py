@@ -3,12 +3,15 @@
 A line can only match `nvml Init err:\\s*(?P<ret>.*)` if it contains "nvml Init err:". Scanning
 a big log for such literals (one alternation of escaped strings) is several times faster than
 the combined regexes, and lets us attribute lines to signatures with one regex check per
-candidate instead of one per signature per line.
+candidate instead of one per signature per line. A pattern that ignores case as a whole still
+has required literals, to be found ignoring case (`ignores_case`): without them its regex would
+run on every line of a big log.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 try:  # Python 3.11+
     import re._constants as C  # type: ignore[import-not-found]
@@ -17,16 +20,30 @@ except ImportError:  # pragma: no cover
     import sre_constants as C  # type: ignore[no-redef]
     import sre_parse as P  # type: ignore[no-redef]
 
-MIN_LITERAL = 4
+MIN_LITERAL = 4  # bytes of UTF-8: two Chinese characters are a usable literal, two letters not
+# ... but three bytes when a part of the pattern has nothing longer ('xid', 'oom'): a frequent
+# short literal costs a big log's scan no more than the regex it spares (such a signature is then
+# flagged by its regex), a rare one far less
+SHORT_LITERAL = 3
+
+
+def _size(text: str) -> int:
+    return len(text.encode())
 
 
 def _score(lits: list[str]) -> tuple[int, int]:
     """A set of literals is as selective as its shortest one; fewer literals scan faster."""
-    return (min(len(x) for x in lits), -len(lits))
+    return (min(_size(x) for x in lits), -len(lits))
+
+
+def _usable(options: list[list[str]]) -> list[list[str]]:
+    """The options whose literals are all long enough (the shorter ones only when nothing else)."""
+    sized = [(o, min(_size(x) for x in o)) for o in options if o]
+    return [o for o, n in sized if n >= MIN_LITERAL] or [o for o, n in sized if n >= SHORT_LITERAL]
 
 
 def _best(options: list[list[str]]) -> list[str] | None:
-    usable = [o for o in options if o and min(len(x) for x in o) >= MIN_LITERAL]
+    usable = _usable(options)
     return max(usable, key=_score) if usable else None
 
 
@@ -83,7 +100,10 @@ MAX_EXPANSION = 16  # literal alternatives one run may expand into
 
 def _exact(op, av) -> list[str] | None:
     """The complete texts an element can match when it is a group of plain literal alternatives
-    (`(?:get|save)`), else None."""
+    (`(?:get|save)`) or a class of plain characters (`[:=]`, or what the parser makes of
+    `不足|不够`: 不[足够]), else None."""
+    if op is C.IN and av and all(o is C.LITERAL for o, _ in av):
+        return [chr(c) for _, c in av]
     return _per_alternative(op, av, _plain)
 
 
@@ -96,11 +116,16 @@ def _plain(items) -> list[str] | None:
 
 
 def _sequence(items) -> list[str] | None:
-    """The best set of literals one of which every match of a sequence contains: its longest
-    run of mandatory literal text, where a run continues through groups of plain alternatives
-    ("failed to (?:get|save) CDI spec" needs "failed to get CDI spec" or "failed to save CDI
-    spec") and into the literal start of the alternatives after it, or what a mandatory group
-    or alternation requires."""
+    """The best set of literals one of which every match of a sequence contains (`_options`)."""
+    return _best(_options(items))
+
+
+def _options(items) -> list[list[str]]:
+    """Sets of literals one of which every match of a sequence contains: its runs of mandatory
+    literal text, where a run continues through groups of plain alternatives ("failed to
+    (?:get|save) CDI spec" needs "failed to get CDI spec" or "failed to save CDI spec") and into
+    the literal start of the alternatives after it, and what each mandatory group or
+    alternation requires."""
     options: list[list[str]] = []
     run = [""]  # the texts the current run can be
 
@@ -126,11 +151,18 @@ def _sequence(items) -> list[str] | None:
         if inner:
             options.append(inner)
     flush()
-    return _best(options)
+    return options
 
 
-def required_literals(pattern: str) -> list[str] | None:
+def required_literals(
+    pattern: str, commonness: Callable[[str], int] | None = None
+) -> list[str] | None:
     r"""Literals one of which every match must contain; None when no useful literal exists.
+    For a pattern that ignores case as a whole they must be looked for ignoring case.
+
+    Without `commonness` the pattern gets its longest literals. With it (how many lines of a
+    sample of the log hold a literal), each alternative gets the set of `literal_options` the
+    sample holds least: a literal that is long but in most lines of a log is the worst filter.
 
     >>> required_literals(r"nvml Init err:\s*(?P<ret>.*)")
     ['nvml Init err:']
@@ -138,16 +170,57 @@ def required_literals(pattern: str) -> list[str] | None:
     ['failed to get CDI spec', 'failed to save CDI spec']
     >>> required_literals(r"nvidia-container-cli(?:\.real)?: (?i:unknown error)")
     ['nvidia-container-cli']
-    >>> required_literals(r"(?i)\bhami\b"), required_literals(r"a|bc")
-    (None, None)
+    >>> required_literals(r"(?i)\bhami\b"), required_literals(r"a|bc"), required_literals("卡住|hang")
+    (['hami'], None, ['hang', '卡住'])
+    >>> required_literals(r"(?i)\bxid\s*\d+"), required_literals(r"(?:^|\W)oom\b|out of memory")
+    (['xid'], ['oom', 'out of memory'])
+    >>> p = r"(?:device plugin|daemonset)[^.]{0,60}(?:restart|crash)"
+    >>> required_literals(p), required_literals(p, lambda x: {"device plugin": 900}.get(x, 0))
+    (['daemonset', 'device plugin'], ['crash', 'restart'])
     """
+    if commonness is None:
+        try:
+            return _sequence(list(P.parse(pattern)))
+        except (re.error, TypeError, ValueError, RecursionError):
+            return None
+    options = literal_options(pattern)
+    return None if options is None else least_common(options, commonness)
+
+
+def least_common(options: list[list[list[str]]], commonness: Callable[[str], int]) -> list[str]:
+    """Per alternative, the set of literals whose lines are fewest (then the longest)."""
+    out: list[str] = []
+    for usable in options:
+        pick = min(usable, key=lambda o: (sum(commonness(x) for x in o), -_score(o)[0]))
+        out.extend(x for x in pick if x not in out)
+    return out
+
+
+def literal_options(pattern: str) -> list[list[list[str]]] | None:
+    """Per alternative of the pattern (one when it is not an alternation), every usable set of
+    literals one of which each of its matches contains; None when an alternative has none."""
     try:
-        parsed = P.parse(pattern)
+        items = list(P.parse(pattern))
+        alternatives = (
+            [list(b) for b in items[0][1][1]]
+            if len(items) == 1 and items[0][0] is C.BRANCH
+            else [items]
+        )
+        out = [_usable(_options(alternative)) for alternative in alternatives]
     except (re.error, TypeError, ValueError, RecursionError):
         return None
-    if parsed.state.flags & re.IGNORECASE:
-        return None  # a case-sensitive literal scan would miss matches
-    try:
-        return _sequence(list(parsed))
-    except RecursionError:
-        return None
+    return None if not all(out) else out
+
+
+_GLOBAL_FLAGS = re.compile(r"(?:\(\?[aiLmsux]+\))+")  # where Python allows them: at the start
+
+
+def ignores_case(pattern: str) -> bool:
+    """True when the whole pattern ignores case (a leading `(?i)`): its literals are too.
+    Read from the text, not parsed: a run asks it of every signature.
+
+    >>> ignores_case(r"(?i)\bhami\b"), ignores_case(r"(?s)(?i)x"), ignores_case(r"hami (?i:v2)")
+    (True, True, False)
+    """
+    flags = _GLOBAL_FLAGS.match(pattern)
+    return flags is not None and "i" in flags.group()

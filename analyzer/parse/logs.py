@@ -9,6 +9,8 @@ work happens per line of a big file.
 from __future__ import annotations
 
 import codecs
+import itertools
+import re
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,10 +27,17 @@ from analyzer.bundle.text import (
     LINE_PREFIX_PATTERN,
     PREFIX_RE,
     decode,
+    printable,
     rejoin_hard_wraps,
 )
 from analyzer.facts.model import MATCH_TIMEOUT
-from analyzer.parse.literals import required_literals
+from analyzer.parse.literals import (
+    ignores_case,
+    least_common,
+    literal_options,
+    required_literals,
+)
+from analyzer.progress import Progress, progress_for
 
 ERROR_LINE_CAP = 5_000  # unmatched E/F lines kept from a big log (batch analysis wants them)
 ANSI_PATTERN = r"\x1b\[[0-9;?]*[ -/]*[@-~]"
@@ -73,14 +82,20 @@ BATCH_ROWS = 100_000  # per streamed batch: memory vs. per-batch overhead (1 GB:
 BATCH_BYTES = 16 << 20  # and about this much text, so that long lines do not blow memory up
 SMALL_FRAME = 20_000  # below this many rows signatures are attributed line by line
 POOL_BYTES = 8 << 20  # candidate lines of a big log attributed together (1 GB bench: 2 calls)
-
-
+HOT_SHARE = 0.01  # a signature whose literals are in this share of a big log's first lines
+HOT_MAX = 8  # is flagged by its own regex in the scan (at most this many: one pass each)
+# ... unless it ignores case and its literals have more case variants than Rust's regex takes
+# as its own prefilter: then its regex costs as much per line as the whole literal pass
+HOT_SHARE_SLOW = 0.05
+CASE_VARIANTS = 64
 FALLBACK_PER_SCAN = 8  # literal-less patterns joined into one regex scan
 
 
 class Matcher:
-    """Attributes lines to signatures: literal prefilter (one Rust-regex alternation), then each
-    candidate signature's regex once. Patterns without a usable literal are checked on every row.
+    """Attributes lines to signatures: one prefilter (a Rust regex of every signature's required
+    literals), then each candidate signature's regex once. The literals of a pattern that ignores
+    case are looked for ignoring case, and their regex is checked on every candidate; a pattern
+    without a usable literal is checked on every line.
 
     `compile` returns a signature's compiled pattern (the rule set's own, compiled on first use:
     compiling every pattern would cost a small bundle more than analysing it)."""
@@ -94,55 +109,168 @@ class Matcher:
         self.sigs = sigs
         self.pattern = dict(sigs)
         self._compile = compile or (lambda sid: regex.compile(self.pattern[sid]))
-        self._keep: dict[frozenset[str], pl.Expr] = {}
+        self._keep: pl.Expr | None = None
+        self._without: dict[frozenset[str], Matcher] = {}
         prefilters = prefilters or {}
-        lit_rows: list[tuple[str, str]] = []
-        self.fallback: list[str] = []
-        # a pattern that is exactly its literal needs no regex check after the prefilter
-        self.pure = {sid for sid, pat in sigs if _is_plain(pat)}
-        for sid, pat in sigs:
-            lits = prefilters[sid] if sid in prefilters else required_literals(pat)
-            if lits is None:
-                self.fallback.append(sid)
-            else:
-                lit_rows.extend((lit, sid) for lit in lits)
+        self.lits = {
+            sid: prefilters[sid] if sid in prefilters else required_literals(pat)
+            for sid, pat in sigs
+        }
+        self.fallback = [sid for sid, _ in sigs if self.lits[sid] is None]
+        # found ignoring case by the prefilter; their regex decides on every candidate
+        self.folded = [sid for sid, pat in sigs if self.lits[sid] and ignores_case(pat)]
+        self.checked = self.fallback + self.folded
+        checked = set(self.checked)
+        lit_rows = [
+            (lit, sid) for sid, _ in sigs if sid not in checked for lit in self.lits[sid] or ()
+        ]
         self.literals = sorted({lit for lit, _ in lit_rows})
         self.lit_to_sigs: dict[str, list[str]] = {}
         for lit, sid in lit_rows:
             self.lit_to_sigs.setdefault(lit, [])
             if sid not in self.lit_to_sigs[lit]:
                 self.lit_to_sigs[lit].append(sid)
+        # a pattern that is exactly its literal needs no regex check after the prefilter
+        self.pure = {sid for sid, pat in sigs if sid not in checked and _is_plain(pat)}
         per_sig: dict[str, int] = {}
         for _lit, sid in set(lit_rows):
             per_sig[sid] = per_sig.get(sid, 0) + 1
         # a line may hold two literals of one signature: then (line, sig) pairs need dedup
         self.multi_literal = any(n > 1 for n in per_sig.values())
 
-    def pure_literals(self) -> dict[str, list[str]]:
-        """Plain-literal signatures (the pattern is its own text) and their literal."""
-        return {sid: [self.pattern[sid]] for sid in sorted(self.pure) if sid not in self.fallback}
+    def without(self, sids: set[str] | list[str]) -> Matcher:
+        """The same scan without these signatures (built once per set)."""
+        key = frozenset(sids)
+        if not key:
+            return self
+        if key not in self._without:
+            self._without[key] = Matcher(
+                [(sid, pat) for sid, pat in self.sigs if sid not in key], self.lits, self._compile
+            )
+        return self._without[key]
 
-    def keep_expr(self, exclude: set[str] | None = None) -> pl.Expr:
-        """True for lines that may match a signature (not counting those in `exclude`)."""
-        key = frozenset(exclude or ())
-        if key not in self._keep:
-            self._keep[key] = self._build_keep_expr(key)
-        return self._keep[key]
+    def adapted(self, sample: list[str]) -> Matcher:
+        """The same scan with each signature's literals chosen for this log: among the sets its
+        regex allows, per alternative the one this sample of the log (its first lines) holds
+        least. A literal set that most lines hold makes every line a candidate: 'device' is in
+        most of a plugin's lines. Literals a signature names itself (`prefilter:`) stay."""
+        choices = {}
+        for sid, pat in self.sigs:
+            options = literal_options(pat)
+            if options is None or all(len(o) == 1 for o in options):
+                continue  # nothing to choose
+            if self.lits[sid] is not None and self.lits[sid] != required_literals(pat):
+                continue  # named by the signature
+            choices[sid] = options
+        if not choices or not sample:
+            return self
+        col = pl.Series("text", sample)
+        counts: dict[bool, dict[str, int]] = {}
+        for fold in (False, True):
+            candidates = sorted(
+                {
+                    x
+                    for sid, opts in choices.items()
+                    if ignores_case(self.pattern[sid]) == fold
+                    for o in opts
+                    for s in o
+                    for x in s
+                }
+            )
+            found = col.str.extract_many(candidates, ascii_case_insensitive=fold, overlapping=True)
+            held = found.list.eval(pl.element().str.to_lowercase() if fold else pl.element())
+            counts[fold] = dict(
+                held.list.unique().explode().drop_nulls().value_counts().iter_rows()
+            )
+        lits = dict(self.lits)
+        for sid, options in choices.items():
+            folds = ignores_case(self.pattern[sid])
+            seen = counts[folds]
 
-    def _build_keep_expr(self, exclude: frozenset[str]) -> pl.Expr:
-        t = pl.col("text")
-        parts = []
-        lits = [lit for lit, sids in self.lit_to_sigs.items() if not set(sids) <= exclude]
-        if lits:
-            parts.append(t.str.contains("|".join(regex.escape(x) for x in sorted(lits))))
+            def frequency(x: str, seen: dict[str, int] = seen, fold: bool = folds) -> int:
+                return seen.get(x.lower() if fold else x, 0)
+
+            lits[sid] = least_common(options, frequency)
+        return Matcher(self.sigs, lits, self._compile)
+
+    def folded_pattern(self, sid: str) -> str:
+        return "(?i:" + "|".join(re.escape(x) for x in sorted(self.lits[sid] or ())) + ")"
+
+    def prefilters(self, sample: list[str] | None = None) -> list[str]:
+        """The Rust regexes a line must match one of to be a candidate. Every literal is in the
+        first, one lazy-DFA pass per line whatever the number of signatures. A literal to find
+        ignoring case cannot join it as `(?i:...)` (Unicode case folding blows that DFA up);
+        given a `sample` of the log, each joins it as the case variants of its rarest window
+        of FOLD_WINDOW characters there; otherwise they are a second pass. Patterns without a
+        literal are a pass of their own, at most FALLBACK_PER_SCAN to a pass."""
+        plain, cased = self._literal_sets(ascii_folded=True)
+        if sample is not None and cased:
+            windows = {lit: _fold_windows(lit) for lit in cased}
+            seen = _lines_holding(sorted({w for ws in windows.values() for w in ws}), sample)
+            for lit, options in windows.items():
+                if options:
+                    plain.update(_case_variants(min(options, key=lambda w: seen.get(w, 0))))
+                    cased.remove(lit)
+        out = []
+        if plain:  # re.escape: regex.escape's escapes, several times faster (1,700 literals)
+            out.append("|".join(re.escape(x) for x in sorted(plain)))
+        return out + self._case_and_fallback_patterns(cased)
+
+    def keep_expr(self, sample: list[str] | None = None) -> pl.Expr:
+        """True for lines that may match a signature. With a `sample` of a big log: its
+        `prefilters`. Without (small logs, a big log's kept rows): Aho-Corasick passes, the
+        case-insensitive literals ignoring ASCII case; a Rust regex of hundreds of literals
+        takes longer to build (~70 ms) than a few thousand rows take to scan."""
+        if sample is not None:
+            return self._any(self.prefilters(sample))
+        if self._keep is None:
+            plain, cased = self._literal_sets(ascii_folded=False)
+            t = pl.col("text")
+            parts = [t.str.contains(p) for p in self._case_and_fallback_patterns(cased)]
+            if plain:
+                parts.append(t.str.contains_any(sorted(plain)))
+            lits = sorted(self._by_folded_literal())
+            if lits:
+                parts.append(t.str.contains_any(lits, ascii_case_insensitive=True))
+                folds = {FOLDS_TO_ASCII[c] for x in lits for c in x if c in FOLDS_TO_ASCII}
+                if folds:
+                    parts.append(t.str.contains_any(sorted(folds)))
+            self._keep = pl.any_horizontal(parts) if parts else pl.lit(False)
+        return self._keep
+
+    def _literal_sets(self, ascii_folded: bool) -> tuple[set[str], list[str]]:
+        """The literals to find as they are (those of case-insensitive signatures without a
+        cased letter among them), and the case-insensitive ones with one. `ascii_folded`
+        False: without the case-insensitive signatures' literals that Aho-Corasick finds
+        ignoring ASCII case."""
+        folded = {
+            x
+            for sid in self.folded
+            if ascii_folded or not self._ascii_folded(sid)
+            for x in self.lits[sid] or ()
+        }
+        cased = sorted(x for x in folded if x.lower() != x.upper())
+        return set(self.literals) | (folded - set(cased)), cased
+
+    def _case_and_fallback_patterns(self, cased: list[str]) -> list[str]:
+        """One regex of literals to find ignoring case (and the characters that fold to one of
+        their ASCII letters), and the patterns without a literal, a few to a regex."""
+        out = []
+        if cased:
+            folds = {FOLDS_TO_ASCII[c] for x in cased for c in x.lower() if c in FOLDS_TO_ASCII}
+            ci = "(?i:" + "|".join(re.escape(x) for x in cased) + ")"
+            out.append("|".join([ci, *sorted(folds)]))
         # a few patterns per alternation: all of them in one outgrow the regex engine's lazy DFA
         # cache (each is (?i) with bounded repeats), and the scan then gets hundreds of times slower
         for i in range(0, len(self.fallback), FALLBACK_PER_SCAN):
             chunk = self.fallback[i : i + FALLBACK_PER_SCAN]
-            parts.append(t.str.contains("|".join(f"(?:{_unname(self.pattern[s])})" for s in chunk)))
-        if not parts:
-            return pl.lit(False)
-        return pl.any_horizontal(parts) if len(parts) > 1 else parts[0]
+            out.append("|".join(f"(?:{_unname(self.pattern[sid])})" for sid in chunk))
+        return out
+
+    @staticmethod
+    def _any(patterns: list[str]) -> pl.Expr:
+        parts = [pl.col("text").str.contains(p) for p in patterns]
+        return pl.any_horizontal(parts) if parts else pl.lit(False)
 
     def attribute(
         self,
@@ -183,30 +311,96 @@ class Matcher:
                     if sid in self.pure
                     else part.filter(pl.col("text").str.contains(self.pattern[sid]))
                 )
-        for sid in self.fallback:
+        out.extend(self._attribute_folded(frame))
+        for sid in self.checked:
+            if sid in self.folded and self._ascii_folded(sid):
+                continue  # found by _attribute_folded
             hit = frame.filter(pl.col("text").str.contains(self.pattern[sid]))
             if hit.height:
                 out.append(hit.with_columns(pl.lit(sid).alias("sig")))
         if not out:
-            return pl.DataFrame(schema={"line": pl.Int64, "text": pl.String, "sig": pl.String})
+            return pl.DataFrame(schema={**frame.schema, "sig": pl.String})
         hits = pl.concat(out)
         return hits.sort("line", maintain_order=True)
 
     def regex(self, sid: str) -> regex.Pattern:
         return self._compile(sid)
 
+    def _ascii_folded(self, sid: str) -> bool:
+        """Its literals have no cased letter outside ASCII (Aho-Corasick folds ASCII only)."""
+        return all(_ascii_or_caseless(c) for x in self.lits[sid] or () for c in x)
+
+    def _attribute_folded(self, frame: pl.DataFrame) -> list[pl.DataFrame]:
+        """The case-insensitive signatures' matches among candidates: their regex only on the
+        rows holding one of their literals in any ASCII case (one Aho-Corasick pass), or one of
+        the characters that fold to an ASCII letter."""
+        sids = [sid for sid in self.folded if self._ascii_folded(sid)]
+        if not sids or not frame.height:
+            return []
+        by_lit = self._by_folded_literal()
+        held = (
+            pl.col("text")
+            .str.extract_many(sorted(by_lit), ascii_case_insensitive=True, overlapping=True)
+            .list.eval(pl.element().str.to_lowercase())
+            .list.unique()
+        )
+        cand = (
+            frame.with_columns(held.alias("lit"))
+            .explode("lit")
+            .drop_nulls("lit")
+            .with_columns(
+                pl.col("lit").replace_strict(by_lit, return_dtype=pl.List(pl.String)).alias("sig")
+            )
+            .explode("sig")
+            .drop("lit")
+        )
+        odd = frame.filter(pl.col("text").str.contains_any(sorted(FOLDS_TO_ASCII.values())))
+        if odd.height:
+            cand = pl.concat([cand, *(odd.with_columns(pl.lit(sid).alias("sig")) for sid in sids)])
+        cand = cand.unique(["line", "sig"], maintain_order=True)
+        return [
+            part.filter(pl.col("text").str.contains(self.pattern[sid]))
+            for (sid,), part in cand.partition_by("sig", as_dict=True, maintain_order=True).items()
+        ]
+
     def _attribute_rows(self, frame: pl.DataFrame, timeouts: list[tuple[str, int]]) -> pl.DataFrame:
-        """Small frames: the prefilter in polars, then a Python loop over the candidates is
-        cheaper than a dozen vectorised passes."""
+        """Small frames (and a big log's kept rows): the prefilter in polars, then a Python loop
+        over the candidates is cheaper than a dozen vectorised passes. Each candidate is checked
+        with the regexes of the signatures whose literals it holds (case-insensitive ones in any
+        ASCII case, all of them on a row holding a character that folds to ASCII), and of those
+        without literals."""
         rows: list[tuple] = []
         at, line_at = frame.columns.index("text"), frame.columns.index("line")
-        for row in frame.filter(self.keep_expr()).iter_rows():
+        cand = frame.filter(self.keep_expr())
+        texts = cand["text"]
+        # which literals each candidate holds: Aho-Corasick passes, not one `in` per literal
+        lits = (
+            texts.str.extract_many(self.literals, overlapping=True).to_list()
+            if self.literals
+            else [[]] * cand.height
+        )
+        by_folded = self._by_folded_literal()
+        folded = (
+            texts.str.extract_many(sorted(by_folded), ascii_case_insensitive=True, overlapping=True)
+            .list.eval(pl.element().str.to_lowercase())
+            .to_list()
+            if by_folded
+            else [[]] * cand.height
+        )
+        odd = (
+            texts.str.contains_any(sorted(FOLDS_TO_ASCII.values())).to_list()
+            if by_folded
+            else [False] * cand.height
+        )
+        ascii_folded = {sid for sids in by_folded.values() for sid in sids}
+        order = {lit: i for i, lit in enumerate(self.lit_to_sigs)}  # signatures in rule order
+        for row, held, held_folded, is_odd in zip(cand.iter_rows(), lits, folded, odd, strict=True):
             text = row[at]
-            found: list[str] = []
-            for lit, sids in self.lit_to_sigs.items():
-                if lit in text:
-                    found.extend(s for s in sids if s not in found)
-            for sid in [*found, *self.fallback]:
+            held = sorted(set(held), key=order.__getitem__)
+            found = dict.fromkeys(sid for lit in held for sid in self.lit_to_sigs[lit])
+            maybe = ascii_folded if is_odd else {s for x in held_folded for s in by_folded[x]}
+            checked = [sid for sid in self.checked if sid in maybe or sid not in ascii_folded]
+            for sid in [*found, *checked]:
                 if sid in self.pure and sid in found:
                     rows.append((*row, sid))
                     continue
@@ -217,10 +411,64 @@ class Matcher:
                     timeouts.append((sid, row[line_at]))
         return pl.DataFrame(rows, schema={**frame.schema, "sig": pl.String}, orient="row")
 
+    def _by_folded_literal(self) -> dict[str, list[str]]:
+        """The lower-cased literals of the case-insensitive signatures that Aho-Corasick can find
+        ignoring ASCII case, and whose they are."""
+        by_lit: dict[str, list[str]] = {}
+        for sid in self.folded:
+            if self._ascii_folded(sid):
+                for x in self.lits[sid] or ():
+                    by_lit.setdefault(x.lower(), []).append(sid)
+        return by_lit
+
+
+FOLD_WINDOW = 5  # characters of a case-insensitive literal found through their case variants
+# the only characters outside ASCII that (?i) matches to an ASCII letter: KELVIN SIGN for k and
+# LATIN SMALL LETTER LONG S for s (Rust and Python's regex), CAPITAL I WITH DOT for i (regex)
+FOLDS_TO_ASCII = {"k": "\u212a", "s": "\u017f", "i": "\u0130"}
+
+
+def _ascii_or_caseless(c: str) -> bool:
+    return c.isascii() or c.lower() == c.upper() == c.casefold()
+
+
+def _case_variants(text: str) -> set[str]:
+    """Strings one of which every case-insensitive match of ASCII `text` contains: its ASCII
+    case variants, and the non-ASCII characters that fold to one of its letters.
+
+    >>> sorted(_case_variants("ok:")) == ["OK:", "Ok:", "oK:", "ok:", "\u212a"]
+    True
+    """
+    options = [(c.lower(), c.upper()) if c.isascii() and c.isalpha() else (c,) for c in text]
+    out = {"".join(x) for x in itertools.product(*options)}
+    out.update(FOLDS_TO_ASCII[c] for c in set(text.lower()) if c in FOLDS_TO_ASCII)
+    return out
+
+
+def _fold_windows(lit: str) -> list[str]:
+    """The windows of FOLD_WINDOW characters of a case-insensitive literal (the literal itself
+    when shorter) that have case variants only in ASCII (Chinese has no case)."""
+    windows = {lit[i : i + FOLD_WINDOW] for i in range(len(lit) - FOLD_WINDOW + 1)} or {lit}
+    return sorted(w.lower() for w in windows if all(_ascii_or_caseless(c) for c in w))
+
+
+def _lines_holding(needles: list[str], lines: list[str]) -> dict[str, int]:
+    """How many of `lines` hold each needle in any ASCII case (one Aho-Corasick pass)."""
+    if not needles or not lines:
+        return {}
+    found = pl.Series("text", lines).str.extract_many(
+        needles, ascii_case_insensitive=True, overlapping=True
+    )
+    found = found.list.eval(pl.element().str.to_lowercase()).list.unique().explode()
+    return dict(found.drop_nulls().value_counts().iter_rows())
+
+
+_METACHARACTER = re.compile(r"[\\.^$*+?{}\[\]|()]")
+
 
 def _is_plain(pattern: str) -> bool:
     """True when the regex matches exactly its own text (no metacharacters)."""
-    return not regex.search(r"[\\.^$*+?{}\[\]|()]", pattern)
+    return not _METACHARACTER.search(pattern)
 
 
 def parse_log(artefact: Artefact, matcher: Matcher) -> ParsedLog:
@@ -297,10 +545,10 @@ def _parse_small(artefact: Artefact, matcher: Matcher) -> ParsedLog:
     hits = matcher.attribute(frame.select("line", "text"), timeouts=timeouts)
     frame = _with_sigs(_with_header(frame), hits)
     stats = LogStats(lines=len(joined), hard_wrap_joins=joins, timeouts=timeouts)
-    stats.sig_counts = dict(hits.group_by("sig").len().iter_rows())
+    stats.sig_counts = dict(hits.group_by("sig", maintain_order=True).len().iter_rows())
     sev = frame["sev"].drop_nulls()
     stats.klog_lines = len(sev)
-    stats.severities = {k: v for k, v in sev.value_counts().iter_rows()}
+    stats.severities = dict(sorted(sev.value_counts().iter_rows()))  # the same order each run
     if joined and not KLOG_RE.match(joined[-1]) and regex.match(r"^[IWEF]\d{4}\b", joined[-1]):
         stats.truncated_last_line = True
     _finish_stats(frame, stats)
@@ -314,24 +562,52 @@ class _Profile:
     has_prefix: bool  # kubectl --prefix / --timestamps / CRI prefixes to strip
     has_ansi: bool
     batch_rows: int  # rows per streamed batch: about BATCH_BYTES of text, at most BATCH_ROWS
+    lines: list[str]  # the first lines, as read
 
 
 def _profile(path) -> _Profile:
     with open(path, "rb") as fh:
         head = fh.read(1 << 20)
     text, _warns = decode(head)
-    lines = text.split("\n")[:2000]
-    has_prefix = any(PREFIX_RE.match(x).end() for x in lines)
+    lines = text.split("\n")[:-1] or [text]
+    has_prefix = any(PREFIX_RE.match(x).end() for x in lines[:2000])
     mean_len = max(1, len(head) // max(1, text.count("\n")))
     rows = max(1, min(BATCH_ROWS, BATCH_BYTES // mean_len))
-    return _Profile(has_prefix, bool(ANSI_RE.search(text)), rows)
+    return _Profile(has_prefix, bool(ANSI_RE.search(text)), rows, lines)
+
+
+def hot_signatures(matcher: Matcher, lines: list[str]) -> list[str]:
+    """Signatures whose literals are in at least HOT_SHARE of these lines (a big log's first),
+    most frequent first, at most HOT_MAX. Every line of theirs would be a prefilter candidate
+    attributed on its own (a periodic line: a third of some logs); flagged by their own regex in
+    the scan instead, they are counted and sampled from the flags."""
+    if not lines:
+        return []
+    share: dict[str, float] = {}
+    col = pl.Series("text", lines)
+    if matcher.literals:
+        found = col.str.extract_many(matcher.literals, overlapping=True).list.unique().explode()
+        for lit, n in found.drop_nulls().value_counts().iter_rows():
+            for sid in matcher.lit_to_sigs[lit]:
+                share[sid] = max(share.get(sid, 0.0), n / len(lines))
+    for sid in matcher.folded:
+        share[sid] = float(col.str.contains(matcher.folded_pattern(sid)).sum()) / len(lines)
+    slow = {
+        sid
+        for sid in matcher.folded
+        if sum(2 ** sum(c.isalpha() for c in x) for x in matcher.lits[sid] or ()) > CASE_VARIANTS
+    }
+    hot = [sid for sid, x in share.items() if x >= (HOT_SHARE_SLOW if sid in slow else HOT_SHARE)]
+    return sorted(hot, key=lambda sid: (-share[sid], sid))[:HOT_MAX]
 
 
 def _parse_streamed(artefact: Artefact, matcher: Matcher) -> ParsedLog:
     path = artefact.file.path
     profile = _profile(path)
+    size = artefact.file.size or Path(path).stat().st_size
+    progress = progress_for(f"scanning {printable(artefact.file.name)}", size, "bytes")
     try:
-        return _stream(artefact, path, matcher, profile)
+        return _stream(artefact, path, matcher, profile, progress)
     except pl.exceptions.ComputeError:
         # invalid UTF-8 somewhere past the head: stream a repaired copy kept in a private folder
         # (the input may be the user's own directory, which is never written to)
@@ -342,7 +618,12 @@ def _parse_streamed(artefact: Artefact, matcher: Matcher) -> ParsedLog:
                 while chunk := src.read(64 << 20):
                     dst.write(decoder.decode(chunk).encode())
                 dst.write(decoder.decode(b"", final=True).encode())
-            return _stream(artefact, repaired, matcher, profile)
+            if progress:
+                progress = progress_for(f"scanning {printable(artefact.file.name)}", size, "bytes")
+            return _stream(artefact, repaired, matcher, profile, progress)
+    finally:
+        if progress:
+            progress.close()
 
 
 def _edge_klog(path, first: bool) -> str | None:
@@ -404,13 +685,15 @@ def _own(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(pl.col(pl.String) + "")
 
 
-def _stream(artefact, path, matcher: Matcher, profile: _Profile) -> ParsedLog:
+def _stream(
+    artefact, path, matcher: Matcher, profile: _Profile, progress: Progress | None
+) -> ParsedLog:
     """One streaming pass over the file; only cheap expressions run per line.
 
-    Per line: klog flags, one literal scan per plain-literal signature (those are counted from
-    their flags and sampled by position), and the literal prefilter of the other signatures, whose
-    candidate lines (few) are attributed with the regexes. Sampled rows keep their text, so
-    nothing is read twice."""
+    Per line: klog flags, one prefilter regex for all signatures but the hot ones (few lines
+    pass it: they are pooled and attributed with the regexes), and one regex per hot signature
+    (counted from its flags and sampled by position). Sampled rows keep their text, so nothing
+    is read twice."""
     has_prefix, has_ansi = profile.has_prefix, profile.has_ansi
     needs_raw = has_prefix or has_ansi
     base = pl.scan_lines(
@@ -423,18 +706,10 @@ def _stream(artefact, path, matcher: Matcher, profile: _Profile) -> ParsedLog:
         text = text.str.replace(LINE_PREFIX_PATTERN, "")
     t = pl.col("text")
     klog = t.str.contains(KLOG_START)
-    pure = matcher.pure_literals()  # sid -> literals, for plain-literal signatures
-    pure_ids = sorted(pure)
-    other = matcher.keep_expr(exclude=set(pure_ids))
-    pure_exprs = [
-        t.str.contains_any(pure[sid])
-        if len(pure[sid]) > 1
-        else t.str.contains(pure[sid][0], literal=True)
-        for sid in pure_ids
-    ]
-    any_pure = pl.any_horizontal(pure_exprs) if pure_exprs else pl.lit(False)
-    # unmatched E/F lines (for batch analysis); lines of plain-literal signatures are not "unmatched"
-    err = klog & (t.str.starts_with("E") | t.str.starts_with("F")) & ~any_pure
+    matcher = matcher.adapted(profile.lines)
+    hot = hot_signatures(matcher, profile.lines)
+    rest = matcher.without(hot)  # the prefilter and attribution of every other signature
+    flags = [f"_h{i}" for i in range(len(hot))]
     cols = ["line", "raw", "text"] if needs_raw else ["line", "text"]
     lf = (base.with_columns(text.alias("text")) if needs_raw else base).select(
         pl.col("line").cast(pl.Int64),
@@ -443,16 +718,20 @@ def _stream(artefact, path, matcher: Matcher, profile: _Profile) -> ParsedLog:
         (klog & t.str.starts_with("E")).alias("_e"),
         (klog & t.str.starts_with("W")).alias("_w"),
         (klog & t.str.starts_with("F")).alias("_f"),
-        other.alias("_keep"),
-        err.alias("_err"),
-        *(e.alias(f"_p{i}") for i, e in enumerate(pure_exprs)),
+        rest.keep_expr(profile.lines).alias("_keep"),
+        *(t.str.contains(matcher.pattern[sid]).alias(f) for sid, f in zip(hot, flags, strict=True)),
     )
+    # E/F lines of no hot signature (those are matched); without a candidate literal they cannot
+    # match any other one either: unmatched (batch analysis wants them)
+    err = (pl.col("_e") | pl.col("_f")) & ~pl.any_horizontal(pl.lit(False), *flags)
+    loose = err & ~pl.col("_keep")
     stats = LogStats(all_lines_kept=False)
     samples = _Samples()
     errors: list[pl.DataFrame] = []
     n_errors = 0
-    sums = [pl.len(), *(pl.col(c).sum() for c in ("_klog", "_e", "_w", "_f", "_keep", "_err"))]
-    sums += [pl.col(f"_p{i}").sum() for i in range(len(pure_ids))]
+    sums = [pl.len(), *(pl.col(c).sum() for c in ("_klog", "_e", "_w", "_f", "_keep"))]
+    sums += [loose.sum().alias("_loose"), *(pl.col(f).sum() for f in flags)]
+    sums.append(pl.col(cols[1]).str.len_bytes().sum().alias("_bytes"))  # for the progress line
     pool: list[pl.DataFrame] = []  # candidate lines of the other signatures, not yet attributed
     pooled = 0
 
@@ -465,9 +744,7 @@ def _stream(artefact, path, matcher: Matcher, profile: _Profile) -> ParsedLog:
         kept = pl.concat(pool, rechunk=True)  # many small chunks make every later call slow
         pool.clear()
         pooled = 0
-        hit = matcher.attribute(kept.select(cols), bulk=True)
-        if pure_ids:  # plain-literal signatures were counted from their flags
-            hit = hit.filter(~pl.col("sig").is_in(pure_ids))
+        hit = rest.attribute(kept.select(cols), bulk=True)
         for (sid,), group in hit.partition_by("sig", as_dict=True, maintain_order=True).items():
             samples.add(sid, group.select(cols), group.height)
         e = kept.filter(pl.col("_err") & ~pl.col("line").is_in(hit["line"].implode()))
@@ -476,37 +753,38 @@ def _stream(artefact, path, matcher: Matcher, profile: _Profile) -> ParsedLog:
             errors[:] = [pl.concat(errors).sort("line").head(ERROR_LINE_CAP)]
 
     for batch in lf.collect_batches(chunk_size=profile.batch_rows):
-        agg = batch.select(sums).row(0)
-        stats.lines += agg[0]
-        stats.klog_lines += agg[1]
-        for letter, n in zip("EWF", agg[2:5], strict=True):
-            stats.severities[letter] = stats.severities.get(letter, 0) + n
+        n, n_klog, n_e, n_w, n_f, n_keep, n_loose, *counts, n_bytes = batch.select(sums).row(0)
+        if progress:
+            progress.advance(n_bytes + n)  # the text and its newlines
+        stats.lines += n
+        stats.klog_lines += n_klog
+        for letter, k in zip("EWF", (n_e, n_w, n_f), strict=True):
+            stats.severities[letter] = stats.severities.get(letter, 0) + k
         # one filter per batch picks every row kept from it: the first and last occurrences of
-        # each plain-literal signature, candidates of the others, unmatched errors
-        present = [(j, sid, agg[7 + j]) for j, sid in enumerate(pure_ids) if agg[7 + j]]
+        # each hot signature, candidates of the others, unmatched errors
+        present = [(f, sid, k) for f, sid, k in zip(flags, hot, counts, strict=True) if k]
         want = []
-        for j, sid, n in present:
-            flag = pl.col(f"_p{j}")
-            first = samples.wanted(sid, n)
+        for f, sid, k in present:
+            flag = pl.col(f)
+            first = samples.wanted(sid, k)
             last = flag.cum_sum(reverse=True) <= SIG_TAIL_CAP
             want.append(flag & ((flag.cum_sum() <= first) | last if first else last))
-        take_errors = agg[6] and n_errors < ERROR_LINE_CAP
-        if take_errors:  # lines without a candidate literal cannot match a signature
-            want.append(pl.col("_err") & ~pl.col("_keep"))
-        if agg[5]:
+        take_errors = n_loose and n_errors < ERROR_LINE_CAP
+        if take_errors:
+            want.append(loose)
+        if n_keep:
             want.append(pl.col("_keep"))
         if not want:
             continue
         rows = _own(batch.filter(pl.any_horizontal(want)))
-        for j, sid, n in present:
-            samples.add(sid, rows.filter(pl.col(f"_p{j}")).select(cols), n)
+        for f, sid, k in present:
+            samples.add(sid, rows.filter(pl.col(f)).select(cols), k)
         if take_errors:
-            e = rows.filter(pl.col("_err") & ~pl.col("_keep")).select(cols)
-            e = _own(e.head(ERROR_LINE_CAP - n_errors))
+            e = _own(rows.filter(loose).select(cols).head(ERROR_LINE_CAP - n_errors))
             n_errors += e.height
             errors.append(e)
-        if agg[5]:
-            pool.append(rows.filter(pl.col("_keep")).select(*cols, "_err"))
+        if n_keep:
+            pool.append(rows.filter(pl.col("_keep")).select(*cols, err.alias("_err")))
             pooled += pool[-1].estimated_size()
             if pooled >= POOL_BYTES:
                 flush()

@@ -11,14 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import regex
-from jinja2 import TemplateError
 
 from analyzer.facts.context import NodeContext
 from analyzer.facts.model import STRENGTHS, Evidence, lower, weakest
 from analyzer.messages import message
 from analyzer.rules.conditions import Tri, human_duration
 from analyzer.rules.model import Rule, RuleSet, Step
-from analyzer.rules.templates import render
+from analyzer.rules.templates import TemplateProblem, render
 
 FIRED, NOT_FIRED, NOT_EVALUATED, NOT_APPLICABLE, ERROR, EXPLAINED = (
     "fired",
@@ -158,7 +157,7 @@ def evaluate(ruleset: RuleSet, ctx: NodeContext, lang: str = "en") -> list[RuleR
                 Step(render(s.text, **tctx), render(s.command, **tctx) if s.command else None)
                 for s in steps_t
             )
-        except TemplateError as exc:
+        except TemplateProblem as exc:
             out.append(RuleResult(rule, ERROR, error=f"rule {rule.id}: template error: {exc}"))
             continue
         out.append(

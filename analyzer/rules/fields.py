@@ -5,6 +5,7 @@ not how to check each key; the same tables generate the shipped JSON Schema."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,14 +13,21 @@ from typing import Any
 
 import regex
 import yaml
-from jinja2 import TemplateSyntaxError
-from jinja2.sandbox import SandboxedEnvironment
 
 from analyzer.parse.structured import FastLoader
 from analyzer.versions import Range
 
 LINE_KEY = "__line__"  # the YAML loader records each mapping's line under this key
-TEMPLATE_ENV = SandboxedEnvironment(autoescape=False, keep_trailing_newline=False)
+
+
+@functools.cache
+def _template_env():
+    """Only for validating rule texts: a run from the rule cache never imports jinja2 here."""
+    from jinja2.sandbox import SandboxedEnvironment
+
+    return SandboxedEnvironment(autoescape=False, keep_trailing_newline=False)
+
+
 _ID_RE = regex.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 
@@ -197,8 +205,10 @@ def template(value: Any, ctx: Context) -> str:
 
 
 def check_template(text: str, ctx: Context) -> None:
+    from jinja2 import TemplateSyntaxError
+
     try:
-        TEMPLATE_ENV.parse(text)
+        _template_env().parse(text)
     except TemplateSyntaxError as exc:
         ctx.problem(f"bad template (line {exc.lineno}): {exc.message}")
 

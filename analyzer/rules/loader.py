@@ -4,7 +4,9 @@ the load; the linter's semantic checks (analyzer/rules/lint.py) run on the resul
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 import pickle
 from pathlib import Path
 from typing import Any
@@ -49,21 +51,39 @@ def _rules_digest(dirs: list[Path]) -> str:
     return h.hexdigest()
 
 
+def _code_digest() -> str:
+    """What identifies the code that shapes the cached objects. An installed wheel: its RECORD,
+    which holds the digest of every file it installed, so a reinstall of the same code keeps
+    the cache. A checkout or an editable install: every module's size and time (hashing their
+    content would cost a small run more than the cache saves), which change with any edit."""
+    package = Path(__file__).resolve().parent.parent
+    for record in package.parent.glob("hami_bundle_analyzer-*.dist-info/RECORD"):
+        with contextlib.suppress(OSError):
+            text = record.read_bytes()
+            if b"analyzer/rules/loader.py," in text:
+                return hashlib.sha256(text).hexdigest()
+    h = hashlib.sha256()
+    for top, dirs, files in os.walk(package):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(f for f in files if f.endswith(".py")):
+            st = os.stat(os.path.join(top, name))
+            h.update(f"{top}/{name}:{st.st_mtime_ns}:{st.st_size}".encode())
+    return h.hexdigest()
+
+
 def _cache_path(dirs: list[Path], digest: str) -> Path | None:
-    """Validated rule sets are cached by the rules' digest and our code, so start-up does not
-    re-validate unchanged rules. Any change makes a new key."""
+    """Validated rule sets are cached by the rules' digest, the analyzer's version and code and
+    the rule folders (their paths are in the cached rules, and in what `rules show` prints), so
+    start-up does not re-validate unchanged rules. Any change makes a new key."""
     where = cache_dir()
     if where is None:
         return None
-    h = hashlib.sha256(f"{__version__}:{digest}:{[str(d) for d in dirs]}".encode())
-    code = Path(__file__).resolve().parent.parent
     try:
-        for py in sorted(code.rglob("*.py")):  # the loader's own code shapes the cached objects
-            st = py.stat()
-            h.update(f"{py}:{st.st_mtime_ns}:{st.st_size}".encode())
+        code = _code_digest()
     except OSError:
         return None
-    return where / f"rules-{h.hexdigest()[:24]}.pickle"
+    key = f"{__version__}:{code}:{digest}:{[str(d) for d in dirs]}"
+    return where / f"rules-{hashlib.sha256(key.encode()).hexdigest()[:24]}.pickle"
 
 
 def load_ruleset(extra_dirs: list[Path] | None = None, use_cache: bool = True) -> RuleSet:
@@ -82,9 +102,22 @@ def load_ruleset(extra_dirs: list[Path] | None = None, use_cache: bool = True) -
         try:
             with atomic_path(cache) as tmp, tmp.open("wb") as fh:
                 pickle.dump(ruleset, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            _prune(cache.parent)
         except OSError:
             pass
     return ruleset
+
+
+CACHED_RULE_SETS = 16  # kept in the cache folder: each edit of a checkout writes a new one
+
+
+def _prune(folder: Path) -> None:
+    """Remove all but the newest CACHED_RULE_SETS cached rule sets (another checkout or version
+    whose set goes only validates its rules again once)."""
+    sets = sorted(folder.glob("rules-*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in sets[CACHED_RULE_SETS:]:
+        with contextlib.suppress(OSError):
+            old.unlink()
 
 
 def _read_docs(dirs: list[Path], problems: list[str]):

@@ -11,6 +11,7 @@ from typing import Any
 
 import regex
 
+from analyzer.parse.literals import ignores_case
 from analyzer.rules.conditions import ParseProblems, condition_schema, parse_condition
 from analyzer.rules.fields import (
     Context,
@@ -98,8 +99,11 @@ def _examples(value: Any, ctx: Context) -> tuple[tuple[str, ...], tuple[str, ...
         raise ValueError(f"examples needs a mapping with match and no_match, got {value!r}")
     match = tuple(str(x) for x in value.get("match") or [])
     lits = ctx.values.get("prefilter") or ()
+    compiled = ctx.values.get("compiled")
+    # (?i): its literals ignore case too
+    fold = str.casefold if compiled is not None and ignores_case(compiled.pattern) else str
     for e in match:
-        if lits and not any(lit in e for lit in lits):
+        if lits and not any(fold(lit) in fold(e) for lit in lits):
             ctx.problem(f"example {e[:50]!r}... contains no prefilter literal")
     return match, tuple(str(x) for x in value.get("no_match") or [])
 

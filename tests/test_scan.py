@@ -1,0 +1,275 @@
+"""The big-log scan: frequent (hot) signatures flagged by their own regex, case-insensitive
+literals, the progress line; rule texts without jinja2; the rules cache; the benchmark's doubled
+catalogue."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+
+import polars as pl
+import pytest
+
+from analyzer import progress as progress_mod
+from analyzer.bundle import recognise as recognise_mod
+from analyzer.parse import logs as logs_mod
+from analyzer.parse.literals import ignores_case, required_literals
+from analyzer.rules.templates import is_plain, render, template
+from conftest import REPO, parse_texts
+
+
+def _mixed_log() -> str:
+    """Periodic lines (two hot signatures, one of them verified by its regex), rare ones, lines
+    holding both a hot and another signature's literal, case-insensitive matches, and error
+    lines that hold a hot literal yet match nothing."""
+    lines = []
+    for i in range(4000):
+        clock = f"{i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}"
+        lines.append(
+            f'E0815 {clock}.000001  412873 register.go:168] "failed to get numa information from sysfs" idx={i}'
+        )
+        if i % 4 == 0:
+            lines.append(
+                f"I0815 {clock}.000002  412873 register.go:302] Updating node annotations with {i % 8 + 1} device(s)"
+            )
+        if i % 50 == 0:
+            lines.append(
+                f"E0815 {clock}.000003  412873 register.go:302] Updating node annotations with no device(s)"
+            )
+        if i % 300 == 0:  # a hot literal and another signature's literal on one line
+            lines.append(
+                f"E0815 {clock}.000004  412873 register.go:96] Updating node annotations with 2 device(s); nvml Init err:  ERROR_LIBRARY_NOT_FOUND"
+            )
+        if i in (17, 2222):  # found by case-insensitive literals
+            lines.append(f"I0815 {clock}.000005  1 notes.go:1] running HAMI V2.7.1 on this node")
+            lines.append(f"I0815 {clock}.000006  1 notes.go:2] the Device Plugin keeps RESTARTING")
+        if i % 97 == 0:
+            lines.append(f"E0815 {clock}.000007  412873 other.go:1] unmatched error {i}")
+    return "\n".join(lines) + "\n"
+
+
+def test_hot_and_case_insensitive_signatures_stream_like_the_small_path(ruleset, monkeypatch):
+    text = _mixed_log()
+    small = parse_texts(ruleset, {"dp.log": text}).logs[0]
+    monkeypatch.setattr(recognise_mod, "SMALL_FILE", 1000)
+    monkeypatch.setattr(logs_mod, "BATCH_ROWS", 900)
+    monkeypatch.setattr(logs_mod, "POOL_BYTES", 20_000)
+    from analyzer.analyze import matcher_for
+
+    lines = text.split("\n")[:-1]
+    hot = logs_mod.hot_signatures(matcher_for(ruleset).adapted(lines), lines)
+    assert {"dp-numa-sysfs-benign", "dp-annotation-updated"} <= set(hot)  # the path under test
+    big = parse_texts(ruleset, {"dp.log": text}).logs[0]
+    assert big.artefact.text is None
+    assert big.stats.sig_counts == small.stats.sig_counts
+    assert big.stats.severities == small.stats.severities
+    counts = big.stats.sig_counts
+    assert counts["dp-annotation-updated"] == 1000 + 14  # the "no device(s)" lines do not count
+    assert counts["dp-nvml-init-error"] == counts["nvml-library-not-found"] == 14
+    assert counts["txt-hami-version"] == 2 and counts["sym-plugin-restarts"] == 2
+    # each kept line carries every signature it matches, hot or not
+    both = big.frame.filter(pl.col("text").str.contains("ERROR_LIBRARY_NOT_FOUND"))
+    assert both.height >= 2
+    assert all({"dp-annotation-updated", "dp-nvml-init-error"} <= set(s) for s in both["sigs"])
+    # errors holding a hot literal that matched nothing are unmatched errors, in order
+    unmatched = big.frame.filter(
+        pl.col("msg").str.starts_with("unmatched error")
+        | pl.col("msg").str.starts_with("Updating node annotations with no")
+    )
+    assert unmatched["line"].to_list() == sorted(unmatched["line"].to_list())
+    assert unmatched.height == 42 + 80
+
+
+def test_case_insensitive_patterns_keep_their_literals():
+    assert ignores_case(r"(?i)\bhami\b") and not ignores_case(r"hami(?i:x)")
+    assert required_literals(r"(?i)nvidia-smi failed") == ["nvidia-smi failed"]
+
+
+def test_the_prefilter_finds_case_insensitive_literals_in_any_case(ruleset):
+    from analyzer.analyze import matcher_for
+
+    keep = matcher_for(ruleset).keep_expr()
+    col = pl.DataFrame(
+        {"text": ["the device plugin keeps ReStArTiNg", "ｒｅｓｔａｒｔ", "nothing here", "重启了"]}
+    )
+    assert col.select(keep)["text"].to_list() == [True, False, False, True]
+
+
+def test_the_scan_reports_progress_only_when_asked(ruleset, monkeypatch, capsys):
+    text = _mixed_log()
+    monkeypatch.setattr(recognise_mod, "SMALL_FILE", 1000)
+    monkeypatch.setattr(logs_mod, "BATCH_ROWS", 900)
+    monkeypatch.setattr(progress_mod, "QUIET_FOR", 0.0)
+    monkeypatch.setattr(progress_mod, "FILE_EVERY", 0.0)
+    parse_texts(ruleset, {"dp.log": text})
+    assert capsys.readouterr().err == ""  # library use: silent
+    with progress_mod.shown():
+        parse_texts(ruleset, {"dp.log": text})
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) >= 3 and all(x.startswith("scanning dp.log: ") for x in lines)
+    size = len(text.encode())
+    assert lines[-1].startswith(f"scanning dp.log: {size / 1024:.1f} KiB/{size / 1024:.1f} KiB")
+    assert progress_mod.progress_for("x", 1) is None
+
+
+def test_a_progress_line_on_a_terminal_is_redrawn_in_place(monkeypatch):
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(progress_mod, "QUIET_FOR", 0.0)
+    out = Tty()
+    with progress_mod.shown():
+        p = progress_mod.progress_for("scanning x.log", 100, "bytes")
+    p.stream = out
+    p.advance(50)
+    p.advance(50)
+    assert out.getvalue().count("\r") == 2 and out.getvalue().endswith("\n")
+
+
+def test_plain_rule_texts_render_as_jinja2_would(ruleset):
+    texts = {
+        t
+        for rule in ruleset.rules.values()
+        for lang in ("en", "zh")
+        for t in (rule.texts(lang)[0], rule.texts(lang)[1], *(s.text for s in rule.texts(lang)[2]))
+    }
+    plain = [t for t in texts if is_plain(t)]
+    assert len(plain) > 50  # most rule texts need no template engine
+    for t in plain:
+        assert render(t) == template(t).render().strip()
+    assert render("{{ n }} GPU(s)", n=2) == "2 GPU(s)"
+
+
+def test_a_plain_text_does_not_import_jinja2():
+    code = (
+        "import sys; from analyzer.rules.templates import render; "
+        "assert render(' Restart the plugin. ') == 'Restart the plugin.'; "
+        "print('jinja2' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+@pytest.mark.parametrize("sample", ["healthy-single-gpu", "annotation-health-omitted"])
+def test_the_benchmarks_doubled_catalogue_loads_and_never_matches(ruleset, tmp_path, sample):
+    from analyzer.analyze import AnalyzeOptions, analyze
+    from analyzer.dev.bench import doubled_rules
+    from analyzer.rules.loader import load_ruleset
+
+    ids = doubled_rules(tmp_path / "rules")
+    doubled = load_ruleset([tmp_path / "rules"], use_cache=False)
+    assert len(ids) == len(ruleset.signatures)
+    assert len(doubled.signatures) == 2 * len(ruleset.signatures)
+    sample_dir = str(REPO / "sample_bundles" / sample / "bundle")
+    bundle = analyze([sample_dir], AnalyzeOptions(ruleset=doubled)).bundle
+    assert not {sid for log in bundle.logs for sid in log.stats.sig_counts} & set(ids)
+
+
+def test_the_rules_cache_keeps_only_the_newest_sets(tmp_path, monkeypatch):
+    from analyzer.rules import loader
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    folder = tmp_path / "hami-bundle-analyzer"
+    folder.mkdir()
+    for i in range(loader.CACHED_RULE_SETS + 4):
+        old = folder / f"rules-old{i:02d}.pickle"
+        old.write_bytes(b"stale")
+        os.utime(old, (1000 + i, 1000 + i))
+    ruleset = loader.load_ruleset()  # validates, writes its set, prunes the oldest
+    kept = sorted(p.name for p in folder.glob("rules-*.pickle"))
+    assert len(kept) == loader.CACHED_RULE_SETS
+    assert "rules-old00.pickle" not in kept and "rules-old19.pickle" in kept
+    assert loader.load_ruleset().version == ruleset.version  # and reads it back
+
+
+def test_case_insensitive_literals_join_the_first_pass_through_a_windows_case_variants(ruleset):
+    """Given a sample of the log, every case-insensitive literal is found by the case variants
+    of its rarest window, in the one literal pass; a line that matches ignoring case is still a
+    candidate, through any ASCII case or the two characters that fold to ASCII letters."""
+    from analyzer.analyze import matcher_for
+
+    m = matcher_for(ruleset)
+    sample = ["I0815 00:00:00.000001 1 x.go:1] restarting the restapi, crash course"] * 50
+    assert len(m.prefilters(sample)) == len(m.prefilters()) - 1  # no (?i) pass left
+    keep = m.keep_expr(sample)
+    lines = [
+        "the device plugin keeps ReStArTiNg",
+        "the device plugin keeps re\u017fTARTing",  # LONG S folds to s
+        "HAM\u0130 v2.7.1 here",  # Python regex: CAPITAL I WITH DOT matches i
+        "hami-device CRASHED",
+        "nothing to see",
+        "GPUMEM not in allocatable",
+    ]
+    got = pl.DataFrame({"text": lines}).select(keep)["text"].to_list()
+    assert got == [True, True, True, True, False, True]
+    for line, kept in zip(lines, got, strict=True):  # the prefilter keeps every regex match
+        assert kept or not any(
+            m.regex(sid).search(line) for sid in ("sym-plugin-restarts", "txt-hami-version")
+        )
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_every_literal_choice_is_in_every_example_of_its_signature(ruleset, seed):
+    """Whichever set of literals the scan picks for a log (here: by arbitrary commonness), every
+    line the signature matches holds one of them: the examples of the whole catalogue."""
+    import random
+
+    from analyzer.parse.literals import ignores_case, literal_options
+
+    rng = random.Random(seed)
+    commonness: dict[str, int] = {}
+    checked = 0
+    for sig in ruleset.signatures.values():
+        if literal_options(sig.pattern) is None:
+            continue
+        lits = required_literals(sig.pattern, lambda x: commonness.setdefault(x, rng.randrange(9)))
+        fold = str.casefold if ignores_case(sig.pattern) else str
+        for example in sig.examples_match:
+            assert any(fold(x) in fold(example) for x in lits), (sig.id, example, lits)
+            checked += 1
+    assert checked > 300
+
+
+def test_the_scan_picks_the_literals_a_log_holds_least(ruleset):
+    from analyzer.analyze import matcher_for
+
+    m = matcher_for(ruleset)
+    sample = ["I0815 00:00:00.000001 1 plugin.go:1] device plugin daemonset healthy"] * 100
+    adapted = m.adapted(sample)
+    assert "device" in m.lits["sym-plugin-taint-toleration"]
+    assert not {"device", "daemon"} & set(adapted.lits["sym-plugin-taint-toleration"])
+    assert adapted.lits["sym-plugin-restarts"] == m.lits["sym-plugin-restarts"]  # named in YAML
+
+
+@pytest.mark.parametrize("bulk", [True, False])
+def test_case_insensitive_signatures_are_attributed_like_their_regex_on_every_row(ruleset, bulk):
+    """Pooled candidates of a big log (bulk: Rust regexes) and small frames or a big log's kept
+    rows (Python regexes, only on the rows holding a literal in some case) find exactly what
+    their regex finds on every row."""
+    from analyzer.analyze import matcher_for
+
+    m = matcher_for(ruleset)
+    folded = [sid for sid in m.folded if m._ascii_folded(sid)]
+    texts = [x for sid in folded for x in ruleset.signatures[sid].examples_match]
+    texts += [x.upper() for x in texts] + [x.replace("s", "\u017f") for x in texts]
+    texts += ["nothing of interest", "the device plugin is fine"]
+    frame = pl.DataFrame({"line": list(range(1, len(texts) + 1)), "text": texts})
+    got = m.attribute(frame, bulk=bulk).filter(pl.col("sig").is_in(folded))
+    if bulk:
+        want = {
+            (line, sid)
+            for sid in folded
+            for line in frame.filter(pl.col("text").str.contains(m.pattern[sid]))["line"]
+        }
+    else:
+        want = {
+            (line, sid)
+            for sid in folded
+            for line, text in frame.iter_rows()
+            if m.regex(sid).search(text)
+        }
+    assert set(got.select("line", "sig").iter_rows()) == want
+    assert len(want) > len(folded)

@@ -397,12 +397,18 @@ def run_batch(
 ) -> dict[str, Any]:
     """The one run for every executor: discovery, duplicates, resume, parts and tables."""
     from analyzer.batch_io import OutDir
+    from analyzer.errors import AnalyzerError
 
+    tasks = list(bundle_ids(discover(inputs)))
+    if not tasks:  # before the output folder is made: nothing to analyse is a usage error
+        raise AnalyzerError(
+            f"{', '.join(inputs)}: no bundle to analyse (expected a folder of tickets, "
+            "list files or bundle paths)"
+        )
     with OutDir(out) as outdir:
         if force:
             outdir.clear_parts()
         parts = outdir.local / "parts"
-        tasks = list(bundle_ids(discover(inputs)))
         done = _done_ids(parts)
         # identical bundles are analysed once; their rows point at the first copy
         digests = dict(

@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+import yaml
+
 from analyzer.bundle.model import Artefact
 from analyzer.parse import shape
 from analyzer.parse.shape import conform
-from analyzer.parse.structured import load_documents
+from analyzer.parse.structured import _FastLoader, load_documents
 
 NODE_SECTIONS = frozenset(
     {"labels", "annotations", "taints", "capacity", "allocatable", "conditions", "images", "spec"}
@@ -95,6 +97,42 @@ def yaml_lines(
     return out
 
 
+def _object_lines(text: str) -> list[tuple[int, int]] | None:
+    r"""0-based first and last line of each object parse_node reads (every document, and each
+    item of a `kind: List`), in its order; None when the text does not compose whole (a cut
+    paste), and then every object is located in the whole text.
+
+    >>> _object_lines("kind: List\nitems:\n- kind: Node\n  metadata: {name: a}\n- kind: Node\n  metadata: {name: b}\n")
+    [(2, 3), (4, 5)]
+    """
+    try:
+        docs = [d for d in yaml.compose_all(text, Loader=_FastLoader) if d is not None]
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return None
+    out: list[tuple[int, int]] = []
+    for doc in docs:
+        if not isinstance(doc, yaml.MappingNode):
+            continue
+        fields = {k.value: v for k, v in doc.value if isinstance(k, yaml.ScalarNode)}
+        kind, items = fields.get("kind"), fields.get("items")
+        if isinstance(kind, yaml.ScalarNode) and kind.value == "List":
+            if isinstance(items, yaml.SequenceNode):
+                out += [
+                    (i.start_mark.line, _last_line(i))
+                    for i in items.value
+                    if isinstance(i, yaml.MappingNode)
+                ]
+        else:
+            out.append((doc.start_mark.line, _last_line(doc)))
+    return out
+
+
+def _last_line(node) -> int:
+    """A block mapping ends at the start of the line after it; a flow one on its own line."""
+    end = node.end_mark
+    return end.line - 1 if end.column == 0 and end.line > node.start_mark.line else end.line
+
+
 def parse_node(artefact: Artefact) -> list[NodeFacts]:
     if artefact.kind == "node-describe":
         return [_parse_describe(artefact)]
@@ -108,16 +146,23 @@ def parse_node(artefact: Artefact) -> list[NodeFacts]:
         elif isinstance(d, dict):
             objs.append(d)
     nodes = []
-    for raw in objs:
+    text = artefact.text or ""
+    lines = text.split("\n")
+    spans = _object_lines(text) if len(objs) > 1 else None
+    if spans is None or len(spans) != len(objs):
+        spans = [(0, len(lines) - 1)] * len(objs)
+    for raw, (first, last) in zip(objs, spans, strict=True):
         if raw.get("kind") not in ("Node", None):
             continue
+        # a List's item or one document of several: its keys are located in its own lines
+        item_text, item_line = "\n".join(lines[first : last + 1]), artefact.first_line + first
         problems: list[str] = []
         obj = conform(raw, shape.NODE, problems)
         meta, spec, status = (obj.get(k, {}) for k in ("metadata", "spec", "status"))
         n = NodeFacts(
             name=meta.get("name") or None,
             file=artefact.file.name,
-            first_line=artefact.first_line,
+            first_line=item_line,
             form="yaml",
             labels=meta.get("labels", {}),
             annotations=meta.get("annotations", {}),
@@ -134,7 +179,7 @@ def parse_node(artefact: Artefact) -> list[NodeFacts]:
         n.taints = spec.get("taints", [])
         n.conditions = status.get("conditions", [])
         n.images = [name for img in status.get("images", []) for name in img.get("names", [])]
-        n.line_of = _locate(artefact.text or "", artefact.first_line, list(n.annotations))
+        n.line_of = _locate(item_text, item_line, list(n.annotations))
         paths = [
             ("status", sec, res)
             for sec in ("allocatable", "capacity")
@@ -144,7 +189,7 @@ def parse_node(artefact: Artefact) -> list[NodeFacts]:
             ("spec", "taints"),
             ("status", "conditions"),
         ]
-        for path, line in yaml_lines(artefact.text or "", artefact.first_line, paths).items():
+        for path, line in yaml_lines(item_text, item_line, paths).items():
             key = f"{path[1]}.{path[2]}" if len(path) == 3 else path[1]
             n.line_of.setdefault(key.replace("labels.", "label."), line)
         n.label_managers = _label_managers(meta.get("managedFields", []))

@@ -1,99 +1,317 @@
-"""Plain-text summary for a terminal: every node's verdict, then the details of each faulty one."""
+"""Plain-text report for a terminal: every node's verdict, then the details of each faulty one.
+
+Written to be read in ten seconds: the verdict first, the registration links in words, then each
+cause with its evidence (the matched part of every line shown whole), its fix, and the findings it
+explains under it without repeating them. Colour by severity on a terminal only (never when piped,
+with NO_COLOR set, or with --no-color: https://no-color.org)."""
 
 from __future__ import annotations
 
+import os
+import textwrap
+from dataclasses import dataclass
+from itertools import groupby
+
 from analyzer.bundle.text import printable
-from analyzer.facts.model import Where
+from analyzer.facts.model import Evidence
+from analyzer.messages import message
 from analyzer.report.model import Finding, NodeReport, Report
 
-MARK = {"broken": "✗", "ok": "✓", "unknown": "?"}
+DEFAULT_WIDTH = 100  # when the output is not a terminal: stable for pipes, logs and snapshots
+SYMBOL = {"critical": "✖", "error": "✗", "warning": "!", "info": "i"}
+LINK_SYMBOL = {"broken": "✗", "ok": "✓", "unknown": "?"}
+LINK_STATE = {"broken": "broken", "ok": "works", "unknown": "not known"}
+# ANSI styles (SGR parameters) by severity or meaning
+STYLE = {
+    "critical": "1;31",
+    "error": "31",
+    "warning": "33",
+    "info": "36",
+    "ok": "32",
+    "broken": "31",
+    "unknown": "2",
+    "healthy": "32",
+    "inconclusive": "2",
+    "heading": "1",
+    "match": "1;4",
+    "dim": "2",
+}
 
 
-clean = printable  # the name this module's callers use
+def clean(text: object) -> str:
+    """Text from the bundle, safe for a terminal (the name this module's callers use)."""
+    return printable(text)
 
 
-def verdict_line(n: NodeReport) -> str:
-    p = n.primary
-    parts = []
-    if p.case:
-        parts.append(f"case {p.case}")
-    if p.category != "inconclusive":
-        parts.append(f"{p.confidence} confidence")
-    if p.rule_id:
-        parts.append(f"rule {p.rule_id}")
-    tail = f"  ({', '.join(parts)})" if parts else ""
-    likely = "likely " if p.likely else ""
-    return f"[{p.severity.upper()}] {likely}{p.category}: {clean(p.title)}{tail}"
+def wants_colour(stream, disabled: bool = False) -> bool:
+    """Colour only on a terminal, and never with NO_COLOR set to anything or --no-color."""
+    if disabled or os.environ.get("NO_COLOR"):
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
 
 
-def _finding(f: Finding, indent: str = "") -> list[str]:
-    out = [f"{indent}✗ {f.rule_id} [{f.severity}, {f.confidence} confidence] {clean(f.title)}"]
-    for line in clean(f.explanation).splitlines():
-        out.append(f"{indent}    {line}")
-    for e in f.evidence:
-        if e.kind == "log":
-            more = f"  (+{e.count - 1} more)" if e.count and e.count > 1 else ""
-            out.append(f"{indent}    > {e.file}:{e.line}: {clean(e.text or '')[:200]}{more}")
-        elif e.kind == "fact":
-            where = f" ({Where(e.file, e.line)})" if e.file else ""
-            out.append(f"{indent}    > {e.path} = {clean(e.value)[:200]}{where}")
+def terminal_width(stream) -> int | None:
+    """The terminal's width (COLUMNS wins); None (the default width) when not a terminal."""
+    if os.environ.get("COLUMNS", "").isdigit():
+        return max(int(os.environ["COLUMNS"]), 60)
+    try:
+        return max(os.get_terminal_size(stream.fileno()).columns, 60)
+    except (OSError, AttributeError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class Style:
+    colour: bool = False
+    width: int = DEFAULT_WIDTH
+    prefix: str = ""  # the archive's path before every file name, cut from what is printed
+
+    def text(self, value: object) -> str:
+        """Untrusted text made printable, with the archive prefix of file names cut."""
+        out = clean(value)
+        return out.replace(self.prefix, "") if self.prefix else out
+
+    def paint(self, text: str, style: str | None) -> str:
+        if not self.colour or not style or not text:
+            return text
+        return f"\x1b[{STYLE.get(style, style)}m{text}\x1b[0m"
+
+    def wrap(self, text: str, indent: str, hang: str = "") -> list[str]:
+        """Untrusted prose wrapped to the width; `hang` more indent after a paragraph's first line."""
+        width = max(self.width - len(indent) - len(hang), 40)
+        out: list[str] = []
+        for para in self.text(text).split("\n"):
+            lines = textwrap.wrap(para, width, break_on_hyphens=False, break_long_words=False)
+            out.extend(
+                (indent if i == 0 else indent + hang) + ln for i, ln in enumerate(lines or [""])
+            )
+        return out
+
+
+def snippet(text: str, span: tuple[int, int] | None, limit: int) -> tuple[str, tuple[int, int]]:
+    """One evidence line in at most `limit` characters: whole when it fits, else the part around
+    the match with `…` at each cut. The match itself is never cut (a longer match is shown
+    whole). Returns the text and the match's span in it.
+
+    >>> snippet("abc", (1, 2), 10)
+    ('abc', (1, 2))
+    >>> snippet("x" * 50 + "MATCH" + "y" * 50, (50, 55), 21)
+    ('…xxxxxxxMATCHyyyyyyy…', (8, 13))
+    >>> snippet("E0815 09:00:00.500001  412873 register.go:96] nvml Init err:  ERROR_LIBRARY", (45, 75), 50)
+    ('…register.go:96] nvml Init err:  ERROR_LIBRARY', (16, 46))
+    >>> snippet("head " + "m" * 30 + " tail", (5, 35), 10)[0]
+    '…mmmmmmmmmmmmmmmmmmmmmmmmmmmmmm…'
+    """
+    text = text.replace("\n", " ").replace("\t", " ")
+    a, b = span if span and 0 <= span[0] <= span[1] <= len(text) else (0, 0)
+    lead = len(text) - len(text.lstrip())
+    text = text.strip()
+    a, b = max(a - lead, 0), max(min(b - lead, len(text)), 0)
+    if len(text) <= limit:
+        return text, (a, b)
+    body = limit - 2  # room for an ellipsis at each end
+    if b - a >= body:
+        start, end = a, b
+    else:
+        start = max(a - (body - (b - a)) // 2, 0)
+        end = min(start + body, len(text))
+        start = max(end - body, 0)
+    if start > 0:  # cut between words where one is near
+        space = text.find(" ", start, min(a, start + 16))
+        start = space + 1 if space >= 0 else start
+        while start < a and text[start] == " ":
+            start += 1
+    if end < len(text):
+        space = text.rfind(" ", max(b, end - 16), end)
+        end = space if space >= 0 else end
+    head = "…" if start > 0 else ""
+    tail = "…" if end < len(text) else ""
+    return head + text[start:end] + tail, (a - start + len(head), b - start + len(head))
+
+
+class TerminalReport:
+    def __init__(self, report: Report, style: Style):
+        self.report = report
+        self.s = style
+
+    # one line of evidence ------------------------------------------------------------------
+    def _where(self, e: Evidence) -> str:
+        if not e.file:
+            return ""
+        return self.s.text(f"{e.file}:{e.line}" if e.line else e.file)
+
+    def _log_line(self, e: Evidence, indent: str) -> str:
+        where = self._where(e)
+        limit = max(self.s.width - len(indent) - len(where) - 2, 50)
+        text, (a, b) = snippet(self.s.text(e.text or ""), e.span, limit)
+        if b > a:
+            text = text[:a] + self.s.paint(text[a:b], "match") + text[b:]
+        return f"{indent}{self.s.paint(where, 'dim')}  {text}"
+
+    def evidence(self, items: tuple[Evidence, ...], indent: str) -> list[str]:
+        """Each line once; a signature's total count once, after its lines."""
+        out: list[str] = []
+        for sig, group in groupby(items, key=lambda e: (e.kind, e.signature)):
+            lines = list(group)
+            for e in lines:
+                if e.kind == "log":
+                    out.append(self._log_line(e, indent))
+                elif e.kind == "fact":
+                    where = self._where(e)
+                    value = "absent" if e.value is None else self.s.text(e.value).replace("\n", " ")
+                    at = f"{self.s.paint(where, 'dim')}  " if where else ""
+                    out.append(f"{indent}{at}{e.path} = {value}")
+                else:
+                    out.append(f"{indent}(absent) {self.s.text(e.text or '')}")
+            total = max((e.count or 0) for e in lines)
+            if sig[0] == "log" and total > len(lines):
+                more = total - len(lines)
+                out.append(
+                    f"{indent}{self.s.paint(f'… {more} more matching line' + ('s' if more > 1 else ''), 'dim')}"
+                )
+        return out
+
+    # findings ------------------------------------------------------------------------------
+    def _symbol(self, severity: str) -> str:
+        return self.s.paint(SYMBOL.get(severity, "?"), severity)
+
+    def finding(self, f: Finding) -> list[str]:
+        head = (
+            f"{self._symbol(f.severity)} {self.s.paint(f'[{f.severity}]', f.severity)} "
+            f"{self.s.paint(self.s.text(f.title), 'heading')}"
+        )
+        out = [head, f"    {f.rule_id} · {f.category} · {f.confidence} confidence"]
+        out += self.s.wrap(f.explanation, "    ")
+        if f.evidence:
+            out.append("    Evidence:")
+            out += self.evidence(f.evidence, "      ")
+        if f.remediation:
+            out.append("    Fix:")
+            for i, step in enumerate(f.remediation, 1):
+                out += self.s.wrap(f"{i}. {step.text}", "      ", "   ")
+                if step.command:
+                    out.append(f"         $ {self.s.text(step.command)}")
+        if f.consequences:
+            cited = {e.key for e in f.evidence}
+            out.append("    This cause also explains:")
+            for c in f.consequences:
+                out.append(
+                    f"      {self._symbol(c.severity)} {self.s.text(c.title)}  "
+                    + self.s.paint(f"({c.rule_id}, {c.severity})", "dim")
+                )
+                fresh = tuple(e for e in c.evidence if e.key not in cited)
+                cited |= {e.key for e in fresh}
+                out += self.evidence(fresh, "          ")
+        return out
+
+    # a node --------------------------------------------------------------------------------
+    def verdict(self, n: NodeReport) -> list[str]:
+        p = n.primary
+        if p.category in ("healthy", "inconclusive"):
+            mark, label, style = (
+                ("✓", "HEALTHY", "healthy")
+                if p.category == "healthy"
+                else ("?", "INCONCLUSIVE", "inconclusive")
+            )
         else:
-            out.append(f"{indent}    > {clean(e.text or '')}")
-    for s in f.remediation:
-        out.append(f"{indent}    fix: {clean(s.text)}")
-        if s.command:
-            out.append(f"{indent}      $ {clean(s.command)}")
-    for c in f.consequences:
-        out.append(f"{indent}    consequence:")
-        out.extend(_finding(c, indent + "    "))
-    return out
+            mark, label, style = SYMBOL.get(p.severity, "?"), p.severity.upper(), p.severity
+        likely = "likely " if p.likely else ""
+        out = [
+            f"Verdict: {self.s.paint(f'{mark} {label}', style)} {likely}{p.category}: "
+            + self.s.paint(self.s.text(p.title), "heading")
+        ]
+        why = []
+        if p.category != "inconclusive":
+            why.append(
+                f"{p.confidence} confidence"
+                + (f": {self.s.text(p.confidence_reason)}" if p.confidence_reason else "")
+            )
+        elif p.confidence_reason:
+            why.append(self.s.text(p.confidence_reason))
+        if p.rule_id:
+            why.append(f"rule {p.rule_id}")
+        if why:
+            out.append("  " + " · ".join(why))
+        if p.case:
+            out.append("  " + message("case", case=p.case, title=message(f"case-{p.case}")))
+        return out
+
+    def links(self, n: NodeReport) -> list[str]:
+        """The three registration links of the HAMi guide, each in words."""
+        out = ["Registration links:"]
+        for ln in n.links:
+            state = self.s.paint(LINK_STATE.get(ln.state, ln.state), ln.state)
+            detail = f" — {self.s.text(ln.reason)}" if ln.reason and ln.state != "ok" else ""
+            out.append(
+                f"  {self.s.paint(LINK_SYMBOL.get(ln.state, '?'), ln.state)} "
+                f"{ln.link:<9}{message(f'link-{ln.link}-what')}: {state}{detail}"
+            )
+        return out
+
+    def node(self, n: NodeReport) -> list[str]:
+        out = [
+            self.s.paint(f"Node {self.s.text(n.node or '(unknown)')}", "heading")
+            + f" · HAMi {self.s.text(n.version.summary)}"
+        ]
+        out += self.verdict(n)
+        out.append("")
+        out += self.links(n)
+        for f in n.faults():
+            out.append("")
+            out += self.finding(f)
+        normals = n.normals()
+        if normals:
+            out += ["", "Looks suspicious but is normal:"]
+            for f in normals:
+                out.append(f"  • {self.s.text(f.title)}  " + self.s.paint(f"({f.rule_id})", "dim"))
+        if n.collect:
+            out += ["", "Collect next:"]
+            for c in n.collect:
+                where = " (on the node)" if c.where == "node" else ""
+                needs = f"  [set {', '.join(c.needs)} first]" if c.needs else ""
+                out.append(f"  • {self.s.text(c.title)}{where}{needs}")
+                out.append(f"      $ {self.s.text(c.command)}")
+        if n.rule_errors:
+            out += ["", "Rule errors:"] + [f"  ! {self.s.text(x)}" for x in n.rule_errors]
+        out += ["", self.s.text(n.clock.how)]
+        return out
+
+    def render(self) -> str:
+        r = self.report
+        out: list[str] = []
+        archive, _ = r.archive
+        if archive:
+            out += [f"Bundle: {self.s.text(archive)} (file names below are inside it)", ""]
+        if len(r.nodes) > 1:
+            out.append(f"{len(r.nodes)} nodes in the bundle:")
+            for n in r.nodes:
+                p = n.primary
+                mark = (
+                    "✓"
+                    if p.category == "healthy"
+                    else "?"
+                    if p.category == "inconclusive"
+                    else SYMBOL.get(p.severity, "?")
+                )
+                out.append(
+                    f"  {mark} {self.s.text(n.node or '(unknown)')}: {p.category}: {self.s.text(p.title)}"
+                )
+            out.append("")
+        for n in r.nodes:
+            if len(r.nodes) > 1 and not n.faults() and n is not r.worst:
+                continue
+            out += self.node(n)
+            out.append("")
+        if r.warnings:
+            out.append("Input warnings:")
+            out.extend(f"  ! {self.s.text(w)}" for w in r.warnings[:20])
+            if len(r.warnings) > 20:
+                out.append(f"  ... and {len(r.warnings) - 20} more")
+            out.append("")
+        return "\n".join(out)
 
 
-def render_node(n: NodeReport) -> list[str]:
-    out = [f"Node: {clean(n.node or '(unknown)')}   HAMi version: {clean(n.version.summary)}"]
-    out.append(f"Verdict: {verdict_line(n)}")
-    if n.primary.confidence_reason:
-        out.append(f"  because: {clean(n.primary.confidence_reason)}")
-    out.append("Links:  " + "   ".join(f"{MARK[ln.state]} {ln.link}: {ln.state}" for ln in n.links))
-    for f in n.faults():
-        out.append("")
-        out.extend(_finding(f))
-    normals = n.normals()
-    if normals:
-        out.append("")
-        out.append("Looks suspicious but is normal:")
-        for f in normals:
-            out.append(f"  • {f.rule_id}: {clean(f.title)}")
-    if n.collect:
-        out.append("")
-        out.append("Collect next:")
-        for c in n.collect:
-            where = " (on the node)" if c.where == "node" else ""
-            needs = f"  [set {', '.join(c.needs)} first]" if c.needs else ""
-            out.append(f"  • {clean(c.title)}{where}: {clean(c.command)}{needs}")
-    if n.rule_errors:
-        out.append("")
-        out.append("Rule errors: " + "; ".join(clean(x) for x in n.rule_errors))
-    out.append(f"\n{clean(n.clock.how)}")
-    return out
-
-
-def render_terminal(report: Report) -> str:
-    out: list[str] = []
-    if len(report.nodes) > 1:
-        out.append(f"{len(report.nodes)} nodes in the bundle:")
-        for n in report.nodes:
-            out.append(f"  {clean(n.node or '(unknown)')}: {verdict_line(n)}")
-        out.append("")
-    for n in report.nodes:
-        if len(report.nodes) > 1 and not n.faults() and n is not report.worst:
-            continue
-        out.extend(render_node(n))
-        out.append("")
-    if report.warnings:
-        out.append("Input warnings:")
-        out.extend(f"  ! {clean(w)}" for w in report.warnings[:20])
-        if len(report.warnings) > 20:
-            out.append(f"  ... and {len(report.warnings) - 20} more")
-        out.append("")
-    return "\n".join(out)
+def render_terminal(report: Report, colour: bool = False, width: int | None = None) -> str:
+    _, prefix = report.archive
+    return TerminalReport(report, Style(colour, width or DEFAULT_WIDTH, prefix)).render()

@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 import textwrap
 from dataclasses import dataclass
-from itertools import groupby
 
 from analyzer.bundle.text import printable
 from analyzer.facts.model import Evidence
 from analyzer.messages import message
+from analyzer.render.evidence import fresh, grouped
 from analyzer.report.model import Finding, NodeReport, Report
 
 DEFAULT_WIDTH = 100  # when the output is not a terminal: stable for pipes, logs and snapshots
@@ -152,9 +152,8 @@ class TerminalReport:
     def evidence(self, items: tuple[Evidence, ...], indent: str) -> list[str]:
         """Each line once; a signature's total count once, after its lines."""
         out: list[str] = []
-        for sig, group in groupby(items, key=lambda e: (e.kind, e.signature)):
-            lines = list(group)
-            for e in lines:
+        for group in grouped(items):
+            for e in group.items:
                 if e.kind == "log":
                     out.append(self._log_line(e, indent))
                 elif e.kind == "fact":
@@ -164,11 +163,10 @@ class TerminalReport:
                     out.append(f"{indent}{at}{e.path} = {value}")
                 else:
                     out.append(f"{indent}(absent) {self.s.text(e.text or '')}")
-            total = max((e.count or 0) for e in lines)
-            if sig[0] == "log" and total > len(lines):
-                more = total - len(lines)
+            if group.more:
+                s = "s" if group.more > 1 else ""
                 out.append(
-                    f"{indent}{self.s.paint(f'… {more} more matching line' + ('s' if more > 1 else ''), 'dim')}"
+                    f"{indent}{self.s.paint(f'… {group.more} more matching line{s}', 'dim')}"
                 )
         return out
 
@@ -193,16 +191,13 @@ class TerminalReport:
                 if step.command:
                     out.append(f"         $ {self.s.text(step.command)}")
         if f.consequences:
-            cited = {e.key for e in f.evidence}
             out.append("    This cause also explains:")
-            for c in f.consequences:
+            for c, new in fresh(f):
                 out.append(
                     f"      {self._symbol(c.severity)} {self.s.text(c.title)}  "
                     + self.s.paint(f"({c.rule_id}, {c.severity})", "dim")
                 )
-                fresh = tuple(e for e in c.evidence if e.key not in cited)
-                cited |= {e.key for e in fresh}
-                out += self.evidence(fresh, "          ")
+                out += self.evidence(new, "          ")
         return out
 
     # a node --------------------------------------------------------------------------------

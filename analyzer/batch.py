@@ -394,6 +394,7 @@ def run_batch(
     csv: bool,
     bundle_timeout: float = BUNDLE_TIMEOUT,
     reports: bool = False,
+    tickets: pl.DataFrame | None = None,
 ) -> dict[str, Any]:
     """The one run for every executor: discovery, duplicates, resume, parts and tables."""
     from analyzer.batch_io import OutDir
@@ -440,6 +441,8 @@ def run_batch(
             sys.stderr.write("\ninterrupted: finished bundles are saved; run again to resume\n")
             raise
         writer.flush()
+        if tickets is not None:
+            store_tickets(tickets, outdir.local)
         counts = assemble(outdir.local, csv)
         outdir.push(sorted(f for f in outdir.local.iterdir() if f.is_file()))
     return counts
@@ -567,6 +570,14 @@ def _conform(frame: pl.DataFrame, schema: dict) -> pl.DataFrame:
     ).select(list(schema))
 
 
+TICKETS = "tickets.parquet"  # the ticket metadata of `batch --tickets CSV`, kept for the summary
+
+
+def store_tickets(meta: pl.DataFrame, out: Path) -> None:
+    """Keep the ticket metadata beside the tables, so `--summary-only` joins it again."""
+    _write_atomic(meta, out / TICKETS)
+
+
 def write_summary(out: Path) -> Path:
     from analyzer.render.summary import render_summary
     from analyzer.rules.loader import load_ruleset
@@ -581,7 +592,8 @@ def write_summary(out: Path) -> Path:
     )
     findings = pl.read_parquet(out / "findings.parquet")
     unexplained = pl.read_parquet(out / "unexplained.parquet")
-    html = render_summary(bundles, findings, unexplained, sorted(load_ruleset().rules))
+    meta = pl.read_parquet(out / TICKETS) if (out / TICKETS).is_file() else None
+    html = render_summary(bundles, findings, unexplained, sorted(load_ruleset().rules), meta)
     path = out / "summary.html"
     write_text(path, html)
     return path

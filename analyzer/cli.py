@@ -482,6 +482,14 @@ def batch(
     bundle_timeout: Annotated[
         float, typer.Option("--bundle-timeout", help="Seconds one bundle may take (an error row).")
     ] = 300.0,
+    tickets: Annotated[
+        Path | None,
+        typer.Option(
+            "--tickets",
+            help="CSV of ticket metadata (a ticket column, then customer, opened_at, ...) joined "
+            "to the bundles by ticket name: a per-customer view in the summary.",
+        ),
+    ] = None,
 ) -> None:
     """Analyse many bundles into tables and a summary page.
 
@@ -490,9 +498,19 @@ def batch(
     from analyzer import batch as batch_mod
     from analyzer.batch_exec import check_inputs, open_executor
 
+    meta = None
+    if tickets is not None:
+        from analyzer.summary.tickets import read_ticket_csv
+
+        try:
+            meta = read_ticket_csv(tickets)
+        except AnalyzerError as exc:
+            _fail(str(exc))
     if summary_only is not None:
         if not (summary_only / "bundles.parquet").is_file():
             _fail(f"{summary_only}: no bundles.parquet (run a batch first)")
+        if meta is not None:
+            batch_mod.store_tickets(meta, summary_only)
         typer.echo(str(batch_mod.write_summary(summary_only)))
         return
     if not inputs or out is None:
@@ -502,7 +520,9 @@ def batch(
     try:
         check_inputs(inputs)
         with open_executor(executor.value, scheduler, jobs) as ex:
-            counts = batch_mod.run_batch(list(inputs), out, ex, force, csv, bundle_timeout, reports)
+            counts = batch_mod.run_batch(
+                list(inputs), out, ex, force, csv, bundle_timeout, reports, meta
+            )
     except AnalyzerError as exc:
         _fail(str(exc))
         return

@@ -119,18 +119,6 @@ class Executor(StrEnum):
     dask = "dask"
 
 
-class Confidence(StrEnum):
-    high = "high"
-    medium = "medium"
-    low = "low"
-
-
-class CommentWhen(StrEnum):
-    fault = "fault"
-    fault_or_inconclusive = "fault-or-inconclusive"
-    always = "always"
-
-
 # `timeline --severity`: a klog letter or its word
 TIMELINE_SEVERITY = {
     "i": "I",
@@ -538,20 +526,23 @@ def bot(
         Path, typer.Option("--event", envvar="GITHUB_EVENT_PATH", help="The issue event JSON.")
     ],
     rules: RulesOpt = None,
+    # the bot checks these two itself (the action passes them as strings), naming the valid values
     min_confidence: Annotated[
-        Confidence,
+        str,
         typer.Option(
             "--min-confidence",
             envvar="INPUT_MIN_CONFIDENCE",
-            help="A fault below this confidence counts as inconclusive.",
+            help="high, medium or low: a fault below it counts as inconclusive.",
         ),
-    ] = Confidence.medium,
+    ] = "medium",
     comment_when: Annotated[
-        CommentWhen,
+        str,
         typer.Option(
-            "--comment-when", envvar="INPUT_COMMENT_WHEN", help="Which verdicts get a comment."
+            "--comment-when",
+            envvar="INPUT_COMMENT_WHEN",
+            help="Which verdicts get a comment: fault, fault-or-inconclusive or always.",
         ),
-    ] = CommentWhen.fault_or_inconclusive,
+    ] = "fault-or-inconclusive",
     labels: Annotated[
         str, typer.Option("--labels", envvar="INPUT_LABELS", help="YAML map: category -> label.")
     ] = "",
@@ -584,7 +575,7 @@ def bot(
     from analyzer.bot.github import GitHubError
 
     try:
-        options = Options(min_confidence.value, comment_when.value, parse_labels(labels))
+        options = Options(min_confidence, comment_when, parse_labels(labels))
         ev = bot_run.read_event(event, api_url, repo)
         ruleset = _ruleset(rules)  # a broken rule directory: one line, before any API call
         out = bot_run.run_bot(ev, options, ruleset, redact, dry_run)

@@ -52,6 +52,7 @@ _PREVIEW = {
     "register": _Hole("register"),
     "handshake": _Hole("handshake"),
     "human": lambda seconds: _Hole("age"),
+    "device_plugin": None,  # a listing names both plugins' fixes
 }
 
 

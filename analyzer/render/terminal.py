@@ -118,12 +118,12 @@ def snippet(text: str, span: tuple[int, int] | None, limit: int) -> tuple[str, t
         end = min(start + body, len(text))
         start = max(end - body, 0)
     if start > 0:  # cut between words where one is near
-        space = text.find(" ", start, min(a, start + 16))
+        space = text.find(" ", start, min(a, start + 8))
         start = space + 1 if space >= 0 else start
         while start < a and text[start] == " ":
             start += 1
     if end < len(text):
-        space = text.rfind(" ", max(b, end - 16), end)
+        space = text.rfind(" ", max(b, end - 8), end)
         end = space if space >= 0 else end
     head = "…" if start > 0 else ""
     tail = "…" if end < len(text) else ""
@@ -141,22 +141,38 @@ class TerminalReport:
             return ""
         return self.s.text(f"{e.file}:{e.line}" if e.line else e.file)
 
-    def _log_line(self, e: Evidence, indent: str) -> str:
-        where = self._where(e)
+    def _snippet(self, e: Evidence, where: str, indent: str) -> tuple[str, tuple[int, int]]:
         limit = max(self.s.width - len(indent) - len(where) - 2, 50)
-        text, (a, b) = snippet(self.s.text(e.text or ""), e.span, limit)
-        if b > a:
-            text = text[:a] + self.s.paint(text[a:b], "match") + text[b:]
-        return f"{indent}{self.s.paint(where, 'dim')}  {text}"
+        return snippet(self.s.text(e.text or ""), e.span, limit)
+
+    def _log_lines(self, items: list[Evidence], indent: str) -> list[str]:
+        """Lines that read the same once they are cut to fit (a message repeated every scan,
+        which only its time tells apart) as one, with every line number."""
+        runs: list[tuple[list[Evidence], str]] = []
+        for e in items:
+            shown = self._snippet(e, self._where(e), indent)[0]
+            if runs and runs[-1][0][0].file == e.file and runs[-1][1] == shown:
+                runs[-1][0].append(e)
+            else:
+                runs.append(([e], shown))
+        out = []
+        for run, _shown in runs:
+            where = self._where(run[0]) + "".join(f", {x.line}" for x in run[1:])
+            text, (a, b) = self._snippet(run[0], where, indent)
+            if b > a:
+                text = text[:a] + self.s.paint(text[a:b], "match") + text[b:]
+            out.append(f"{indent}{self.s.paint(where, 'dim')}  {text}")
+        return out
 
     def evidence(self, items: tuple[Evidence, ...], indent: str) -> list[str]:
         """Each line once; a signature's total count once, after its lines."""
         out: list[str] = []
         for group in grouped(items):
+            out += self._log_lines([e for e in group.items if e.kind == "log"], indent)
             for e in group.items:
                 if e.kind == "log":
-                    out.append(self._log_line(e, indent))
-                elif e.kind == "fact":
+                    continue
+                if e.kind == "fact":
                     where = self._where(e)
                     value = "absent" if e.value is None else self.s.text(e.value).replace("\n", " ")
                     at = f"{self.s.paint(where, 'dim')}  " if where else ""

@@ -59,7 +59,19 @@ def _template_context(ctx: NodeContext) -> dict:
         "register": ctx.register,
         "handshake": ctx.handshake,
         "human": human_duration,
+        "device_plugin": _device_plugin(ctx),
     }
+
+
+def _device_plugin(ctx: NodeContext) -> str | None:
+    """Whose device plugin the bundle shows, so a fix names the right one (HAMi's plugin prints
+    NVIDIA's messages too): "hami" with a HAMi version or register annotation, "nvidia" with only
+    NVIDIA's own k8s-device-plugin's version, None when the bundle does not tell."""
+    if ctx.version.known or ctx.facts.value("register.present"):
+        return "hami"
+    if ctx.facts.value("version.nvidia-device-plugin"):
+        return "nvidia"
+    return None
 
 
 _CJK = r"[\p{Han}\p{InCJK_Symbols_and_Punctuation}\p{InHalfwidth_and_Fullwidth_Forms}]"
@@ -154,9 +166,11 @@ def evaluate(ruleset: RuleSet, ctx: NodeContext, lang: str = "en") -> list[RuleR
             title_t, explanation_t, steps_t = rule.texts(lang)
             title = render(title_t, **tctx)
             explanation = _reflow(render(explanation_t, **tctx))
+            # a step whose text renders empty does not apply here (the fix of another component)
             steps = tuple(
-                Step(render(s.text, **tctx), render(s.command, **tctx) if s.command else None)
+                Step(text, render(s.command, **tctx) if s.command else None)
                 for s in steps_t
+                if (text := render(s.text, **tctx))
             )
         except TemplateError as exc:
             out.append(RuleResult(rule, ERROR, error=f"rule {rule.id}: template error: {exc}"))

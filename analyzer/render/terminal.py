@@ -8,7 +8,9 @@ with NO_COLOR set, or with --no-color: https://no-color.org)."""
 from __future__ import annotations
 
 import os
+import re
 import textwrap
+import unicodedata
 from dataclasses import dataclass
 
 from analyzer.bundle.text import printable
@@ -82,11 +84,43 @@ class Style:
         width = max(self.width - len(indent) - len(hang), 40)
         out: list[str] = []
         for para in self.text(text).split("\n"):
-            lines = textwrap.wrap(para, width, break_on_hyphens=False, break_long_words=False)
+            lines = (
+                wrap_wide(para, width)
+                if any(_wide(ch) for ch in para)
+                else textwrap.wrap(para, width, break_on_hyphens=False, break_long_words=False)
+            )
             out.extend(
                 (indent if i == 0 else indent + hang) + ln for i, ln in enumerate(lines or [""])
             )
         return out
+
+
+def _wide(ch: str) -> bool:
+    return unicodedata.east_asian_width(ch) in "WF"
+
+
+def wrap_wide(text: str, width: int) -> list[str]:
+    """Wrap text holding Chinese (two columns a character, a break allowed between any two of
+    them) to `width` columns; runs of other characters break only at spaces.
+
+    >>> wrap_wide("调度和注册都正常 ok then", 10)
+    ['调度和注册', '都正常 ok', 'then']
+    """
+    units = re.findall(r"\s+|[^\s\u1100-\uffff]+|.", text)
+    lines, line, used = [], "", 0
+    for unit in units:
+        if unit.isspace():
+            if line:
+                line, used = line + " ", used + 1
+            continue
+        size = sum(2 if _wide(ch) else 1 for ch in unit)
+        if used + size > width and line.strip():
+            lines.append(line.rstrip())
+            line, used = "", 0
+        line, used = line + unit, used + size
+    if line.strip():
+        lines.append(line.rstrip())
+    return lines
 
 
 def snippet(text: str, span: tuple[int, int] | None, limit: int) -> tuple[str, tuple[int, int]]:

@@ -75,15 +75,19 @@ def _device_plugin(ctx: NodeContext) -> str | None:
 
 
 _CJK = r"[\p{Han}\p{InCJK_Symbols_and_Punctuation}\p{InHalfwidth_and_Fullwidth_Forms}]"
-_CJK_BREAK = regex.compile(rf"(?<={_CJK})\s*\n\s*(?={_CJK})")
+_PUNCT = r"[\p{InCJK_Symbols_and_Punctuation}\p{InHalfwidth_and_Fullwidth_Forms}]"
+_CJK_BREAK = regex.compile(
+    rf"(?<={_CJK})\s*\n\s*(?={_CJK})|(?<={_PUNCT})\s*\n\s*|\s*\n\s*(?={_PUNCT})"
+)
 
 
 def _reflow(text: str) -> str:
     r"""YAML block scalars keep the rule author's line breaks; a paragraph reads as one line.
-    A break between two Chinese characters is no space (Chinese puts none between words).
+    A break between two Chinese characters, or next to Chinese punctuation, is no space (Chinese
+    puts none between words, nor around its full-width punctuation).
 
-    >>> _reflow("a\nb\n\n插件\n退出 x\nNVML")
-    'a b\n\n插件退出 x NVML'
+    >>> _reflow("a\nb\n\n插件\n退出 x\nNVML。\nok：\nx")
+    'a b\n\n插件退出 x NVML。ok：x'
     """
     paras = [" ".join(_CJK_BREAK.sub("", p).split()) for p in regex.split(r"\n\s*\n", text)]
     return "\n\n".join(p for p in paras if p)

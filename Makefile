@@ -30,7 +30,7 @@ test: $(STAMP)
 	$(BIN)/hami-analyzer rules lint
 	$(BIN)/pytest -rs
 
-# the fuzz test of `make test`, longer: make fuzz SEED=7 EXAMPLES=3000 (see README, Hostile input)
+# the fuzz test of `make test`, longer: make fuzz SEED=7 EXAMPLES=3000 (docs/hardening.md)
 SEED ?= $(shell date +%s)
 EXAMPLES ?= 2000
 fuzz: $(STAMP)
@@ -38,7 +38,7 @@ fuzz: $(STAMP)
 	HAMI_FUZZ_SEED=$(SEED) HAMI_FUZZ_EXAMPLES=$(EXAMPLES) $(BIN)/pytest tests/test_fuzz.py \
 		-k contract -p no:cacheprovider -q --hypothesis-show-statistics
 
-# accuracy on the real cases beside the checkout (see README, Accuracy on real cases)
+# accuracy on the real cases beside the checkout (docs/testing.md, Accuracy on real cases)
 score: $(STAMP)
 	$(BIN)/hami-analyzer dev score ../shared/corpus
 

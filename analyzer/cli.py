@@ -539,7 +539,10 @@ def batch(
 @app.command(cls=Command)
 def bot(
     event: Annotated[
-        Path, typer.Option("--event", envvar="GITHUB_EVENT_PATH", help="The issue event JSON.")
+        Path,
+        typer.Option(
+            "--event", envvar="GITHUB_EVENT_PATH", help="The issues or issue_comment event JSON."
+        ),
     ],
     rules: RulesOpt = None,
     # the bot checks these two itself (the action passes them as strings), naming the valid values
@@ -562,6 +565,23 @@ def bot(
     labels: Annotated[
         str, typer.Option("--labels", envvar="INPUT_LABELS", help="YAML map: category -> label.")
     ] = "",
+    comment_authors: Annotated[
+        str,
+        typer.Option(
+            "--comment-authors",
+            envvar="INPUT_COMMENT_AUTHORS",
+            help="Logins and author associations (MEMBER, ...) whose comments are read besides "
+            "the issue author's.",
+        ),
+    ] = "",
+    bot_login: Annotated[
+        str,
+        typer.Option(
+            "--bot-login",
+            envvar="INPUT_BOT_LOGIN",
+            help="The login the bot comments as (default: the token's, or github-actions[bot]).",
+        ),
+    ] = "",
     redact: Annotated[
         bool,
         typer.Option(
@@ -570,32 +590,59 @@ def bot(
     ] = False,
     dry_run: Annotated[
         bool,
-        typer.Option("--dry-run", envvar="INPUT_DRY_RUN", help="Print the comment; call no API."),
+        typer.Option(
+            "--dry-run", envvar="INPUT_DRY_RUN", help="The event's payload alone; no network."
+        ),
     ] = False,
     api_url: Annotated[
         str, typer.Option("--api-url", envvar="GITHUB_API_URL", help="The GitHub API to call.")
     ] = "https://api.github.com",
+    server_url: Annotated[
+        str,
+        typer.Option(
+            "--server-url",
+            envvar="GITHUB_SERVER_URL",
+            help="Attachments are fetched from here only.",
+        ),
+    ] = "https://github.com",
     repo: Annotated[
         str | None, typer.Option("--repo", help="owner/name (default: the event's).")
     ] = None,
     outputs: Annotated[
         Path | None, typer.Option("--outputs", envvar="GITHUB_OUTPUT", help="Append outputs here.")
     ] = None,
+    max_bytes: Annotated[
+        int,
+        typer.Option(
+            "--max-bytes",
+            envvar="INPUT_MAX_BYTES",
+            help="Size cap (MiB) of attachments and their uncompressed contents.",
+        ),
+    ] = 4096,
+    max_members: MaxMembers = 5000,
 ) -> None:
     """The issue bot of the GitHub Action.
 
-    Analyses the issue of EVENT and posts or updates one comment and its labels through `gh
-    api`. Exit 0 whether or not it commented, 1 when the API failed, 2 for a bad input."""
+    Analyses the issue of EVENT with the comments it reads and their attachments, and posts or
+    updates one comment and its labels through `gh api`. Exit 0 whether or not it commented, 1
+    when the API failed, 2 for a bad input."""
     from analyzer.bot import run as bot_run
-    from analyzer.bot.decide import Options, parse_labels
+    from analyzer.bot.decide import Options, parse_labels, parse_names
     from analyzer.bot.github import GitHubError
 
     _no_overwrite({"--outputs": outputs}, [event], rules)
     try:
-        options = Options(min_confidence, comment_when, parse_labels(labels))
-        ev = bot_run.read_event(event, api_url, repo)
+        options = Options(
+            min_confidence,
+            comment_when,
+            parse_labels(labels),
+            parse_names(comment_authors),
+            bot_login.strip(),
+        )
+        ev = bot_run.read_event(event, api_url, repo, server_url)
         ruleset = _ruleset(rules)  # a broken rule directory: one line, before any API call
-        out = bot_run.run_bot(ev, options, ruleset, redact, dry_run)
+        limits = _limits(max_bytes, max_members)
+        out = bot_run.run_bot(ev, options, ruleset, redact, dry_run, limits)
         typer.echo(out.summary() + (f"\n{out.comment}" if dry_run and out.comment else ""))
         bot_run.write_outputs(outputs, out.outputs())
     except GitHubError as exc:

@@ -6,9 +6,10 @@ scan, not the rules."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from analyzer.bundle.model import Inventory
+from analyzer.bundle.model import Artefact, Inventory
 from analyzer.bundle.reader import Limits, open_bundle
 from analyzer.bundle.recognise import recognise
 from analyzer.kinds import Catalogue
@@ -65,11 +66,18 @@ def content_digest(files) -> str:
 
 
 def parse_files(
-    reader, catalogue: Catalogue, matcher: Matcher, content: bool = False
+    reader,
+    catalogue: Catalogue,
+    matcher: Matcher,
+    content: bool = False,
+    select: Callable[[list[Artefact]], list[Artefact]] | None = None,
 ) -> ParsedBundle:
-    """`content`: also hash every file whole (`content_digest`; one more read, for batches)."""
+    """`content`: also hash every file whole (`content_digest`; one more read, for batches).
+    `select`: which recognised artefacts to parse (an issue thread keeps the newest of a kind)."""
     inv = reader.inventory
     artefacts = recognise(inv.files, catalogue, inv)
+    if select is not None:
+        artefacts = inv.artefacts = select(artefacts)
     out = ParsedBundle(inv)
     out.member_mtimes = [f.mtime for f in inv.files if f.mtime and "!" in f.name]
     h = hashlib.sha256()

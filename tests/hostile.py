@@ -234,6 +234,68 @@ def corrupt_zip(d: Path) -> list[str]:
     return [str(d / "bundle.zip")]
 
 
+# ---- Issue 23, the bot's comment and its integrity (bot lane) ------------------------------------
+# The table case runs with every case above (tests/test_hardening.py). A bot case needs a GitHub:
+# BOT_CASES builders take a folder and the fake GitHub's repository (tests/fake_github.py), set
+# the repository up, write the event, and return the arguments of `hami-analyzer bot`; each
+# case's SPOOFED entry says what must stay untouched. tests/test_action.py runs them with the real
+# gh CLI under the same contract (exit 0/1/2/4, one-line errors, no traceback) plus that.
+
+
+# A node name holding `|`: GFM splits a table row at every `|`, inside code spans too, so the
+# multi-node table's code span ended mid-name and the rest (raw HTML, a mention) went live.
+@case
+def markdown_table_pipe_in_node_name(d: Path) -> list[str]:
+    evil = "gpu|<img src=x onerror=alert(1)>@octocat|"
+    second = NODE.replace("gpu-node-2", "'" + evil + "'")
+    return [str(_bundle(d, {"node.yaml": f"{NODE}\n---\n{second}"})), "--format", "markdown"]
+
+
+BotCase = Callable[[Path, object], list[str]]
+BOT_CASES: dict[str, BotCase] = {}
+SPOOFED: dict[str, dict] = {}  # case -> {"comment": id, "labels": {...}} that must stay as they are
+ISSUE_NUMBER = 7
+NVML_PASTE = (
+    "The hami device plugin restarts:\n\n```\nE0815 09:06:21.709851  412873 register.go:96] "
+    "nvml Init err:  ERROR_LIBRARY_NOT_FOUND\n```\n"
+)
+
+
+def bot_case(fn: BotCase) -> BotCase:
+    BOT_CASES[fn.__name__] = fn
+    return fn
+
+
+def _issue_event(d: Path, repo, full_name: str, body: str) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    issue = {"number": ISSUE_NUMBER, "title": "GPU node", "body": body, "user": {"login": "rep"}}
+    repo.issues[ISSUE_NUMBER] = {"title": "GPU node", "body": body, "labels": set()}
+    event = {"action": "edited", "issue": issue, "repository": {"full_name": full_name}}
+    (d / "event.json").write_text(json.dumps(event))
+    return d / "event.json"
+
+
+# Another user's comment ending in the bot's hidden marker, carrying the digest of the issue's
+# text, and a label of the labels map a maintainer set: the bot took the comment for its own,
+# PATCHed it under that user's name (or, the digest matching, skipped the issue for good) and
+# removed the label. Only a comment by the bot's own login is its comment.
+@bot_case
+def spoofed_marker_comment(d: Path, repo) -> list[str]:
+    import hashlib
+
+    from analyzer import __version__
+
+    event = _issue_event(d, repo, "octo/gpu-cluster", NVML_PASTE)
+    text = f"# GPU node\n\n{NVML_PASTE}"
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    marker = f"<!-- hami-bundle-analyzer version={__version__} rules=x input={digest} -->"
+    spoof = repo.add_comment(ISSUE_NUMBER, f"All fine, close this.\n{marker}\n", "eve")
+    repo.issues[ISSUE_NUMBER]["labels"] = {"registration"}
+    SPOOFED["spoofed_marker_comment"] = {"comment": spoof, "labels": {"registration"}}
+    labels = "plugin-crash-nvml: nvml\nannotation-missing-or-stale: registration"
+    return ["bot", "--event", str(event), "--labels", labels]
+
+
 # ---------------------------------------------------------------------------------------------
 # collect (issue 23): hostile clusters. Each builder changes a fake cluster (tests/fake_apiserver)
 # the way an unlucky or hostile one would be; tests/test_collect.py runs `collect` with the

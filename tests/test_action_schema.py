@@ -77,8 +77,22 @@ def test_every_input_reaches_the_bot_step():
     used = set(re.findall(r"inputs\.([\w-]+)", yaml.safe_dump(ACTION["runs"])))
     assert set(ACTION["inputs"]) == used
     env_names = {k for k in step["env"] if k.startswith("INPUT_")}
-    bot_inputs = {"rules", "min-confidence", "comment-when", "labels", "redact", "dry-run"}
+    bot_inputs = {
+        "rules",
+        "min-confidence",
+        "comment-when",
+        "labels",
+        "comment-authors",
+        "bot-login",
+        "max-bytes",
+        "redact",
+        "dry-run",
+    }
     assert {f"INPUT_{n.upper().replace('-', '_')}" for n in bot_inputs} == env_names
+    # each is an environment variable the `bot` command reads (rules comes as --rules)
+    cli = (REPO / "analyzer" / "cli.py").read_text()
+    read = set(re.findall(r'envvar="(INPUT_\w+)"', cli))
+    assert env_names - {"INPUT_RULES"} <= read
 
 
 def test_outputs_are_the_bots():

@@ -3,20 +3,35 @@ errors. The API side is tested end to end in tests/test_action.py."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
+import socket
 import string
+import time
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 
 import pytest
+import regex
 import yaml
 
-from analyzer.analyze import analyze_issue
-from analyzer.bot.decide import BotInputError, Options, decide, load_config, parse_labels
-from analyzer.bot.run import input_digest
+from analyzer.analyze import analyze_issue, analyze_parsed, thread_bundle
+from analyzer.bot import github
+from analyzer.bot.decide import (
+    Authors,
+    BotInputError,
+    Options,
+    decide,
+    load_config,
+    parse_labels,
+)
+from analyzer.bot.run import _digest_source, input_digest, read_event, run_bot
+from analyzer.bundle.thread import Attachment, Post
 from analyzer.messages import MESSAGES_PATH
 from analyzer.render.markdown import render_markdown
 from analyzer.rules import builtin_rules_dir
-from conftest import run_cli
+from conftest import SAMPLES, run_cli
 
 NVML = "E0815 09:06:21.709851  412873 register.go:96] nvml Init err:  ERROR_LIBRARY_NOT_FOUND"
 CONFIG = load_config()
@@ -268,3 +283,394 @@ def test_analyze_lang_option(tmp_path):
         and "**Please attach:**" in en.stdout
     )
     assert input_digest(zh.stdout) == input_digest(en.stdout)
+
+
+# ---- the thread: comments read, newest evidence, the digest, spoofed markers, dry runs ----------
+
+NVML_LOG = f"I0815 09:04:51.202341  412873 main.go:275] Start working on node gpu-node-2\n{NVML}\n"
+HEALTHY_LOG = (SAMPLES / "healthy-single-gpu" / "bundle" / "device-plugin.log").read_text()
+
+
+def _comment(author: str, kind: str = "User", association: str = "NONE", body: str = ""):
+    return github.Comment(1, body, author, kind, association)
+
+
+@pytest.mark.parametrize(
+    ("comment", "authors", "me", "read"),
+    [
+        (_comment("Reporter"), [], "github-actions[bot]", True),  # logins ignore case
+        (_comment("someone"), [], "github-actions[bot]", False),
+        (_comment("someone", association="MEMBER"), [], "github-actions[bot]", False),
+        (_comment("someone", association="MEMBER"), ["MEMBER"], "github-actions[bot]", True),
+        (_comment("Alice"), ["alice"], "github-actions[bot]", True),
+        (_comment("renovate[bot]", "User"), ["renovate[bot]"], "x", False),  # a [bot] login
+        (_comment("helper", "Bot"), ["helper"], "x", False),  # a Bot account
+        (_comment("reporter", "Bot"), [], "x", False),
+        (_comment("hami-bot"), ["hami-bot", "OWNER"], "hami-bot", False),  # the bot itself
+        (_comment("reporter"), [], "Reporter", False),  # the bot's token is the reporter's
+        (_comment(""), ["NONE"], "x", False),  # a deleted account
+    ],
+)
+def test_whose_comments_are_read(comment, authors, me, read):
+    assert Authors.of(authors).takes(comment, "reporter", me) is read
+
+
+def _thread(ruleset, *texts: str, lang: str = "en"):
+    posts = [Post("issue", texts[0])] + [
+        Post(f"comment-{i}", t) for i, t in enumerate(texts[1:], 1)
+    ]
+    bundle, files = thread_bundle(posts, ruleset, accumulate=CONFIG.accumulate)
+    return bundle, analyze_parsed(bundle, ruleset, lang=lang), files
+
+
+def test_the_newest_paste_of_a_kind_wins(ruleset):
+    """A device-plugin log in the issue and another in a later comment: the comment's decides,
+    the older one is left out with a warning; the prose of both adds up. The other way round,
+    the later crash decides."""
+    crashed = f"# plugin crash\n\nThe hami device plugin crashes:\n\n```\n{NVML_LOG}```\n"
+    fixed = f"Installed the driver, now:\n\n```\n{HEALTHY_LOG}```\n"
+    bundle, report, files = _thread(ruleset, crashed, fixed)
+    assert report.primary.rule_id != "nvml-init-failed"
+    logs = [a.file.name for a in bundle.inventory.artefacts if a.kind == "device-plugin-log"]
+    assert logs == ["comment-1-block-01.txt"]
+    assert "issue-block-01.txt: device-plugin-log replaced by the newer one in comment 1" in (
+        bundle.inventory.warnings
+    )
+    prose = [a.file.name for a in bundle.inventory.artefacts if a.kind == "issue-text"]
+    assert prose == ["issue-text.md", "comment-1-text.md"]
+    assert "crashes" in files.prose and "Installed the driver" in files.prose
+
+    _, report, _ = _thread(ruleset, f"# plugin\n\n```\n{HEALTHY_LOG}```\n", crashed)
+    assert report.primary.rule_id == "nvml-init-failed"
+    # the crash pasted again after the healthy log: the repeat is the newest paste
+    bundle, report, _ = _thread(ruleset, crashed, fixed, f"Again:\n\n```\n{NVML_LOG}```\n")
+    assert report.primary.rule_id == "nvml-init-failed"
+    names = [f.name for f in bundle.inventory.files]
+    assert "comment-2-block-01.txt" in names and "issue-block-01.txt" not in names
+
+
+def test_one_post_reads_as_analyze_from_issue(ruleset):
+    """The issue alone is the bundle `analyze --from-issue` reads: same files, same verdict."""
+    text = f"# crash\n\nHAMi v2.7.1\n\n```\n{NVML_LOG}```\n\n    indented\n"
+    a, from_issue = analyze_issue(text.encode(), ruleset)
+    b, from_thread, _ = _thread(ruleset, text)
+    assert [f.name for f in a.inventory.files] == [f.name for f in b.inventory.files]
+    assert from_issue.primary == from_thread.primary
+
+
+def test_the_digest_covers_everything_analysed():
+    """The issue alone digests as `analyze --from-issue` does; a comment read, an attachment's
+    bytes or why it is missing each change it."""
+    issue = Post("issue", "# t\n\nbody")
+    assert _digest_source([issue]) == b"# t\n\nbody"
+    variants = [
+        [issue],
+        [issue, Post("comment-1", "more")],
+        [issue, Post("comment-1", "more, edited")],
+        [Post("issue", issue.text, (Attachment("b.tgz", None, "HTTP 404"),))],
+        [Post("issue", issue.text, (Attachment("b.tgz", None, "", "ab12"),))],
+        [Post("issue", issue.text, (Attachment("b.tgz", None, "", "cd34"),))],
+    ]
+    assert len({_digest_source(v) for v in variants}) == len(variants)
+
+
+def _event_file(tmp_path, body: str, comment: dict | None = None, **issue) -> str:
+    doc = {
+        "action": "created",
+        "issue": {"number": 3, "title": "pods pending", "body": body, "user": {"login": "rep"}},
+        "repository": {"full_name": "o/r"},
+    }
+    doc["issue"].update(issue)
+    if comment is not None:
+        doc["comment"] = comment
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def _comment_doc(body: str, login: str = "rep", kind: str = "User") -> dict:
+    return {"id": 9, "body": body, "user": {"login": login, "type": kind}}
+
+
+PENDING = "HAMi vGPU: pods requesting nvidia.com/gpu stay Pending on our node."
+
+
+def test_dry_run_on_a_comment_event_reads_the_payload_alone(ruleset, tmp_path, monkeypatch):
+    """`--dry-run` on issue_comment: the issue's body and the new comment, nothing else: no
+    API call, no download, no socket opened."""
+
+    def no_network(*_args, **_kwargs):
+        raise AssertionError("a dry run used the network")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr(github, "gh_api", no_network)
+    link = "[b.tgz](https://github.com/user-attachments/files/1/b.tgz)"
+    path = _event_file(tmp_path, f"{PENDING} {link}", _comment_doc(f"```\n{NVML_LOG}```\n"))
+    event = read_event(Path(path), "https://api.github.com", None)
+    out = run_bot(event, Options(), ruleset, dry_run=True)
+    assert (out.action, out.decision.rule_id) == ("dry-run", "nvml-init-failed")
+    assert "`comment-1-block-01.txt:2`" in out.comment
+    assert "`issue/b.tgz` was not analysed: not fetched (dry run)" in out.comment
+
+
+@pytest.mark.parametrize(
+    ("comment", "why"),
+    [
+        (_comment_doc(f"```\n{NVML}\n```", "ci[bot]", "Bot"), "a comment by a bot (ci[bot])"),
+        (_comment_doc(f"```\n{NVML}\n```", "eve"), "a comment by eve, whose comments"),
+    ],
+)
+def test_a_comment_the_bot_does_not_read_is_ignored(tmp_path, comment, why):
+    res = run_cli("bot", "--event", _event_file(tmp_path, PENDING, comment), "--dry-run")
+    assert res.returncode == 0 and res.stdout.startswith(f"ignored: {why}"), res.stdout
+
+
+def test_a_pull_request_comment_is_ignored(tmp_path):
+    path = _event_file(tmp_path, PENDING, _comment_doc("hi"), pull_request={"url": "x"})
+    res = run_cli("bot", "--event", path, "--dry-run")
+    assert res.stdout.startswith("ignored: a pull request"), res.stdout
+
+
+class FakeAPI:
+    """analyzer.bot.github's calls on one issue, in memory."""
+
+    def __init__(self, monkeypatch, comments: list[github.Comment], labels: set[str], me):
+        self.thread, self.current, self.writes, self.asked = list(comments), labels, [], []
+        for name in ("comments", "whoami", "labels", "add_labels", "remove_label"):
+            monkeypatch.setattr(github, name, getattr(self, name))
+        monkeypatch.setattr(github, "create_comment", self.create)
+        monkeypatch.setattr(github, "update_comment", self.update)
+        self.me = me
+
+    def whoami(self, api):
+        self.asked.append("whoami")
+        return self.me
+
+    def comments(self, issue):
+        return list(self.thread)
+
+    def labels(self, issue):
+        return set(self.current)
+
+    def create(self, issue, body):
+        self.writes.append(("create", body))
+        self.thread.append(github.Comment(99, body, self.me, "Bot"))
+        return 99
+
+    def update(self, issue, comment_id, body):
+        self.writes.append(("update", comment_id))
+
+    def add_labels(self, issue, names):
+        self.writes.append(("add", tuple(sorted(names))))
+
+    def remove_label(self, issue, name):
+        self.writes.append(("remove", name))
+
+
+LABEL_MAP = {"plugin-crash-nvml": "nvml", "annotation-missing-or-stale": "registration"}
+
+
+def _spoof(text: str, rules_version: str) -> str:
+    import hashlib
+
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    return f"Nothing to see.\n<!-- hami-bundle-analyzer version=0.1.0 rules={rules_version} input={digest} -->\n"
+
+
+def test_a_spoofed_marker_is_not_the_bots_comment(ruleset, tmp_path, monkeypatch):
+    """Another user's comment ending in the marker with the digest of the issue's text: not
+    PATCHed, not a reason to skip, and the maintainer's label of the map stays."""
+    body = f"```\n{NVML_LOG}```\n"
+    event = read_event(Path(_event_file(tmp_path, body)), "https://api.github.com", None)
+    spoof = github.Comment(5, _spoof(event.text, ruleset.version), "eve", "User")
+    api = FakeAPI(monkeypatch, [spoof], {"registration"}, github.ACTIONS_BOT)
+    out = run_bot(event, Options(labels=LABEL_MAP), ruleset)
+    assert out.action == "created" and out.labels_removed == ()
+    assert [w[0] for w in api.writes] == ["create", "add"]
+
+
+def test_the_bots_own_comment_is_updated(ruleset, tmp_path, monkeypatch):
+    """The same marker in a comment by the bot's login (a personal token's user here, as GET
+    /user tells) is its comment: updated in place, its map labels follow the verdict; its
+    comments are never read as evidence even though its account is a user's."""
+    event = read_event(Path(_event_file(tmp_path, PENDING)), "https://api.github.com", None)
+    old = github.Comment(5, "old\n" + _spoof("other text", ruleset.version), "hami-bot", "User")
+    evidence = github.Comment(6, f"```\n{NVML_LOG}```\n", "hami-bot", "User", "OWNER")
+    authors = Options(labels=LABEL_MAP, comment_authors=("OWNER",))
+    api = FakeAPI(monkeypatch, [old, evidence], {"nvml"}, "hami-bot")
+    out = run_bot(event, authors, ruleset)
+    assert out.action == "updated" and out.decision.category == "inconclusive"
+    assert api.writes == [("update", 5), ("remove", "nvml")] and api.asked == ["whoami"]
+
+    api = FakeAPI(monkeypatch, [old], set(), "someone-else")
+    out = run_bot(event, Options(bot_login="hami-bot"), ruleset)
+    assert out.action == "updated" and api.asked == []  # the login given: GitHub not asked
+
+
+# ---- the Markdown table cells ---------------------------------------------------------------
+
+
+def test_a_pipe_in_a_node_name_stays_inside_its_cell(ruleset):
+    """GFM splits table rows at every unescaped `|`, code spans included; rendered by a GFM
+    table parser (markdown-it-py, a dependency of typer's rich), the multi-node table keeps each
+    hostile node name in one code span of one cell: no live HTML, two cells per row."""
+    markdown_it = pytest.importorskip("markdown_it")
+    from analyzer.render.markdown import table_cell
+
+    node = (SAMPLES / "annotation-health-omitted" / "bundle" / "node.yaml").read_text()
+    names = ["gpu|<img src=x onerror=alert(1)>@octocat|", "a\\|<b>b</b>", "c\\\\|<i>x</i>|"]
+    docs = [node.replace("gpu-node-2", f"'{n}'") for n in names]
+    _, report = analyze_issue(("```yaml\n" + "\n---\n".join(docs) + "\n```\n").encode(), ruleset)
+    assert len(report.nodes) == 3
+    md = render_markdown(report, b"x")
+    table = md[md.index("\n| ") + 1 :].split("\n\n")[0]  # the multi-node table
+    page = markdown_it.MarkdownIt("commonmark", {"html": True}).enable("table").render(table)
+    assert "<img" not in page and "<b>" not in page and "<i>" not in page and "@octocat" in page
+    rows = regex.findall(r"<tr>(.*?)</tr>", page, regex.S)
+    assert len(rows) == 4 and all(r.count("<td>") + r.count("<th>") == 2 for r in rows)
+    assert f"<code>{html.escape(names[0], quote=False)}</code>" in page
+    # a backslash before a `|` cannot survive a table cell exactly; the cell stays one code span
+    assert all(regex.match(r"\s*<td><code>[^<]*</code></td>", r) for r in rows[1:])
+    assert table_cell(table_cell("`a|b`")) == table_cell("`a|b`")  # escaping twice is once
+
+
+# ---- what to collect next leads with `hami-analyzer collect` ---------------------------------
+
+
+def _collect_of(ruleset, text: str):
+    _, report = analyze_issue(text.encode(), ruleset)
+    return report.worst.collect
+
+
+def test_collect_next_leads_with_hami_analyzer_collect(ruleset):
+    """Nothing points anywhere: the list starts with the install line and `collect` (for the
+    node when the bundle names one), then the kinds as before."""
+    bare = _collect_of(ruleset, "# HAMi pods pending\n\nOur GPU pods stay Pending.")
+    assert bare[0].kind == "collect-manifest" and len(bare) > 2
+    install, command = bare[0].command.split("\n")
+    assert install == "pipx install git+https://github.com/Project-HAMi/hami-bundle-analyzer"
+    assert command == "hami-analyzer collect -o hami-bundle.tar.gz"
+    assert [c.kind for c in bare[1:3]] == ["node", "device-plugin-log"]
+
+    named = _collect_of(ruleset, f"# HAMi\n\n```\n{NVML_LOG.splitlines()[0]}\n```\n")
+    assert named[0].command.endswith(
+        "hami-analyzer collect --node gpu-node-2 -o hami-bundle.tar.gz"
+    )
+
+
+def test_collect_is_not_asked_for_twice_or_for_node_side_items(ruleset):
+    """An archive of `collect` in the bundle: not asked for again. Only node-side items missing
+    (which `collect` does not gather): the items alone."""
+    from analyzer.analyze import analyze
+
+    manifest = {"kind": "CollectManifest", "collected_at": "2026-08-15T10:20:00Z", "files": []}
+    text = f"# HAMi\n\n```json\n{json.dumps(manifest)}\n```\n\nOur GPU pods stay Pending."
+    assert all(c.kind != "collect-manifest" for c in _collect_of(ruleset, text))
+    _, report = analyze([str(SAMPLES / "cdi-unresolvable" / "bundle")], ruleset)
+    assert [c.where for c in report.worst.collect] == ["node", "node"]
+
+
+def test_the_collect_line_is_a_command_the_cli_accepts(tmp_path):
+    """The printed `collect` line parses: with a kubectl that is not there, it fails on kubectl,
+    not on an option; the install line is the project's own repository."""
+    from analyzer.report.collect import INSTALL, collect_all
+
+    command = collect_all("gpu-7").command.split("\n")[1].split()[1:]
+    res = run_cli(*command, "--kubectl", str(tmp_path / "no-kubectl"))
+    assert res.returncode == 2 and "no-kubectl" in res.stderr, res.stderr
+    pyproject = (Path(__file__).parents[1] / "pyproject.toml").read_text()
+    repo = regex.search(r'Issues = "(https://github.com/[^"]+)/issues"', pyproject)[1]
+    assert f"pipx install git+{repo}" == INSTALL
+
+
+def test_the_comment_asks_for_collect_and_one_more_item(ruleset):
+    """The checklist: `collect`, then the single most useful item; the rest under details."""
+    text = "# HAMi pods pending\n\nOur GPU pods stay Pending."
+    _, report = analyze_issue(text.encode(), ruleset)
+    md = render_markdown(report, text.encode())
+    checklist = md.split("**Please attach:**")[1].split("<details>")[0]
+    assert checklist.count("- [ ]") == 2
+    assert "hami-analyzer collect -o hami-bundle.tar.gz" in checklist
+    assert "Node object" in checklist and "Also useful" in md
+    terminal = run_cli("analyze", "--from-issue", "-", stdin=text.encode()).stdout
+    collect_next = terminal.split("Collect next:")[1]
+    assert collect_next.lstrip().startswith("• Everything at once")
+
+
+def test_redaction_covers_the_comments_and_the_attachments(ruleset, tmp_path):
+    """`redact: true`: one redaction run over the issue, the comments and the attached archive,
+    so a node named in all three is one token everywhere and never reaches the comment."""
+    import tarfile
+
+    bundle = SAMPLES / "annotation-health-omitted" / "bundle"
+    archive = tmp_path / "bundle.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for f in sorted(bundle.iterdir()):
+            tar.add(f, arcname=f"hami-bundle/{f.name}")
+    posts = [
+        Post("issue", "# gpu-node-2 lost its GPUs\n\nHAMi on gpu-node-2, bundle attached.",
+             (Attachment("bundle.tar.gz", archive, sha256="x"),)),
+        Post("comment-1", f"And the plugin log of gpu-node-2:\n\n```\n{NVML_LOG}```\n"),
+    ]  # fmt: skip
+    parsed, files = thread_bundle(posts, ruleset, accumulate=CONFIG.accumulate, redact=True)
+    report = analyze_parsed(parsed, ruleset)
+    md = render_markdown(report, b"x", unread=files.problems)
+    assert "gpu-node-2" not in md and "gpu-node-2" not in " ".join(parsed.inventory.warnings)
+    assert {n.node for n in report.nodes} == {"node-1"} and files.problems == []
+    names = [f.name for f in parsed.inventory.files]
+    assert "issue/bundle.tar.gz!hami-bundle/node.yaml" in names and "comment-1-text.md" in names
+    plain, _ = thread_bundle(posts, ruleset, accumulate=CONFIG.accumulate)
+    assert report.primary.rule_id == analyze_parsed(plain, ruleset).primary.rule_id
+
+
+def test_unread_attachments_are_short_lines_in_either_language(ruleset):
+    """One line per attachment that could not be read, five at most and a count of the rest;
+    its name cannot inject anything; in a Chinese comment the lead item is Chinese too."""
+    text = "# HAMi 设备插件\n\n我们的 GPU Pod 一直 Pending。"
+    _, report = analyze_issue(text.encode(), ruleset, lang="zh")
+    unread = [(f"issue/@octocat<b>{i}</b>.log", "not found (HTTP 404)") for i in range(7)]
+    md = render_markdown(report, b"x", "zh", unread)
+    lines = [ln for ln in md.splitlines() if ln.startswith("⚠️")]
+    assert len(lines) == 6 and lines[-1] == "⚠️ 另有 2 个附件未能分析。"
+    assert lines[0] == "⚠️ 附件 `issue/@octocat<b>0</b>.log` 未能分析：not found (HTTP 404)"
+    assert "一次收集全部" in md.split("**请附上：**")[1]
+
+
+# ---- fetching one attachment ---------------------------------------------------------------
+
+
+class _Slow(BaseHTTPRequestHandler):
+    """/slow answers after 3 s; /stream sends 3 MiB without a length; /ftp redirects to ftp."""
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        if self.path == "/slow":
+            time.sleep(3)
+        if self.path == "/ftp":
+            self.send_response(302)
+            self.send_header("Location", "ftp://127.0.0.1/x")
+            self.end_headers()
+            return
+        self.send_response(200)
+        self.end_headers()  # no Content-Length: read to the end of the stream
+        for _ in range(3 if self.path == "/stream" else 0):
+            self.wfile.write(b"x" * (1 << 20))
+
+
+@pytest.mark.parametrize(
+    ("path", "limit", "timeout", "why"),
+    [
+        ("/slow", 1 << 20, 1.0, "no answer in 1 s"),
+        ("/stream", 1 << 20, 30.0, "larger than the 1.0 MiB the limits leave"),
+        ("/ftp", 1 << 20, 30.0, "redirected to a ftp address"),
+    ],
+)
+def test_a_failed_download_is_a_short_reason(tmp_path, path, limit, timeout, why):
+    from analyzer.bot.attachments import FetchError, fetch
+    from loopback import LoopbackServer
+
+    with LoopbackServer(_Slow) as srv, pytest.raises(FetchError) as caught:
+        fetch(f"{srv.url}{path}", tmp_path / "x", limit, timeout)
+    assert str(caught.value).startswith(why), caught.value

@@ -51,10 +51,64 @@ class Relevance:
         return bool(self.material(report)) or self.words.search(text) is not None
 
 
+ASSOCIATIONS = frozenset(
+    [
+        "OWNER",
+        "MEMBER",
+        "COLLABORATOR",
+        "CONTRIBUTOR",
+        "FIRST_TIME_CONTRIBUTOR",
+        "FIRST_TIMER",
+        "MANNEQUIN",
+        "NONE",
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Authors:
+    """Whose comments are read with the issue: always the issue's author, and these logins
+    (lower-case) and author associations; never a bot's, never the bot's own.
+
+    >>> from analyzer.bot.github import Comment
+    >>> team = Authors.of(["MEMBER", "Alice"])
+    >>> [team.takes(Comment(1, "", who, kind, assoc), "rep", "hami-bot") for who, kind, assoc in [
+    ...     ("rep", "User", "NONE"), ("alice", "User", "NONE"), ("bob", "User", "MEMBER"),
+    ...     ("eve", "User", "NONE"), ("dependabot[bot]", "Bot", "NONE"),
+    ...     ("hami-bot", "User", "MEMBER")]]
+    [True, True, True, False, False, False]
+    """
+
+    logins: frozenset[str] = frozenset()
+    associations: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, names: list[str]) -> Authors:
+        """Names in ASSOCIATIONS are associations, anything else a login."""
+        return cls(
+            frozenset(n.lower() for n in names if n not in ASSOCIATIONS),
+            frozenset(n for n in names if n in ASSOCIATIONS),
+        )
+
+    def takes(self, comment, issue_author: str, me: str) -> bool:
+        who = comment.author.lower()
+        if comment.by_bot or not who or who == me.lower():
+            return False
+        return (
+            who == issue_author.lower()
+            or who in self.logins
+            or comment.association in self.associations
+        )
+
+
 @dataclass(frozen=True)
 class BotConfig:
     relevance: Relevance
     language: LanguagePolicy
+    authors: tuple[str, ...] = ()  # comments.authors: logins and associations read besides
+    accumulate: frozenset[str] = frozenset()  # kinds that add up across the thread
+    attachment_suffixes: tuple[str, ...] = ()
+    max_attachments: int = 0
 
 
 @functools.cache
@@ -65,6 +119,10 @@ def load_config() -> BotConfig:
     return BotConfig(
         Relevance(frozenset(rel["not_material"]), words),
         LanguagePolicy(float(doc["language"]["zh"]["min_share"])),
+        tuple(str(a) for a in doc["comments"]["authors"] or ()),
+        frozenset(doc["comments"]["accumulate"]),
+        tuple(str(s).lower() for s in doc["attachments"]["suffixes"]),
+        int(doc["attachments"]["max"]),
     )
 
 
@@ -75,6 +133,8 @@ class Options:
     min_confidence: str = "medium"
     comment_when: str = "fault-or-inconclusive"
     labels: dict[str, str] = field(default_factory=dict)  # category -> issue label
+    comment_authors: tuple[str, ...] = ()  # logins and associations read besides the author
+    bot_login: str = ""  # who the bot comments as; "" asks GitHub (GET /user)
 
     def __post_init__(self) -> None:
         if self.min_confidence not in CONFIDENCE_RANK:
@@ -85,6 +145,19 @@ class Options:
             raise BotInputError(
                 f"comment-when {self.comment_when!r} not one of {', '.join(COMMENT_WHEN)}"
             )
+
+
+def parse_names(text: str) -> tuple[str, ...]:
+    """The `comment-authors` input: logins and associations, split at commas and spaces.
+
+    >>> parse_names("MEMBER, OWNER alice\\nbob")
+    ('MEMBER', 'OWNER', 'alice', 'bob')
+    """
+    names = tuple(n for n in regex.split(r"[\s,]+", text) if n)
+    bad = [n for n in names if not regex.fullmatch(r"[A-Za-z0-9_-][\w.\[\]-]{0,99}", n)]
+    if bad:
+        raise BotInputError(f"comment-authors: {bad[0][:60]!r} is not a login or an association")
+    return names
 
 
 def parse_labels(text: str) -> dict[str, str]:

@@ -12,6 +12,7 @@ answer.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -25,14 +26,41 @@ MAX_PAGES = 30  # 3,000 comments: more than any issue the bot answers
 TIMEOUT = 60.0
 
 
+ACTIONS_BOT = "github-actions[bot]"  # who comments with the workflow's GITHUB_TOKEN
+_STATUS = re.compile(r"\(HTTP (\d{3})\)")
+
+
 class GitHubError(AnalyzerError):
     """A failed API call: one line naming the call (exit 1)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass(frozen=True)
 class Comment:
     id: int
     body: str
+    author: str = ""  # login
+    author_type: str = "User"  # User | Bot | Organization
+    association: str = "NONE"  # OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, ... NONE
+
+    @property
+    def by_bot(self) -> bool:
+        return self.author_type == "Bot" or self.author.lower().endswith("[bot]")
+
+    @classmethod
+    def from_api(cls, doc: dict) -> Comment:
+        """A comment as the REST API (and an issue_comment event) gives it."""
+        user = doc.get("user") if isinstance(doc.get("user"), dict) else {}
+        return cls(
+            int(doc["id"]),
+            str(doc.get("body") or ""),
+            str(user.get("login") or ""),
+            str(user.get("type") or "User"),
+            str(doc.get("author_association") or "NONE"),
+        )
 
 
 @dataclass(frozen=True)
@@ -40,6 +68,7 @@ class Issue:
     api: str  # API root, no trailing slash
     repo: str  # owner/name
     number: int
+    server: str = "https://github.com"  # the web host, where attachments live
 
     @property
     def url(self) -> str:
@@ -62,7 +91,8 @@ def gh_api(method: str, url: str, payload: Any = None) -> Any:
             raise GitHubError(f"gh api {method} {url}: no answer in {TIMEOUT:.0f} s") from None
     if res.returncode != 0:
         why = " ".join((res.stderr or res.stdout).split())[:300]
-        raise GitHubError(f"gh api {method} {url}: {why}")
+        status = _STATUS.search(res.stderr or "")
+        raise GitHubError(f"gh api {method} {url}: {why}", int(status[1]) if status else None)
     try:
         return json.loads(res.stdout) if res.stdout.strip() else None
     except json.JSONDecodeError:
@@ -73,10 +103,23 @@ def comments(issue: Issue) -> list[Comment]:
     out: list[Comment] = []
     for page in range(1, MAX_PAGES + 1):
         batch = gh_api("GET", f"{issue.url}/comments?per_page={PER_PAGE}&page={page}") or []
-        out += [Comment(int(c["id"]), str(c.get("body") or "")) for c in batch]
+        out += [Comment.from_api(c) for c in batch]
         if len(batch) < PER_PAGE:
             break
     return out
+
+
+def whoami(api: str) -> str:
+    """The login the token comments as: the user of a personal token, else (GET /user answers
+    403 to the workflow's GITHUB_TOKEN and to app tokens) github-actions[bot]."""
+    try:
+        return str((gh_api("GET", f"{api}/user") or {})["login"])
+    except GitHubError as exc:
+        if exc.status == 403:
+            return ACTIONS_BOT
+        raise
+    except (KeyError, TypeError):
+        raise GitHubError(f"gh api GET {api}/user: no login in the answer") from None
 
 
 def labels(issue: Issue) -> set[str]:

@@ -1,21 +1,36 @@
-"""One issue event end to end: analyse the issue, decide, and post, update or leave the bot's
-comment and labels; the action's outputs.
+"""One issue event end to end: gather what the bot reads (the issue, the comments of its author
+and of the authors the config allows, the files attached to them), analyse it as one thread,
+decide, and post, update or leave the bot's one comment and labels; the action's outputs.
 
-The bot's comment is the one ending in the analyzer's hidden marker. Its `input=` digest is the
-digest of the issue's title and body, so an edit that does not change the text (a label, a
-milestone, an edit undone) finds the same digest and makes no API write at all.
+The bot's comment is the one written by the bot's own login (the token's identity) that ends in
+the analyzer's hidden marker: a marker in anyone else's comment means nothing. Its `input=`
+digest covers everything analysed (the issue's title and body, the comments read, each
+attachment's digest), so an event that changes none of them (a label, a milestone, a comment by
+someone the bot does not read) makes no API write at all.
 """
 
 from __future__ import annotations
 
 import json
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import regex
 
 from analyzer.bot import github
-from analyzer.bot.decide import BotInputError, Decision, Options, decide, load_config
+from analyzer.bot.decide import (
+    Authors,
+    BotConfig,
+    BotInputError,
+    Decision,
+    Options,
+    decide,
+    load_config,
+)
+from analyzer.bundle.reader import Limits
+from analyzer.bundle.text import printable
+from analyzer.bundle.thread import Attachment, Post
 from analyzer.render.markdown import MARKER
 from analyzer.rules.model import RuleSet
 
@@ -24,19 +39,23 @@ _DIGEST = regex.compile(rf"<!-- {MARKER} version=\S+ rules=\S+ input=([0-9a-f]+)
 
 @dataclass(frozen=True)
 class Event:
-    raw: bytes
     text: str  # the issue as the analyzer reads it: "# title" and the body
     issue: github.Issue
+    author: str = ""  # the issue's author
+    comment: github.Comment | None = None  # the comment of an issue_comment event
+    deleted: bool = False  # that comment was deleted
+    pull_request: bool = False  # the "issue" is a pull request
 
 
 @dataclass(frozen=True)
 class Outcome:
-    decision: Decision
+    decision: Decision | None  # None when the event was ignored
     lang: str
-    action: str  # created | updated | unchanged | silent | dry-run
+    action: str  # created | updated | unchanged | silent | dry-run | ignored
     comment: str  # the comment the issue has (or would have) from this run; "" when none
     labels_added: tuple[str, ...] = ()
     labels_removed: tuple[str, ...] = ()
+    why: str = ""  # why the event was ignored
 
     @property
     def commented(self) -> bool:
@@ -45,6 +64,8 @@ class Outcome:
     def summary(self) -> str:
         """One line for the job log: what was done and why."""
         d = self.decision
+        if d is None:
+            return f"{self.action}: {self.why}"
         line = (
             f"{self.action}: {d.category} {d.rule_id or '-'} ({d.confidence}, {self.lang}); {d.why}"
         )
@@ -57,14 +78,14 @@ class Outcome:
     def outputs(self) -> dict[str, str]:
         d = self.decision
         return {
-            "category": d.category,
-            "rule-id": d.rule_id,
-            "confidence": d.confidence,
+            "category": d.category if d else "",
+            "rule-id": d.rule_id if d else "",
+            "confidence": d.confidence if d else "",
             "commented": "true" if self.commented else "false",
         }
 
 
-def read_event(path: Path, api: str, repo: str | None) -> Event:
+def read_event(path: Path, api: str, repo: str | None, server: str = "https://github.com") -> Event:
     from analyzer.bundle.issue import issue_from_payload
 
     try:
@@ -72,15 +93,30 @@ def read_event(path: Path, api: str, repo: str | None) -> Event:
         doc = json.loads(raw)
     except OSError as exc:
         raise BotInputError(f"{path}: {exc.strerror or exc}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise BotInputError(f"{path}: not a GitHub event (JSON): {exc}") from None
     issue = doc.get("issue") if isinstance(doc, dict) else None
     if not isinstance(issue, dict) or not isinstance(issue.get("number"), int):
-        raise BotInputError(f"{path}: the event has no issue (run the action on `issues` events)")
+        raise BotInputError(
+            f"{path}: the event has no issue (run the action on `issues` and `issue_comment` events)"
+        )
     repo = repo or ((doc.get("repository") or {}).get("full_name"))
     if not repo:
         raise BotInputError("no repository: the event names none and --repo is not given")
-    return Event(raw, issue_from_payload(raw), github.Issue(api.rstrip("/"), repo, issue["number"]))
+    comment = doc.get("comment")
+    try:
+        comment = github.Comment.from_api(comment) if isinstance(comment, dict) else None
+    except (KeyError, TypeError, ValueError):
+        raise BotInputError(f"{path}: the event's comment has no id") from None
+    user = issue.get("user") if isinstance(issue.get("user"), dict) else {}
+    return Event(
+        issue_from_payload(raw),
+        github.Issue(api.rstrip("/"), repo, issue["number"], server.rstrip("/")),
+        str(user.get("login") or ""),
+        comment,
+        doc.get("action") == "deleted",
+        bool(issue.get("pull_request")),
+    )
 
 
 def input_digest(body: str) -> str | None:
@@ -95,27 +131,40 @@ def run_bot(
     ruleset: RuleSet,
     redact: bool = False,
     dry_run: bool = False,
+    limits: Limits | None = None,
 ) -> Outcome:
-    from analyzer.analyze import analyze_issue
-    from analyzer.bundle.issue import parse_issue
+    from analyzer.analyze import analyze_parsed, thread_bundle
     from analyzer.render.markdown import render_markdown
 
     config = load_config()
-    lang = config.language.detect(parse_issue(event.text).prose)
-    raw, text = event.raw, event.text.encode("utf-8")
-    if redact:  # the comment is built from the redacted text only, as `analyze --redact` does
-        from analyzer.redact.bundle import redact_issue
-
-        raw = text = redact_issue(event.raw, [], None)
-    _bundle, report = analyze_issue(raw, ruleset, lang=lang)
-    decision = decide(report, event.text, options, config)
-    body = render_markdown(report, text, lang)
+    limits = limits or Limits()
+    authors = Authors.of([*config.authors, *options.comment_authors])
+    c = event.comment
+    if why := _not_for_the_bot(event, authors):  # before any API call
+        return Outcome(None, "", "ignored", "", why=why)
+    me = options.bot_login or (github.ACTIONS_BOT if dry_run else github.whoami(event.issue.api))
+    if c is not None and c.author.lower() == me.lower():
+        return Outcome(None, "", "ignored", "", why=f"the bot's own comment ({printable(me)})")
+    if dry_run:  # the payload alone: the issue and the event's comment
+        read = [c] if c is not None and not event.deleted else []
+        mine: list[github.Comment] = []
+    else:
+        everything = github.comments(event.issue)
+        mine = [x for x in everything if x.author.lower() == me.lower() and input_digest(x.body)]
+        read = [x for x in everything if authors.takes(x, event.author, me)]
+    with tempfile.TemporaryDirectory(prefix="hami-bot-") as tmp:
+        posts = _posts(event, read, config, limits, Path(tmp), fetch=not dry_run)
+        bundle, files = thread_bundle(posts, ruleset, limits, config.accumulate, redact)
+    lang = config.language.detect(files.prose)
+    report = analyze_parsed(bundle, ruleset, lang=lang)
+    text = "\n\n".join(p.text for p in posts)
+    decision = decide(report, text, options, config)
+    body = render_markdown(report, _digest_source(posts), lang, files.problems)
     if dry_run:
         return Outcome(decision, lang, "dry-run", body if decision.comment else "")
-    mine = [c for c in github.comments(event.issue) if input_digest(c.body)]
     if mine and input_digest(mine[0].body) == input_digest(body):
         return Outcome(decision, lang, "unchanged", mine[0].body)
-    if mine:  # the bot spoke before: its comment follows the text, even to say less
+    if mine:  # the bot spoke before: its comment follows the thread, even to say less
         github.update_comment(event.issue, mine[0].id, body)
         action = "updated"
     elif decision.comment:
@@ -125,6 +174,74 @@ def run_bot(
         action = "silent"
     added, removed = _sync_labels(event.issue, decision, options, owned=bool(mine))
     return Outcome(decision, lang, action, body if action != "silent" else "", added, removed)
+
+
+def _not_for_the_bot(event: Event, authors: Authors) -> str | None:
+    """Why the event is none of the bot's business: a pull request, or a comment it does not
+    read (a bot's, or by someone neither the issue's author nor among `authors`)."""
+    c = event.comment
+    if event.pull_request:
+        return "a pull request, not an issue"
+    if c is not None and c.by_bot:
+        return f"a comment by a bot ({printable(c.author)})"
+    if c is not None and not authors.takes(c, event.author, ""):
+        return (
+            f"a comment by {printable(c.author or 'nobody')}, whose comments the bot does not read"
+        )
+    return None
+
+
+def _posts(
+    event: Event,
+    comments: list[github.Comment],
+    config: BotConfig,
+    limits: Limits,
+    tmp: Path,
+    fetch: bool,
+) -> list[Post]:
+    """The thread in order, each post with its attachments fetched (or why not) into `tmp`,
+    the downloads together within the limits' bytes."""
+    from analyzer.bot.attachments import FetchError
+    from analyzer.bot.attachments import fetch as download
+    from analyzer.bundle.issue import attachment_links
+
+    texts = [("issue", event.text)] + [(f"comment-{i}", c.body) for i, c in enumerate(comments, 1)]
+    left, count, posts = limits.max_total_bytes, 0, []
+    for label, text in texts:
+        found: list[Attachment] = []
+        issue = event.issue
+        for link in attachment_links(text, issue.server, issue.repo, config.attachment_suffixes):
+            count += 1
+            if count > config.max_attachments:
+                why = f"not fetched: more than {config.max_attachments} attachments"
+            elif not fetch:
+                why = "not fetched (dry run)"
+            else:
+                dest = tmp / f"attachment-{count:03d}"
+                try:
+                    got = download(link.url, dest, left)
+                except FetchError as exc:
+                    why = str(exc)
+                else:
+                    left -= dest.stat().st_size
+                    found.append(Attachment(link.name, dest, sha256=got.sha256))
+                    continue
+            found.append(Attachment(link.name, None, why))
+        posts.append(Post(label, text, tuple(found)))
+    return posts
+
+
+def _digest_source(posts: list[Post]) -> bytes:
+    """Everything analysed: the issue's text (alone, it is exactly what `analyze --from-issue`
+    digests), each comment read, and each attachment's bytes' digest or why it is missing."""
+    parts = [posts[0].text]
+    parts += [f"\n\n<!-- {p.label} -->\n{p.text}" for p in posts[1:]]
+    parts += [
+        f"\n<!-- {p.label}/{a.name} {a.sha256 or a.problem} -->"
+        for p in posts
+        for a in p.attachments
+    ]
+    return "".join(parts).encode("utf-8", errors="replace")
 
 
 def _sync_labels(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field
+from urllib.parse import unquote
 
 import regex
 
@@ -24,6 +25,13 @@ _TAG_RE = regex.compile(
     r"</?(?:details|summary|p|br|div|b|strong|em|i|code|sub|sup|span)\b[^>]*>", regex.I
 )
 MAX_ISSUE_BYTES = 4 << 20
+# a file GitHub stores for an issue or comment: /user-attachments/files/ID/NAME, or (older)
+# /OWNER/REPO/files/ID/NAME; the host is matched by the caller
+_ATTACHMENT_PATH = (
+    r"/(?:user-attachments/files/\d{1,20}"
+    r"|(?P<owner>[A-Za-z0-9][\w.-]{0,99})/(?P<repo>[\w.-]{1,100})/files/\d{1,20})"
+    r"/(?P<name>[^\s()<>\[\]\"'`]{1,255})"
+)
 
 
 @dataclass
@@ -101,7 +109,8 @@ def _indented(prose_lines: list[str]) -> tuple[list[str], list[str]]:
     return blocks, rest
 
 
-def parse_issue(text: str) -> IssueText:
+def parse_issue(text: str, label: str = "issue") -> IssueText:
+    """The blocks (named `LABEL-block-NN.EXT`, in order) and the prose of one post."""
     if len(text.encode("utf-8", errors="replace")) > MAX_ISSUE_BYTES:
         raise BundleError(f"issue text larger than {MAX_ISSUE_BYTES >> 20} MiB")
     out = IssueText()
@@ -111,10 +120,10 @@ def parse_issue(text: str) -> IssueText:
     n = 0
     for lang, body in fenced:
         n += 1
-        out.blocks.append((f"issue-block-{n:02d}.{_ext(lang)}", body))
+        out.blocks.append((f"{label}-block-{n:02d}.{_ext(lang)}", body))
     for body in pres + indented:
         n += 1
-        out.blocks.append((f"issue-block-{n:02d}.txt", body))
+        out.blocks.append((f"{label}-block-{n:02d}.txt", body))
     prose = _TAG_RE.sub("", "\n".join(prose_lines))
     out.prose = html.unescape(prose)
     return out
@@ -140,3 +149,36 @@ def issue_from_payload(raw: bytes) -> str:
         title = issue.get("title") or ""
         return (f"# {title}\n\n" if title else "") + (issue.get("body") or "")
     return text
+
+
+@dataclass(frozen=True)
+class AttachmentLink:
+    url: str
+    name: str  # the file name as uploaded (URL-decoded)
+
+
+def attachment_links(
+    text: str, server: str, repo: str, suffixes: tuple[str, ...]
+) -> list[AttachmentLink]:
+    """The files attached to a post: links on the GitHub server itself (`server`, such as
+    https://github.com; never another host), under `user-attachments/files/` or this repository's
+    `files/`, whose name ends with one of `suffixes`; each once, in order.
+
+    >>> [a.name for a in attachment_links(
+    ...     "[b.tgz](https://github.com/user-attachments/files/1/b.tgz) "
+    ...     "https://github.com/o/r/files/2/dp%201.log. https://evil.example/o/r/files/3/x.log "
+    ...     "https://github.com/other/repo/files/4/y.log https://github.com/o/r/files/5/a.png",
+    ...     "https://github.com", "o/r", (".tgz", ".log"))]
+    ['b.tgz', 'dp 1.log']
+    """
+    base = regex.escape(server.rstrip("/"))
+    out: dict[str, AttachmentLink] = {}
+    for m in regex.finditer(base + _ATTACHMENT_PATH, text, regex.I):
+        if m["owner"] and f"{m['owner']}/{m['repo']}".lower() != repo.lower():
+            continue  # another repository's file: never fetched with this repository's token
+        raw = m["name"].rstrip(".,;:!?")
+        url = m[0][: len(m[0]) - len(m["name"])] + raw
+        name = unquote(raw)
+        if name.lower().endswith(suffixes) and url not in out:
+            out[url] = AttachmentLink(url, name)
+    return list(out.values())

@@ -8,17 +8,20 @@ inside a fence longer than any backtick run it contains, so it cannot close the 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 
 import regex
 
 from analyzer import __version__
 from analyzer.facts.model import STRENGTHS, Evidence
 from analyzer.messages import message
+from analyzer.report.collect import COLLECTED
 from analyzer.report.model import NodeReport, Report
 
 MAX_COMMENT = 65_536
 MAX_FINDINGS = 3
 MAX_COLLECT = 3
+MAX_UNREAD = 5  # lines about attachments that could not be analysed
 MARKER = "hami-bundle-analyzer"
 ZWSP = "\u200b"
 _MD_INLINE = regex.compile(r"([\\`*_\[\]|~])")  # emphasis, code, links, tables, strike
@@ -51,6 +54,19 @@ def code_block(text: str, limit: int = 4000) -> str:
     longest = max((len(m) for m in regex.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}text\n{text}\n{fence}"
+
+
+def table_cell(markdown: str) -> str:
+    r"""Inline Markdown made safe for a GFM table cell. GFM splits a row at every `|` not
+    escaped by a backslash, inside code spans too, before any inline parsing: a `|` in a node
+    name would end its cell mid-span and let the rest go live as raw HTML or mentions. Every `|`
+    gets its escape (GFM turns `\|` back into `|`, in code spans as well); one already escaped
+    stays as it is, and a backslash before it cannot cancel the escape.
+
+    >>> print(table_cell(r"`a|b` \| c \\|d"))
+    `a\|b` \| c \\\|d
+    """
+    return regex.sub(r"(?<!\\)((?:\\\\)*)\|", r"\1\\|", markdown)
 
 
 def code_span(text: object, limit: int = 120) -> str:
@@ -144,8 +160,14 @@ def _node_body(n: NodeReport, limit: int, lang: str) -> list[str]:
     return body
 
 
-def render_markdown(report: Report, digest_source: bytes = b"", lang: str = "en") -> str:
-    """The comment in `lang` (its fixed phrases; the rule texts are the report's own)."""
+def render_markdown(
+    report: Report,
+    digest_source: bytes = b"",
+    lang: str = "en",
+    unread: Sequence[tuple[str, str]] = (),
+) -> str:
+    """The comment in `lang` (its fixed phrases; the rule texts are the report's own).
+    `unread`: (attachment, why) of each attachment the bot could not analyse, one line each."""
     d = report.worst
     digest = hashlib.sha256(digest_source).hexdigest()[:16]
     marker = f"<!-- {MARKER} version={__version__} rules={report.rules_version} input={digest} -->"
@@ -165,17 +187,24 @@ def render_markdown(report: Report, digest_source: bytes = b"", lang: str = "en"
         ]
         for n in report.nodes:
             p = n.primary
-            head.append(
-                f"| {code_span(n.node or 'unknown', 80)} | {_icon(n)} `{p.category}`: {safe_text(p.title, 160)} |"
-            )
+            node = table_cell(code_span(n.node or "unknown", 80))
+            verdict = table_cell(f"{_icon(n)} `{p.category}`: {safe_text(p.title, 160)}")
+            head.append(f"| {node} | {verdict} |")
+    for name, why in unread[:MAX_UNREAD]:
+        line = message("attachment-unread", lang, name=code_span(name), why=safe_text(why, 300))
+        head += ["", f"⚠️ {line}"]
+    if len(unread) > MAX_UNREAD:
+        head += ["", "⚠️ " + message("attachments-unread-more", lang, n=len(unread) - MAX_UNREAD)]
     body = _node_body(d, MAX_FINDINGS, lang)
     for n in report.nodes[1:]:
         if n.faults():
             body += ["", "---", "", _headline(n, lang)]
             body += _node_body(n, 1, lang)
+    # leading with `hami-analyzer collect`, the checklist adds the single most useful item
+    shown = 2 if d.collect and d.collect[0].kind == COLLECTED else MAX_COLLECT
     if d.collect:
         body += ["", message("attach", lang)]
-        for c in d.collect[:MAX_COLLECT]:
+        for c in d.collect[:shown]:
             where = message("run-on-node", lang) if c.where == "node" else ""
             needs = (
                 message("set-first", lang, names=", ".join(code_span(v) for v in c.needs))
@@ -188,12 +217,12 @@ def render_markdown(report: Report, digest_source: bytes = b"", lang: str = "en"
                 code_block(c.command, 600),
             ]
     details: list[str] = []
-    if len(d.collect) > MAX_COLLECT:
+    if len(d.collect) > shown:
         details += [
             message("also-useful", lang),
             *[
                 f"- {safe_text(c.title, 200)}: {code_span(c.command, 300)}"
-                for c in d.collect[MAX_COLLECT:]
+                for c in d.collect[shown:]
             ],
             "",
         ]
@@ -225,9 +254,8 @@ def render_markdown(report: Report, digest_source: bytes = b"", lang: str = "en"
                 else message("gpu-unhealthy", lang)
                 + (message("health-absent", lang) if "health" in dev.absent else "")
             )
-            details.append(
-                f"| {safe_text(dev.id, 60)} | {safe_text(dev.type, 60)} | {dev.devmem} | {dev.count} | {health} |"
-            )
+            cells = (safe_text(dev.id, 60), safe_text(dev.type, 60), dev.devmem, dev.count, health)
+            details.append("| " + " | ".join(table_cell(str(c)) for c in cells) + " |")
         details.append("")
     files = ", ".join(f"{code_span(a.file, 80)} ({a.kind})" for a in report.inventory[:30])
     details.append(message("files-read", lang) + files)

@@ -316,7 +316,8 @@ class TerminalReport:
                 where = " (on the node)" if c.where == "node" else ""
                 needs = f"  [set {', '.join(c.needs)} first]" if c.needs else ""
                 out.append(f"  • {self.s.text(c.title)}{where}{needs}")
-                out.append(f"      $ {self.s.text(c.command)}")
+                # one command a line (`collect` comes after the line that installs it)
+                out += [f"      $ {line}" for line in self.s.text(c.command).splitlines()]
         if n.rule_errors:
             out += ["", "Rule errors:"] + [f"  ! {self.s.text(x)}" for x in n.rule_errors]
         out += ["", self.s.text(n.clock.how)]

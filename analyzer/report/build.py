@@ -261,7 +261,9 @@ def build_node(
         rule_errors=tuple(
             [*ctx.index.errors, *(r.error for r in results if r.outcome == ERROR and r.error)]
         ),
-        collect=collect.choose(verdict, results, ctx, ruleset.catalogue, lang),
+        collect=collect.choose(
+            verdict, results, ctx, ruleset.catalogue, lang, collected=bool(bundle.manifests)
+        ),
         version=_version_info(ctx),
         clock=ClockInfo(
             ctx.clock.collected_at, ctx.clock.year, ctx.clock.source, ctx.clock.missing

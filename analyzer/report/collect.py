@@ -1,17 +1,24 @@
 """What to collect next, chosen by the verdict: only what would confirm or overturn it, or
 decide between the remaining candidates. Nothing on a healthy node; at most three items on a
-confident verdict. Commands come from the kind catalogue with the values the bundle knows."""
+confident verdict. Commands come from the kind catalogue with the values the bundle knows.
+
+When `hami-analyzer collect` would gather more than one of the missing items (the cluster-side
+ones; it prints the node-side commands), or nothing points anywhere, the list leads with it (and
+the line that installs it), unless the bundle already is such an archive."""
 
 from __future__ import annotations
 
 from analyzer.facts.context import NodeContext
 from analyzer.kinds import Catalogue
+from analyzer.messages import message
 from analyzer.report.model import Collect, Verdict
 from analyzer.rules.engine import FIRED, NOT_EVALUATED, RuleResult
 
 DEFAULT_NAMESPACE = "kube-system"
 DEFAULT_RELEASE = "hami"  # the chart's documented release name
 VARIABLES = ("NODE", "NS", "RELEASE", "POD", "POD_NS")
+INSTALL = "pipx install git+https://github.com/Project-HAMi/hami-bundle-analyzer"
+COLLECTED = "collect-manifest"  # the kind that says the bundle is an archive of `collect`
 
 
 def fill(command: str, values: dict[str, str | None]) -> tuple[str, tuple[str, ...]]:
@@ -47,7 +54,9 @@ def choose(
     ctx: NodeContext,
     catalogue: Catalogue,
     lang: str = "en",
+    collected: bool = False,
 ) -> tuple[Collect, ...]:
+    """`collected`: the bundle is (or holds) an archive of `hami-analyzer collect`."""
     if verdict.category == "healthy":
         return ()
     present = ctx.index.present
@@ -83,9 +92,25 @@ def choose(
     limit = 3 if verdict.confidence == "high" and primary is not None else 5
     values = values_of(ctx)
     out = []
-    for kind, why in wanted[:limit]:
+    gathered = [kind for kind, _ in wanted if catalogue[kind].where != "node"]
+    if (len(gathered) > 1 or (primary is None and gathered)) and not collected:
+        out.append(collect_all(values.get("NODE"), lang))
+    for kind, why in wanted[: limit - len(out)]:  # the lead counts as one of the items
         k = catalogue[kind]
         command, needs = fill(k.collect, values)
         title = k.title_zh if lang == "zh" and k.title_zh else k.title
         out.append(Collect(kind, title, command, k.where, why, needs))
     return tuple(out)
+
+
+def collect_all(node: str | None, lang: str = "en") -> Collect:
+    """`hami-analyzer collect` for the node (or, with no node known, the nodes running HAMi),
+    after the line that installs it."""
+    command = "hami-analyzer collect" + (f" --node {_quote(node)}" if node else "")
+    return Collect(
+        COLLECTED,
+        message("collect-all", lang),
+        f"{INSTALL}\n{command} -o hami-bundle.tar.gz",
+        "cluster",
+        "gathers the cluster-side items below in one run and prints the node-side commands",
+    )

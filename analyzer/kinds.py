@@ -27,6 +27,7 @@ KIND_KEYS = {
     "scanned",
     "basic",
     "title_zh",
+    "packages",
 }
 SCANNED_FAMILIES = ("log", "text", "table")
 
@@ -48,6 +49,9 @@ class Kind:
     scanned: bool = False
     basic: bool = False  # asked for first when nothing points anywhere
     title_zh: str = ""  # the title in Chinese, for a Chinese issue's checklist
+    # Go package paths (or build source paths) of the component that writes this log: a panic
+    # whose stack names one of them is this component's crash, whatever file it was pasted in
+    packages: regex.Pattern | None = None
 
     @property
     def is_log(self) -> bool:
@@ -80,6 +84,13 @@ class Catalogue:
     def log_kinds(self) -> list[Kind]:
         return [k for k in self.kinds.values() if k.is_log and k.marker is not None]
 
+    def owner_of(self, where: str) -> str | None:
+        """The kind whose component a Go package path or source file path belongs to."""
+        for k in self.kinds.values():
+            if k.packages is not None and k.packages.search(where):
+                return k.id
+        return None
+
     def satisfied(self, present: set[str]) -> set[str]:
         """Kind ids a bundle holding `present` provides (describe output counts as the object)."""
         out = set(present)
@@ -88,6 +99,18 @@ class Catalogue:
             if k is not None:
                 out.update(k.counts_as)
         return out
+
+
+def _patterns(raw, what: str, problems: list[str]) -> list[str]:
+    """Regexes of a kind as `(?:...)` groups to join; a bad one is a problem naming it."""
+    out = []
+    for m in raw or []:
+        try:
+            regex.compile(m)
+            out.append(f"(?:{m})")
+        except regex.error as exc:
+            problems.append(f"{what} {m!r}: {exc}")
+    return out
 
 
 def load_catalogue(path: Path) -> Catalogue:
@@ -111,13 +134,8 @@ def load_catalogue(path: Path) -> Catalogue:
         parser = spec.get("parser")
         if parser is not None and parser not in PARSERS:
             problems.append(f"{path}: kind {kid}: parser {parser!r} not one of {PARSERS}")
-        markers = []
-        for m in spec.get("markers") or []:
-            try:
-                regex.compile(m)
-                markers.append(f"(?:{m})")
-            except regex.error as exc:
-                problems.append(f"{path}: kind {kid}: bad marker {m!r}: {exc}")
+        markers = _patterns(spec.get("markers"), f"{path}: kind {kid}: bad marker", problems)
+        packages = _patterns(spec.get("packages"), f"{path}: kind {kid}: bad package", problems)
         kinds[kid] = Kind(
             id=kid,
             title=str(spec.get("title", kid)),
@@ -132,6 +150,7 @@ def load_catalogue(path: Path) -> Catalogue:
             scanned=bool(spec.get("scanned", family in SCANNED_FAMILIES)),
             basic=bool(spec.get("basic", False)),
             title_zh=str(spec.get("title_zh", "")),
+            packages=regex.compile("|".join(packages)) if packages else None,
         )
     for k in kinds.values():
         for other in k.counts_as:

@@ -1,7 +1,11 @@
 """Score the analyzer on real cases (a folder per case with expected.yaml), both ways: the
 artefact files as an attached bundle (without issue.md), and issue.md alone as the issue bot
 reads it. Right (the category or an also_ok) = 1, inconclusive = 0.5, anything else = 0; a
-wrong verdict given with high or medium confidence is listed as confident-wrong."""
+wrong verdict given with high or medium confidence is listed as confident-wrong.
+
+The reliability table says whether a confidence level can be trusted: for each form and level,
+how many verdicts at that level were right, inconclusive and wrong. An expected "inconclusive"
+answered with inconclusive counts as right."""
 
 from __future__ import annotations
 
@@ -15,6 +19,8 @@ from analyzer.errors import AnalyzerError
 from analyzer.rules.model import RuleSet
 
 FORMS = ("files", "issue")
+LEVELS = ("high", "medium", "low", "none")  # none: the analysis failed
+OUTCOMES = ("right", "inconclusive", "wrong")
 SKIP = ("expected.yaml", "issue.md")
 
 
@@ -34,6 +40,12 @@ class CaseScore:
     def confident_wrong(self) -> bool:
         return self.score == 0 and self.confidence in ("high", "medium")
 
+    @property
+    def outcome(self) -> str:
+        if self.score == 1:
+            return "right"
+        return "inconclusive" if self.score else "wrong"
+
 
 @dataclass
 class ScoreResult:
@@ -49,6 +61,14 @@ class ScoreResult:
 
     def confident_wrong(self) -> list[CaseScore]:
         return [r for r in self.rows if r.confident_wrong]
+
+    def reliability(self, form: str) -> dict[str, dict[str, int]]:
+        """Per confidence level of the verdict: right / inconclusive / wrong counts."""
+        table = {level: {o: 0 for o in OUTCOMES} for level in LEVELS}
+        for r in self.rows:
+            if r.form == form:
+                table[r.confidence if r.confidence in LEVELS else "none"][r.outcome] += 1
+        return table
 
 
 def _score(category: str, ok: list[str]) -> float:
@@ -106,6 +126,11 @@ def render_score(result: ScoreResult, fmt: str = "text") -> str:
     if fmt == "json":
         doc = {
             "rows": [asdict(r) | {"confident_wrong": r.confident_wrong} for r in result.rows],
+            "reliability": {f: result.reliability(f) for f in FORMS},
+            "confident_wrong": [
+                {"case": r.case, "form": r.form, "got": r.got, "confidence": r.confidence}
+                for r in result.confident_wrong()
+            ],
             "totals": {
                 f: {
                     "score": result.total(f)[0],
@@ -126,9 +151,19 @@ def render_score(result: ScoreResult, fmt: str = "text") -> str:
     for f in FORMS:
         got, n = result.total(f)
         lines.append(f"{f:6}: {got:g}/{n} = {result.percent(f):.1f}%")
+    lines += ["", "reliability (verdicts per confidence level: right / inconclusive / wrong)"]
+    lines.append(f"{'form':6} {'level':7} {'right':>5} {'incon':>5} {'wrong':>5}")
+    for f in FORMS:
+        for level, row in result.reliability(f).items():
+            if any(row.values()):
+                lines.append(
+                    f"{f:6} {level:7} {row['right']:5} {row['inconclusive']:5} {row['wrong']:5}"
+                )
     wrong = result.confident_wrong()
-    lines.append(
-        f"confident-wrong: {len(wrong)}"
-        + (": " + ", ".join(f"{r.case} ({r.form})" for r in wrong) if wrong else "")
-    )
+    lines.append("")
+    lines.append(f"confident-wrong (wrong at medium or high): {len(wrong)}")
+    lines += [
+        f"  {r.case} ({r.form}): {r.got} [{r.confidence}] {r.rule_id or ''}, expected {r.expected}"
+        for r in wrong
+    ]
     return "\n".join(lines)

@@ -36,6 +36,12 @@ class Signature:
     prefilter: tuple[str, ...] = ()  # literals for the fast scan (default: derived from regex)
     symptom: bool = False  # a described symptom, not a printed line: weak evidence
     references: tuple[str, ...] = ()
+    category: str = ""  # the diagnosis the line points to; "context" (or none): no cause
+
+    @property
+    def carries_cause(self) -> bool:
+        """The line names a cause (a category of DESIGN.md), so some rule must weigh it."""
+        return self.category not in ("", "context", "healthy", "inconclusive")
 
     @cached_property
     def compiled(self) -> regex.Pattern:

@@ -6,6 +6,7 @@ is half right where a confident wrong verdict is not right at all."""
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from analyzer.analyze import analyze, analyze_issue
 from analyzer.score import FORMS, score_corpus
@@ -13,7 +14,7 @@ from conftest import SHARED
 
 CORPUS = SHARED / "corpus"
 CASES = sorted(p for p in CORPUS.iterdir() if p.is_dir()) if CORPUS.is_dir() else []
-FLOOR = 85.0  # percent, each form
+FLOOR = 90.0  # percent, each form
 needs_corpus = pytest.mark.skipif(not CASES, reason="../shared/corpus not present")
 
 
@@ -37,8 +38,8 @@ def test_corpus_case_analyses_cleanly(ruleset, case):
 
 @needs_corpus
 def test_corpus_score(ruleset, capsys):
-    """Issue 11's bar: >= 85 % in both forms, at most one confident-wrong verdict, and none on a
-    case whose expected reading is given with high confidence."""
+    """Issue 21's bar: >= 90 % in both forms, at most one confident-wrong verdict per form, and no
+    wrong verdict at high confidence (the reliability table's high row has no wrong)."""
     result = score_corpus(CORPUS, ruleset)
     with capsys.disabled():
         for form in FORMS:
@@ -47,6 +48,24 @@ def test_corpus_score(ruleset, capsys):
         print()
     for form in FORMS:
         assert result.percent(form) >= FLOOR, (form, result.percent(form))
-    wrong = result.confident_wrong()
-    assert len(wrong) <= 1, [(r.case, r.form, r.got) for r in wrong]
-    assert not [r for r in wrong if r.expected_confidence == "high"]
+        wrong = [r for r in result.confident_wrong() if r.form == form]
+        assert len(wrong) <= 1, [(r.case, r.got, r.confidence) for r in wrong]
+        assert result.reliability(form)["high"]["wrong"] == 0, form
+
+
+@needs_corpus
+def test_bot_never_posts_a_wrong_high(ruleset):
+    """With min-confidence high the bot posts a fault only when the reading is right."""
+    from analyzer.bot.decide import Options, decide, load_config
+
+    config, options = load_config(), Options(min_confidence="high")
+    for case in CASES:
+        issue = case / "issue.md"
+        if not issue.is_file():
+            continue
+        text = issue.read_bytes()
+        report = analyze_issue(text, ruleset)[1]
+        d = decide(report, text.decode("utf-8", "replace"), options, config)
+        if d.verdict == "fault":
+            exp = yaml.safe_load((case / "expected.yaml").read_text(encoding="utf-8"))
+            assert d.category in [exp["category"], *(exp.get("also_ok") or [])], case.name

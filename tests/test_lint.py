@@ -308,6 +308,26 @@ def test_rule_tests(tmp_path, monkeypatch, tests):
     )
 
 
+@covers(lint_mod.causes_consumed)
+def test_causes_consumed(tmp_path, monkeypatch):
+    """causes_consumed: a signature that names a cause no rule reads is a warning naming it;
+    the same signature read by a rule, or marked context, is not."""
+    write_rules(tmp_path, [probe_rule()], [probe_signature(category="runtime-other")])
+    assert_one_defect(
+        tmp_path,
+        monkeypatch,
+        lint_mod.causes_consumed,
+        "warning",
+        f"signature {SID}",
+        "carries the cause 'runtime-other' but no rule uses it",
+    )
+    used = probe_rule(when={"signature": SID})
+    write_rules(tmp_path, [used], [probe_signature(category="runtime-other")])
+    assert reported(tmp_path, lint_mod.causes_consumed, monkeypatch) == []
+    write_rules(tmp_path, [probe_rule()], [probe_signature(category="context")])
+    assert reported(tmp_path, lint_mod.causes_consumed, monkeypatch) == []
+
+
 @covers(lint_mod.translation_reads)
 def test_translation_reads(tmp_path, monkeypatch):
     """translation_reads: a zh text reading a fact the English never reads is an error."""

@@ -55,6 +55,14 @@ _POD_ROW_RE = re.compile(
 _NODE_DESCRIBE_RE = re.compile(
     r"(?m)^(?:Roles|Taints|Capacity|Allocatable|System Info|Conditions|Addresses|Unschedulable|ProviderID|PodCIDRs?):\s*"
 )
+# the sections a partial `kubectl describe node` paste may keep, in any subset
+_NODE_SECTION_RE = re.compile(
+    r"(?m)^(Labels|Taints|Capacity|Allocatable|Unschedulable|Conditions|Addresses|System Info"
+    r"|Allocated resources|Non-terminated Pods):"
+)
+_RESOURCE_LINE_RE = re.compile(
+    r"(?m)^\s+(?:cpu|memory|pods|ephemeral-storage|hugepages-\w+|[\w.-]+/[\w.-]+):\s+\d"
+)
 _POD_STRUCTURE_RE = re.compile(
     r"(?m)^(?:Containers|Events|Controlled By|QoS Class|Node-Selectors):"
 )
@@ -94,6 +102,12 @@ def sniff(text: str, catalogue: Catalogue) -> tuple[str, str]:
             return "node-describe", "kubectl describe node output"
     if re.search(r"(?m)^\s*Capacity:\s*$", head) and re.search(r"(?m)^\s*Allocatable:\s*$", head):
         return "node-describe", "Capacity/Allocatable blocks of kubectl describe node"
+    sections = set(_NODE_SECTION_RE.findall(head))
+    if not _POD_STRUCTURE_RE.search(head) and (
+        len(sections & {"Taints", "Capacity", "Allocatable", "Unschedulable", "System Info"}) >= 1
+        and (len(sections) >= 2 or _RESOURCE_LINE_RE.search(head))
+    ):
+        return "node-describe", f"sections of kubectl describe node ({', '.join(sorted(sections))})"
     if (re.search(r"(?m)^Name:\s+\S", head) and _POD_STRUCTURE_RE.search(head)) or (
         _EVENTS_HEADER_RE.search(head)
     ):
@@ -109,8 +123,10 @@ def sniff(text: str, catalogue: Catalogue) -> tuple[str, str]:
         return log_kind
     if _EVENT_ROW_RE.search(head):
         return "pod-describe", "kubectl describe pod event rows"
-    if len(_HELM_KEYS_RE.findall(head)) >= 2 or re.search(
-        r"(?m)^\s+(?:deviceSplitCount|nvidiaNodeSelector|runtimeClassName):", head
+    if (
+        re.search(r"(?m)^(?:USER-SUPPLIED|COMPUTED) VALUES:\s*$", head)
+        or (len(_HELM_KEYS_RE.findall(head)) >= 2)
+        or re.search(r"(?m)^\s+(?:deviceSplitCount|nvidiaNodeSelector|runtimeClassName):", head)
     ):
         if not re.search(r"(?m)^(?:apiVersion|kind):", head):
             return "helm-values", "YAML with HAMi chart keys (devicePlugin/scheduler/devices)"

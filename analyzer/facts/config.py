@@ -3,8 +3,16 @@ DaemonSet, ... objects), citing the line of the key."""
 
 from __future__ import annotations
 
+import re
+
 from analyzer.facts.model import FactSet, Where
 from analyzer.parse.configs import ConfigFacts
+
+KUBE_SCHEDULER_TAG_KEYS = (
+    "config.helm-values.scheduler.kubeScheduler.image.tag",
+    "config.helm-values.scheduler.kubeScheduler.imageTag",
+)
+_MINOR_RE = re.compile(r"v?1\.(\d+)(?:\.\d+)?")
 
 
 def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
@@ -23,3 +31,25 @@ def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
             path = f"config.{cf.kind}.{k}"
             if path not in facts.facts:
                 facts.put(path, v, Where(cf.file, cf.line_of(k)))
+
+
+def produce_skew(facts: FactSet) -> None:
+    """How many minor releases the chart's kube-scheduler image (a Kubernetes release tag, never a
+    HAMi version) is away from the node's kubelet.
+
+    >>> fs = FactSet(); fs.put(KUBE_SCHEDULER_TAG_KEYS[1], "v1.20.15"); fs.put("node.kubelet_version", "v1.28.2")
+    >>> produce_skew(fs); fs.value("helm.kube_scheduler_skew"), fs.value("helm.kube_scheduler_tag")
+    (8, 'v1.20.15')
+    >>> fs = FactSet(); fs.put(KUBE_SCHEDULER_TAG_KEYS[0], ""); produce_skew(fs); fs.value("helm.kube_scheduler_skew")
+    """
+    facts.mark_known("helm.")
+    for key in KUBE_SCHEDULER_TAG_KEYS:
+        tag = facts.value(key)
+        if isinstance(tag, str) and (m := _MINOR_RE.match(tag.strip())):
+            where = facts.where(key)
+            facts.put("helm.kube_scheduler_tag", tag, where)
+            kubelet = facts.value("node.kubelet_version")
+            k = _MINOR_RE.match(kubelet.strip()) if isinstance(kubelet, str) else None
+            if k:
+                facts.put("helm.kube_scheduler_skew", abs(int(m[1]) - int(k[1])), where)
+            return

@@ -13,12 +13,14 @@ from analyzer.facts import handshake as handshake_facts
 from analyzer.facts import lease as lease_facts
 from analyzer.facts import logs as log_facts
 from analyzer.facts import node as node_facts
+from analyzer.facts import panics as panic_facts
 from analyzer.facts import pod as pod_facts
 from analyzer.facts import register as register_facts
 from analyzer.facts import runtime as runtime_facts
 from analyzer.facts import selector as selector_facts
 from analyzer.facts import smi as smi_facts
 from analyzer.facts import version as version_facts
+from analyzer.facts import workloads as workload_facts
 from analyzer.facts.clock import Clock, infer_clock, parse_time, stamp_logs
 from analyzer.facts.matches import SignatureIndex, collect_matches
 from analyzer.facts.model import FactSet, Match
@@ -246,18 +248,15 @@ def _context(bundle, inputs: FactInputs, node, clock, index, names, decoded) -> 
     handshake = handshake_facts.produce(node, decoded, spec, facts, clock.collected_at)
     pod_facts.produce(bundle.pods, facts, name)
     config_facts.produce(bundle.configs, facts)
+    config_facts.produce_skew(facts)
     runtime_facts.produce(bundle.configs, facts)
     lease_facts.produce(bundle.configs, facts)
     selector_facts.produce(register.devices if register else [], facts)
     smi_facts.produce(bundle.logs, facts)
     log_facts.produce(bundle.logs, facts)
-    helm_tags = [
-        (str(v), f"{f.where}")
-        for p, f in facts.facts.items()
-        if p.startswith("config.helm-values.")
-        and p.endswith(("imageTag", "image.tag"))
-        and isinstance(v := f.value, str)
-    ]
+    panic_facts.produce(view, facts)
+    workload_facts.produce(bundle.logs, facts)
+    helm_tags = version_facts.hami_helm_tags(facts)
     # the annotation's encoding dates HAMi; a struct dump (`devices`) does not
     dated = facts.value("register.from") == "annotation" or (
         from_log is not None and bool(from_log.captures.get("register"))

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 from analyzer.facts.model import FactSet, Where
 from analyzer.parse.node import NodeFacts
 
@@ -10,12 +12,26 @@ _SECTION_PATHS = {
     "labels": ("node.labels.", "node.label_managers."),
     "annotations": ("node.annotations.", "node.hami_annotation_keys"),
     "taints": ("node.taints", "node.taint_keys"),
-    "capacity": ("node.capacity.",),
+    "capacity": ("node.capacity.", "node.capacity_gpu_resources"),
     "allocatable": ("node.allocatable.",),
     "allocated": ("node.allocated.",),
     "conditions": ("node.ready",),
     "spec": ("node.unschedulable",),
+    "system": ("node.kubelet_version", "node.os_image", "node.container_runtime"),
 }
+
+
+GPU_RESOURCE_RE = re.compile(r"gpu|/mig-", re.I)
+
+
+def gpu_resources(resources: dict[str, str]) -> list[str]:
+    """The GPU-like extended resources a node lists (nvidia.com/gpu, MIG profiles, the legacy
+    alpha.kubernetes.io/nvidia-gpu, other vendors'); cpu, memory and pods are not.
+
+    >>> gpu_resources({"cpu": "8", "nvidia.com/gpu": "8", "alpha.kubernetes.io/nvidia-gpu": "0"})
+    ['alpha.kubernetes.io/nvidia-gpu', 'nvidia.com/gpu']
+    """
+    return sorted(r for r in resources if GPU_RESOURCE_RE.search(r))
 
 
 def gpu_count(resources: dict[str, str], name: str = "nvidia.com/gpu") -> int | None:
@@ -31,6 +47,11 @@ def gpu_count(resources: dict[str, str], name: str = "nvidia.com/gpu") -> int | 
         return int(str(v).strip())
     except ValueError:
         return None
+
+
+def section_key(values: dict[str, str]) -> str | None:
+    """A key to cite for a whole Capacity block: its first resource."""
+    return f"capacity.{next(iter(values))}" if values else None
 
 
 def produce(node: NodeFacts | None, facts: FactSet, name: str | None = None) -> None:
@@ -80,6 +101,14 @@ def produce(node: NodeFacts | None, facts: FactSet, name: str | None = None) -> 
         facts.put("node.taint_keys", sorted(keys), at("taints"))
     if "spec" in node.sections:
         facts.put("node.unschedulable", node.unschedulable, at())
+    if "system" in node.sections:
+        for path, key in (
+            ("node.kubelet_version", "kubeletVersion"),
+            ("node.os_image", "osImage"),
+            ("node.container_runtime", "containerRuntimeVersion"),
+        ):
+            if node.node_info.get(key):
+                facts.put(path, str(node.node_info[key]), at())
     if "conditions" in node.sections:
         ready = [c for c in node.conditions if c.get("type") == "Ready"]
         facts.put(
@@ -91,6 +120,8 @@ def produce(node: NodeFacts | None, facts: FactSet, name: str | None = None) -> 
         for res, v in values.items():
             facts.put(f"node.{section}.{res}", v, at(f"{section}.{res}"))
         facts.put(f"node.{section}.gpu", gpu_count(values), at(f"{section}.nvidia.com/gpu"))
+        if section == "capacity":
+            facts.put("node.capacity_gpu_resources", gpu_resources(values), at(section_key(values)))
     if {"allocatable", "capacity"} <= node.sections:
         total, healthy = gpu_count(node.capacity), gpu_count(node.allocatable)
         if total is not None and healthy is not None:

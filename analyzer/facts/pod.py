@@ -7,6 +7,7 @@ from analyzer.facts.model import FactSet, Where
 from analyzer.parse.pod import PodFacts
 
 _DECIMAL = {"k": 10**3, "M": 10**6, "G": 10**9}  # kubectl describe prints 40000 as 40k
+GPU = "nvidia.com/gpu"
 
 
 def _number(v: str):
@@ -22,6 +23,12 @@ def _number(v: str):
         return int(text[:-1] if scale > 1 else text) * scale
     except ValueError:
         return v
+
+
+def _gpus(c) -> int | None:
+    """nvidia.com/gpu a container asks for (an extended resource's limit, else its request)."""
+    v = _number(c.limits.get(GPU, c.requests.get(GPU, 0)))
+    return v if isinstance(v, int) else None
 
 
 def relevant(pods: list[PodFacts], node: str | None) -> list[PodFacts]:
@@ -40,6 +47,9 @@ def produce(pods: list[PodFacts], facts: FactSet, node: str | None = None) -> No
     >>> produce([pod('kind: Pod\\nmetadata: {name: p}\\nspec:\\n  schedulerName: default-scheduler\\n  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: "3000"}}}]')], fs)
     >>> fs.value("pod.scheduler_name"), fs.value("pod.limits.nvidia.com/gpumem"), fs.lookup("pod.runtime_class").value
     ('default-scheduler', 3000, None)
+    >>> fs = FactSet(); produce([pod('kind: Pod\\nmetadata: {name: p}\\nspec:\\n  containers: [{name: a, resources: {limits: {nvidia.com/gpu: 1}}}, {name: b, resources: {requests: {nvidia.com/gpu: 2}}}, {name: c}]')], fs)
+    >>> fs.value("pod.gpu_total"), fs.value("pod.gpu_per_container_max")
+    (3, 2)
     >>> fs = FactSet(); produce([pod("Events:\\n  Warning  FailedScheduling  4m  default-scheduler  0/2 nodes are available", "pod-describe")], fs)
     >>> fs.value("pod.event_sources"), fs.lookup("pod.scheduler_name")
     (['default-scheduler'], UNKNOWN)
@@ -76,6 +86,9 @@ def produce(pods: list[PodFacts], facts: FactSet, node: str | None = None) -> No
             for c in x.containers:
                 for k, v in c.limits.items():
                     facts.put(f"pod.limits.{k}", _number(v), Where(x.file, x.first_line))
+        gpus = [n for n in (_gpus(c) for c in p.containers) if n is not None]
+        facts.put("pod.gpu_total", sum(gpus) if gpus else 0, at)
+        facts.put("pod.gpu_per_container_max", max(gpus) if gpus else 0, at)
     if "events" in sections:
         events = [e for x in pods for e in x.events]
         first = Where(pods[0].file, events[0].line) if events else at

@@ -63,6 +63,15 @@ FACTS: tuple[FactSpec, ...] = (
     _f("node.taint_keys", "list", "node", NODE, "keys of NoSchedule/NoExecute taints"),
     _f("node.unschedulable", "bool", "node", NODE, "spec.unschedulable"),
     _f("node.ready", "bool", "node", NODE, "the Ready condition is True"),
+    _f("node.kubelet_version", "str", "node", NODE, "status.nodeInfo.kubeletVersion (v1.28.2)"),
+    _f("node.os_image", "str", "node", NODE, "status.nodeInfo.osImage (Bottlerocket OS 1.19 ...)"),
+    _f(
+        "node.container_runtime",
+        "str",
+        "node",
+        NODE,
+        "status.nodeInfo.containerRuntimeVersion (containerd://1.7.2)",
+    ),
     _f(
         "node.allocatable.gpu",
         "int",
@@ -101,6 +110,14 @@ FACTS: tuple[FactSpec, ...] = (
     ),
     _f("node.allocated.*", "str", "node", NODE, "describe node's Allocated resources: requests"),
     _f("node.capacity.*", "str", "node", NODE, "status.capacity by resource name, raw"),
+    _f(
+        "node.capacity_gpu_resources",
+        "list",
+        "node",
+        NODE,
+        "GPU-like resources in Capacity (nvidia.com/gpu, MIG profiles, alpha.kubernetes.io/nvidia-gpu,"
+        " other vendors'); empty: no device plugin ever registered a GPU there",
+    ),
     _f("node.hami_annotation_keys", "list", "node", NODE, "hami.io/* and 4pd.io/* annotation keys"),
     # register annotation (node object, or register data a HAMi log printed)
     _f(
@@ -195,6 +212,20 @@ FACTS: tuple[FactSpec, ...] = (
         POD,
         "container resource limits, merged (numbers for nvidia.com/* resources)",
     ),
+    _f(
+        "pod.gpu_total",
+        "int",
+        "pod",
+        POD,
+        "nvidia.com/gpu summed over all containers of the pod (limit, else request)",
+    ),
+    _f(
+        "pod.gpu_per_container_max",
+        "int",
+        "pod",
+        POD,
+        "the most nvidia.com/gpu one container asks for (each of its vGPUs needs its own card)",
+    ),
     _f("pod.event_sources", "list", "pod", POD, "the From column of the pod's events"),
     _f("pod.event_reasons", "list", "pod", POD, "the Reason column of the pod's events"),
     _f("pod.container_reasons", "list", "pod", POD, "container state and last-state reasons"),
@@ -212,6 +243,20 @@ FACTS: tuple[FactSpec, ...] = (
         "config",
         (),
         "flattened config values: config.<kind>.<dotted.key> (known when that kind is in the bundle)",
+    ),
+    _f(
+        "helm.kube_scheduler_tag",
+        "str",
+        "config",
+        (),
+        "the chart's kube-scheduler image tag (scheduler.kubeScheduler.image.tag / imageTag)",
+    ),
+    _f(
+        "helm.kube_scheduler_skew",
+        "int",
+        "config",
+        (),
+        "minor releases between that kube-scheduler tag and the node's kubelet",
     ),
     _f("cdi.kinds", "list", "runtime", ("cdi-spec",), "CDI kinds in the bundle's CDI specs"),
     _f(
@@ -273,6 +318,13 @@ FACTS: tuple[FactSpec, ...] = (
         ("nvidia-smi",),
         "total GPU memory nvidia-smi reports (in a HAMi container: the gpumem limit)",
     ),
+    _f(
+        "nvidia_smi.gpu_count",
+        "int",
+        "smi",
+        ("nvidia-smi",),
+        "GPUs nvidia-smi lists (its table, -L or -q; inside a container only the ones it was given)",
+    ),
     _f("lease.holder", "str", "lease", ("lease",), "holderIdentity of the hami-scheduler Lease"),
     # versions: always known (None when no clue)
     _f(
@@ -312,6 +364,33 @@ FACTS: tuple[FactSpec, ...] = (
         "version",
         (),
         "version range of another component seen in the bundle (version.nvidia-device-plugin, ...)",
+    ),
+    # the device plugin's DaemonSet and pods as kubectl printed them
+    _f(
+        "device_plugin_ds.desired",
+        "int",
+        "workloads",
+        (),
+        "DESIRED of the device-plugin DaemonSets (get ds table, describe daemonset); the highest if several",
+    ),
+    _f("device_plugin_ds.name", "str", "workloads", (), "that DaemonSet's name"),
+    _f("device_plugin_ds.node_selector", "str", "workloads", (), "its Node-Selector (describe)"),
+    _f(
+        "device_plugin_pods.listed",
+        "int",
+        "workloads",
+        (),
+        "0 when a kubectl get of device-plugin pods or DaemonSets answered 'No resources found'",
+    ),
+    # Go panics
+    _f(
+        "panic.*",
+        "str",
+        "panic",
+        (),
+        "the first Go panic of the component whose log kind is named (panic.device-plugin-log,"
+        " panic.scheduler-log, ...), attributed by its stack's first claimed frame or else by the log"
+        " it came in; absent: no panic of that component",
     ),
     # log statistics
     _f(

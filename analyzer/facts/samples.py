@@ -36,3 +36,27 @@ def annotation_spec():
     from analyzer.rules import builtin_rules_dir
 
     return AnnotationSpec.load(builtin_rules_dir() / "annotations.yaml")
+
+
+def index_of(texts: dict[str, str], kind: str = "text"):
+    """The signature index of some pasted texts (file name -> text), each read as `kind`, with the
+    built-in signatures and kind catalogue."""
+    from analyzer.analyze import matcher_for
+    from analyzer.facts.clock import infer_clock, stamp_logs
+    from analyzer.facts.matches import collect_matches
+    from analyzer.parse.logs import parse_log
+    from analyzer.rules.loader import load_ruleset
+
+    rs = load_ruleset()
+    logs = [parse_log(artefact(kind, t, name), matcher_for(rs)) for name, t in texts.items()]
+    stamp_logs(logs, infer_clock([], [], [], False, None))
+    return collect_matches(logs, [kind] * len(logs), rs.signatures, rs.catalogue)
+
+
+def parsed(text: str, kind: str = "text"):
+    """One pasted text parsed as a log of `kind` (its lines, klog columns and signatures)."""
+    from analyzer.analyze import matcher_for
+    from analyzer.parse.logs import parse_log
+    from analyzer.rules.loader import load_ruleset
+
+    return parse_log(artefact(kind, text), matcher_for(load_ruleset()))

@@ -9,6 +9,13 @@ from analyzer.facts.model import FactSet, Where
 from analyzer.parse.logs import ParsedLog
 
 _TOTAL_RE = re.compile(r"(?:^\s*Total\s*:\s*(\d+)\s*MiB)|(?:\d+MiB\s*/\s*(\d+)MiB)")
+# a GPU row of the default table ("|   0  NVIDIA A100 ...  On  | 00000000:07:00.0 Off |"), a line of
+# `nvidia-smi -L` ("GPU 0: ... (UUID: GPU-...)"), or -q's "Attached GPUs : 8"
+_GPU_ROW_RE = re.compile(
+    r"^\|\s+(\d+)\s+\S.*\|\s+[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d"
+)
+_GPU_LIST_RE = re.compile(r"^GPU (\d+): .*\(UUID: GPU-")
+_ATTACHED_RE = re.compile(r"^\s*Attached GPUs\s*:\s*(\d+)")
 
 
 def produce(logs: list[ParsedLog], facts: FactSet) -> None:
@@ -17,6 +24,7 @@ def produce(logs: list[ParsedLog], facts: FactSet) -> None:
     UNKNOWN
     """
     best: tuple[int, Where] | None = None
+    gpus: tuple[int, Where] | None = None
     for log in logs:
         if log.artefact.kind != "nvidia-smi":
             continue
@@ -27,5 +35,26 @@ def produce(logs: list[ParsedLog], facts: FactSet) -> None:
                 total = int(m.group(1) or m.group(2))
                 if best is None or total > best[0]:
                     best = (total, Where(log.artefact.file.name, line))
+            n = _gpu_count(text or "")
+            if n is not None and (gpus is None or n > gpus[0]):
+                gpus = (n, Where(log.artefact.file.name, line))
     if best is not None:
         facts.put("nvidia_smi.total_mib", best[0], best[1])
+    if gpus is not None:
+        facts.put("nvidia_smi.gpu_count", gpus[0], gpus[1])
+
+
+def _gpu_count(text: str) -> int | None:
+    """How many GPUs a line of nvidia-smi output shows at least.
+
+    >>> _gpu_count("|   1  NVIDIA A100-SXM4-40GB          On  | 00000000:0F:00.0 Off |                    0 |")
+    2
+    >>> _gpu_count("GPU 3: NVIDIA H100 80GB HBM3 (UUID: GPU-1b2c)"), _gpu_count("Attached GPUs                             : 8")
+    (4, 8)
+    >>> _gpu_count("| N/A   34C    P8     9W /  70W |      0MiB /  3000MiB |      0%      Default |")
+    """
+    if m := _GPU_ROW_RE.match(text) or _GPU_LIST_RE.match(text):
+        return int(m.group(1)) + 1
+    if m := _ATTACHED_RE.match(text):
+        return int(m.group(1))
+    return None

@@ -17,12 +17,57 @@ _HAMI_IMAGE_RE = re.compile(
     r":v?(\d+\.\d+\.\d+)(?:[-@]|$)"
 )
 _TAG_RE = re.compile(r"v?(\d+)\.(\d+)\.(\d+)$")
+# helm values keys of images that are not HAMi's own: the chart's upstream kube-scheduler (its tag is a
+# Kubernetes release, v1.2x / v1.3x), the webhook's cert generator, the mock plugin
+_NOT_HAMI_KEY_RE = re.compile(r"(?i)kube-?scheduler|patch|certgen|mock")
+_HAMI_REPO_RE = re.compile(r"(?i)hami|vgpu")
+HELM = "config.helm-values."
+
+
+def hami_helm_tags(facts: FactSet) -> list[tuple[str, str]]:
+    """Image tags of helm values that name HAMi's own images: a tag whose sibling repository is
+    HAMi's, or one with no repository beside it (global.imageTag) outside the upstream images.
+
+    >>> fs = FactSet()
+    >>> for k, v in {"global.imageTag": "v2.9.0", "scheduler.kubeScheduler.image.tag": "v1.31.2",
+    ...     "scheduler.kubeScheduler.imageTag": "v1.20.0", "scheduler.patch.image.tag": "v1.5.2",
+    ...     "devicePlugin.image.repository": "projecthami/hami", "devicePlugin.image.tag": "v2.9.0"}.items():
+    ...     fs.put(HELM + k, v)
+    >>> [t for t, _ in hami_helm_tags(fs)]
+    ['v2.9.0', 'v2.9.0']
+    """
+    out = []
+    for path, f in facts.facts.items():
+        if not (path.startswith(HELM) and path.endswith(("imageTag", "image.tag"))):
+            continue
+        if not isinstance(f.value, str):
+            continue
+        base = path[: -len("Tag")] if path.endswith("imageTag") else path[: -len(".tag")]
+        repo = facts.value(base + ".repository") or facts.value(base)
+        if isinstance(repo, str) and repo:
+            if not _HAMI_REPO_RE.search(repo):
+                continue
+        elif _NOT_HAMI_KEY_RE.search(path):
+            continue
+        out.append((f.value, f"{f.where}"))
+    return out
+
+
+_MINOR_RE = re.compile(r"v?(\d+)\.(\d+)$")
 
 
 def tag_evidence(inf: VersionInference, tag: str, where: str, what: str) -> None:
+    """A version evidence from a tag: x.y.z exactly, or x.y as every x.y.* (a driver "570.86").
+
+    >>> inf = VersionInference(); tag_evidence(inf, "570.86", "smi.txt:1", "driver"); str(inf.range)
+    '>=v570.86.0,<v570.87.0'
+    """
     m = _TAG_RE.match(tag.strip())
     if m:
         inf.add(VersionEvidence(Range.parse(f"=={m[1]}.{m[2]}.{m[3]}"), f"{what} {tag}", where))
+    elif m := _MINOR_RE.match(tag.strip()):
+        rng = Range.parse(f">={m[1]}.{m[2]}.0,<{m[1]}.{int(m[2]) + 1}.0")
+        inf.add(VersionEvidence(rng, f"{what} {tag}", where))
 
 
 def hami_image_version(image: str) -> str | None:

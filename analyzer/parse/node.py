@@ -13,7 +13,17 @@ from analyzer.parse.shape import conform
 from analyzer.parse.structured import _FastLoader, load_documents
 
 NODE_SECTIONS = frozenset(
-    {"labels", "annotations", "taints", "capacity", "allocatable", "conditions", "images", "spec"}
+    {
+        "labels",
+        "annotations",
+        "taints",
+        "capacity",
+        "allocatable",
+        "conditions",
+        "images",
+        "spec",
+        "system",
+    }
 )
 _DESCRIBE_SECTIONS = {
     "Labels": "labels",
@@ -24,6 +34,14 @@ _DESCRIBE_SECTIONS = {
     "Conditions": "conditions",
     "Unschedulable": "spec",
     "Allocated resources": "allocated",
+    "System Info": "system",
+}
+# describe's System Info lines -> status.nodeInfo keys
+_SYSTEM_INFO = {
+    "Kubelet Version": "kubeletVersion",
+    "OS Image": "osImage",
+    "Container Runtime Version": "containerRuntimeVersion",
+    "Kernel Version": "kernelVersion",
 }
 _FRAGMENT_LINE_RE = re.compile(
     r'^\s*(?:Annotations:\s+|-\s+)?"?(?P<key>(?:[\w.-]+/)?[\w.-]+)"?\s*:\s*(?P<value>.*?)\s*,?$'
@@ -206,6 +224,7 @@ def _present_sections(meta: dict, spec: dict, status: dict) -> frozenset[str]:
     have = {"labels": "labels" in meta, "annotations": "annotations" in meta}
     have |= {k: k in status for k in ("capacity", "allocatable", "conditions", "images")}
     have |= {"taints": bool(spec) or "capacity" in status, "spec": bool(spec)}
+    have["system"] = "nodeInfo" in status
     return frozenset(k for k, v in have.items() if v)
 
 
@@ -324,7 +343,8 @@ def _describe_item(n: NodeFacts, section: str, body: str, lineno: int) -> None:
         k, sep, v = body.partition(":")
         if sep:
             target = n.capacity if section == "Capacity" else n.allocatable
-            target[k.strip()] = v.strip()
+            # kubectl prints one quantity; what follows it is the reporter's note ("<== here")
+            target[k.strip()] = (v.split() or [""])[0]
             n.line_of.setdefault(f"{section.lower()}.{k.strip()}", lineno)
     elif section == "Allocated resources":
         parts = re.split(r"\s{2,}", body)
@@ -335,6 +355,10 @@ def _describe_item(n: NodeFacts, section: str, body: str, lineno: int) -> None:
         ):
             n.allocated[parts[0]] = parts[1].split(" (")[0]
             n.line_of.setdefault(f"allocated.{parts[0]}", lineno)
+    elif section == "System Info":
+        k, sep, v = body.partition(":")
+        if sep and k.strip() in _SYSTEM_INFO:
+            n.node_info[_SYSTEM_INFO[k.strip()]] = v.strip()
     elif section == "Conditions":
         parts = re.split(r"\s{2,}", body)
         if len(parts) >= 2 and parts[0] not in ("Type", "----"):

@@ -37,6 +37,7 @@ class ContainerState:
     last_reason: str | None = None
     last_message: str | None = None
     limits: dict[str, str] = field(default_factory=dict)
+    requests: dict[str, str] = field(default_factory=dict)
 
 
 POD_SECTIONS = frozenset({"header", "annotations", "limits", "events", "containers", "spec"})
@@ -101,6 +102,7 @@ def _parse_yaml(artefact: Artefact) -> list[PodFacts]:
         for c in spec.get("containers", []):
             cs = ContainerState(c.get("name", ""))
             cs.limits = c.get("resources", {}).get("limits", {})
+            cs.requests = c.get("resources", {}).get("requests", {})
             st = statuses.get(cs.name, {})
             for state_name, detail in st.get("state", {}).items():
                 cs.state, cs.reason, cs.message = (
@@ -200,8 +202,8 @@ def _parse_describe(artefact: Artefact) -> PodFacts:
             sub = key
             if key == "Limits":
                 seen.add("limits")
-        elif (sub == "Limits" and "/" in key) or (sub == "Limits" and key in ("cpu", "memory")):
-            container.limits[key] = value
+        elif sub in ("Limits", "Requests") and ("/" in key or key in ("cpu", "memory")):
+            (container.limits if sub == "Limits" else container.requests)[key] = value
     if "containers" in seen and "limits" not in seen:
         seen.add("limits")  # a full Containers section without Limits: none are set
     p.sections = frozenset(seen)

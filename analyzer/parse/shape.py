@@ -145,7 +145,9 @@ POD: dict[str, Shape] = {
         "nodeName": Text,
         "schedulerName": Text,
         "runtimeClassName": Text,
-        "containers": ListOf({"name": Text, "resources": {"limits": _TEXT_MAP}}),
+        "containers": ListOf(
+            {"name": Text, "resources": {"limits": _TEXT_MAP, "requests": _TEXT_MAP}}
+        ),
     },
     "status": {"phase": Text, "containerStatuses": ListOf(_CONTAINER_STATUS)},
 }

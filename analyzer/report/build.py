@@ -7,6 +7,7 @@ from __future__ import annotations
 from analyzer import __version__
 from analyzer.decisions import build_decisions
 from analyzer.facts.context import NodeContext
+from analyzer.facts.model import lower
 from analyzer.facts.registry import cited
 from analyzer.messages import message
 from analyzer.parse.logs import ParsedLog
@@ -144,14 +145,50 @@ def _links(flat: list[Finding], results: list[RuleResult]) -> tuple[LinkState, .
     return tuple(out)
 
 
+def competing(faults: list[Finding]) -> list[Finding]:
+    """Other causes as certain and as grave as the first one that no rule declares a consequence
+    of it (by `explains`): a cause of another category at the same confidence and severity (or
+    worse). A lesser finding (a warning beside an error) and findings that are no cause
+    (category inconclusive, severity info) do not compete."""
+    head = faults[0]
+    return [
+        f
+        for f in faults[1:]
+        if f.category != head.category
+        and f.confidence == head.confidence
+        and SEVERITY_RANK[f.severity] <= SEVERITY_RANK[head.severity]
+        and f.severity != "info"
+        and f.category not in ("inconclusive", "healthy")
+    ]
+
+
 def _verdict(
     findings: list[Finding], links: tuple[LinkState, ...], ctx: NodeContext, lang: str = "en"
 ) -> Verdict:
     faults = [f for f in findings if f.kind == "fault"]
     if faults:
         f = faults[0]
+        rivals = competing(faults)
+        if not rivals:
+            return Verdict(
+                f.rule_id,
+                f.category,
+                f.severity,
+                f.title,
+                f.case,
+                f.confidence,
+                f.confidence_reason,
+            )
+        named = "; ".join(f"{r.title} ({r.rule_id})" for r in rivals[:2])
         return Verdict(
-            f.rule_id, f.category, f.severity, f.title, f.case, f.confidence, f.confidence_reason
+            f.rule_id,
+            f.category,
+            f.severity,
+            f.title,
+            f.case,
+            lower(f.confidence),
+            f.confidence_reason + message("reason-competing", lang, rivals=named),
+            tuple(r.rule_id for r in rivals),
         )
     state = {ln.link: ln.state for ln in links}
     from_object = ctx.facts.value("register.from") == "annotation"

@@ -68,6 +68,7 @@ class Verdict:
     case: int | None = None
     confidence: str = "high"
     confidence_reason: str = ""
+    competing: tuple[str, ...] = ()  # rule ids of other causes as certain as this one
 
     @property
     def likely(self) -> bool:

@@ -219,6 +219,23 @@ def translation_reads(rs: RuleSet) -> Iterator[Problem]:
             )
 
 
+def causes_consumed(rs: RuleSet) -> Iterator[Problem]:
+    """A signature that names a cause is read by some rule: otherwise its line, however specific,
+    never reaches a verdict, and a wrapper line around it (an admission error, an OCI error)
+    decides instead."""
+    used = {
+        sid
+        for rule in rs.rules.values()
+        for sid in signatures_in(rule.when) + signatures_in(rule.unless)
+    }
+    for s in rs.signatures.values():
+        if s.carries_cause and s.id not in used:
+            yield (
+                "warning",
+                f"{s.file}:{s.line}: signature {s.id} carries the cause {s.category!r} but no rule uses it",
+            )
+
+
 def rule_tests(rs: RuleSet) -> Iterator[Problem]:
     """Every rule has at least one case it must fire on (ruff-style: each rule is tested)."""
     for rule in rs.rules.values():
@@ -233,6 +250,7 @@ VALIDATORS: tuple[Callable[[RuleSet], Iterator[Problem]], ...] = (
     references_resolve,
     template_captures,
     translation_reads,
+    causes_consumed,
     rule_tests,
 )
 

@@ -289,6 +289,7 @@ def _load_signature(path: str, s: Any, catalogue, problems: list[str]) -> Signat
         prefilter=tuple(lits) or tuple(required_literals(pattern) or ()),
         symptom=bool(s.get("symptom", False)),
         references=tuple(str(x) for x in _as_list(s.get("references"))),
+        category=str(s.get("category") or ""),
     )
     sig.__dict__["compiled"] = compiled  # already compiled for validation: seed the cache
     return sig

@@ -1,0 +1,121 @@
+"""Whether the device plugin runs anywhere, from what kubectl printed about its DaemonSet and pods:
+`kubectl get ds` rows (DESIRED), `kubectl describe daemonset` (Desired Number of Nodes Scheduled,
+Node-Selector), and a listing of the plugin's pods or DaemonSets that answered "No resources
+found in <ns> namespace." A DaemonSet counts as a device plugin's when its name says so."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from analyzer.facts.model import FactSet, Where
+from analyzer.parse.logs import ParsedLog
+
+PLUGIN_RE = re.compile(r"device[-_]?plugin|nvdp|vgpu-device", re.I)
+NOT_PLUGIN_RE = re.compile(r"mps-control|validator", re.I)  # GPU Operator DaemonSets named after it
+_GET_RE = re.compile(
+    r"\bkubectl\b(?P<args>.*?\bget\s+(?P<res>po|pods?|ds|daemonsets?(?:\.apps)?|all)\b.*)$", re.I
+)
+_NONE_RE = re.compile(r"^No resources found(?: in (?P<ns>\S+) namespace)?\.?\s*$")
+_DS_HEADER_RE = re.compile(r"^(?:NAMESPACE\s+)?NAME\s+DESIRED\s+CURRENT\s+READY\s+UP-TO-DATE")
+_DS_ROW_RE = re.compile(
+    r"^(?:(?P<ns>[a-z0-9][\w.-]*)\s+)?(?P<name>[a-z0-9][\w.-]*)\s+(?P<desired>\d+)\s+(?P<current>\d+)"
+    r"\s+(?P<ready>\d+)\s+\d+\s+\d+(?:\s+(?P<selector>\S+))?"
+)
+_DESCRIBE_NAME_RE = re.compile(r"^Name:\s+(?P<name>\S+)\s*$")
+_DESCRIBE_DESIRED_RE = re.compile(r"^Desired Number of Nodes Scheduled:\s*(?P<n>\d+)\s*$")
+_DESCRIBE_SELECTOR_RE = re.compile(r"^Node-Selector:\s*(?P<sel>.*?)\s*$")
+
+
+@dataclass
+class DaemonSetSeen:
+    name: str
+    desired: int
+    node_selector: str | None
+    where: Where
+
+
+def daemonsets(log: ParsedLog) -> list[DaemonSetSeen]:
+    """Device-plugin DaemonSets a `get ds` table or a `describe daemonset` shows."""
+    out: list[DaemonSetSeen] = []
+    file = log.artefact.file.name
+    in_table = False
+    name: str | None = None
+    selector: str | None = None
+    for line, text in log.frame.select("line", "text").iter_rows():
+        text = (text or "").rstrip()
+        if _DS_HEADER_RE.match(text):
+            in_table = True
+            continue
+        if in_table:
+            m = _DS_ROW_RE.match(text)
+            if m is None:
+                in_table = bool(text.strip() == "") and in_table
+                continue
+            if _is_plugin(m["name"]):
+                out.append(
+                    DaemonSetSeen(m["name"], int(m["desired"]), m["selector"], Where(file, line))
+                )
+            continue
+        if m := _DESCRIBE_NAME_RE.match(text):
+            name, selector = m["name"], None
+        elif (m := _DESCRIBE_SELECTOR_RE.match(text)) and name:
+            selector = m["sel"]
+        elif (m := _DESCRIBE_DESIRED_RE.match(text)) and name and _is_plugin(name):
+            out.append(DaemonSetSeen(name, int(m["n"]), selector, Where(file, line)))
+            name = None
+    return out
+
+
+def _is_plugin(name: str) -> bool:
+    return bool(PLUGIN_RE.search(name)) and not NOT_PLUGIN_RE.search(name)
+
+
+def empty_listing(log: ParsedLog) -> Where | None:
+    """The "No resources found" answer of a `kubectl get` that asked for device-plugin pods or
+    DaemonSets (by name, label, grep or namespace): the plugin is not deployed there."""
+    asked = False
+    for line, text in log.frame.select("line", "text").iter_rows():
+        text = (text or "").strip()
+        if m := _GET_RE.search(text):
+            asked = bool(PLUGIN_RE.search(m["args"]))
+            continue
+        if asked and _NONE_RE.match(text):
+            return Where(log.artefact.file.name, line)
+        if text:
+            asked = False
+    return None
+
+
+def produce(logs: list[ParsedLog], facts: FactSet) -> None:
+    """
+    >>> from analyzer.facts.samples import parsed
+    >>> fs = FactSet(); produce([parsed("$ kubectl get ds -n gpu\\nNAME  DESIRED  CURRENT  READY  UP-TO-DATE  AVAILABLE  NODE SELECTOR  AGE\\nnvdp-nvidia-device-plugin  0  0  0  0  0  <none>  3m\\n")], fs)
+    >>> fs.value("device_plugin_ds.desired"), fs.value("device_plugin_ds.name"), str(fs.where("device_plugin_ds.desired"))
+    (0, 'nvdp-nvidia-device-plugin', 'sample.txt:3')
+    >>> fs = FactSet(); produce([parsed("Name:           hami-device-plugin\\nSelector:       app=x\\nNode-Selector:  gpu=on\\nDesired Number of Nodes Scheduled: 0\\n")], fs)
+    >>> fs.value("device_plugin_ds.desired"), fs.value("device_plugin_ds.node_selector")
+    (0, 'gpu=on')
+    >>> table = "NAME  DESIRED  CURRENT  READY  UP-TO-DATE  AVAILABLE  NODE SELECTOR  AGE\\n"
+    >>> rows = "hami-device-plugin  2  2  2  2  2  gpu=on  9d\\nnvidia-device-plugin-mps-control-daemon  0  0  0  0  0  x=y  9d\\nold-nvidia-device-plugin  0  0  0  0  0  z=w  9d\\n"
+    >>> fs = FactSet(); produce([parsed(table + rows)], fs); fs.value("device_plugin_ds.desired")
+    2
+    >>> fs = FactSet(); produce([parsed("root@m1:~# kubectl get pods -n kube-system -l app.kubernetes.io/component=hami-device-plugin\\nNo resources found in kube-system namespace.\\n")], fs)
+    >>> fs.value("device_plugin_pods.listed"), fs.value("device_plugin_ds.desired")
+    (0, None)
+    >>> fs = FactSet(); produce([parsed("$ kubectl get pods -n monitoring\\nNo resources found in monitoring namespace.\\n")], fs)
+    >>> fs.value("device_plugin_pods.listed")
+    """
+    facts.mark_known("device_plugin_ds.", "device_plugin_pods.")
+    seen = [ds for log in logs for ds in daemonsets(log)]
+    if seen:  # the plugin runs nowhere only when every device-plugin DaemonSet wants no node
+        ds = max(seen, key=lambda d: d.desired)
+        facts.put("device_plugin_ds.desired", ds.desired, ds.where)
+        facts.put("device_plugin_ds.name", ds.name, ds.where)
+        if ds.node_selector:
+            facts.put("device_plugin_ds.node_selector", ds.node_selector, ds.where)
+    for log in logs:
+        where = empty_listing(log)
+        if where is not None:
+            facts.put("device_plugin_pods.listed", 0, where)
+            break

@@ -22,6 +22,7 @@ STEPS = [
 # commands (and kubectl/helm/... subcommands) that only look
 READERS = {
     "cat",
+    "lsmod",
     "dmesg",
     "grep",
     "head",

@@ -79,6 +79,15 @@ class Style:
             return text
         return f"\x1b[{STYLE.get(style, style)}m{text}\x1b[0m"
 
+    def hanging(self, head: str, head_width: int, text: str, style: str | None = None) -> list[str]:
+        """`head` (already painted, `head_width` columns on screen), then untrusted `text`
+        wrapped to the width with its later lines under its first; each line of it painted."""
+        lines = [ln[head_width:] for ln in self.wrap(text, " " * head_width)]
+        return [
+            (head if i == 0 else " " * head_width) + self.paint(ln, style)
+            for i, ln in enumerate(lines)
+        ]
+
     def wrap(self, text: str, indent: str, hang: str = "") -> list[str]:
         """Untrusted prose wrapped to the width; `hang` more indent after a paragraph's first line."""
         width = max(self.width - len(indent) - len(hang), 40)
@@ -225,11 +234,9 @@ class TerminalReport:
         return self.s.paint(SYMBOL.get(severity, "?"), severity)
 
     def finding(self, f: Finding) -> list[str]:
-        head = (
-            f"{self._symbol(f.severity)} {self.s.paint(f'[{f.severity}]', f.severity)} "
-            f"{self.s.paint(self.s.text(f.title), 'heading')}"
-        )
-        out = [head, f"    {f.rule_id} · {f.category} · {f.confidence} confidence"]
+        head = f"{self._symbol(f.severity)} {self.s.paint(f'[{f.severity}]', f.severity)} "
+        out = self.s.hanging(head, len(f"x [{f.severity}] "), f.title, "heading")
+        out.append(f"    {f.rule_id} · {f.category} · {f.confidence} confidence")
         out += self.s.wrap(f.explanation, "    ")
         if f.evidence:
             out.append("    Evidence:")
@@ -243,12 +250,18 @@ class TerminalReport:
         if f.consequences:
             out.append("    This cause also explains:")
             for c, new in fresh(f):
-                out.append(
-                    f"      {self._symbol(c.severity)} {self.s.text(c.title)}  "
-                    + self.s.paint(f"({c.rule_id}, {c.severity})", "dim")
+                out += self._titled(
+                    f"      {self._symbol(c.severity)} ", 8, c.title, f"({c.rule_id}, {c.severity})"
                 )
                 out += self.evidence(new, "          ")
         return out
+
+    def _titled(self, head: str, width: int, title: str, note: str) -> list[str]:
+        """A title wrapped after its head, with a dim note (the rule id) after it."""
+        lines = self.s.hanging(head, width, f"{title}  {note}")
+        if lines[-1].endswith(note):
+            lines[-1] = lines[-1][: -len(note)] + self.s.paint(note, "dim")
+        return lines
 
     # a node --------------------------------------------------------------------------------
     def verdict(self, n: NodeReport) -> list[str]:
@@ -262,10 +275,10 @@ class TerminalReport:
         else:
             mark, label, style = SYMBOL.get(p.severity, "?"), p.severity.upper(), p.severity
         likely = "likely " if p.likely else ""
-        out = [
-            f"Verdict: {self.s.paint(f'{mark} {label}', style)} {likely}{p.category}: "
-            + self.s.paint(self.s.text(p.title), "heading")
-        ]
+        head = f"Verdict: {self.s.paint(f'{mark} {label}', style)} "
+        out = self.s.hanging(
+            head, len(f"Verdict: {mark} {label} "), f"{likely}{p.category}: {p.title}", "heading"
+        )
         why = []
         if p.category != "inconclusive":
             why.append(
@@ -277,9 +290,11 @@ class TerminalReport:
         if p.rule_id:
             why.append(f"rule {p.rule_id}")
         if why:
-            out.append("  " + " · ".join(why))
+            out += self.s.wrap(" · ".join(why), "  ", "  ")
         if p.case:
-            out.append("  " + message("case", case=p.case, title=message(f"case-{p.case}")))
+            out += self.s.wrap(
+                message("case", case=p.case, title=message(f"case-{p.case}")), "  ", "  "
+            )
         return out
 
     def links(self, n: NodeReport) -> list[str]:
@@ -287,11 +302,12 @@ class TerminalReport:
         out = ["Registration links:"]
         for ln in n.links:
             state = self.s.paint(LINK_STATE.get(ln.state, ln.state), ln.state)
-            detail = f" — {self.s.text(ln.reason)}" if ln.reason and ln.state != "ok" else ""
             out.append(
                 f"  {self.s.paint(LINK_SYMBOL.get(ln.state, '?'), ln.state)} "
-                f"{ln.link:<9}{message(f'link-{ln.link}-what')}: {state}{detail}"
+                f"{ln.link:<9}{message(f'link-{ln.link}-what')}: {state}"
             )
+            if ln.reason and ln.state != "ok":  # why, on its own lines under the link
+                out += self.s.wrap(ln.reason, " " * 13, "")
         return out
 
     def node(self, n: NodeReport) -> list[str]:
@@ -309,18 +325,20 @@ class TerminalReport:
         if normals:
             out += ["", "Looks suspicious but is normal:"]
             for f in normals:
-                out.append(f"  • {self.s.text(f.title)}  " + self.s.paint(f"({f.rule_id})", "dim"))
+                out += self._titled("  • ", 4, f.title, f"({f.rule_id})")
         if n.collect:
             out += ["", "Collect next:"]
             for c in n.collect:
                 where = " (on the node)" if c.where == "node" else ""
                 needs = f"  [set {', '.join(c.needs)} first]" if c.needs else ""
-                out.append(f"  • {self.s.text(c.title)}{where}{needs}")
+                out += self.s.hanging("  • ", 4, f"{c.title}{where}{needs}")
                 # one command a line (`collect` comes after the line that installs it)
                 out += [f"      $ {line}" for line in self.s.text(c.command).splitlines()]
         if n.rule_errors:
-            out += ["", "Rule errors:"] + [f"  ! {self.s.text(x)}" for x in n.rule_errors]
-        out += ["", self.s.text(n.clock.how)]
+            out += ["", "Rule errors:"]
+            for x in n.rule_errors:
+                out += self.s.hanging("  ! ", 4, x)
+        out += [""] + self.s.wrap(n.clock.how, "")
         return out
 
     def render(self) -> str:
@@ -340,8 +358,8 @@ class TerminalReport:
                     if p.category == "inconclusive"
                     else SYMBOL.get(p.severity, "?")
                 )
-                out.append(
-                    f"  {mark} {self.s.text(n.node or '(unknown)')}: {p.category}: {self.s.text(p.title)}"
+                out += self.s.hanging(
+                    f"  {mark} ", 4, f"{n.node or '(unknown)'}: {p.category}: {p.title}"
                 )
             out.append("")
         for n in r.nodes:
@@ -351,7 +369,8 @@ class TerminalReport:
             out.append("")
         if r.warnings:
             out.append("Input warnings:")
-            out.extend(f"  ! {self.s.text(w)}" for w in r.warnings[:20])
+            for w in r.warnings[:20]:
+                out += self.s.hanging("  ! ", 4, w)
             if len(r.warnings) > 20:
                 out.append(f"  ... and {len(r.warnings) - 20} more")
             out.append("")

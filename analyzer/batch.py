@@ -157,17 +157,18 @@ def bundle_digest(spec: str) -> str:
     bytes (not its name: the same archive under two names is one bundle). Same files re-packed
     are found after analysis by `content_digest`."""
     from analyzer.batch_io import hash_files, is_url, url_digest
+    from analyzer.bundle.reader import open_regular
 
     try:
         if is_url(spec):
             return url_digest(spec)
         p = Path(spec)
-        if not p.is_dir():
-            return hash_files([("", partial(p.open, "rb"))])
+        if not p.is_dir():  # a FIFO or /dev/zero is refused here, not read forever
+            return hash_files([("", partial(open_regular, p))])
         files = sorted(x for x in p.rglob("*") if x.is_file() and not x.is_symlink())
-        return hash_files((str(f.relative_to(p)), partial(f.open, "rb")) for f in files)
+        return hash_files((str(f.relative_to(p)), partial(open_regular, f)) for f in files)
     except Exception as exc:  # unreadable here; the analysis will say why in the row's error
-        return "unreadable:" + hashlib.sha256(str(exc).encode()).hexdigest()[:16]
+        return "unreadable:" + hashlib.sha256(f"{spec}\0{exc}".encode()).hexdigest()[:16]
 
 
 # ---- the per-bundle work (runs in workers) ------------------------------------------------

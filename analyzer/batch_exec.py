@@ -2,16 +2,26 @@
 
 Not `multiprocessing.Pool`: a Pool worker that dies mid-task leaves its task unanswered (the run
 waits forever) and, killed while waiting for work, can leave the pool's shared lock taken (the
-parent then hangs at exit). Here the parent knows which chunk each worker holds: a worker that
-dies has its chunk retried bundle by bundle in a new worker, and a bundle that kills a worker on
-its own becomes that row's error. Workers load the rules once, ignore Ctrl-C (the parent handles
-it) and exit at once and silently when the parent is gone (closed pipe, or a watcher thread).
+parent then hangs at exit). Here workers answer bundle by bundle, so the parent knows which
+bundle each worker is on and since when:
+
+- a worker that dies has the bundle it was on retried alone in a new worker; a bundle that kills
+  its worker on its own becomes that row's error;
+- a worker still on one bundle well past `--bundle-timeout` (stuck in one long C call, which the
+  in-thread limit cannot interrupt) is killed and replaced; that bundle's row is its timeout;
+- each worker extracts into its own folder under the run's temporary root, removed when the worker
+  ends, killed or not; a worker whose parent is gone (kill -9 included) removes its folder and
+  exits at once, and a run removes the roots that dead runs left.
+
+Workers load the rules once, ignore Ctrl-C (the parent handles it) and exit silently.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import tempfile
 import threading
 import time
 from collections import deque
@@ -35,45 +45,83 @@ from analyzer.batch import (
 )
 from analyzer.errors import AnalyzerError
 
-CHUNK = 4  # bundles per round trip to a worker
+CHUNK = 4  # bundles sent to a worker at once (answered one by one)
 RECYCLE = 500  # chunks a worker serves before a fresh process takes over (bounds any leak)
+ROOT_PREFIX = "hami-batch-run-"  # + the parent's pid: the run's temporary root
+STARTS = 3  # workers per job that may die before they are ready, before the run gives up
 
 
-def _serve(conn: Connection, parent: int, timeout: float) -> None:
-    """A worker: chunks of tasks in, their results out, until the pipe closes."""
+def watchdog_limit(timeout: float) -> float:
+    """How long a worker may stay on one bundle before it is killed: the in-thread limit fires
+    at `timeout`; past this margin the worker is stuck where it cannot be interrupted."""
+    return timeout + max(5.0, timeout / 10)
+
+
+def _serve(conn: Connection, parent: int, timeout: float, tmp: str) -> None:
+    """A worker: chunks of tasks in, one result per task out, until the pipe closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _exit_with(parent)
+    tempfile.tempdir = tmp  # every extraction of this worker lands in its own folder
+    _exit_with(parent, tmp)
     load_rules()
-    while True:
-        try:
-            chunk = conn.recv()
-            conn.send([analyze_one(task, timeout) for task in chunk])
-        except (EOFError, OSError):  # the parent closed the pipe or is gone: nothing to say
-            os._exit(0)
+    try:
+        conn.send(None)  # ready: the rules are loaded, time the bundles from now on
+        while True:
+            for task in conn.recv():
+                conn.send(analyze_one(task, timeout))
+    except (EOFError, OSError):  # the parent closed the pipe or is gone: nothing to say
+        os._exit(0)
 
 
-def _exit_with(parent: int) -> None:
-    """Exit at once, even mid-bundle, when the parent process is gone (kill -9 included)."""
+def _exit_with(parent: int, tmp: str) -> None:
+    """Remove the worker's folder and exit at once, even mid-bundle, when the parent process is
+    gone (kill -9 included)."""
 
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(0.2)
+        shutil.rmtree(tmp, ignore_errors=True)
+        with suppress(OSError):  # the run's root, once its last worker has gone
+            os.rmdir(os.path.dirname(tmp))
         os._exit(0)
 
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def clear_stale_roots() -> None:
+    """Remove the temporary roots of runs whose process is gone (a parent killed with -9
+    while its workers were extracting), ours only."""
+    for root in Path(tempfile.gettempdir()).glob(f"{ROOT_PREFIX}*"):
+        pid = root.name[len(ROOT_PREFIX) :].split("-", 1)[0]
+        with suppress(OSError, ValueError):
+            if root.stat().st_uid == os.getuid() and not _alive(int(pid)):
+                shutil.rmtree(root, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @dataclass
 class _Worker:
     conn: Connection
     proc: Any
-    chunk: list[Task] | None = None
+    tmp: Path
+    chunk: deque[Task] | None = None  # tasks sent and not answered; the first is in progress
+    since: float = 0.0  # when the task in progress started (or the worker was fed)
+    ready: bool = False
     served: int = 0
 
 
 @dataclass
 class LocalExecutor:
-    """`jobs` spawned worker processes; with one job, this process (no workers at all)."""
+    """`jobs` spawned worker processes; with 0, this process itself (tests, debugging: no
+    watchdog, and a stuck C call stops the run)."""
 
     jobs: int
     _ctx: Any = field(default_factory=lambda: get_context("spawn"), repr=False)
@@ -82,75 +130,121 @@ class LocalExecutor:
         return [bundle_digest(p) for p in paths]
 
     def results(self, tasks: list[Task], timeout: float) -> Iterator[dict | None]:
-        if self.jobs == 1:
+        if self.jobs <= 0:
             load_rules()
             yield from map(partial(analyze_one, timeout=timeout), tasks)
             return
-        pending = deque(tasks[i : i + CHUNK] for i in range(0, len(tasks), CHUNK))
-        workers = [self._start(timeout) for _ in range(min(self.jobs, len(pending)))]
+        clear_stale_roots()
+        root = Path(tempfile.mkdtemp(prefix=f"{ROOT_PREFIX}{os.getpid()}-"))
+        pending = deque(deque(tasks[i : i + CHUNK]) for i in range(0, len(tasks), CHUNK))
+        self._suspects: set[str] = set()
+        early_deaths = 0
+        workers = [self._start(timeout, root) for _ in range(min(self.jobs, len(pending)))]
         try:
-            for w in workers:
-                self._feed(w, pending)
-            while busy := [w for w in workers if w.chunk is not None]:
-                ready = wait([w.conn for w in busy] + [w.proc.sentinel for w in busy], TICK)
-                if not ready:
+            while pending or any(w.chunk for w in workers):
+                waits = [w.conn for w in workers] + [w.proc.sentinel for w in workers]
+                if not wait(waits, TICK):
                     yield None
-                for w in busy:
-                    results = None
-                    if w.conn in ready:
-                        with suppress(EOFError, OSError):  # EOF: it died, maybe mid-answer
-                            results = w.conn.recv()
-                    elif w.proc.sentinel not in ready:
-                        continue
-                    if results is None:
-                        w.proc.join(timeout=5)
+                for i, w in enumerate(workers):
+                    done, dead = self._answers(w)
+                    yield from done
+                    if dead:
+                        early_deaths += not w.ready
+                        if early_deaths > STARTS * self.jobs:
+                            raise AnalyzerError(
+                                "batch workers keep dying before they are ready "
+                                f"(exit code {w.proc.exitcode})"
+                            )
                         yield from self._lost(w, pending)
-                    else:
-                        w.chunk = None
-                        yield from results
-                    if w.served >= RECYCLE or not w.proc.is_alive():
-                        self._stop(w)
-                        workers[workers.index(w)] = w = self._start(timeout)
-                    self._feed(w, pending)
+                    elif w.chunk and time.monotonic() - w.since > watchdog_limit(timeout):
+                        yield self._overran(w, pending, timeout)
+                    elif w.chunk or not w.ready:
+                        continue  # busy, or still loading its rules
+                    elif w.served < RECYCLE or not pending:
+                        self._feed(w, pending)  # idle: its next chunk, if any is left
+                        continue
+                    self._stop(w)  # dead, stuck or served its share: a fresh one if work is left
+                    workers[i] = self._start(timeout, root) if pending else None
+                workers = [w for w in workers if w is not None]
         finally:
             for w in workers:
                 self._stop(w)
+            shutil.rmtree(root, ignore_errors=True)
 
-    def _start(self, timeout: float) -> _Worker:
+    def _start(self, timeout: float, root: Path) -> _Worker:
         conn, child = self._ctx.Pipe()
-        proc = self._ctx.Process(target=_serve, args=(child, os.getpid(), timeout), daemon=True)
+        tmp = Path(tempfile.mkdtemp(prefix="w", dir=root))
+        proc = self._ctx.Process(
+            target=_serve, args=(child, os.getpid(), timeout, str(tmp)), daemon=True
+        )
         proc.start()
         child.close()
-        return _Worker(conn, proc)
+        return _Worker(conn, proc, tmp)
 
     @staticmethod
-    def _feed(w: _Worker, pending: deque[list[Task]]) -> None:
+    def _answers(w: _Worker) -> tuple[list[dict], bool]:
+        """The results a worker has sent (it is ready after its first message), and whether it
+        is gone."""
+        out: list[dict] = []
+        try:
+            while w.conn.poll():
+                msg = w.conn.recv()
+                w.since = time.monotonic()
+                if msg is None:
+                    w.ready = True
+                elif w.chunk:
+                    w.chunk.popleft()
+                    out.append(msg)
+        except (EOFError, OSError):  # EOF: it died, maybe mid-answer
+            return out, True
+        return out, w.proc.exitcode is not None
+
+    def _feed(self, w: _Worker, pending: deque[deque[Task]]) -> None:
+        w.chunk = None
         if pending:
             w.chunk = pending.popleft()
             w.served += 1
-            w.conn.send(w.chunk)
+            w.since = time.monotonic()
+            w.conn.send(list(w.chunk))
 
-    @staticmethod
-    def _lost(w: _Worker, pending: deque[list[Task]]) -> Iterator[dict]:
-        """A worker died on its chunk: retry the chunk one bundle at a time; a lone bundle that
-        kills its worker is the culprit and gets the error."""
-        chunk, w.chunk = w.chunk or [], None
-        if len(chunk) > 1:
-            pending.extendleft([t] for t in reversed(chunk))
+    def _lost(self, w: _Worker, pending: deque[deque[Task]]) -> Iterator[dict]:
+        """A worker died: the bundle it was on is retried alone; one that kills its worker on
+        its own is the culprit and gets the error. The rest of its chunk goes back in line."""
+        w.proc.join(timeout=5)
+        chunk, w.chunk = w.chunk or deque(), None
+        if not chunk:
+            return
+        head = chunk.popleft()
+        if chunk:
+            pending.appendleft(chunk)
+        if head[0] not in self._suspects:
+            self._suspects.add(head[0])
+            pending.appendleft(deque([head]))
             return
         error = f"the worker process died on it (exit code {w.proc.exitcode})"
-        for bid, path, *_ in chunk:
-            yield failed_result({"id": bid, "path": path}, error)
+        yield failed_result({"id": head[0], "path": head[1]}, error)
+
+    def _overran(self, w: _Worker, pending: deque[deque[Task]], timeout: float) -> dict:
+        """The worker is stuck on its bundle past the in-thread limit: kill it (it is then
+        replaced); the bundle's row is its timeout, the rest of its chunk goes back in line."""
+        w.proc.kill()
+        w.proc.join(timeout=5)
+        chunk, w.chunk = w.chunk or deque(), None
+        head = chunk.popleft()
+        if chunk:
+            pending.appendleft(chunk)
+        return failed_result({"id": head[0], "path": head[1]}, f"timed out after {timeout:g}s")
 
     @staticmethod
     def _stop(w: _Worker) -> None:
-        if w.chunk is not None:  # interrupted mid-chunk (Ctrl-C): its result is not wanted
+        if w.chunk:  # interrupted mid-chunk (Ctrl-C): its result is not wanted
             w.proc.kill()
         w.conn.close()  # an idle worker reads EOF and exits
         w.proc.join(timeout=5)
         if w.proc.is_alive():
             w.proc.kill()
             w.proc.join()
+        shutil.rmtree(w.tmp, ignore_errors=True)
 
 
 def check_inputs(inputs: list[str]) -> None:
@@ -165,11 +259,14 @@ def check_inputs(inputs: list[str]) -> None:
 def open_executor(
     name: str, scheduler: str | None, jobs: int | None
 ) -> AbstractContextManager[Executor]:
-    """`--executor local|dask` and `--scheduler ADDR` (which implies dask)."""
+    """`--executor local|dask` and `--scheduler ADDR` (which implies dask); `--jobs 0` analyses
+    in this process (no worker, no watchdog: for debugging, and for `memory://` stores)."""
+    if jobs is not None and jobs < 0:
+        raise AnalyzerError("--jobs must be 0 (this process) or a number of worker processes")
     if scheduler or name == "dask":
         from analyzer.batch_dask import DaskExecutor
 
-        return DaskExecutor(scheduler, jobs)
+        return DaskExecutor(scheduler, jobs or None)
     if name != "local":
         raise AnalyzerError(f"unknown executor {name!r}: use local or dask")
-    return nullcontext(LocalExecutor(jobs or os.cpu_count() or 1))
+    return nullcontext(LocalExecutor((os.cpu_count() or 1) if jobs is None else jobs))

@@ -22,6 +22,7 @@ from typing import Annotated
 import typer
 
 from analyzer import __version__
+from analyzer.bundle.text import printable
 from analyzer.errors import AnalyzerError, RuleLoadError
 
 # click's plain help (not rich's boxes): it wraps prose and keeps option names and choice lists
@@ -174,8 +175,14 @@ MapOpt = Annotated[
 ]
 
 
+def _say(text: object, err: bool = False) -> None:
+    """A line for the terminal: whatever came from a bundle, a cluster, a rule file or the
+    command line is shown without its control characters (no escape sequence gets through)."""
+    typer.echo(printable(text), err=err)
+
+
 def _fail(msg: str) -> None:
-    typer.echo(f"error: {msg}", err=True)
+    _say(f"error: {msg}", err=True)
     raise typer.Exit(EXIT_INPUT)
 
 
@@ -198,7 +205,7 @@ def _ruleset(extra: list[Path] | None, use_cache: bool = True):
         rules = load_ruleset(list(extra or []), use_cache=use_cache)
     except RuleLoadError as exc:
         for p in exc.problems:
-            typer.echo(f"error: {p}", err=True)
+            _say(f"error: {p}", err=True)
         raise typer.Exit(EXIT_INPUT) from None
     # the modules and the rules live as long as the process: keep the collector off them (a
     # full collection over polars' and jinja2's objects costs a small bundle ~20 ms)
@@ -214,7 +221,7 @@ def _limits(max_bytes: int, max_members: int):
 
 def _write(text: str, output: Path | None) -> None:
     if output is None:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.write(printable(text if text.endswith("\n") else text + "\n"))
         return
     from analyzer.atomic import write_text
 
@@ -344,15 +351,16 @@ def _is_issue(spec: str) -> bool:
 
 def _read_input(spec: str) -> bytes:
     from analyzer.bundle.issue import MAX_ISSUE_BYTES
+    from analyzer.bundle.reader import open_regular
     from analyzer.errors import BundleError
 
     try:
-        data = (
-            sys.stdin.buffer.read(MAX_ISSUE_BYTES + 1) if spec == "-" else Path(spec).read_bytes()
-        )
+        if spec == "-":
+            return sys.stdin.buffer.read(MAX_ISSUE_BYTES + 1)
+        with open_regular(Path(spec)) as fh:  # a FIFO or /dev/zero is refused, not read
+            return fh.read()
     except OSError as exc:
         raise BundleError(f"{spec}: {exc.strerror or exc}") from None
-    return data
 
 
 @app.command(cls=Command)
@@ -458,7 +466,9 @@ def batch(
     ] = None,
     jobs: Annotated[
         int | None,
-        typer.Option("--jobs", "-j", help="Worker processes (default: all cores)."),
+        typer.Option(
+            "--jobs", "-j", help="Worker processes (default: all cores; 0: in this process)."
+        ),
     ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Re-analyse bundles already in --out.")
@@ -514,7 +524,7 @@ def batch(
             _fail(f"{summary_only}: no bundles.parquet (run a batch first)")
         if meta is not None:
             batch_mod.store_tickets(meta, summary_only)
-        typer.echo(str(batch_mod.write_summary(summary_only)))
+        _say(str(batch_mod.write_summary(summary_only)))
         return
     if not inputs or out is None:
         _fail("batch needs INPUT... and --out DIR (or --summary-only DIR)")
@@ -530,7 +540,7 @@ def batch(
     except AnalyzerError as exc:
         _fail(str(exc))
         return
-    typer.echo(
+    _say(
         f"{counts['bundles']} bundles, {counts['findings']} findings -> {out}/bundles.parquet, "
         f"{out}/findings.parquet, {out}/summary.html"
     )
@@ -643,10 +653,10 @@ def bot(
         ruleset = _ruleset(rules)  # a broken rule directory: one line, before any API call
         limits = _limits(max_bytes, max_members)
         out = bot_run.run_bot(ev, options, ruleset, redact, dry_run, limits)
-        typer.echo(out.summary() + (f"\n{out.comment}" if dry_run and out.comment else ""))
+        _say(out.summary() + (f"\n{out.comment}" if dry_run and out.comment else ""))
         bot_run.write_outputs(outputs, out.outputs())
     except GitHubError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        _say(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_FAULT) from None
     except AnalyzerError as exc:
         _fail(str(exc))
@@ -679,8 +689,8 @@ def redact(
         _fail(str(exc))
         return
     for w in [*warnings, *result.skipped]:
-        typer.echo(f"warning: {w}", err=True)
-    typer.echo(
+        _say(f"warning: {w}", err=True)
+    _say(
         f"{len(result.files)} files, {sum(result.counts.values())} values replaced by "
         f"{len(result.tokens.mapping())} tokens -> {output}"
         + (f" (map: {map_file})" if map_file else "")
@@ -697,8 +707,8 @@ def rules_list(rules: RulesOpt = None) -> None:
         f"{'RULE':42} {'KIND':6} {'SEVERITY':8} {'CATEGORY':30} TITLE (<...>: from the bundle)"
     )
     for r in sorted(rs.rules.values(), key=lambda r: (r.category, r.id)):
-        typer.echo(f"{r.id:42} {r.kind:6} {r.severity:8} {r.category:30} {preview(r.title)}")
-    typer.echo(f"{len(rs.rules)} rules, {len(rs.signatures)} signatures")
+        _say(f"{r.id:42} {r.kind:6} {r.severity:8} {r.category:30} {preview(r.title)}")
+    _say(f"{len(rs.rules)} rules, {len(rs.signatures)} signatures")
 
 
 @rules_app.command("show", cls=Command)
@@ -717,7 +727,7 @@ def rules_show(
         near += [x for x in sorted(rs.rules) if rule_id in x and x not in near][: 3 - len(near)]
         hint = f"did you mean {', '.join(near)}? " if near else ""
         _fail(f"no rule or signature {rule_id!r} ({hint}see `hami-analyzer rules list`)")
-    typer.echo(render_rule_page(rs, rule_id))
+    _say(render_rule_page(rs, rule_id))
 
 
 @rules_app.command("lint", cls=Command)
@@ -727,8 +737,8 @@ def rules_lint(rules: RulesOpt = None) -> None:
     Exit 2 with file:line errors, 1 with warnings, 0 when clean."""
     rs = _ruleset(rules, use_cache=False)
     for w in rs.warnings:
-        typer.echo(f"warning: {w}", err=True)
-    typer.echo(
+        _say(f"warning: {w}", err=True)
+    _say(
         f"{'ok' if not rs.warnings else f'{len(rs.warnings)} warning(s)'}: {len(rs.rules)} rules "
         f"and {len(rs.signatures)} signatures in {len(rs.files)} files"
     )
@@ -751,7 +761,7 @@ def rules_facts(
         return
     for f in FACTS:
         src = ", ".join(f.sources) or "always known"
-        typer.echo(f"{f.path:42} {f.type:8} {f.producer:10} [{src}]  {f.description}")
+        _say(f"{f.path:42} {f.type:8} {f.producer:10} [{src}]  {f.description}")
 
 
 @rules_app.command("schema", cls=Command)
@@ -776,8 +786,8 @@ def rules_test(
     results = run_rule_tests(rs, rule_id)
     failed = [r for r in results if not r.ok]
     for r in failed:
-        typer.echo(f"FAIL {r.rule_id} {r.case}: {r.detail}")
-    typer.echo(f"{len(results) - len(failed)} passed, {len(failed)} failed")
+        _say(f"FAIL {r.rule_id} {r.case}: {r.detail}")
+    _say(f"{len(results) - len(failed)} passed, {len(failed)} failed")
     raise typer.Exit(1 if failed else 0)
 
 
@@ -797,7 +807,7 @@ def dev_score(
     if not corpus.is_dir():
         _fail(f"{corpus}: not a folder of cases")
     result = score_corpus(corpus, _ruleset(rules))
-    typer.echo(render_score(result, format.value))
+    _say(render_score(result, format.value))
 
 
 @app.command(cls=Command)
@@ -833,9 +843,7 @@ def collect(
     ] = None,
     node_debug: Annotated[
         bool,
-        typer.Option(
-            "--node-debug", help="Read the node's journals and configs via kubectl debug."
-        ),
+        typer.Option("--node-debug", help="Read the node's journals and configs via a debug pod."),
     ] = False,
     debug_image: Annotated[
         str, typer.Option("--debug-image", help="Image of the --node-debug pod.")
@@ -860,7 +868,7 @@ def collect(
     out = output or default_output()
     if redact and map_file is None:
         map_file = default_map(out)
-    _no_overwrite({"-o": out, "--map": map_file}, [kubeconfig], redactors)
+    _no_overwrite({"-o": out, "--map": map_file}, c.kubeconfigs(kubeconfig), redactors)
     try:
         check_options(node or [], pod or [], since, redact, redactors, map_file, out, debug_image)
     except AnalyzerError as exc:
@@ -931,7 +939,7 @@ def run(args: list[str] | None = None) -> int:
     except SystemExit as exc:
         if exc.code is None or isinstance(exc.code, int):
             return exc.code or 0
-        typer.echo(str(exc.code), err=True)
+        _say(str(exc.code), err=True)
         return 1
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
@@ -941,14 +949,14 @@ def run(args: list[str] | None = None) -> int:
             typer.echo("interrupted", err=True)
             return 130
         if (cli := _cli_error(exc)) is not None:
-            typer.echo(cli[0], err=True)
+            _say(cli[0], err=True)
             return cli[1]
         if os.environ.get("HAMI_ANALYZER_DEBUG"):
             import traceback
 
             traceback.print_exc()
         detail = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-        typer.echo(
+        _say(
             f"error: internal error ({detail}); this is a bug in hami-analyzer {__version__}: "
             f"please report it at {_issue_tracker()} with this line and the input digest "
             f"{_input_digest(args if args is not None else sys.argv[1:])} "
@@ -993,6 +1001,8 @@ def _input_digest(args: list[str]) -> str:
             continue
         files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
         for f in files:
+            if not f.is_file():  # a FIFO or a device would never end
+                continue
             with contextlib.suppress(OSError), f.open("rb") as fh:
                 while chunk := fh.read(1 << 20):
                     digest.update(chunk)

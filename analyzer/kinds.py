@@ -10,6 +10,7 @@ import regex
 import yaml
 
 from analyzer.errors import RuleLoadError
+from analyzer.parse.structured import load_yaml
 
 FAMILIES = ("object", "log", "config", "table", "text", "meta", "junk")
 NOT_EVIDENCE = ("meta", "junk")  # about the bundle (a collection manifest) or unusable
@@ -115,9 +116,7 @@ def _patterns(raw, what: str, problems: list[str]) -> list[str]:
 
 def load_catalogue(path: Path) -> Catalogue:
     try:
-        doc = yaml.load(
-            path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        )
+        doc = load_yaml(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         raise RuleLoadError([f"{path}: cannot read the kind catalogue: {exc}"]) from exc
     problems: list[str] = []

@@ -11,14 +11,14 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-import yaml
+from analyzer.parse.structured import load_yaml
 
 MESSAGES_PATH = Path(__file__).resolve().parent / "messages.yaml"
 
 
 @functools.cache
 def _messages() -> dict[str, dict[str, str]]:
-    return yaml.safe_load(MESSAGES_PATH.read_text(encoding="utf-8"))["messages"]
+    return load_yaml(MESSAGES_PATH.read_text(encoding="utf-8"))["messages"]
 
 
 def message(key: str, lang: str = "en", **values: object) -> str:

@@ -16,7 +16,7 @@ from analyzer.kinds import Catalogue
 from analyzer.parse.configs import ConfigFacts, parse_config
 from analyzer.parse.logs import Matcher, ParsedLog, parse_log
 from analyzer.parse.manifest import ManifestFacts, parse_manifest
-from analyzer.parse.node import NodeFacts, parse_node
+from analyzer.parse.node import NodeFacts, keep_nodes, parse_node
 from analyzer.parse.pod import PodFacts, parse_pod
 
 
@@ -109,4 +109,7 @@ def parse_files(
             inv.warnings.extend(f"{a.file.name}: {w}" for w in cf.warnings)
         if kind is not None and kind.scanned:
             out.logs.append(parse_log(a, matcher))
+    out.nodes, note = keep_nodes(out.nodes)
+    if note:
+        inv.warnings.append(note)
     return out

@@ -13,9 +13,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import yaml
-
 from analyzer.errors import AnalyzerError
+from analyzer.parse.structured import load_yaml
 from analyzer.rules.model import RuleSet
 
 FORMS = ("files", "issue")
@@ -80,7 +79,7 @@ def _score(category: str, ok: list[str]) -> float:
 def score_case(case: Path, ruleset: RuleSet) -> list[CaseScore]:
     from analyzer.analyze import analyze, analyze_issue
 
-    exp = yaml.safe_load((case / "expected.yaml").read_text(encoding="utf-8"))
+    exp = load_yaml((case / "expected.yaml").read_text(encoding="utf-8"))
     ok = [exp["category"], *(exp.get("also_ok") or [])]
     files = [str(p) for p in sorted(case.iterdir()) if p.is_file() and p.name not in SKIP]
     out = []

@@ -12,6 +12,7 @@ import polars as pl
 import regex
 
 from analyzer.atomic import atomic_path, write_text
+from analyzer.bundle.text import printable
 from analyzer.facts.clock import parse_time as _parse  # one ISO-time parser for all stages
 from analyzer.facts.context import NodeContext
 from analyzer.pipeline import ParsedBundle
@@ -274,6 +275,8 @@ def write_timeline(frame: pl.DataFrame, fmt: str, output: Path | None) -> None:
                 f"{t:%Y-%m-%d %H:%M:%S.%f} {sev or '-'} {src:18} {file}:{line} {('[' + sig + '] ') if sig else ''}{msg}{mark}"
             )
         text = "\n".join(lines) + "\n"
+    if fmt != "json" or output is None:  # text and CSV are read on a terminal, files included
+        text = printable(text)
     if output is None:
         sys.stdout.write(text)
     else:

@@ -12,11 +12,12 @@ sample's values.yaml. Bystanders that a collection must never take: in kube-syst
 and a Secret; another product's webhook. Plain HTTP, discovery (`/version`, `/api`, `/apis`),
 GET of objects and lists with label and field selectors, pod logs with `container`,
 `previous`, `timestamps`, `limitBytes` and `tailLines`, pod creation and deletion. A pod that
-`kubectl debug node/NAME` creates "runs" at once: its log is its script's sections answered
-from `node_files` (what the GPU node holds). `exec` is refused (403, as without pods/exec
+collect's debug pod (or `kubectl debug node/NAME`'s) "runs" once created: its log is its
+script's sections answered from `node_files` (what the GPU node holds). `exec` is refused (403, as without pods/exec
 rights). Resources named in `forbidden` answer 403 (`RES:cluster`: only across all namespaces,
 as for a user with namespace-scoped rights; `RES:create` only creation) and those in `slow`
-answer after a delay (a timeout case)."""
+answer after a delay (a timeout case; `pods:create`: the pod is created at once and the answer
+is late, so a client that gives up first never learns it exists)."""
 
 from __future__ import annotations
 
@@ -667,6 +668,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.cluster.logs[(pod["metadata"]["name"], pod["spec"]["containers"][0]["name"])] = (
             self._run_debug_script(command[-1] if command else "")
         )
+        time.sleep(self.cluster.slow.get("pods:create", 0))
         return self._json(pod, 201)
 
     def _run_debug_script(self, script: str) -> str:

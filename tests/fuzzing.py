@@ -1,14 +1,24 @@
 """Hypothesis strategies that mutate the sample bundles and issue texts along the lines of the
-failure classes of issue 13: wrong value types and out-of-range values at any path of the Node
-and Pod objects, alias bombs, times outside Python's range in logs, broken and odd archives
-(member times, names, compression methods, truncation), and issue Markdown storms (`<pre>`, fences)
-and hostile event JSON. A drawn `FuzzCase` writes its input under a folder and names the command
-line that feeds it to `hami-analyzer analyze`."""
+failure classes of issues 13 and 23: wrong value types and out-of-range values at any path of the
+Node and Pod objects (YAML 1.1 base-60 numbers and long indents included), alias bombs, times
+outside Python's range in logs, broken and odd archives (member times, names, compression methods,
+truncation, raw tar headers: pax/GNU extended headers of any size and number, base-256 and
+negative sizes), files of many documents (the same node again and again, long Lists), terminal
+control sequences in every field that reaches a terminal (log lines, object names and values,
+file and member names), special files (FIFOs, /dev/zero, sockets) among bundle and batch inputs,
+compressed logs, and issue Markdown storms (`<pre>`, fences) and hostile event JSON. A drawn
+`FuzzCase` writes its input under a folder and names the command line that feeds it to
+`hami-analyzer`."""
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import io
 import json
+import lzma
+import os
+import socket
 import tarfile
 import zipfile
 from collections.abc import Callable
@@ -49,6 +59,28 @@ HOSTILE_SCALARS = [
     '\'[{"id":"GPU-1","count":NaN,"devmem":Infinity,"devcore":1e309,"health":true}]\'',
     "'GPU-1,10,99999999999999999999999999,100,NVIDIA,0,true:'",
     "[" * 200 + "]" * 200,
+    # YAML 1.1 base-60 numbers (quadratic to convert) and a tag that insists on one
+    ":".join(["1"] * 20_000),
+    ":".join(["1"] * 2_000) + ".5",
+    "!!int 1:2:3",
+    "!!float 1:30.5",
+    # what a terminal acts on, in names and values that reach it (YAML escapes: YAML refuses the
+    # raw characters, which is hostile input too: the byte mutations bring those)
+    r'"\e]52;c;aGVsbG8=\e\\ node"',
+    r'"\e]8;;https://x.invalid/\e\\link\e]8;;\e\\"',
+    r'"\x9b31m\ec\b\b\r\u202e"',
+]
+# terminal control sequences: OSC 52 and 8 ended by ST, BEL-ended OSC, RIS, C1 CSI, CSI,
+# backspaces and a carriage return
+TERMINAL_SEQUENCES = [
+    "\x1b]52;c;aGVsbG8=\x1b\\",
+    "\x1b]8;;https://x.invalid/\x1b\\link\x1b]8;;\x1b\\",
+    "\x1b]0;title\x07",
+    "\x1bc",
+    "\x9b31m",
+    "\x1b[2J\x1b[H",
+    "ok\x08\x08\r",
+    "\u202e",
 ]
 HOSTILE_LOG_LINES = [
     "0000-08-15T09:04:51.000000000Z I0815 09:04:51.202341       1 main.go:275] start",
@@ -58,16 +90,27 @@ HOSTILE_LOG_LINES = [
     "\x00\x01\x02 binary \xff",
     "x" * 200_000,
     'I0815 09:04:51.202341       1 util.go:1] "Event occurred" message="' + "{" * 500,
+    # long lines that send a signature regex into backtracking
+    "E0815 09:06:21.709851  412873 x.go:96] Failed to initialize NVML: " + " " * 30_000 + "x",
+    "I0815 09:06:38.531066 1 event.go:377] FilteringFailed " + " " * 30_000 + "x",
+    *(
+        f"E0815 09:06:21.709851  412873 register.go:96] nvml Init err {seq} after"
+        for seq in TERMINAL_SEQUENCES
+    ),
 ]
 
 
 @dataclass(frozen=True)
 class FuzzCase:
-    """What to write and how to call the CLI on it."""
+    """What to write and how to call the CLI on it: `options` after the inputs, and a `command`
+    with its output `check` (contract.CHECKS) when the case needs its own (`batch`); `{out}` in
+    the options is a fresh output folder."""
 
     label: str
     write: Callable[[Path], list[Path]]  # writes the input under a folder, returns its paths
     options: tuple[str, ...] = ()
+    command: tuple[str, ...] = ()
+    check: str = ""
 
 
 def _sample_with(source: Path, data: bytes, root: Path) -> list[Path]:
@@ -201,7 +244,9 @@ def odd_archive(draw) -> FuzzCase:
     sample = draw(st.sampled_from(SAMPLE_DIRS))
     kind = draw(st.sampled_from(["tar", "tar.gz", "zip"]))
     mtime = draw(st.sampled_from([0, -1, 10**12, 2**33, 1_755_000_000]))
-    odd_name = draw(st.sampled_from(["", "\udcf6", "\x1b[31m", "\u202e", "../"]))
+    odd_name = draw(
+        st.sampled_from(["", "\udcf6", "\x1b[31m", "\u202e", "../", *TERMINAL_SEQUENCES])
+    )
     cut = draw(st.one_of(st.none(), st.floats(0.05, 0.95)))
     deflate64 = kind == "zip" and draw(st.booleans())
     files = {f.name: f.read_bytes() for f in sorted(sample.iterdir())}
@@ -288,6 +333,201 @@ def hostile_issue(draw) -> FuzzCase:
     )
 
 
+# ---- issue 23: raw tar headers ---------------------------------------------------------------
+def _tar_header(name: bytes, size_field: bytes, kind: bytes) -> bytes:
+    """A raw ustar header with any size field (tarfile writes only sound ones)."""
+    block = bytearray(512)
+    block[0 : len(name[:100])] = name[:100]
+    block[100:108] = b"0000644\0"
+    block[124:136] = size_field.ljust(12, b"\0")[:12]
+    block[136:148] = b"14572306400\0"
+    block[156:157] = kind
+    block[257:263] = b"ustar\0"
+    block[263:265] = b"00"
+    block[148:156] = b" " * 8
+    block[148:156] = f"{sum(block):06o}\0 ".encode()
+    return bytes(block)
+
+
+def _octal(n: int) -> bytes:
+    return f"{n:011o}".encode() + b"\0"
+
+
+def _pax_record(n: int) -> bytes:
+    """One well-formed pax record (`LEN path=VALUE\\n`) of about n bytes."""
+    body = f" path={'p' * max(1, n - 20)}\n"
+    length = next(len(body) + d for d in range(1, 9) if len(str(len(body) + d)) == d)
+    return f"{length}{body}".encode()
+
+
+EXTENDED_PAYLOADS = {
+    "digits": lambda n: b"0" * n,
+    "far =": lambda n: (b"3 x" * (n // 3 + 1))[:n],
+    "pax record": _pax_record,
+    "name": lambda n: b"n" * n,
+}
+
+
+@st.composite
+def raw_tar_headers(draw) -> FuzzCase:
+    """A sample as a tar written header by header, with pax (`x`, `g`, Solaris `X`) and GNU long
+    name (`L`, `K`) headers of any size and number before its members, sizes in octal, base-256
+    or negative, and the whole maybe gzip/xz/bzip2-compressed and cut."""
+    sample = draw(st.sampled_from(SAMPLE_DIRS))
+    files = {f.name: f.read_bytes() for f in sorted(sample.iterdir())}
+    kinds = st.sampled_from([b"x", b"g", b"X", b"L", b"K"])
+    sizes = st.sampled_from([0, 1, 100, 4096, 16 << 10, (16 << 10) + 1, 100_000, 400_000])
+    payloads = st.sampled_from(sorted(EXTENDED_PAYLOADS))
+    headers = draw(st.lists(st.tuples(kinds, sizes, payloads), min_size=1, max_size=12))
+    encoding = draw(st.sampled_from(["octal", "base-256", "negative", "garbage"]))
+    chain_length = draw(st.sampled_from([1, 1, 1, 20, 3000]))
+    compression = draw(st.sampled_from(["none", "gzip", "xz", "bz2"]))
+    cut = draw(st.one_of(st.none(), st.floats(0.05, 0.95)))
+
+    def size_field(n: int) -> bytes:
+        if encoding == "base-256" and n > 100:
+            return b"\x80" + n.to_bytes(11, "big")
+        if encoding == "negative" and n > 100:
+            return b"\xff" * 12
+        if encoding == "garbage" and n > 100:
+            return b"12x4\0"
+        return _octal(n)
+
+    def pack() -> bytes:
+        out = bytearray()
+        for kind, n, payload in headers:
+            data = EXTENDED_PAYLOADS[payload](n)
+            one = _tar_header(b"././@LongLink", size_field(len(data)), kind)
+            one += data + b"\0" * (-len(data) % 512)
+            out += one * (chain_length if kind == b"x" and n < 100 else 1)
+        for name, data in files.items():
+            out += _tar_header(name.encode(), _octal(len(data)), b"0")
+            out += data + b"\0" * (-len(data) % 512)
+        raw = bytes(out + b"\0" * 1024)
+        return {
+            "none": lambda b: b,
+            "gzip": gzip.compress,
+            "xz": lzma.compress,
+            "bz2": bz2.compress,
+        }[compression](raw)
+
+    def write(root: Path) -> list[Path]:
+        root.mkdir(parents=True)
+        raw = pack()
+        raw = raw if cut is None else raw[: int(len(raw) * cut)]
+        target = root / "bundle.tar"
+        target.write_bytes(raw)
+        return [target]
+
+    shown = ", ".join(f"{k.decode()}:{n}:{p}" for k, n, p in headers)
+    label = f"{sample.parent.name} tar with [{shown}] x{chain_length}, {encoding}, {compression}"
+    return FuzzCase(label + f", cut {cut}", write)
+
+
+# ---- issue 23: files of many documents, long indents ----------------------------------------
+@st.composite
+def many_documents(draw) -> FuzzCase:
+    """A sample's node.yaml as many documents (the same node again and again, or each renamed),
+    or as a `kind: List` of many items, maybe with a line of thousands of spaces then `- x`, in
+    the bundle or pasted in an issue."""
+    sample = draw(st.sampled_from([d for d in SAMPLE_DIRS if (d / "node.yaml").exists()]))
+    node = (sample / "node.yaml").read_text()
+    n = draw(st.sampled_from([2, 50, 51, 300, 1000]))
+    same = draw(st.booleans())
+    form = draw(st.sampled_from(["documents", "list"]))
+    indent = draw(st.sampled_from([0, 0, 3000, 10_000]))
+    where = draw(st.sampled_from(["bundle", "issue"]))
+    name = yaml.safe_load(node)["metadata"]["name"]
+    docs = [
+        node if same else node.replace(f"name: {name}", f"name: {name}-{i}", 1) for i in range(n)
+    ]
+    if form == "documents":
+        text = "---\n".join(docs)
+    else:
+        items = "".join("- " + "\n  ".join(d.rstrip("\n").split("\n")) + "\n" for d in docs)
+        text = f"apiVersion: v1\nitems:\n{items}kind: List\n"
+    text += (" " * indent + "- x\n") if indent else ""
+    label = f"{sample.parent.name} node.yaml as {n} {form} ({'same' if same else 'renamed'}), indent {indent}, in {where}"
+    node_file = sample / "node.yaml"
+    if where == "bundle":
+        return FuzzCase(label, partial(_sample_with, node_file, text.encode()))
+
+    def write(root: Path) -> list[Path]:
+        root.mkdir(parents=True)
+        (root / "issue.md").write_text(f"```yaml\n{text[:60_000]}\n```\n")
+        return [root / "issue.md"]
+
+    return FuzzCase(label, write, ("--from-issue",))
+
+
+# ---- issue 23: special files, compressed logs, names with terminal sequences -----------------
+def _special(kind: str, path: Path) -> None:
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dev-zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "socket":
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.bind(str(path))
+    else:  # a symbolic link to a FIFO
+        os.mkfifo(path.with_name(path.name + ".target"))
+        path.symlink_to(path.name + ".target")
+
+
+SPECIAL_KINDS = ["fifo", "dev-zero", "socket", "link-to-fifo"]
+
+
+@st.composite
+def special_inputs(draw) -> FuzzCase:
+    """A sample bundle beside special files (a FIFO, a symlink to /dev/zero, a socket, a link to
+    a FIFO), a log of it compressed with gzip/bzip2/xz/zstd (maybe cut), a file name holding a
+    terminal sequence; analysed as a folder, or as tickets of a `batch` run where the special
+    files are tickets themselves."""
+    sample = draw(st.sampled_from(SAMPLE_DIRS))
+    specials = draw(st.lists(st.sampled_from(SPECIAL_KINDS), min_size=1, max_size=3, unique=True))
+    logs = sorted(f for f in sample.iterdir() if f.suffix == ".log")
+    compress = draw(st.sampled_from(["none", "gz", "bz2", "xz", "zst"])) if logs else "none"
+    cut = draw(st.one_of(st.none(), st.floats(0.1, 0.9)))
+    sequence = draw(st.sampled_from(["", *TERMINAL_SEQUENCES]))
+    batch = draw(st.integers(0, 3)) == 0
+
+    def packed(data: bytes) -> bytes:
+        if compress == "zst":
+            import zstandard
+
+            out = zstandard.ZstdCompressor().compress(data)
+        else:
+            out = {"gz": gzip.compress, "bz2": bz2.compress, "xz": lzma.compress}[compress](data)
+        return out if cut is None else out[: max(1, int(len(out) * cut))]
+
+    def write(root: Path) -> list[Path]:
+        bundle = root / "tickets" / "bundle" if batch else root / "bundle"
+        bundle.mkdir(parents=True)
+        for f in sorted(sample.iterdir()):
+            name = f.name.replace(".", sequence.replace("/", "|") + ".", 1) if sequence else f.name
+            if compress != "none" and f == logs[0]:
+                (bundle / f"{name}.{compress}").write_bytes(packed(f.read_bytes()))
+            else:
+                (bundle / name).write_bytes(f.read_bytes())
+        for kind in specials:
+            _special(kind, (bundle.parent if batch else bundle) / f"special-{kind}")
+        return [root / "tickets"] if batch else [bundle]
+
+    label = f"{sample.parent.name} beside {specials}, log {compress} cut {cut}, name {sequence!r}"
+    if batch:
+        options = ("--out", "{out}", "-j", "1", "--bundle-timeout", "60")
+        return FuzzCase(label + " (batch)", write, options, ("batch",), "batch")
+    return FuzzCase(label, write)
+
+
 fuzz_cases = st.one_of(
-    mutated_object(), alias_bomb(), mutated_log(), byte_mutated(), odd_archive(), hostile_issue()
+    mutated_object(),
+    alias_bomb(),
+    mutated_log(),
+    byte_mutated(),
+    odd_archive(),
+    hostile_issue(),
+    raw_tar_headers(),
+    many_documents(),
+    special_inputs(),
 )

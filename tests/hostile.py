@@ -1,18 +1,26 @@
-"""Minimal hostile inputs, one per class of failure the fuzz run of issue 13 found.
-
-Each builder writes its input under a folder and returns the command-line arguments that feed it
-to `hami-analyzer`; the tests run every case through the real console script and hold it to the
-contract (an exit status the README documents, one line on stderr, no traceback, no hang)."""
+"""Minimal hostile inputs, one per class of failure: those the fuzz run of issue 13 found
+(`CASES`: builders returning the command-line arguments, run in the test process under the
+contract of contract.py), and those of issue 23, each lane in its own section: hardening
+(`BOUNDED`: builders returning a `Run`, run through the console script in a child process whose
+CPU time and memory are measured), the bot (`BOT_CASES`) and collect (`COLLECT_CASES`)."""
 
 from __future__ import annotations
 
+import bz2
 import datetime as dt
+import gzip
 import io
 import json
+import lzma
+import os
+import random
+import shutil
 import tarfile
 import zipfile
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from conftest import SAMPLES
 
@@ -342,3 +350,479 @@ def escapes_in_names_and_server_messages(cluster) -> None:
     cluster.objects["pods"].append(evil)
     cluster.forbidden |= {"leases", "runtimeclasses"}
     cluster.error_note = ESCAPES
+
+
+# =================================================================================================
+# Issue 23 (round 3), hardening: hangs and unbounded work, lost evidence, terminal injection.
+# Each builder writes its input under a folder and returns a `Run`; the tests run it through the
+# console script in a child process and hold it to the contract of `contract.run_bounded` (exit
+# 0/1/2/4, one-line errors, no ESC/C1 byte on the terminal, at most 5 s of CPU and 512 MiB for
+# an input under 1 MB, the input untouched) and to the outcome the domain calls for (`expect`).
+# =================================================================================================
+@dataclass
+class Run:
+    """A command line (`hami-analyzer ARGS`, the command first), the inputs it must leave
+    untouched, and how to run it: extra environment, a small tmpfs as TMPDIR (in a private mount
+    namespace)."""
+
+    args: list[str]
+    inputs: list[Path]
+    env: dict[str, str] = field(default_factory=dict)
+    tmpfs: Path | None = None
+
+
+@dataclass(frozen=True)
+class Bounded:
+    build: Callable[[Path], Run]
+    expect: Callable[[Any], None]  # the domain's outcome, given contract.Bounded
+
+
+BOUNDED: dict[str, Bounded] = {}
+
+
+def bounded(expect: Callable[[Any], None]):
+    def register(build: Callable[[Path], Run]) -> Callable[[Path], Run]:
+        BOUNDED[build.__name__] = Bounded(build, expect)
+        return build
+
+    return register
+
+
+def _header(name: str, size: int, kind: bytes) -> bytes:
+    info = tarfile.TarInfo(name)
+    info.size, info.type = size, kind
+    return info.tobuf(tarfile.USTAR_FORMAT)
+
+
+def _padded(data: bytes) -> bytes:
+    return data + b"\0" * (-len(data) % 512)
+
+
+def _tar_gz(d: Path, name: str, blocks: bytes) -> Path:
+    """A .tar.gz of raw tar blocks written by hand (tarfile will not write hostile headers)."""
+    d.mkdir(parents=True, exist_ok=True)
+    data = NODE.encode()
+    raw = blocks + _header("node.yaml", len(data), tarfile.REGTYPE) + _padded(data)
+    (d / name).write_bytes(gzip.compress(raw + b"\0" * 1024))
+    return d / name
+
+
+def _code(*codes: int) -> Callable[[Any], None]:
+    def check(out) -> None:
+        assert out.code in codes, (out.code, out.stderr[-2000:])
+
+    return check
+
+
+def _error(*words: str) -> Callable[[Any], None]:
+    def check(out) -> None:
+        assert out.code == 2 and all(w in out.stderr for w in words), out.stderr
+
+    return check
+
+
+def _verdict(category: str, *words: str) -> Callable[[Any], None]:
+    """JSON output whose worst node has this primary category, mentioning `words`."""
+
+    def check(out) -> None:
+        assert out.code in (0, 1, 4), (out.code, out.stderr[-2000:])
+        doc = json.loads(out.stdout)
+        assert doc["primary"]["category"] == category, doc["primary"]
+        assert all(w in out.stdout for w in words), [w for w in words if w not in out.stdout]
+
+    return check
+
+
+# ---- hangs and unbounded work ---------------------------------------------------------------
+@bounded(_error("tar extended header of 400,001 bytes", "CVE-2024-6232"))
+def tar_pax_header_400k_digits(d: Path) -> Run:
+    """A 1 KB .tar.gz whose pax header holds 400,000 digits: tarfile's header regex is quadratic
+    on Pythons before 3.11.10/3.12.6 (minutes in one C call)."""
+    payload = b"0" * 400_000 + b"\n"
+    f = _tar_gz(d, "pax.tar.gz", _header("././@PaxHeader", len(payload), b"x") + _padded(payload))
+    return Run(["analyze", str(f)], [f])
+
+
+@bounded(_error("too many tar extended headers"))
+def tar_extended_header_chain(d: Path) -> Run:
+    """5,000 pax headers in a row: tarfile recursed once per header (RecursionError, exit 3)."""
+    record = b"10 a=bbbb\n"
+    one = _header("././@PaxHeader", len(record), b"x") + _padded(record)
+    f = _tar_gz(d, "chain.tar.gz", one * 5000)
+    return Run(["analyze", str(f)], [f])
+
+
+@bounded(_error("tar extended header of 16,777,217 bytes"))
+def tar_gnu_long_name_16mib(d: Path) -> Run:
+    """A GNU long-name header (`L`) naming a 16 MiB member in a 16 KB archive: the name was read
+    whole and copied many times (128 MiB names peaked at 13 GB)."""
+    name = b"a" * (16 << 20) + b"\0"
+    f = _tar_gz(d, "longname.tar.gz", _header("././@LongLink", len(name), b"L") + _padded(name))
+    return Run(["analyze", str(f)], [f])
+
+
+@bounded(_error("archive member name of 60,000 characters"))
+def zip_member_name_60k(d: Path) -> Run:
+    """A zip member name of 60,000 characters (zip allows 65,535) is no file name."""
+    d.mkdir(parents=True)
+    with zipfile.ZipFile(d / "b.zip", "w") as zf:
+        zf.writestr("n" * 60_000, "x")
+        zf.writestr("node.yaml", NODE)
+    return Run(["analyze", str(d / "b.zip")], [d / "b.zip"])
+
+
+def _base60(n: int) -> str:
+    return ":".join(["1"] * n)
+
+
+@bounded(_verdict("inconclusive"))
+def yaml_base60_integer_in_node(d: Path) -> Run:
+    """256 KB of YAML 1.1 base-60 integer (`1:1:1:...`) as a node label: PyYAML's SafeLoader
+    converts it in quadratic time (~15 s); the analyzer reads it as a string."""
+    node = "apiVersion: v1\nkind: Node\nmetadata:\n  name: gpu-1\n  labels:\n"
+    node += f"    x: {_base60(128_000)}\n"
+    return Run(["analyze", str(_bundle(d, {"node.yaml": node})), "--format", "json"], [d])
+
+
+@bounded(_code(0, 1, 4))
+def yaml_base60_float_in_helm_values(d: Path) -> Run:
+    """A base-60 float (`1:...:1.5`) in helm values: PyYAML overflowed converting it to a float
+    (OverflowError, exit 3)."""
+    values = "devicePlugin:\n  deviceSplitCount: 10\nscheduler:\n"
+    values += f"  x: {_base60(2000)}.5\n"
+    files = {"node.yaml": NODE, "device-plugin.log": PLUGIN_LOG, "values.yaml": values}
+    return Run(["analyze", str(_bundle(d, files)), "--format", "json"], [d])
+
+
+@bounded(_code(0, 1, 4))
+def yaml_base60_in_issue_block(d: Path) -> Run:
+    """The same in a Node block of an issue (the bot's path)."""
+    d.mkdir(parents=True)
+    node = NODE.replace("  labels:\n", f"  labels:\n    x: {_base60(128_000)}\n", 1)
+    (d / "issue.md").write_text(f"GPU node broken\n\n```yaml\n{node}\n```\n")
+    return Run(["analyze", "--from-issue", str(d / "issue.md"), "--format", "json"], [d])
+
+
+@bounded(_code(0, 1, 4))
+def node_yaml_long_indent_then_dash(d: Path) -> Run:
+    """A line of 10,000 spaces then `- x` in node.yaml: the node parser's line-locating regex
+    was cubic in the indent (3,000 spaces 19 s, 10 KB about 12 minutes)."""
+    node = NODE + " " * 10_000 + "- x\n"
+    return Run(
+        ["analyze", str(_bundle(d, {"node.yaml": node, "device-plugin.log": PLUGIN_LOG}))], [d]
+    )
+
+
+@bounded(_code(0, 1, 4))
+def issue_node_block_long_indent(d: Path) -> Run:
+    """The same line in an issue's Node block."""
+    d.mkdir(parents=True)
+    (d / "issue.md").write_text(f"```yaml\n{NODE}{' ' * 10_000}- x\n```\n")
+    return Run(["analyze", "--from-issue", str(d / "issue.md")], [d])
+
+
+@bounded(_verdict("inconclusive", "node gpu-1 is shown 1000 times"))
+def many_documents_same_node(d: Path) -> Run:
+    """1,000 identical `kind: Node` documents (59 KB): 20 s, super-linear; now one node."""
+    doc = "apiVersion: v1\nkind: Node\nmetadata:\n  name: gpu-1\n  labels: {gpu: 'on'}\n"
+    return Run(
+        ["analyze", str(_bundle(d, {"node.yaml": "---\n".join([doc] * 1000)})), "-f", "json"], [d]
+    )
+
+
+@bounded(_verdict("inconclusive", "1700 nodes in the bundle: 50 are analysed"))
+def issue_list_of_1700_nodes(d: Path) -> Run:
+    """A `kind: List` of 1,700 minimal Node items in an issue body under GitHub's 65,536
+    characters: each node re-scanned the whole text (35 s); now located in one pass, and the
+    analysis capped at 50 nodes with a warning naming the others."""
+    d.mkdir(parents=True)
+    items = "".join(f"- kind: Node\n  metadata: {{name: n{i}}}\n" for i in range(1700))
+    body = f"```yaml\napiVersion: v1\nkind: List\nitems:\n{items}```\n"
+    assert len(body) < 65_536
+    (d / "event.json").write_text(_issue(body))
+    return Run(["analyze", "--from-issue", str(d / "event.json"), "--format", "json"], [d])
+
+
+def _batch_rows(out_dir: Path) -> dict[str, dict]:
+    import polars as pl
+
+    rows = pl.read_parquet(out_dir / "bundles.parquet").to_dicts()
+    return {Path(r["id"]).name: r for r in rows}
+
+
+def _special_files_rows(out) -> None:
+    assert out.code == 0, out.stderr[-2000:]
+    rows = _batch_rows(Path(out.stdout.split(" -> ")[1].split("/bundles.parquet")[0]))
+    assert rows["good"]["error"] is None and rows["good"]["category"] == "healthy"
+    for special in ("pipe", "zero"):
+        assert "not a regular file" in rows[special]["error"], rows[special]
+
+
+@bounded(_special_files_rows)
+def batch_fifo_and_dev_zero(d: Path) -> Run:
+    """Ticket entries that are a FIFO and a symlink to /dev/zero: the duplicate digest opened and
+    read them first (for good); now each is its row's error and the batch goes on."""
+    tickets = d / "tickets"
+    shutil.copytree(SAMPLES / "healthy-single-gpu" / "bundle", tickets / "good")
+    os.mkfifo(tickets / "pipe")
+    (tickets / "zero").symlink_to("/dev/zero")
+    return Run(["batch", str(tickets), "--out", str(d / "out"), "-j", "1"], [tickets / "good"])
+
+
+_STUCK_HOOK = """
+import os, time
+
+
+def _stuck_on_bundles_named_stuck():
+    import analyzer.analyze as module
+
+    real = module.load_bundle
+
+    def load_bundle(paths, ruleset, **kwargs):
+        if os.path.basename(str(paths[0])) == "stuck":
+            time.sleep(3600)  # one long C call: the in-thread time limit cannot interrupt it
+        return real(paths, ruleset, **kwargs)
+
+    module.load_bundle = load_bundle
+
+
+_stuck_on_bundles_named_stuck()
+"""
+
+
+def _stuck_rows(out) -> None:
+    assert out.code == 0, out.stderr[-2000:]
+    rows = _batch_rows(Path(out.stdout.split(" -> ")[1].split("/bundles.parquet")[0]))
+    assert rows["stuck"]["error"] == "timed out after 1s", rows["stuck"]
+    for after in ("good", "zz-after"):  # zz-after was queued behind the stuck one: a new worker
+        assert rows[after]["error"] is None and rows[after]["category"] == "healthy", rows[after]
+    assert out.wall_s < 60, out.summary()
+
+
+@bounded(_stuck_rows)
+def batch_worker_stuck_in_c_call(d: Path) -> Run:
+    """A worker inside one long C call (a sitecustomize hook makes the bundle named `stuck` sleep
+    for an hour): --bundle-timeout could not stop it; the watchdog kills and replaces it."""
+    tickets = d / "tickets"
+    shutil.copytree(SAMPLES / "healthy-single-gpu" / "bundle", tickets / "good")
+    shutil.copytree(SAMPLES / "rbac-patch-forbidden" / "bundle", tickets / "stuck")
+    shutil.copytree(SAMPLES / "healthy-single-gpu" / "bundle", tickets / "zz-after")
+    (tickets / "zz-after" / "note.txt").write_text("not a byte-identical copy of good\n")
+    (d / "hook").mkdir()
+    (d / "hook" / "sitecustomize.py").write_text(_STUCK_HOOK)
+    args = ["batch", str(tickets), "--out", str(d / "out"), "-j", "1", "--bundle-timeout", "1"]
+    return Run(args, [tickets], env={"PYTHONPATH": str(d / "hook")})
+
+
+def _regex_timed_out(out) -> None:
+    assert out.code in (0, 1, 4), (out.code, out.stderr[-2000:])
+    assert "regex timed out on" in out.stdout and "read as no match" in out.stdout
+
+
+# a line that makes the signature nvidia-device-plugin-nvml-init-failed backtrack for seconds
+_SLOW_LINE = (
+    "E0815 09:06:21.709851  412873 x.go:96] Failed to initialize NVML: " + " " * 30_000 + "x"
+)
+
+
+@bounded(_regex_timed_out)
+def log_line_regex_timeout(d: Path) -> Run:
+    """A 30 KB log line on which a signature's regex runs past its 0.25 s: exit 3 (TimeoutError
+    in the log attribution); now no match there, and a rule error saying so."""
+    log = PLUGIN_LOG + _SLOW_LINE + "\n"
+    return Run(["analyze", str(_bundle(d, {"node.yaml": NODE, "device-plugin.log": log}))], [d])
+
+
+@bounded(_regex_timed_out)
+def issue_log_line_regex_timeout(d: Path) -> Run:
+    """The same line pasted in an issue (the bot's path)."""
+    d.mkdir(parents=True)
+    (d / "issue.md").write_text(f"plugin log:\n\n```\n{_SLOW_LINE}\n```\n")
+    return Run(["analyze", "--from-issue", str(d / "issue.md")], [d])
+
+
+@bounded(_code(0, 1, 4))
+def pasted_line_of_kubectl_words(d: Path) -> Run:
+    """A 128 KB pasted line of `kubectl kubectl ...`: the search for a `kubectl get` command line
+    retried from every word to the end of the line (quadratic: 64 KB took 16 s, 1 MiB hours)."""
+    d.mkdir(parents=True)
+    (d / "issue.md").write_text("```\n$ " + "kubectl " * 16_000 + "\nNo resources found.\n```\n")
+    return Run(["analyze", "--from-issue", str(d / "issue.md")], [d])
+
+
+class _Repeat(io.RawIOBase):
+    """`size` bytes of one repeated byte string, read without holding them."""
+
+    def __init__(self, unit: bytes, size: int):
+        self.unit, self.left = unit, size
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf) -> int:
+        n = min(len(buf), self.left)
+        block = (self.unit * (n // len(self.unit) + 1))[:n]
+        buf[:n] = block
+        self.left -= n
+        return n
+
+
+@bounded(_verdict("device-unhealthy", "line(s) longer than 1 MiB cut"))
+def archive_with_256mib_line(d: Path) -> Run:
+    """A 256 KB .tar.gz holding one 256 MiB log line: memory grew with the longest line (~1.1 GB
+    peak); now the line is cut to 1 MiB with a warning."""
+    d.mkdir(parents=True)
+    size = 256 << 20
+    with tarfile.open(d / "b.tar.gz", "w:gz", compresslevel=6) as tf:
+        for name, text in (("node.yaml", NODE), ("device-plugin.log", PLUGIN_LOG)):
+            info = tarfile.TarInfo(name)
+            info.size = len(text.encode())
+            tf.addfile(info, io.BytesIO(text.encode()))
+        info = tarfile.TarInfo("long.log")
+        info.size = size
+        tf.addfile(info, io.BufferedReader(_Repeat(b"I0815 09:04:51.2 1 a.go:1] x", size)))
+    assert (d / "b.tar.gz").stat().st_size < 1 << 20
+    return Run(["analyze", str(d / "b.tar.gz"), "--format", "json"], [d])
+
+
+@bounded(_error("uncompressed size exceeds 4096 MiB at 'sparse.log'"))
+def folder_sparse_file_5gib(d: Path) -> Run:
+    """A 5 GiB sparse log in a folder (512 KiB of log lines, then a hole: no disk used): folder
+    files did not count against --max-bytes, and the hole streamed as one 5 GiB line reached
+    10 GB of memory, then exit 3."""
+    d.mkdir(parents=True)
+    (d / "node.yaml").write_text(NODE)
+    with (d / "sparse.log").open("wb") as fh:
+        fh.write((PLUGIN_LOG.encode() * 200)[: 512 << 10])
+        fh.truncate(5 << 30)
+    return Run(["analyze", str(d)], [d])
+
+
+# ---- lost evidence and misleading errors ----------------------------------------------------
+def _compressed_log(fmt: str) -> Callable[[Path], Run]:
+    def build(d: Path) -> Run:
+        sample = SAMPLES / "nvml-init-error" / "bundle"
+        data = (sample / "device-plugin.log").read_bytes()
+        if fmt == "xz":
+            packed = lzma.compress(data)
+        elif fmt == "bz2":
+            packed = bz2.compress(data)
+        else:
+            import zstandard
+
+            packed = zstandard.ZstdCompressor().compress(data)
+        files = {"node.yaml": (sample / "node.yaml").read_bytes()}
+        files[f"device-plugin.log.{fmt}"] = packed
+        return Run(["analyze", str(_bundle(d, files)), "--format", "json"], [d])
+
+    build.__name__ = f"device_plugin_log_{fmt}"
+    build.__doc__ = f"""A device-plugin log compressed with {fmt} in a bundle (logrotate exports):
+    sniffed as a compressed tar, dropped as corrupt, and the NVML error missed (healthy)."""
+    return build
+
+
+for _fmt in ("xz", "bz2", "zst"):
+    bounded(_verdict("plugin-crash-nvml", "nvml-init-failed"))(_compressed_log(_fmt))
+
+
+@bounded(_error("bzip2 data that expands more than 2,000 times (a compression bomb?)"))
+def bzip2_bomb_log(d: Path) -> Run:
+    """A 2 KB device-plugin.log.bz2 of 320 MiB of zeros (40 concatenated streams): bzip2, xz and
+    zstd expand millions of times where gzip stops at 1,032, so reading them as logs (above)
+    needs a bound on the expansion too."""
+    one = bz2.compress(b"\0" * (8 << 20))
+    return Run(
+        ["analyze", str(_bundle(d, {"node.yaml": NODE, "device-plugin.log.bz2": one * 40}))], [d]
+    )
+
+
+@bounded(_error("ran out of space while extracting", "TMPDIR"))
+def temporary_folder_full(d: Path) -> Run:
+    """A sound 3 MB archive extracted into a 1 MiB tmpfs: reported as 'truncated or corrupt ...
+    re-download it'; now the temporary folder that ran out of space is named."""
+    d.mkdir(parents=True)
+    with tarfile.open(d / "b.tar.gz", "w:gz") as tf:
+        noise = random.Random(23).randbytes(3 << 20)
+        for name, data in (("noise.bin", noise), ("node.yaml", NODE.encode())):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return Run(["analyze", str(d / "b.tar.gz")], [d / "b.tar.gz"], tmpfs=d / "tmp")
+
+
+# ---- terminal injection ---------------------------------------------------------------------
+TERMINAL_ESCAPES = [
+    "\x1b]52;c;aGVsbG8=\x1b\\",  # OSC 52 (writes the clipboard), ended by ST
+    "\x1b]8;;https://example.invalid/\x1b\\link\x1b]8;;\x1b\\",  # OSC 8 hyperlink
+    "\x1b]0;title\x07",  # OSC ended by BEL
+    "\x1bc",  # RIS: resets the terminal
+    "\x9b31m",  # C1 CSI
+    "\x1b[2J\x1b[H",  # CSI: clear the screen
+    "ok\x08\x08\x08\r",  # backspaces and a carriage return overwrite what was shown
+]
+
+
+def _evil_log() -> str:
+    lines = PLUGIN_LOG.splitlines()
+    evil = [
+        f"E0815 09:06:2{i}.709851  412873 register.go:96] nvml Init err {seq} after"
+        for i, seq in enumerate(TERMINAL_ESCAPES)
+    ]
+    return "\n".join(lines[:5] + evil + lines[5:]) + "\n"
+
+
+def _timeline(fmt: str) -> Callable[[Path], Run]:
+    def build(d: Path) -> Run:
+        bundle = _bundle(d, {"node.yaml": NODE, "device-plugin.log": _evil_log()})
+        return Run(["timeline", str(bundle), "--format", fmt], [d])
+
+    build.__name__ = f"timeline_{fmt}_escape_sequences"
+    build.__doc__ = f"""`timeline -f {fmt}` printed log lines with OSC sequences ended by ST,
+    OSC 52 and 8, RIS, C1 CSI and backspaces intact (only CSI and BEL-ended OSC were stripped)."""
+    return build
+
+
+def _no_escape_left(out) -> None:
+    assert out.code in (0, 1, 4), (out.code, out.stderr[-2000:])
+    assert "nvml Init err" in out.stdout and "after" in out.stdout
+
+
+for _fmt in ("text", "csv", "json"):
+    bounded(_no_escape_left)(_timeline(_fmt))
+
+
+@bounded(_code(0, 1, 4))
+def analyze_html_of_escape_sequences(d: Path) -> Run:
+    """The same log through `analyze -f html` to the terminal."""
+    bundle = _bundle(d, {"node.yaml": NODE, "device-plugin.log": _evil_log()})
+    return Run(["analyze", str(bundle), "--format", "html"], [d])
+
+
+@bounded(_code(0, 1, 4))
+def analyze_file_name_with_escapes(d: Path) -> Run:
+    """A file name given on the command line, printed raw by `analyze` (evidence `file:line`)."""
+    d.mkdir(parents=True)
+    name = "device-plugin\x1b]52;c;aGk=\x07\x9b31m.log"
+    (d / name).write_text(PLUGIN_LOG)
+    (d / "node.yaml").write_text(NODE)
+    return Run(["analyze", str(d / name), str(d / "node.yaml")], [d])
+
+
+@bounded(_error("no such file or directory"))
+def missing_file_name_with_escapes(d: Path) -> Run:
+    """An error message quoting a name from the command line."""
+    d.mkdir(parents=True)
+    return Run(["analyze", str(d / "gone\x1bc\x1b]0;pwned\x07.log")], [d])
+
+
+def batch_tickets_slow_to_extract(d: Path) -> Path:
+    """Tickets whose first bundle takes seconds to extract (a 10 MB gzip'd log of 120 MB), for
+    the run killed with SIGKILL mid-extraction: its workers' temporary folders stayed (3.3 GB
+    once, with a zip bomb in flight)."""
+    tickets = d / "tickets"
+    (tickets / "a-big").mkdir(parents=True)
+    with gzip.open(tickets / "a-big" / "device-plugin.log.gz", "wb", compresslevel=1) as fh:
+        for _ in range(6000):
+            fh.write(PLUGIN_LOG.encode() * 20)
+    shutil.copytree(SAMPLES / "healthy-single-gpu" / "bundle", tickets / "b-small")
+    return tickets

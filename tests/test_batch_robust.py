@@ -27,7 +27,7 @@ def _copy_sample(name: str, dest: Path) -> Path:
 
 
 def _run(tickets: Path, out: Path, **kw) -> pl.DataFrame:
-    batch.run_batch([str(tickets)], str(out), LocalExecutor(1), False, False, **kw)
+    batch.run_batch([str(tickets)], str(out), LocalExecutor(0), False, False, **kw)
     return pl.read_parquet(out / "bundles.parquet")
 
 

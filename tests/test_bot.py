@@ -146,9 +146,13 @@ def test_chinese_issue_gets_a_chinese_comment(ruleset):
     assert "注册链路：设备数量: **中断**" in md
     assert "**修复：**" in md and "**请附上：**" in md and "<summary>详情</summary>" in md
     assert "- [ ] containerd 配置（在节点上执行）。" in md
+    assert "后果：报告者描述 Device Plugin 在重启或崩溃" in md  # the crash the log explains
+    assert "Please attach" not in md and "Registration links" not in md
+    described = ZH_ISSUE.split("，日志如下")[0] + "，请问怎么解决？"  # no log: the symptom alone
+    _, report = analyze_issue(described.encode(), ruleset, lang="zh")
+    md = render_markdown(report, described.encode(), "zh")
     assert "### 🟠 报告者描述 Device Plugin 在重启或崩溃" in md
     assert "_置信度低：Issue 正文中描述的现象_" in md
-    assert "Please attach" not in md and "Registration links" not in md
 
 
 def test_untranslated_rule_falls_back_to_english(ruleset):
@@ -558,16 +562,32 @@ def test_collect_next_leads_with_hami_analyzer_collect(ruleset):
     )
 
 
-def test_collect_is_not_asked_for_twice_or_for_node_side_items(ruleset):
-    """An archive of `collect` in the bundle: not asked for again. Only node-side items missing
-    (which `collect` does not gather): the items alone."""
+def test_collect_is_not_asked_for_twice_and_fetches_the_node_side_with_node_debug(ruleset):
+    """An archive of `collect` in the bundle: not asked for again. Node-side items missing (CDI
+    specs, toolkit or containerd config, journals): the lead adds `--node-debug`, which fetches
+    them; cluster-side items alone: it does not (no privileged pod for nothing). One item
+    missing: that item alone."""
     from analyzer.analyze import analyze
 
     manifest = {"kind": "CollectManifest", "collected_at": "2026-08-15T10:20:00Z", "files": []}
     text = f"# HAMi\n\n```json\n{json.dumps(manifest)}\n```\n\nOur GPU pods stay Pending."
     assert all(c.kind != "collect-manifest" for c in _collect_of(ruleset, text))
+
+    def lead(items) -> str:
+        assert items[0].kind == "collect-manifest", [c.kind for c in items]
+        return items[0].command.split("\n")[1]
+
     _, report = analyze([str(SAMPLES / "cdi-unresolvable" / "bundle")], ruleset)
-    assert [c.where for c in report.worst.collect] == ["node", "node"]
+    assert [c.where for c in report.worst.collect[1:]] == ["node", "node"]
+    assert lead(report.worst.collect).endswith(" --node-debug -o hami-bundle.tar.gz")
+    nvml = f"# HAMi\n\n```\n{NVML_LOG}```\n"  # wants the containerd config and helm values
+    assert lead(_collect_of(ruleset, nvml)) == (
+        "hami-analyzer collect --node gpu-node-2 --node-debug -o hami-bundle.tar.gz"
+    )
+    bare = _collect_of(ruleset, "# HAMi pods pending\n\nOur GPU pods stay Pending.")
+    assert lead(bare) == "hami-analyzer collect -o hami-bundle.tar.gz"
+    _, report = analyze([str(SAMPLES / "oci-hook-failed" / "bundle")], ruleset)
+    assert [c.kind for c in report.worst.collect] == ["toolkit-config"]
 
 
 def test_the_collect_line_is_a_command_the_cli_accepts(tmp_path):
@@ -575,9 +595,11 @@ def test_the_collect_line_is_a_command_the_cli_accepts(tmp_path):
     not on an option; the install line is the project's own repository."""
     from analyzer.report.collect import INSTALL, collect_all
 
-    command = collect_all("gpu-7").command.split("\n")[1].split()[1:]
-    res = run_cli(*command, "--kubectl", str(tmp_path / "no-kubectl"))
-    assert res.returncode == 2 and "no-kubectl" in res.stderr, res.stderr
+    for node_debug in (False, True):
+        command = collect_all("gpu-7", node_debug=node_debug).command.split("\n")[1]
+        assert ("--node-debug" in command) == node_debug
+        res = run_cli(*command.split()[1:], "--kubectl", str(tmp_path / "no-kubectl"))
+        assert res.returncode == 2 and "no-kubectl" in res.stderr, res.stderr
     pyproject = (Path(__file__).parents[1] / "pyproject.toml").read_text()
     repo = regex.search(r'Issues = "(https://github.com/[^"]+)/issues"', pyproject)[1]
     assert f"pipx install git+{repo}" == INSTALL
@@ -640,12 +662,17 @@ def test_unread_attachments_are_short_lines_in_either_language(ruleset):
 
 
 class _Slow(BaseHTTPRequestHandler):
-    """/slow answers after 3 s; /stream sends 3 MiB without a length; /ftp redirects to ftp."""
+    """/slow answers after 3 s; /stream sends 3 MiB without a length; /ftp redirects to ftp;
+    /header answers with a header line longer than http.client takes."""
 
     def log_message(self, *args) -> None:
         pass
 
     def do_GET(self) -> None:
+        if self.path == "/header":
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Long: " + b"a" * 70_000 + b"\r\n\r\n")
+            self.close_connection = True
+            return
         if self.path == "/slow":
             time.sleep(3)
         if self.path == "/ftp":
@@ -665,6 +692,7 @@ class _Slow(BaseHTTPRequestHandler):
         ("/slow", 1 << 20, 1.0, "no answer in 1 s"),
         ("/stream", 1 << 20, 30.0, "larger than the 1.0 MiB the limits leave"),
         ("/ftp", 1 << 20, 30.0, "redirected to a ftp address"),
+        ("/header", 1 << 20, 30.0, "download failed: got more than 65536 bytes"),
     ],
 )
 def test_a_failed_download_is_a_short_reason(tmp_path, path, limit, timeout, why):
@@ -672,5 +700,106 @@ def test_a_failed_download_is_a_short_reason(tmp_path, path, limit, timeout, why
     from loopback import LoopbackServer
 
     with LoopbackServer(_Slow) as srv, pytest.raises(FetchError) as caught:
-        fetch(f"{srv.url}{path}", tmp_path / "x", limit, timeout)
+        fetch(f"{srv.url}{path}", tmp_path / "x", limit, srv.url, timeout)
     assert str(caught.value).startswith(why), caught.value
+
+
+# ---- which links are fetched, from where, with which token ---------------------------------
+
+
+LOOK_ALIKES = [
+    "https://gİthub.com",  # İ folds to i under Unicode case-insensitive matching
+    "https://GİTHUB.COM",
+    "httpſ://github.com",  # ſ folds to s
+    "https://github.com.evil.example",
+    "https://github.com@evil.example",
+    "https://evil.example",
+]
+
+
+def test_links_are_on_the_server_itself_and_only_it_gets_the_token(monkeypatch):
+    """A link on a host that merely looks like the server (Unicode case folding, a longer
+    name, userinfo) is no attachment; every link fetched is on the server's own origin, and
+    the token goes to that origin only: never to another host, whatever the link says."""
+    from analyzer.bot.attachments import token_for
+    from analyzer.bundle.issue import attachment_links
+
+    monkeypatch.setenv("GH_TOKEN", "github-token")
+    monkeypatch.setenv("GH_ENTERPRISE_TOKEN", "enterprise-token")
+    server = "https://github.com"
+    text = " ".join(f"{h}/user-attachments/files/{i}/x{i}.log" for i, h in enumerate(LOOK_ALIKES))
+    text += " https://GitHub.com/user-attachments/files/9/real.log"
+    links = attachment_links(text, server, "o/r", (".log",))
+    assert [a.name for a in links] == ["real.log"]
+    assert [a.url for a in links] == [f"{server}/user-attachments/files/9/real.log"]
+    assert token_for(links[0].url, server) == "github-token"
+    for host in LOOK_ALIKES:
+        assert token_for(f"{host}/user-attachments/files/1/x.log", server) is None, host
+    ghes = "https://ghe.example.com"
+    assert token_for(f"{ghes}/user-attachments/files/1/x.log", ghes) == "enterprise-token"
+    assert token_for(f"{ghes}/user-attachments/files/1/x.log", server) is None
+    assert token_for("https://gİthub.com/x", "https://gİthub.com") is None  # only ASCII hosts
+
+
+def test_an_attachment_is_one_path_segment_fetched_in_ascii(tmp_path):
+    """A link's file name is one path segment: `..`, an encoded `/` or a control character
+    make no attachment (and no token-bearing request to another path of the server); a name
+    in any script is fetched percent-encoded (it crashed the run with UnicodeEncodeError)."""
+    from analyzer.bot.attachments import fetch
+    from analyzer.bundle.issue import attachment_links
+    from fake_github import FakeGitHub
+
+    with FakeGitHub("o/r") as gh:
+        gh.repo.files["/user-attachments/files/3/%E6%97%A5%E5%BF%97.log"] = b"NVML"
+        gh.repo.files["/user-attachments/files/5/a.log"] = b"a"
+        text = "\n".join(
+            f"{gh.url}{path}"
+            for path in (
+                "/user-attachments/files/1/../../../settings/x.log",
+                "/o/r/files/2/a.log%2F..%2F..%2Fx.log",
+                "/user-attachments/files/3/日志.log",
+                "/user-attachments/files/4/a\x01b.log",
+                "/user-attachments/files/5/a.log/../../x.log",
+                "/user-attachments/files/6/%2e%2e",
+            )
+        )
+        links = attachment_links(text, gh.url, "o/r", (".log", ".."))
+        assert [(a.name, a.url.removeprefix(gh.url)) for a in links] == [
+            ("日志.log", "/user-attachments/files/3/%E6%97%A5%E5%BF%97.log"),
+            ("a.log", "/user-attachments/files/5/a.log"),
+        ]
+        got = [fetch(a.url, tmp_path / f"{i}", 1 << 20, gh.url) for i, a in enumerate(links)]
+        assert [g.path.read_bytes() for g in got] == [b"NVML", b"a"]
+
+
+@pytest.mark.parametrize(
+    ("log", "asks"),
+    [
+        (NVML_LOG, False),  # the crash's cause is pasted
+        (NVML_LOG.splitlines()[0] + "\n" + NVML_LOG.splitlines()[0] + "\npanic: boom\n", False),
+        (NVML_LOG.splitlines()[0] + "\n", True),  # a clean start: the crashed container's is not
+    ],
+)
+def test_a_described_crash_does_not_ask_for_the_log_that_shows_it(ruleset, log, asks):
+    """The reporter says the device plugin restarts and pastes its log: where the log shows the
+    crash or its cause, the described restart is that finding's consequence, and the comment
+    does not ask for the crashed container's log; where it shows a clean start, it still does."""
+    text = (
+        f"# hami-device-plugin keeps restarting\n\nThe device plugin restarts.\n\n```\n{log}```\n"
+    )
+    _, report = analyze_issue(text.encode(), ruleset)
+    md = render_markdown(report, text.encode())
+    top = [f.rule_id for f in report.worst.faults()]
+    assert ("plugin-crash-described" in top) == asks, top
+    assert ("Attach the previous container's log" in md) == asks
+
+
+def test_whatever_explains_a_plugin_restart_explains_the_described_one(ruleset):
+    """A rule that explains the restart the log shows also explains the one the reporter
+    describes (else the comment asks for the crashed container's log the paste already is)."""
+    missing = [
+        r.id
+        for r in ruleset.rules.values()
+        if "plugin-restarted" in r.explains and "plugin-crash-described" not in r.explains
+    ]
+    assert missing == [], missing

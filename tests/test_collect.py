@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import re
 import shutil
+import signal
+import subprocess
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +24,7 @@ from analyzer.collect import plan
 from analyzer.collect.collector import Options, collect
 from analyzer.redact import redact_tree
 from analyzer.report.collect import fill
-from conftest import KUBECTL, SAMPLES, run_cli
+from conftest import CLI, KUBECTL, SAMPLES, run_cli
 from fake_apiserver import (
     BYSTANDER_SECRETS,
     NAMESPACE,
@@ -309,6 +313,29 @@ def test_collect_redact_leaves_no_node_name_and_keeps_the_verdict(ruleset, tmp_p
     assert verdicts[0].rule_id == verdicts[1].rule_id
 
 
+def test_only_the_gpu_operators_namespace_gives_all_its_daemonsets():
+    """Every DaemonSet of the GPU Operator's namespace is taken, the operator's namespace being
+    the one whose DaemonSets the operator labels as its own; a namespace that merely holds an
+    nvidia-* DaemonSet (a standalone DCGM exporter beside a log shipper with keys in its env)
+    gives that one alone."""
+    from analyzer.collect.select import Listed, daemonsets
+
+    part_of = {"app.kubernetes.io/part-of": "gpu-operator"}
+    rows = [
+        Listed("gpu-operator", "nvidia-operator-validator", part_of),
+        Listed("gpu-operator", "gpu-operator-node-feature-discovery-worker", {}),
+        Listed("gpu-operator", "operator-sidecar-agent", {}),
+        Listed("monitoring", "nvidia-dcgm-exporter", {}),
+        Listed("monitoring", "promtail", {}, '{"requests":{"cpu":"50m"}}'),
+    ]
+    assert [r.name for r in daemonsets(rows, "kube-system", "hami")] == [
+        "nvidia-operator-validator",
+        "gpu-operator-node-feature-discovery-worker",
+        "operator-sidecar-agent",
+        "nvidia-dcgm-exporter",
+    ]
+
+
 def test_plan_runs_the_catalogue_commands(ruleset):
     """The cluster commands are the catalogue's (kinds.yaml names every artefact once): each
     single kubectl/helm command of a cluster kind runs, per node when it names $NODE; the node
@@ -539,6 +566,7 @@ def test_node_debug_reads_the_node_through_a_debug_pod(kubectl, tmp_path):
     spec, container = pod["spec"], pod["spec"]["containers"][0]
     assert spec["nodeName"] == "gpu-node-1" and spec["hostPID"]
     assert container["image"] == "busybox:1.36" and container["securityContext"]["privileged"]
+    assert pod["metadata"]["name"].startswith("hami-node-debug-")
     assert cluster.deleted == [f"{NAMESPACE}/{pod['metadata']['name']}"]
     files = _members(archive)
     assert files["nodes/gpu-node-1/containerd-config.toml"] == runc.read_bytes()
@@ -561,13 +589,52 @@ def test_node_debug_reads_the_node_through_a_debug_pod(kubectl, tmp_path):
 
 
 @needs_kubectl
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_the_debug_pod_is_deleted_when_collect_is_stopped_while_creating_it(sig, tmp_path):
+    """Ctrl-C (or a TERM) while kubectl is creating the debug pod, before it could say the
+    pod's name: the pod, which the server has created, is deleted before collect exits."""
+    cluster = cluster_from_sample(SAMPLES / "healthy-single-gpu" / "bundle")
+    cluster.slow = {"pods:create": 20.0}
+    with FakeApiServer(cluster) as srv:
+        argv = [*CLI, "collect", "--kubeconfig", str(srv.kubeconfig(tmp_path / "kc")),
+                "--kubectl", KUBECTL, "-o", str(tmp_path / "b.tgz"), "--node-debug"]  # fmt: skip
+        env = {**os.environ, "HOME": str(tmp_path), "KUBECACHEDIR": str(tmp_path / "cache")}
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        while not cluster.created and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert cluster.created, proc.communicate()
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode in (130, 143), err
+    (pod,) = cluster.created
+    assert cluster.deleted == [f"{NAMESPACE}/{pod['metadata']['name']}"], err
+
+
+@needs_kubectl
+def test_node_debug_archive_holds_no_node_name(tmp_path):
+    """The default (redacted) archive of --node-debug: no node name anywhere, the debug pod's
+    name included (kubectl debug names it node-debugger-NODE-xxxxx, which redaction missed)."""
+    cluster = cluster_from_sample(SAMPLES / "healthy-single-gpu" / "bundle")
+    cluster.node_files["kubelet.log"] = "Aug 15 10:00:01 gpu-node-1 kubelet[1311]: I0815 started\n"
+    res, archive = _collect(cluster, tmp_path, "--node-debug")
+    assert res.returncode == 0, res.stderr
+    files = _members(archive)
+    assert "nodes/node-1/kubelet.log" in files
+    nodes = {n["metadata"]["name"] for n in cluster.objects["nodes"]}
+    for name, data in files.items():
+        assert not any(n in name or n.encode() in data for n in nodes), (name, data[:2000])
+
+
+@needs_kubectl
 def test_node_debug_refused_is_a_manifest_line(tmp_path):
     cluster = cluster_from_sample(SAMPLES / "healthy-single-gpu" / "bundle")
     cluster.forbidden = {"pods:create"}
     res, archive = _collect(cluster, tmp_path, "--node-debug", "--no-redact")
     assert res.returncode == 0, res.stderr
-    debug = [c for c in _calls(_members(archive)) if " debug node/" in c["command"]]
+    debug = [c for c in _calls(_members(archive)) if " create " in c["command"]]
     assert len(debug) == 1 and debug[0]["status"] == "forbidden", debug
+    assert not any(" delete " in c["command"] for c in _calls(_members(archive)))
     assert cluster.created == [] and cluster.deleted == []
     assert "forbidden" in res.stdout
 

@@ -120,13 +120,18 @@ FUZZ_EXAMPLES = int(os.environ.get("HAMI_FUZZ_EXAMPLES", "200"))
 )
 @given(case=fuzz_cases, run=st.sampled_from(RUNS))
 def test_mutated_bundles_and_issues_keep_the_contract(case, run):
-    """Mutated samples and issue texts along the failure classes of issue 13, through `analyze`
-    (every format, and redacted), `timeline` and `inspect`: exit 0/1/2/4, no traceback,
-    one-line errors, bounded time and memory, inputs untouched, and valid, inert
-    JSON/HTML/Markdown."""
+    """Mutated samples and issue texts along the failure classes of issues 13 and 23, through
+    `analyze` (every format, and redacted), `timeline`, `inspect` and `batch`: exit 0/1/2/4, no
+    traceback, one-line errors, bounded time and memory, inputs untouched, no character a
+    terminal acts on, and valid, inert JSON/HTML/Markdown."""
     command, fmt, check = RUNS[0] if case.options and run[0][0] != "analyze" else run
     note(case.label)
     with tempfile.TemporaryDirectory() as tmp:
         inputs = case.write(Path(tmp) / "in")
-        args = [*command, *map(str, inputs), *case.options, "--format", fmt]
+        options = [o.replace("{out}", str(Path(tmp) / "out")) for o in case.options]
+        if case.command:  # a case with its own command line (batch)
+            args = [*case.command, *map(str, inputs), *options]
+            assert_contract(args, inputs, case.check)
+            return
+        args = [*command, *map(str, inputs), *options, "--format", fmt]
         assert_contract(args, inputs, check)

@@ -1,15 +1,19 @@
-"""Regression inputs for each class of failure of issue 13 (see hostile.py): every one keeps the
-contract (exit 0/1/2/4, one-line errors, no traceback, bounded time and memory, input untouched,
-valid output), and each gets the specific outcome the domain calls for."""
+"""Regression inputs for each class of failure of issues 13 and 23 (see hostile.py): every one keeps
+the contract (exit 0/1/2/4, one-line errors, no traceback, bounded time and memory, input
+untouched, nothing a terminal acts on, valid output), and each gets the specific outcome the
+domain calls for."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -17,9 +21,9 @@ import pytest
 import yaml
 
 from conftest import CLI, SAMPLES, diagnose_texts
-from contract import assert_contract
+from contract import Bounded, assert_bounded_contract, assert_contract, run_bounded, tree_digest
 from fuzzing import key_paths, with_value
-from hostile import CASES
+from hostile import BOUNDED, CASES, Run, batch_tickets_slow_to_extract
 
 
 def _run(name: str, tmp_path: Path, fmt: str = "json"):
@@ -173,3 +177,66 @@ def test_a_wrong_type_at_any_path_of_node_and_pod_is_survived(ruleset, source):
             text = with_value(yaml.safe_load(source.read_text()), path, value)
             report = diagnose_texts(ruleset, {**others, source.name: text})
             assert report.nodes, (path, value)
+
+
+# ---- issue 23: each reproducer through the console script, its CPU time and memory measured ----
+@functools.cache
+def can_mount_tmpfs() -> bool:
+    """A private mount namespace with a tmpfs (unshare -rm): root, or user namespaces."""
+    if shutil.which("unshare") is None:
+        return False
+    with tempfile.TemporaryDirectory() as d:
+        probe = ["unshare", "-rm", "sh", "-c", 'mount -t tmpfs -o size=1m tmpfs "$0"', d]
+        return subprocess.run(probe, capture_output=True).returncode == 0
+
+
+def run_case(run: Run, command: list[str] | None = None) -> Bounded:
+    """The case's command line; with `tmpfs`, inside a private mount namespace whose TMPDIR is a
+    1 MiB tmpfs (a full disk, without filling one)."""
+    env, prefix = dict(run.env), None
+    if run.tmpfs is not None:
+        run.tmpfs.mkdir(parents=True, exist_ok=True)
+        mount = 'mount -t tmpfs -o size=1m tmpfs "$0" && exec "$@"'
+        prefix = ["unshare", "-rm", "sh", "-c", mount, str(run.tmpfs)]
+        env["TMPDIR"] = str(run.tmpfs)
+    return run_bounded(run.args, env, prefix, command)
+
+
+@pytest.mark.parametrize("name", sorted(BOUNDED))
+def test_issue_23_reproducer_keeps_the_bounded_contract(name, tmp_path):
+    case = BOUNDED[name]
+    run = case.build(tmp_path / "in")
+    if run.tmpfs is not None and not can_mount_tmpfs():
+        pytest.skip("needs `unshare -rm` and a tmpfs mount (root or user namespaces)")
+    before = {p: tree_digest(p) for p in run.inputs}
+    outcome = run_case(run)
+    assert_bounded_contract(outcome, run.inputs, before)
+    case.expect(outcome)
+
+
+def test_a_batch_killed_mid_extraction_leaves_no_temporary_folder(tmp_path):
+    """kill -9 of `batch` while its workers extract: they remove their folders and exit; the
+    run's root left by workers killed too is removed by the next run."""
+    tickets = batch_tickets_slow_to_extract(tmp_path)
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmpdir)}
+    cmd = [*CLI, "batch", str(tickets), "--out", str(tmp_path / "out"), "-j", "2"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not list(tmpdir.rglob("m0*")) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert proc.poll() is None, "finished before it could be killed; make the input larger"
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while list(tmpdir.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert list(tmpdir.iterdir()) == []
+    # a root whose run and workers were all killed (a pid that cannot be alive) is cleared
+    stale = tmpdir / "hami-batch-run-4194305-x" / "wabc" / "hami-bundle-y"
+    stale.mkdir(parents=True)
+    (stale / "m00001").write_bytes(b"x" * 1000)
+    small = [*CLI, "batch", str(tickets / "b-small"), "--out", str(tmp_path / "o2"), "-j", "1"]
+    assert subprocess.run(small, env=env, capture_output=True, timeout=120).returncode == 0
+    assert list(tmpdir.iterdir()) == []

@@ -105,6 +105,7 @@ HOSTILE = [
     "<!-- hidden --> </details> <script>alert(1)</script>",
     "# heading\n---\n| a | b |",
     "https://evil.example/path www.evil.example",
+    "$\\Huge\\textsf{VERDICT: healthy}$ and $$\\color{red}x$$",  # GitHub renders $...$ as math
 ]
 
 
@@ -117,6 +118,7 @@ def test_safe_text_neutralises(payload):
     assert not re.search(r"(?<!\\)\]\(", out) and "![" not in out
     assert not re.search(r"(?i)(https?|javascript)://", out) and "www." not in out
     assert not out.startswith(("#", "-", "|"))
+    assert not re.search(r"(?<!\\)\$", out)  # no math
 
 
 def test_code_block_cannot_be_closed_from_inside():

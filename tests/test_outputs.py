@@ -19,9 +19,10 @@ from contract import tree_digest
 SAMPLE = SAMPLES / "healthy-single-gpu" / "bundle"
 
 
-def _run(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "HAMI_ANALYZER_DEBUG"}
+def _run(cwd: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("HAMI_ANALYZER_DEBUG", "KUBECONFIG")}
     env["HOME"] = str(cwd.parent / "home")  # its rules cache is no output of the command
+    env.update(extra)
     return subprocess.run(
         [*CLI, *args],
         cwd=cwd,
@@ -150,3 +151,21 @@ def test_a_printable_message_for_a_hostile_name(work):
     shutil.copy(work / "b.tgz", work / name)
     res = _run(work, "analyze", name, "-o", name)
     assert res.returncode == 2 and "\x1b" not in res.stderr and "\x07" not in res.stderr
+
+
+@pytest.mark.parametrize("where", ["~/.kube/config", "$KUBECONFIG"])
+@pytest.mark.parametrize("option", ["-o", "--map"])
+def test_collect_never_writes_onto_the_kubeconfig_kubectl_reads(where, option, work):
+    """Without --kubeconfig, kubectl reads $KUBECONFIG (a list of files) or ~/.kube/config:
+    those are collect's inputs too."""
+    home = work.parent / "home"
+    (home / ".kube").mkdir(parents=True)
+    default, listed = home / ".kube" / "config", work / "kc2"
+    for kubeconfig in (default, work / "kc1", listed):
+        kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    env = {"KUBECONFIG": f"{work / 'kc1'}{os.pathsep}{listed}"} if where != "~/.kube/config" else {}
+    target = str(default if not env else listed)
+    args = ["-o", target] if option == "-o" else ["-o", "c.tgz", "--map", target]
+    res = _run(work, "collect", "--kubectl", "/bin/true", *args, **env)
+    assert res.returncode == 2 and "inputs are never modified" in res.stderr, res.stderr
+    assert Path(target).read_text() == "apiVersion: v1\nkind: Config\n"

@@ -2,14 +2,15 @@
 `analyzer.bundle.issue.attachment_links`: only GitHub's own host, never an arbitrary URL).
 
 The download is Python's own (gh would send the token on to wherever a redirect points): the
-token goes to the GitHub host of the link only, as an unredirected header, so the signed storage
-URL GitHub redirects to gets no token. Each download is bounded in bytes (what the bundle limits
+token goes to the GitHub server's own origin only (compared in ASCII: no look-alike host gets
+it), as an unredirected header, so the signed storage URL GitHub redirects to gets no token. Each download is bounded in bytes (what the bundle limits
 leave) and in time; any failure is a short reason for one line of the comment, never an error.
 """
 
 from __future__ import annotations
 
 import hashlib
+import http.client
 import os
 import time
 import urllib.error
@@ -48,24 +49,36 @@ class _NoTokenRedirects(urllib.request.HTTPRedirectHandler):
 _OPENER = urllib.request.build_opener(_NoTokenRedirects)
 
 
-def token_for(url: str) -> str | None:
-    """The token gh would use for the link's host (GH_TOKEN on github.com,
-    GH_ENTERPRISE_TOKEN elsewhere)."""
-    host = (urlsplit(url).hostname or "").lower()
+def _origin(url: str) -> tuple[str, str] | None:
+    """(scheme, host[:port]) of an ASCII URL, lower-cased; None for anything else."""
+    parts = urlsplit(url)
+    if not parts.netloc.isascii() or "@" in parts.netloc:
+        return None
+    return parts.scheme.lower(), parts.netloc.lower()
+
+
+def token_for(url: str, server: str) -> str | None:
+    """The token gh would use for `server` (GH_TOKEN on github.com, GH_ENTERPRISE_TOKEN
+    elsewhere), and only when `url` is on the server's own origin: a host that merely looks
+    like it, or any other, gets none."""
+    origin = _origin(server)
+    if origin is None or _origin(url) != origin:
+        return None
     names = (
         ("GH_TOKEN", "GITHUB_TOKEN")
-        if host == "github.com"
+        if urlsplit(server).hostname == "github.com"
         else ("GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN")
     )
     return next((os.environ[n] for n in names if os.environ.get(n)), None)
 
 
-def fetch(url: str, dest: Path, max_bytes: int, timeout: float = TIMEOUT) -> Fetched:
-    """Download `url` into the new file `dest`, at most `max_bytes` and `timeout` seconds."""
+def fetch(url: str, dest: Path, max_bytes: int, server: str, timeout: float = TIMEOUT) -> Fetched:
+    """Download `url` into the new file `dest`, at most `max_bytes` and `timeout` seconds; the
+    token goes with it when `url` is on `server`."""
     request = urllib.request.Request(
         url, headers={"User-Agent": f"hami-bundle-analyzer/{__version__}"}
     )
-    token = token_for(url)
+    token = token_for(url, server)
     if token:
         request.add_unredirected_header("Authorization", f"token {token}")
     deadline = time.monotonic() + timeout
@@ -97,6 +110,8 @@ def fetch(url: str, dest: Path, max_bytes: int, timeout: float = TIMEOUT) -> Fet
         raise FetchError(f"no answer in {timeout:.0f} s") from None
     except OSError as exc:
         raise FetchError(f"download failed: {exc.strerror or exc}") from None
+    except http.client.HTTPException as exc:  # a malformed answer (header too long, ...)
+        raise FetchError(f"download failed: {str(exc)[:200] or type(exc).__name__}") from None
     return Fetched(dest, digest.hexdigest())
 
 

@@ -15,6 +15,7 @@ import regex
 import yaml
 
 from analyzer.errors import AnalyzerError
+from analyzer.parse.structured import load_yaml
 from analyzer.report.model import CONFIDENCE_RANK, Report
 from analyzer.rules import builtin_rules_dir
 
@@ -113,7 +114,7 @@ class BotConfig:
 
 @functools.cache
 def load_config() -> BotConfig:
-    doc = yaml.safe_load((builtin_rules_dir() / "bot.yaml").read_text(encoding="utf-8"))
+    doc = load_yaml((builtin_rules_dir() / "bot.yaml").read_text(encoding="utf-8"))
     rel = doc["relevance"]
     words = regex.compile("|".join(f"(?:{w})" for w in rel["words"]), regex.I)
     return BotConfig(
@@ -169,7 +170,7 @@ def parse_labels(text: str) -> dict[str, str]:
     if not text.strip():
         return {}
     try:
-        doc = yaml.safe_load(text)
+        doc = load_yaml(text)
     except yaml.YAMLError as exc:
         raise BotInputError(f"labels is not YAML: {str(exc).splitlines()[0]}") from None
     if not isinstance(doc, dict) or not all(isinstance(k, str) for k in doc):

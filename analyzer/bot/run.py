@@ -219,7 +219,7 @@ def _posts(
             else:
                 dest = tmp / f"attachment-{count:03d}"
                 try:
-                    got = download(link.url, dest, left)
+                    got = download(link.url, dest, left, issue.server)
                 except FetchError as exc:
                     why = str(exc)
                 else:

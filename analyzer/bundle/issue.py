@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 import regex
 
@@ -26,12 +26,14 @@ _TAG_RE = regex.compile(
 )
 MAX_ISSUE_BYTES = 4 << 20
 # a file GitHub stores for an issue or comment: /user-attachments/files/ID/NAME, or (older)
-# /OWNER/REPO/files/ID/NAME; the host is matched by the caller
+# /OWNER/REPO/files/ID/NAME, NAME being one path segment; the host is matched by the caller
 _ATTACHMENT_PATH = (
     r"/(?:user-attachments/files/\d{1,20}"
     r"|(?P<owner>[A-Za-z0-9][\w.-]{0,99})/(?P<repo>[\w.-]{1,100})/files/\d{1,20})"
-    r"/(?P<name>[^\s()<>\[\]\"'`]{1,255})"
+    r"/(?P<name>[^\s()<>\[\]\"'`/\\?#]{1,255})"
 )
+_BAD_NAME = regex.compile(r"[/\\\p{Cc}]|^\.*$")  # decoded: no separator, control, `.`, `..`
+_PCHAR = "!$&'()*+,;=:@-._~"  # kept as they are in a path segment (RFC 3986)
 
 
 @dataclass
@@ -162,7 +164,10 @@ def attachment_links(
 ) -> list[AttachmentLink]:
     """The files attached to a post: links on the GitHub server itself (`server`, such as
     https://github.com; never another host), under `user-attachments/files/` or this repository's
-    `files/`, whose name ends with one of `suffixes`; each once, in order.
+    `files/`, whose name ends with one of `suffixes`; each once, in order. The host is matched
+    case-insensitively in ASCII only (Unicode folding would take `gİthub.com` for it) and each
+    URL is rebuilt on `server` itself, so what is fetched is never a host the text spelled, and
+    its name, one path segment, is percent-encoded in ASCII.
 
     >>> [a.name for a in attachment_links(
     ...     "[b.tgz](https://github.com/user-attachments/files/1/b.tgz) "
@@ -171,14 +176,16 @@ def attachment_links(
     ...     "https://github.com", "o/r", (".tgz", ".log"))]
     ['b.tgz', 'dp 1.log']
     """
-    base = regex.escape(server.rstrip("/"))
+    server = server.rstrip("/")
     out: dict[str, AttachmentLink] = {}
-    for m in regex.finditer(base + _ATTACHMENT_PATH, text, regex.I):
+    for m in regex.finditer(regex.escape(server) + _ATTACHMENT_PATH, text, regex.I | regex.A):
         if m["owner"] and f"{m['owner']}/{m['repo']}".lower() != repo.lower():
             continue  # another repository's file: never fetched with this repository's token
         raw = m["name"].rstrip(".,;:!?")
-        url = m[0][: len(m[0]) - len(m["name"])] + raw
         name = unquote(raw)
-        if name.lower().endswith(suffixes) and url not in out:
+        if _BAD_NAME.search(name) or not name.lower().endswith(suffixes):
+            continue  # `..`, an encoded `/`: never another path of the server
+        url = server + m[0][len(server) : len(m[0]) - len(m["name"])] + quote(name, safe=_PCHAR)
+        if url not in out:
             out[url] = AttachmentLink(url, name)
     return list(out.values())

@@ -70,15 +70,26 @@ def clean(text: str) -> str:
     return text
 
 
-def printable(text: object) -> str:
+def printable(text: object, keep: str = "\n\t") -> str:
     r"""Text safe to print on a terminal: every character that is not printable (ESC and the rest
-    of C0, DEL, C1, format characters) becomes "?", newlines and tabs stay. Everything a command
-    prints that came from a bundle, a cluster or a command line goes through this one function.
+    of C0, DEL, C1, format characters) becomes "?"; the characters of `keep` (newlines and tabs)
+    stay. Everything a command prints that came from a bundle, a cluster or a command line goes
+    through this one function. Lines that are printable already cost one C-level check each.
 
     >>> printable("pod\x1b]52;c;aGk=\x07\x9b1;31m\tok\n")
     'pod?]52;c;aGk=??1;31m\tok\n'
+    >>> printable("a\tb\nc", keep="")
+    'a?b?c'
     """
-    return "".join(ch if ch.isprintable() or ch in "\n\t" else "?" for ch in str(text))
+    tab = "\t" in keep
+
+    def safe(line: str) -> str:
+        if (line.replace("\t", " ") if tab else line).isprintable():
+            return line
+        return "".join(ch if ch.isprintable() or ch in keep else "?" for ch in line)
+
+    text = str(text)
+    return "\n".join(map(safe, text.split("\n"))) if "\n" in keep else safe(text)
 
 
 def rejoin_hard_wraps(lines: list[str]) -> tuple[list[str], list[int], int]:

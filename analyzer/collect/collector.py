@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import secrets
 import shlex
 import shutil
@@ -246,20 +247,21 @@ class Collector:
                 self.runner.keep(argv, f"nodes/{plan.safe(node)}/nvidia-smi.txt", "nvidia-smi")
 
     def debug_node(self, node: str, namespace: str) -> None:
+        """The node's files through a debug pod named here before it exists, so it is deleted
+        whatever happens after the create call starts (a timeout, Ctrl-C, a TERM); only a
+        creation the server refused leaves nothing to delete."""
         nonce = secrets.token_hex(8)
         parts = nodedebug.sections(self.catalogue)
-        script = nodedebug.script(parts, nonce)
-        created = self.runner.output(
-            self.argv(
-                "debug", f"node/{node}", "-n", namespace, f"--image={self.opts.debug_image}",
-                "--profile=sysadmin", "--", "sh", "-c", script,
-            )
-        )  # fmt: skip
-        m = nodedebug.CREATED_RE.search(created)
-        pod = m.group(1).decode("ascii", "replace") if m else ""
-        if not discover.is_name(pod):
-            return  # refused (forbidden, PodSecurity) or not understood: the manifest says so
+        pod = nodedebug.pod_name()
+        spec = nodedebug.pod(pod, node, self.opts.debug_image, nodedebug.script(parts, nonce))
+        created: Call | None = None
         try:
+            created = self.runner.run_for(
+                self.argv("create", "-n", namespace, "--validate=false", "-o", "name", "-f", "-"),
+                stdin=json.dumps(spec).encode(),
+            )
+            if created.status != "ok":
+                return  # refused (forbidden, PodSecurity) or cut short: the manifest says so
             wait = max(2 * self.opts.timeout, 60.0)
             self.runner.read(
                 self.argv(
@@ -284,7 +286,13 @@ class Collector:
                     part.error,
                 )
         finally:
-            self.runner.read(self.argv("delete", "pod", "-n", namespace, "--wait=false", "--", pod))
+            if created is None or created.status not in ("forbidden", "not-found"):
+                self.runner.read(
+                    self.argv(
+                        "delete", "pod", "-n", namespace, "--ignore-not-found", "--wait=false",
+                        "--", pod,
+                    )
+                )  # fmt: skip
 
     def run(self) -> dict[str, Any]:
         started = dt.datetime.now(dt.UTC)
@@ -368,6 +376,15 @@ def write_archive(folder: Path, output: Path, stamp: str) -> int:
     except OSError as exc:
         raise CollectError(f"cannot write {output}: {exc.strerror or exc}") from None
     return len(files)
+
+
+def kubeconfigs(given: str | None) -> list[str]:
+    """The kubeconfig files kubectl reads: --kubeconfig, else $KUBECONFIG (a list), else
+    ~/.kube/config (collect's inputs: no output may land on them)."""
+    if given:
+        return [given]
+    listed = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
+    return listed or [str(Path.home() / ".kube" / "config")]
 
 
 def find_program(name: str, given: str | None) -> str | None:

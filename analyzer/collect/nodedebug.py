@@ -1,23 +1,34 @@
-"""Node-side files without SSH (`collect --node-debug`, opt-in): `kubectl debug node/NAME` runs
-a small image with the sysadmin profile (privileged, the node's root at /host) whose script runs
-the node commands of the kind catalogue (rules/kinds.yaml: kubelet and runtime journals,
-containerd config, CDI specs, toolkit config) through `chroot /host`, each output bounded and
-framed by a marker line carrying a random nonce, so a log line cannot pose as a frame. The pod's
-log is read back, split into files, and the pod deleted. nvidia-smi comes from an exec into the
-node's device-plugin pod instead (its image usually has it; the debug image does not)."""
+"""Node-side files without SSH (`collect --node-debug`, opt-in): the pod `kubectl debug
+node/NAME --profile=sysadmin` would make (a small image, privileged, in the node's namespaces,
+the node's root at /host), but created by collect under a random name it chooses, so the pod
+can be deleted whatever happens (kubectl debug names it itself, after the node, and a run
+stopped before kubectl said the name left the pod behind; the node's name in it also escaped
+redaction). Its script runs the node commands of the kind catalogue (rules/kinds.yaml: kubelet
+and runtime journals, containerd config, CDI specs, toolkit config) through `chroot /host`, each
+output bounded and framed by a marker line carrying a random nonce, so a log line cannot pose
+as a frame. The pod's log is read back, split into files, and the pod deleted. nvidia-smi comes
+from an exec into the node's device-plugin pod instead (its image usually has it; the debug
+image does not)."""
 
 from __future__ import annotations
 
 import re
+import secrets
 import shlex
 from dataclasses import dataclass
+from typing import Any
 
 from analyzer.kinds import Catalogue
 
 DEFAULT_IMAGE = "busybox:1.36"
 SECTION_BYTES = 3 << 20  # per file: the container's log is rotated at 10 MiB by default
 EXEC_KINDS = ("nvidia-smi",)  # taken from the device-plugin pod, not from the host
-CREATED_RE = re.compile(rb"Creating debugging pod (\S+) with container")
+POD_PREFIX = "hami-node-debug-"
+DEADLINE = 600  # seconds the pod may run at most, should it ever outlive collect
+LABELS = {
+    "app.kubernetes.io/name": "hami-node-debug",
+    "app.kubernetes.io/managed-by": "hami-analyzer",
+}
 
 
 @dataclass(frozen=True)
@@ -99,3 +110,46 @@ def split(output: bytes, nonce: str) -> list[Part]:
         elif not name.endswith(".stderr"):
             found[name] = Part(name, int(rc), float(secs), body, "")
     return list(found.values())
+
+
+def pod_name() -> str:
+    """A fresh name for the debug pod (random: it says nothing about the node)."""
+    return POD_PREFIX + secrets.token_hex(5)
+
+
+def pod(name: str, node: str, image: str, script_text: str) -> dict[str, Any]:
+    """The debug pod: kubectl debug's node pod with the sysadmin profile (host PID, network and
+    IPC namespaces, the node's root at /host, privileged, every taint tolerated, never
+    restarted), without a service-account token (the script needs no API), ending by itself
+    after DEADLINE seconds at the latest.
+
+    >>> spec = pod("hami-node-debug-1", "n1", DEFAULT_IMAGE, "true")["spec"]
+    >>> spec["nodeName"], spec["hostPID"], spec["containers"][0]["securityContext"]
+    ('n1', True, {'privileged': True})
+    """
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": dict(LABELS)},
+        "spec": {
+            "nodeName": node,
+            "hostPID": True,
+            "hostNetwork": True,
+            "hostIPC": True,
+            "restartPolicy": "Never",
+            "activeDeadlineSeconds": DEADLINE,
+            "terminationGracePeriodSeconds": 0,
+            "automountServiceAccountToken": False,
+            "tolerations": [{"operator": "Exists"}],
+            "volumes": [{"name": "host-root", "hostPath": {"path": "/"}}],
+            "containers": [
+                {
+                    "name": "debugger",
+                    "image": image,
+                    "command": ["sh", "-c", script_text],
+                    "volumeMounts": [{"name": "host-root", "mountPath": "/host"}],
+                    "securityContext": {"privileged": True},
+                }
+            ],
+        },
+    }

@@ -159,15 +159,17 @@ class Runner:
         call, data = self._run(argv, None, timeout)
         return data if self._record(call).status == "ok" else None
 
-    def output(self, argv: list[str], timeout: float | None = None) -> bytes:
-        """Run `argv` for what it printed on stdout, whether or not it succeeded (a command
-        that fails after creating something still names it)."""
-        call, data = self._run(argv, None, timeout)
-        self._record(call)
-        return data or b""
+    def run_for(self, argv: list[str], stdin: bytes, timeout: float | None = None) -> Call:
+        """Run `argv` with `stdin` for what it does (create an object), and record how it went."""
+        return self._record(self._run(argv, None, timeout, stdin=stdin)[0])
 
     def _run(
-        self, argv: list[str], file: str | None, timeout: float | None = None, kind: str = ""
+        self,
+        argv: list[str],
+        file: str | None,
+        timeout: float | None = None,
+        kind: str = "",
+        stdin: bytes | None = None,
     ) -> tuple[Call, bytes | None]:
         shown = _shown(argv)
         scratch = self.staging / SCRATCH / f"{len(self.calls)}.out"
@@ -178,7 +180,7 @@ class Runner:
                     argv,
                     stdout=out,
                     stderr=subprocess.PIPE,
-                    stdin=subprocess.DEVNULL,
+                    **({"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}),
                     timeout=(timeout or self.timeout) + GRACE,
                     env=self.env,
                 )

@@ -31,6 +31,7 @@ LISTINGS = {
 }
 _HAMI_NAME = re.compile(r"^(?:hami|4pd|vgpu)-|-(?:hami|vgpu)(?:-|$)")
 _OPERAND_NAME = re.compile(r"^(?:nvidia-|gpu-feature-discovery|gpu-operator)")
+PART_OF = "app.kubernetes.io/part-of"  # the GPU Operator labels its operands part-of gpu-operator
 _PLUGIN_NAME = re.compile(r"device-plugin")
 _EXTENDED = re.compile(r'"[\w.-]+/[\w.-]+"\s*:')  # a resource name with a domain: nvidia.com/gpu
 
@@ -109,12 +110,13 @@ def configmaps(rows: list[Listed], release: str | None) -> list[Listed]:
 
 def daemonsets(rows: list[Listed], namespace: str, release: str | None) -> list[Listed]:
     """HAMi's, NVIDIA's (device plugins, GPU Operator operands), those asking for an extended
-    resource, and every DaemonSet of a namespace that holds GPU Operator operands (kube-system
-    excepted: it holds everybody's).
+    resource, and every DaemonSet of the GPU Operator's namespace: one holding a DaemonSet it
+    labels as its own (kube-system excepted: it holds everybody's). An nvidia-* name alone does
+    not make a namespace the operator's: a standalone DCGM exporter may sit beside anything.
 
     >>> rows = [Listed("kube-system", "aws-node", {}, '{"requests":{"cpu":"25m"}}'),
     ...         Listed("kube-system", "nvidia-device-plugin-daemonset", {}),
-    ...         Listed("gpu-operator", "nvidia-driver-daemonset", {}),
+    ...         Listed("gpu-operator", "nvidia-driver-daemonset", {PART_OF: "gpu-operator"}),
     ...         Listed("gpu-operator", "node-exporter", {}),
     ...         Listed("ml", "npu-agent", {}, '{"limits":{"huawei.com/Ascend910":"1"}}'),
     ...         Listed("gpu", "stack-hami-device-plugin", {COMPONENT: "hami-device-plugin"})]
@@ -122,7 +124,9 @@ def daemonsets(rows: list[Listed], namespace: str, release: str | None) -> list[
     ['nvidia-device-plugin-daemonset', 'nvidia-driver-daemonset', 'node-exporter', 'npu-agent', 'stack-hami-device-plugin']
     """
     operator = {
-        r.namespace for r in rows if r.namespace != "kube-system" and _OPERAND_NAME.search(r.name)
+        r.namespace
+        for r in rows
+        if r.namespace != "kube-system" and r.labels.get(PART_OF) == "gpu-operator"
     }
     return [
         r

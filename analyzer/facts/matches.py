@@ -126,6 +126,10 @@ def collect_matches(
         index.artefacts.append(info)
         for sid, n in log.stats.sig_counts.items():
             index.counts[sid] = index.counts.get(sid, 0) + n
+        index.errors.extend(
+            f"signature {sid}: regex timed out on {art.file.name}:{line}; read as no match"
+            for sid, line in log.stats.timeouts
+        )
         if "sigs" not in log.frame.columns:
             continue
         hits = log.frame.filter(pl.col("sigs").list.len() > 0).select("line", "text", "ts", "sigs")

@@ -16,6 +16,7 @@ NOT_PLUGIN_RE = re.compile(r"mps-control|validator", re.I)  # GPU Operator Daemo
 _GET_RE = re.compile(
     r"\bkubectl\b(?P<args>.*?\bget\s+(?P<res>po|pods?|ds|daemonsets?(?:\.apps)?|all)\b.*)$", re.I
 )
+COMMAND_CHARS = 4096
 _NONE_RE = re.compile(r"^No resources found(?: in (?P<ns>\S+) namespace)?\.?\s*$")
 _DS_HEADER_RE = re.compile(r"^(?:NAMESPACE\s+)?NAME\s+DESIRED\s+CURRENT\s+READY\s+UP-TO-DATE")
 _DS_ROW_RE = re.compile(
@@ -77,7 +78,8 @@ def empty_listing(log: ParsedLog) -> Where | None:
     asked = False
     for line, text in log.frame.select("line", "text").iter_rows():
         text = (text or "").strip()
-        if m := _GET_RE.search(text):
+        # a command line is short; the search is quadratic in the `kubectl` words of a long line
+        if len(text) < COMMAND_CHARS and (m := _GET_RE.search(text)):
             asked = bool(PLUGIN_RE.search(m["args"]))
             continue
         if asked and _NONE_RE.match(text):

@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import regex
-import yaml
 
-from analyzer.parse.structured import load_json
+from analyzer.parse.structured import load_json, load_yaml
 from analyzer.versions import Range
 
 MAX_DEVICES = 4096
@@ -67,9 +66,7 @@ class AnnotationSpec:
 
     @classmethod
     def load(cls, path: Path) -> AnnotationSpec:
-        doc = yaml.load(
-            path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        )
+        doc = load_yaml(path.read_text(encoding="utf-8"))
         reg, hs = doc["register"], doc["handshake"]
         for f in reg["formats"]:
             if "detect" in f:

@@ -27,6 +27,7 @@ from analyzer.bundle.text import (
     decode,
     rejoin_hard_wraps,
 )
+from analyzer.facts.model import MATCH_TIMEOUT
 from analyzer.parse.literals import required_literals
 
 ERROR_LINE_CAP = 5_000  # unmatched E/F lines kept from a big log (batch analysis wants them)
@@ -55,6 +56,7 @@ class LogStats:
     truncated_last_line: bool = False
     all_lines_kept: bool = True
     sig_counts: dict[str, int] = field(default_factory=dict)
+    timeouts: list[tuple[str, int]] = field(default_factory=list)  # (signature, line): no match
 
 
 @dataclass
@@ -138,12 +140,18 @@ class Matcher:
             return pl.lit(False)
         return pl.any_horizontal(parts) if len(parts) > 1 else parts[0]
 
-    def attribute(self, frame: pl.DataFrame, bulk: bool = False) -> pl.DataFrame:
+    def attribute(
+        self,
+        frame: pl.DataFrame,
+        bulk: bool = False,
+        timeouts: list[tuple[str, int]] | None = None,
+    ) -> pl.DataFrame:
         """(line, text, ...) rows -> the same rows plus `sig`, once per verified signature match,
         in line order. `bulk`: candidates pooled from a big log, always vectorised (their lines
-        may be long, and a Python loop costs per byte)."""
+        may be long, and a Python loop costs per byte). A regex that runs past its time on a
+        line is no match there, and (signature, line) is added to `timeouts`."""
         if frame.height <= SMALL_FRAME and not bulk:
-            return self._attribute_rows(frame)
+            return self._attribute_rows(frame, [] if timeouts is None else timeouts)
         out = []
         if self.literals and frame.height:
             cand = (
@@ -183,23 +191,26 @@ class Matcher:
     def regex(self, sid: str) -> regex.Pattern:
         return self._compile(sid)
 
-    def _attribute_rows(self, frame: pl.DataFrame) -> pl.DataFrame:
+    def _attribute_rows(self, frame: pl.DataFrame, timeouts: list[tuple[str, int]]) -> pl.DataFrame:
         """Small frames: the prefilter in polars, then a Python loop over the candidates is
         cheaper than a dozen vectorised passes."""
         rows: list[tuple] = []
-        at = frame.columns.index("text")
+        at, line_at = frame.columns.index("text"), frame.columns.index("line")
         for row in frame.filter(self.keep_expr()).iter_rows():
             text = row[at]
             found: list[str] = []
             for lit, sids in self.lit_to_sigs.items():
                 if lit in text:
                     found.extend(s for s in sids if s not in found)
-            for sid in found:
-                if sid in self.pure or self.regex(sid).search(text, timeout=0.25):
+            for sid in [*found, *self.fallback]:
+                if sid in self.pure and sid in found:
                     rows.append((*row, sid))
-            for sid in self.fallback:
-                if self.regex(sid).search(text, timeout=0.25):
-                    rows.append((*row, sid))
+                    continue
+                try:
+                    if self.regex(sid).search(text, timeout=MATCH_TIMEOUT):
+                        rows.append((*row, sid))
+                except TimeoutError:
+                    timeouts.append((sid, row[line_at]))
         return pl.DataFrame(rows, schema={**frame.schema, "sig": pl.String}, orient="row")
 
 
@@ -276,9 +287,10 @@ def _parse_small(artefact: Artefact, matcher: Matcher) -> ParsedLog:
         },
         schema=LINE_SCHEMA,
     )
-    hits = matcher.attribute(frame.select("line", "text"))
+    timeouts: list[tuple[str, int]] = []
+    hits = matcher.attribute(frame.select("line", "text"), timeouts=timeouts)
     frame = _with_sigs(_with_header(frame), hits)
-    stats = LogStats(lines=len(joined), hard_wrap_joins=joins)
+    stats = LogStats(lines=len(joined), hard_wrap_joins=joins, timeouts=timeouts)
     stats.sig_counts = dict(hits.group_by("sig").len().iter_rows())
     sev = frame["sev"].drop_nulls()
     stats.klog_lines = len(sev)
@@ -520,7 +532,8 @@ def _stream(artefact, path, matcher: Matcher, profile: _Profile) -> ParsedLog:
         .alias("container"),
         pl.col("raw").str.extract(r"^(?:\[[^\]]*\] )?(\d{4}-\d\d-\d\dT\S+)", 1).alias("rfc"),
     )
-    frame = _with_sigs(_with_header(frame), matcher.attribute(frame.select("line", "text")))
+    hits = matcher.attribute(frame.select("line", "text"), timeouts=stats.timeouts)
+    frame = _with_sigs(_with_header(frame), hits)
     stats.containers = sorted(c for c in frame["container"].unique().to_list() if c)
     stats.pods = _prefix_pods(frame)
     return ParsedLog(artefact, stats, frame)

@@ -5,12 +5,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-import yaml
-
 from analyzer.bundle.model import Artefact
 from analyzer.parse import shape
 from analyzer.parse.shape import conform
-from analyzer.parse.structured import _FastLoader, load_documents
+from analyzer.parse.structured import load_documents
 
 NODE_SECTIONS = frozenset(
     {
@@ -43,6 +41,9 @@ _SYSTEM_INFO = {
     "Container Runtime Version": "containerRuntimeVersion",
     "Kernel Version": "kernelVersion",
 }
+# nodes analysed per bundle: each costs every rule and a report (1,700 pasted in an issue took
+# 35 s); a whole cluster's `kubectl get nodes -o yaml` keeps its GPU nodes
+MAX_NODES = 50
 _FRAGMENT_LINE_RE = re.compile(
     r'^\s*(?:Annotations:\s+|-\s+)?"?(?P<key>(?:[\w.-]+/)?[\w.-]+)"?\s*:\s*(?P<value>.*?)\s*,?$'
 )
@@ -79,34 +80,58 @@ class NodeFacts:
         return self.file_of.get(key, self.file), self.line_of.get(key, self.first_line)
 
 
-def _locate(text: str, first_line: int, keys: list[str]) -> dict[str, int]:
-    """Where each key first appears in the text (for evidence citations)."""
+def _locate(lines: list[str], first_line: int, keys: list[str]) -> dict[str, int]:
+    """Where each key first appears in the lines (for evidence citations)."""
     out: dict[str, int] = {}
-    for i, line in enumerate(text.split("\n")):
+    for i, line in enumerate(lines):
         for k in keys:
             if k not in out and k in line:
                 out[k] = first_line + i
     return out
 
 
-_YAML_KEY_RE = re.compile(r'^(\s*)(?:-\s+)?"?([^":{}\[\]]+?)"?\s*:(?:\s|$)')
+def _yaml_key(line: str) -> tuple[int, str, str] | None:
+    """(indent, key, rest) of a block YAML or indented JSON key line (`  key: v`, `- key: v`,
+    `"key": v,`), or None. A plain scan, linear in the line: a regex for the same shape
+    backtracked cubically over a long indent (3,000 spaces then `- x` took 19 s).
+
+    >>> _yaml_key('    - "name": gpu-1,')
+    (6, 'name', 'gpu-1,')
+    >>> _yaml_key("  url: http://x"), _yaml_key("a:b: c"), _yaml_key("  - x")
+    ((2, 'url', 'http://x'), None, None)
+    """
+    body = line.lstrip()
+    indent = len(line) - len(body)
+    if body.startswith("-") and body[1:2].isspace():
+        body = body[1:].lstrip()
+        indent += 2
+    colon = body.find(":")
+    if colon <= 0 or (colon + 1 < len(body) and not body[colon + 1].isspace()):
+        return None
+    key = body[:colon].rstrip()
+    key = key[1:] if key.startswith('"') else key
+    key = key[:-1] if key.endswith('"') else key
+    key = key.strip()
+    if not key or any(c in key for c in '":{}[]'):
+        return None
+    return indent, key, body[colon + 1 :].strip()
 
 
 def yaml_lines(
-    text: str, first_line: int, paths: list[tuple[str, ...]]
+    lines: list[str], first_line: int, paths: list[tuple[str, ...]]
 ) -> dict[tuple[str, ...], int]:
     """Line of each key path in block YAML or indented JSON (kubectl output), by indentation."""
     want = set(paths)
     out: dict[tuple[str, ...], int] = {}
     stack: list[tuple[int, str]] = []
-    for i, line in enumerate(text.split("\n")):
-        m = _YAML_KEY_RE.match(line)
-        if not m:
+    for i, line in enumerate(lines):
+        found = _yaml_key(line)
+        if found is None:
             continue
-        indent = len(m.group(1)) + (2 if line.lstrip().startswith("- ") else 0)
+        indent, name, _rest = found
         while stack and stack[-1][0] >= indent:
             stack.pop()
-        stack.append((indent, m.group(2).strip()))
+        stack.append((indent, name))
         key = tuple(k for _, k in stack)
         if key in want and key not in out:
             out[key] = first_line + i
@@ -115,40 +140,83 @@ def yaml_lines(
     return out
 
 
-def _object_lines(text: str) -> list[tuple[int, int]] | None:
-    r"""0-based first and last line of each object parse_node reads (every document, and each
-    item of a `kind: List`), in its order; None when the text does not compose whole (a cut
-    paste), and then every object is located in the whole text.
+@dataclass(frozen=True)
+class Span:
+    """The lines [start, end) of one object of a text, and its metadata.name when it shows one."""
 
-    >>> _object_lines("kind: List\nitems:\n- kind: Node\n  metadata: {name: a}\n- kind: Node\n  metadata: {name: b}\n")
-    [(2, 3), (4, 5)]
+    start: int
+    end: int
+    name: str | None
+
+
+_DOC_SEPARATOR_RE = re.compile(r"^(?:---|\.\.\.)(?:\s|$)")
+
+
+def object_spans(lines: list[str]) -> list[Span]:
+    r"""The objects of a YAML or indented JSON text, in one pass: each document (split at `---`)
+    or, in a document with a top-level `items:` list (kind: List), each entry of the list. A node
+    cites lines of its own span, so locating every node of a long list costs one pass.
+
+    >>> text = "apiVersion: v1\nitems:\n- kind: Node\n  metadata:\n    name: a\n- metadata:\n    name: b\nkind: List"
+    >>> object_spans(text.split("\n"))
+    [Span(start=2, end=5, name='a'), Span(start=5, end=7, name='b')]
     """
-    try:
-        docs = [d for d in yaml.compose_all(text, Loader=_FastLoader) if d is not None]
-    except (yaml.YAMLError, RecursionError, ValueError):
-        return None
-    out: list[tuple[int, int]] = []
-    for doc in docs:
-        if not isinstance(doc, yaml.MappingNode):
+    spans: list[Span] = []
+    doc, doc_name, listed = 0, None, False  # the document: first line, name, is it a List
+    stack: list[tuple[int, str]] = []
+    top: int | None = None  # indentation of the document's first key
+    items: int | None = None  # indentation of its `items:` key while the list is read
+    entry_indent: int | None = None
+    entry: int | None = None  # first line of the current entry
+    entry_name: str | None = None
+
+    def end_entry(i: int) -> None:
+        nonlocal entry, entry_name
+        if entry is not None:
+            spans.append(Span(entry, i, entry_name))
+        entry, entry_name = None, None
+
+    for i, line in enumerate(lines):
+        if _DOC_SEPARATOR_RE.match(line):
+            end_entry(i)
+            if not listed and i > doc:
+                spans.append(Span(doc, i, doc_name))
+            doc, doc_name, listed, stack, top, items = i + 1, None, False, [], None, None
             continue
-        fields = {k.value: v for k, v in doc.value if isinstance(k, yaml.ScalarNode)}
-        kind, items = fields.get("kind"), fields.get("items")
-        if isinstance(kind, yaml.ScalarNode) and kind.value == "List":
-            if isinstance(items, yaml.SequenceNode):
-                out += [
-                    (i.start_mark.line, _last_line(i))
-                    for i in items.value
-                    if isinstance(i, yaml.MappingNode)
-                ]
-        else:
-            out.append((doc.start_mark.line, _last_line(doc)))
-    return out
-
-
-def _last_line(node) -> int:
-    """A block mapping ends at the start of the line after it; a flow one on its own line."""
-    end = node.end_mark
-    return end.line - 1 if end.column == 0 and end.line > node.start_mark.line else end.line
+        stripped = line.strip()
+        if not stripped:
+            continue
+        indent = len(line) - len(line.lstrip())
+        if items is not None:
+            starts = stripped.startswith("- ") or stripped in ("-", "{")
+            if entry_indent is None and starts and indent >= items:
+                entry_indent = indent
+            if starts and indent == entry_indent:
+                end_entry(i)
+                entry = i
+            elif indent <= items and not starts:
+                end_entry(i)  # `kind: List` after the items, or JSON's closing `]`
+                items = None
+        found = _yaml_key(line)
+        if found is None:
+            continue
+        k_indent, key, rest = found
+        top = indent if top is None else top
+        while stack and stack[-1][0] >= k_indent:
+            stack.pop()
+        stack.append((k_indent, key))
+        if key == "items" and indent == top and not listed and rest in ("", "["):
+            items, listed, entry_indent = indent, True, None
+        elif key == "name" and len(stack) >= 2 and stack[-2][1] == "metadata":
+            value = rest.rstrip(",").strip().strip("'\"") or None
+            if entry is not None:
+                entry_name = entry_name or value
+            elif items is None and not listed:
+                doc_name = doc_name or value
+    end_entry(len(lines))
+    if not listed and len(lines) > doc:
+        spans.append(Span(doc, len(lines), doc_name))
+    return spans
 
 
 def parse_node(artefact: Artefact) -> list[NodeFacts]:
@@ -156,31 +224,38 @@ def parse_node(artefact: Artefact) -> list[NodeFacts]:
         return [_parse_describe(artefact)]
     if artefact.kind == "node-annotations":
         return [_parse_fragment(artefact)]
-    docs, warnings = load_documents(artefact.text or "")
+    text = artefact.text or ""
+    docs, warnings = load_documents(text)
     objs: list[dict] = []
     for d in docs:
         if isinstance(d, dict) and d.get("kind") == "List":
             objs.extend(i for i in d.get("items") or [] if isinstance(i, dict))
         elif isinstance(d, dict):
             objs.append(d)
-    nodes = []
-    text = artefact.text or ""
     lines = text.split("\n")
-    spans = _object_lines(text) if len(objs) > 1 else None
-    if spans is None or len(spans) != len(objs):
-        spans = [(0, len(lines) - 1)] * len(objs)
-    for raw, (first, last) in zip(objs, spans, strict=True):
+    spans: dict[str | None, list[Span]] = {}
+    for span in object_spans(lines):
+        spans.setdefault(span.name, []).append(span)
+    nodes: list[NodeFacts] = []
+    seen: dict[str, int] = {}
+    for raw in objs:
         if raw.get("kind") not in ("Node", None):
             continue
-        # a List's item or one document of several: its keys are located in its own lines
-        item_text, item_line = "\n".join(lines[first : last + 1]), artefact.first_line + first
         problems: list[str] = []
         obj = conform(raw, shape.NODE, problems)
         meta, spec, status = (obj.get(k, {}) for k in ("metadata", "spec", "status"))
+        name = meta.get("name") or None
+        own = spans.get(name) or [None]
+        span = own.pop(0) if own[0] is not None else None
+        if name is not None and name in seen:
+            seen[name] += 1  # the same node again: the first document is the state shown
+            continue
+        if name is not None:
+            seen[name] = 0
         n = NodeFacts(
-            name=meta.get("name") or None,
+            name=name,
             file=artefact.file.name,
-            first_line=item_line,
+            first_line=artefact.first_line,
             form="yaml",
             labels=meta.get("labels", {}),
             annotations=meta.get("annotations", {}),
@@ -197,26 +272,63 @@ def parse_node(artefact: Artefact) -> list[NodeFacts]:
         n.taints = spec.get("taints", [])
         n.conditions = status.get("conditions", [])
         n.images = [name for img in status.get("images", []) for name in img.get("names", [])]
-        n.line_of = _locate(item_text, item_line, list(n.annotations))
-        paths = [
-            ("status", sec, res)
-            for sec in ("allocatable", "capacity")
-            for res in (n.allocatable if sec == "allocatable" else n.capacity)
-        ]
-        paths += [("metadata", "labels", k) for k in n.labels] + [
-            ("spec", "taints"),
-            ("status", "conditions"),
-        ]
-        for path, line in yaml_lines(item_text, item_line, paths).items():
-            key = f"{path[1]}.{path[2]}" if len(path) == 3 else path[1]
-            n.line_of.setdefault(key.replace("labels.", "label."), line)
+        if span is None and len(objs) == 1:
+            span = Span(0, len(lines), name)
+        if span is not None:
+            _locate_lines(n, lines[span.start : span.end], artefact.first_line + span.start)
         n.label_managers = _label_managers(meta.get("managedFields", []))
         nodes.append(n)
+    repeated = {k: v for k, v in seen.items() if v}
+    if repeated:
+        name, times = next(iter(repeated.items()))
+        more = f" (and {len(repeated) - 1} other node(s))" if len(repeated) > 1 else ""
+        nodes[0].warnings.append(
+            f"node {name} is shown {times + 1} times{more}; the first document is read"
+        )
     if not nodes:
         n = NodeFacts(None, artefact.file.name, artefact.first_line, "yaml", warnings=warnings)
         n.warnings.append("no Node object could be read")
         nodes.append(n)
     return nodes
+
+
+def _locate_lines(n: NodeFacts, lines: list[str], first_line: int) -> None:
+    """The lines that cite the node's annotations, resources, labels, taints and conditions."""
+    n.line_of = _locate(lines, first_line, list(n.annotations))
+    paths = [
+        ("status", sec, res)
+        for sec in ("allocatable", "capacity")
+        for res in (n.allocatable if sec == "allocatable" else n.capacity)
+    ]
+    paths += [("metadata", "labels", k) for k in n.labels] + [
+        ("spec", "taints"),
+        ("status", "conditions"),
+    ]
+    for path, line in yaml_lines(lines, first_line, paths).items():
+        key = f"{path[1]}.{path[2]}" if len(path) == 3 else path[1]
+        n.line_of.setdefault(key.replace("labels.", "label."), line)
+
+
+def keep_nodes(nodes: list[NodeFacts]) -> tuple[list[NodeFacts], str | None]:
+    """At most MAX_NODES named nodes, those with GPU evidence (HAMi annotations, GPU resources or
+    labels) first, in bundle order; and a warning naming what was left out."""
+    named = [n for n in nodes if n.form != "fragment"]
+    if len(named) <= MAX_NODES:
+        return nodes, None
+    order = sorted(range(len(named)), key=lambda i: (not _gpu_evidence(named[i]), i))
+    kept = {id(named[i]) for i in order[:MAX_NODES]}
+    left = [named[i].name or "(unnamed)" for i in sorted(order[MAX_NODES:])]
+    shown = ", ".join(left[:10]) + (f" and {len(left) - 10} more" if len(left) > 10 else "")
+    note = (
+        f"{len(named)} nodes in the bundle: {MAX_NODES} are analysed (those with GPU evidence first), "
+        f"{len(left)} are not ({shown})"
+    )
+    return [n for n in nodes if n.form == "fragment" or id(n) in kept], note
+
+
+def _gpu_evidence(n: NodeFacts) -> bool:
+    keys = [*n.annotations, *n.capacity, *n.allocatable, *n.labels]
+    return any(k.startswith(("hami.io/", "4pd.io/")) or "gpu" in k.lower() for k in keys)
 
 
 def _present_sections(meta: dict, spec: dict, status: dict) -> frozenset[str]:

@@ -1,8 +1,10 @@
 """Safe loading of YAML/JSON documents from untrusted text.
 
 Alias bombs are refused (the pure-Python loader counts aliases and sizes the expanded
-document), numbers JSON does not have are refused, and a document that breaks
-part-way (a truncated paste) is parsed up to the broken line, with a warning saying so.
+document), numbers JSON does not have are refused, YAML 1.1's base-60 numbers (`1:1:1:...`,
+quadratic to convert) are plain strings, and a document that breaks part-way (a truncated paste)
+is parsed up to the broken line, with a warning saying so. Every YAML the analyzer reads (rules,
+catalogues, node objects, helm values, issue blocks) goes through the loaders defined here.
 """
 
 from __future__ import annotations
@@ -19,13 +21,69 @@ import yaml
 MAX_ALIASES = 100
 MAX_EXPANDED_NODES = 1_000_000  # kubectl never writes aliases; a large node list is ~100,000
 
-try:
-    _FastLoader = yaml.CSafeLoader
-except AttributeError:  # libyaml missing
-    _FastLoader = yaml.SafeLoader
+# YAML 1.1's int and float resolvers without their base-60 forms (`190:20:30`): PyYAML converts
+# those digit by digit into an ever larger integer, quadratic in the scalar's length (256 KB of
+# `1:1:...` took 15 s). kubectl quotes every such string; YAML 1.2 dropped the form.
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_INT_RE = re.compile(
+    r"""^(?:[-+]?0b[0-1_]+
+    |[-+]?0[0-7_]+
+    |[-+]?(?:0|[1-9][0-9_]*)
+    |[-+]?0x[0-9a-fA-F_]+)$""",
+    re.X,
+)
+_FLOAT_RE = re.compile(
+    r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+    |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN))$""",
+    re.X,
+)
 
 
-class _CountingLoader(yaml.SafeLoader):
+def _without_base60(cls: type) -> type:
+    """The loader class with int/float resolvers that do not take base-60, and explicit `!!int`
+    and `!!float` tags that refuse it."""
+    cls.yaml_implicit_resolvers = {
+        first: [
+            (tag, _INT_RE if tag == _INT else _FLOAT_RE if tag == _FLOAT else rx)
+            for tag, rx in pairs
+        ]
+        for first, pairs in cls.yaml_implicit_resolvers.items()
+    }
+
+    def number(make):
+        def construct(loader, node):
+            if ":" in str(node.value):
+                raise yaml.constructor.ConstructorError(
+                    None, None, "base-60 numbers are not read", node.start_mark
+                )
+            return make(loader, node)
+
+        return construct
+
+    cls.add_constructor(_INT, number(yaml.constructor.SafeConstructor.construct_yaml_int))
+    cls.add_constructor(_FLOAT, number(yaml.constructor.SafeConstructor.construct_yaml_float))
+    return cls
+
+
+@_without_base60
+class SafeLoader(yaml.SafeLoader):
+    """PyYAML's SafeLoader (pure Python) without base-60 numbers."""
+
+
+@_without_base60
+class FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's parser: 9x faster
+    """PyYAML's CSafeLoader without base-60 numbers."""
+
+
+def load_yaml(text: str):
+    """One YAML document with the fast loader (the analyzer's own files and small inputs)."""
+    return yaml.load(text, Loader=FastLoader)
+
+
+class _CountingLoader(SafeLoader):
     def compose_node(self, parent, index):  # type: ignore[override]
         if self.check_event(yaml.AliasEvent):
             self._aliases = getattr(self, "_aliases", 0) + 1
@@ -61,7 +119,7 @@ def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
 
 
 def _load_all(text: str) -> list[Any]:
-    loader = _CountingLoader if ("&" in text and "*" in text) else _FastLoader
+    loader = _CountingLoader if ("&" in text and "*" in text) else FastLoader
     return [d for d in yaml.load_all(text, Loader=loader) if d is not None]
 
 
@@ -133,7 +191,7 @@ def _yaml_problem(exc: Exception, _n_lines: int) -> tuple[int | None, str]:
         mark = exc.problem_mark or exc.context_mark
         line = (mark.line if mark else 0) + 1
         return line, f"YAML error at line {line}: {exc.problem or exc}; parsed the part before it"
-    if isinstance(exc, yaml.YAMLError | RecursionError | ValueError):
+    if isinstance(exc, yaml.YAMLError | RecursionError | ValueError | ArithmeticError):
         return None, f"YAML rejected: {str(exc).splitlines()[0]}"
     raise exc
 

@@ -12,6 +12,7 @@ import regex
 import yaml
 
 from analyzer.errors import AnalyzerError
+from analyzer.parse.structured import load_yaml
 from analyzer.rules import builtin_rules_dir
 
 MODES = ("find", "keys", "pattern")
@@ -74,7 +75,7 @@ def load_redactors(extra: list[Path] | tuple[Path, ...] = ()) -> list[Redactor]:
 
 def _load_file(path: Path) -> list[Redactor]:
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = load_yaml(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise RedactorError(
             f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})"

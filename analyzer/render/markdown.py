@@ -24,7 +24,7 @@ MAX_COLLECT = 3
 MAX_UNREAD = 5  # lines about attachments that could not be analysed
 MARKER = "hami-bundle-analyzer"
 ZWSP = "\u200b"
-_MD_INLINE = regex.compile(r"([\\`*_\[\]|~])")  # emphasis, code, links, tables, strike
+_MD_INLINE = regex.compile(r"([\\`*_\[\]|~$])")  # emphasis, code, links, tables, strike, math
 _SEVERITY_ICON = {"critical": "🔴", "error": "🔴", "warning": "🟠", "info": "🔵"}
 
 

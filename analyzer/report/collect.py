@@ -2,9 +2,10 @@
 decide between the remaining candidates. Nothing on a healthy node; at most three items on a
 confident verdict. Commands come from the kind catalogue with the values the bundle knows.
 
-When `hami-analyzer collect` would gather more than one of the missing items (the cluster-side
-ones; it prints the node-side commands), or nothing points anywhere, the list leads with it (and
-the line that installs it), unless the bundle already is such an archive."""
+When `hami-analyzer collect` would gather more than one of the missing items, or nothing points
+anywhere, the list leads with it (and the line that installs it), unless the bundle already is
+such an archive; with `--node-debug` when node-side items (journals, containerd, toolkit and CDI
+configs, nvidia-smi) are among those listed, which it then fetches through a debug pod."""
 
 from __future__ import annotations
 
@@ -92,10 +93,11 @@ def choose(
     limit = 3 if verdict.confidence == "high" and primary is not None else 5
     values = values_of(ctx)
     out = []
-    gathered = [kind for kind, _ in wanted if catalogue[kind].where != "node"]
-    if (len(gathered) > 1 or (primary is None and gathered)) and not collected:
-        out.append(collect_all(values.get("NODE"), lang))
-    for kind, why in wanted[: limit - len(out)]:  # the lead counts as one of the items
+    if (len(wanted) > 1 or (primary is None and wanted)) and not collected:
+        listed = wanted[: limit - 1]  # the lead counts as one of the items
+        node_debug = any(catalogue[kind].where == "node" for kind, _ in listed)
+        out.append(collect_all(values.get("NODE"), lang, node_debug))
+    for kind, why in wanted[: limit - len(out)]:
         k = catalogue[kind]
         command, needs = fill(k.collect, values)
         title = k.title_zh if lang == "zh" and k.title_zh else k.title
@@ -103,14 +105,20 @@ def choose(
     return tuple(out)
 
 
-def collect_all(node: str | None, lang: str = "en") -> Collect:
+def collect_all(node: str | None, lang: str = "en", node_debug: bool = False) -> Collect:
     """`hami-analyzer collect` for the node (or, with no node known, the nodes running HAMi),
-    after the line that installs it."""
+    after the line that installs it; `node_debug`: the node's side too, through a debug pod."""
     command = "hami-analyzer collect" + (f" --node {_quote(node)}" if node else "")
+    command += " --node-debug" if node_debug else ""
     return Collect(
         COLLECTED,
-        message("collect-all", lang),
+        message("collect-all-node" if node_debug else "collect-all", lang),
         f"{INSTALL}\n{command} -o hami-bundle.tar.gz",
         "cluster",
-        "gathers the cluster-side items below in one run and prints the node-side commands",
+        "gathers the items below in one run"
+        + (
+            ", the node's through a short-lived privileged pod"
+            if node_debug
+            else " and prints the node-side commands"
+        ),
     )

@@ -22,6 +22,7 @@ from analyzer.errors import RuleLoadError
 from analyzer.kinds import load_catalogue
 from analyzer.parse.annotations import AnnotationSpec
 from analyzer.parse.literals import required_literals
+from analyzer.parse.structured import FastLoader, load_yaml
 from analyzer.rules import builtin_rules_dir
 from analyzer.rules.conditions import LINE_KEY, ParseProblems, parse_condition
 from analyzer.rules.model import (
@@ -58,7 +59,7 @@ BUILTIN_DATA = (
 TEMPLATE_ENV = SandboxedEnvironment(autoescape=False, keep_trailing_newline=False)
 
 
-class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # C parser: 9x faster
+class _LineLoader(FastLoader):
     """SafeLoader that records the line of every mapping under LINE_KEY."""
 
     def construct_mapping(self, node, deep=False):  # type: ignore[override]
@@ -425,7 +426,7 @@ def _component_versions(r: dict, where: str, problems: list[str]) -> dict[str, R
 
 
 def _load_episodes(path: Path, sigs: dict, problems: list[str]) -> EpisodeSpec:
-    ep = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("episodes") or {}
+    ep = (load_yaml(path.read_text(encoding="utf-8")) or {}).get("episodes") or {}
     healthy = []
     for h in ep.get("healthy", []):
         sid, where = (h["signature"], h.get("where") or {}) if isinstance(h, dict) else (h, {})
@@ -450,7 +451,7 @@ def _load_episodes(path: Path, sigs: dict, problems: list[str]) -> EpisodeSpec:
 
 def _load_decisions(path: Path, sigs: dict, problems: list[str]) -> tuple[DecisionSpec, ...]:
     out = []
-    for d in (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("decisions") or []:
+    for d in (load_yaml(path.read_text(encoding="utf-8")) or {}).get("decisions") or []:
         sig = sigs.get(d.get("signature"))
         if sig is None:
             problems.append(f"{path}: unknown signature id {d.get('signature')!r}")

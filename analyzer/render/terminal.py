@@ -335,9 +335,8 @@ class TerminalReport:
                 # one command a line (`collect` comes after the line that installs it)
                 out += [f"      $ {line}" for line in self.s.text(c.command).splitlines()]
         if n.rule_errors:
-            out += ["", "Rule errors:"]
-            for x in n.rule_errors:
-                out += self.s.hanging("  ! ", 4, x)
+            # diagnostics are quoted whole, one a line (searchable, copyable)
+            out += ["", "Rule errors:"] + [f"  ! {self.s.text(x)}" for x in n.rule_errors]
         out += [""] + self.s.wrap(n.clock.how, "")
         return out
 
@@ -369,8 +368,7 @@ class TerminalReport:
             out.append("")
         if r.warnings:
             out.append("Input warnings:")
-            for w in r.warnings[:20]:
-                out += self.s.hanging("  ! ", 4, w)
+            out.extend(f"  ! {self.s.text(w)}" for w in r.warnings[:20])
             if len(r.warnings) > 20:
                 out.append(f"  ... and {len(r.warnings) - 20} more")
             out.append("")

@@ -531,3 +531,101 @@ fuzz_cases = st.one_of(
     many_documents(),
     special_inputs(),
 )
+
+
+# ---- planted secrets (issue 23, redaction leaks) ----------------------------------------------
+# Not a FuzzCase: a sample bundle with identifiers and secrets planted in every form a redaction
+# leak was found in; the redaction tests check that none of them survives, in any file or name.
+
+NODE_NAME = st.from_regex(r"[a-z][a-z0-9]{2,6}-[a-z0-9]{1,4}(?:-[0-9]{1,3})?", fullmatch=True)
+SECRET = st.from_regex(r"[A-Za-z0-9]{6}[A-Za-z0-9+/]{6,18}", fullmatch=True)
+ACCOUNT = st.integers(10**11, 10**12 - 1).map(str)
+GUID = st.uuids().map(str)
+
+
+@st.composite
+def planted_secrets(draw) -> tuple[dict[str, bytes], list[str]]:
+    """(files of a bundle, the planted values): a sample with a node renamed to a drawn name that
+    is then joined to words by -, in file names, an FQDN, a journal's host column, the device
+    plugin's flags and env, an RBAC error; a Secret's data (YAML or JSON) and a base64 PEM key;
+    Azure and GCP identities, AWS accounts (key=value, ECR); helm registry credentials."""
+    import base64
+    import re
+
+    from hypothesis import assume
+
+    sample = draw(st.sampled_from(SAMPLE_DIRS))
+    files = {f.name: f.read_bytes() for f in sorted(sample.iterdir())}
+    node, domain = draw(NODE_NAME), draw(st.sampled_from(["", ".dc1.acme.example"]))
+    name = node + domain
+    everything = b"".join(files.values())
+    assume(node.encode() not in everything)
+    named = re.search(rb"(?m)^  name: ([\w.-]+)", files.get("node.yaml", b""))
+    if named:  # the sample's node renamed, wherever it is named
+        word = re.compile(rb"(?<![A-Za-z0-9])" + re.escape(named.group(1)) + rb"(?![A-Za-z0-9])")
+        files = {k: word.sub(name.encode(), v) for k, v in files.items()}
+    else:
+        files["nodes.txt"] = f"{name}   Ready   <none>   41d   v1.30.4\n".encode()
+    planted = [name]
+    forms = draw(
+        st.lists(
+            st.sampled_from(["joined", "journal", "plugin", "secret", "cloud", "helm"]),
+            min_size=1,
+            max_size=6,
+            unique=True,
+        )
+    )
+    if "joined" in forms:
+        files[f"device-plugin-{name}.log"] = (
+            f"kube-apiserver-{name} 1/1 Running\n{name}-x\n".encode()
+        )
+    if "journal" in forms:
+        host = draw(NODE_NAME.filter(lambda h: h != node))
+        files["kubelet.log"] = (
+            f"Aug 15 09:04:51 {host} kubelet[2071]: I0815 09:04:51.2 2071 "
+            f"kubelet_node_status.go:76] Successfully registered node {host}\n"
+        ).encode()
+        planted.append(host)
+    if "plugin" in forms:
+        alone = draw(NODE_NAME.filter(lambda h: h != node))
+        form = draw(
+            st.sampled_from(
+                [
+                    f'I0815 09:04:51.2 1 flags.go:36] FLAG: --node-name="{alone}"',
+                    f"NODE_NAME={alone}",
+                    f'E0815 09:04:51.5 1 register.go:307] patch node error  nodes "{alone}" is forbidden',
+                ]
+            )
+        )
+        files["plugin-alone.log"] = f"{form}\nI0815 09:05:00.1 1 x.go:1] {alone} ok\n".encode()
+        planted.append(alone)
+    if "secret" in forms:
+        value, pem_body = draw(SECRET), draw(SECRET)
+        pem = f"-----BEGIN PRIVATE KEY-----\nMIIE{pem_body}\n-----END PRIVATE KEY-----\n"
+        key64 = base64.b64encode(pem.encode()).decode()
+        if draw(st.booleans()):
+            files["secret.yaml"] = (
+                f"apiVersion: v1\ndata:\n  token: {value}\n  tls.key: {key64}\nkind: Secret\n"
+            ).encode()
+        else:
+            doc = {"apiVersion": "v1", "data": {"a.b": value, "tls.key": key64}, "kind": "Secret"}
+            files["secret.json"] = json.dumps(doc, indent=draw(st.sampled_from([2, 4]))).encode()
+        files["values.yaml"] = f"webhook:\n  caBundleKey: {key64}\n".encode()
+        planted += [value, key64, pem_body]
+    if "cloud" in forms:
+        tenant, client, account, ecr = draw(GUID), draw(GUID), draw(ACCOUNT), draw(ACCOUNT)
+        project = draw(NODE_NAME)
+        files["azure.json"] = json.dumps({"tenantId": tenant, "aadClientId": client}).encode()
+        files["sa.json"] = json.dumps({"project_id": project, "client_id": account}).encode()
+        files["pod.txt"] = (
+            f"image: {ecr}.dkr.ecr.us-east-1.amazonaws.com/hami:v2.10.0\naccount={account}\n"
+        ).encode()
+        planted += [tenant, client, account, ecr, project]
+    if "helm" in forms:
+        user, password = draw(SECRET), draw(SECRET)
+        files["helm-values.yaml"] = (
+            "imagePullSecrets:\n  - registry: harbor.acme.example\n"
+            f"    username: {user}\n    password: {password}\n"
+        ).encode()
+        planted += [user, password, "harbor.acme.example"]
+    return files, planted

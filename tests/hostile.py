@@ -826,3 +826,183 @@ def batch_tickets_slow_to_extract(d: Path) -> Path:
             fh.write(PLUGIN_LOG.encode() * 20)
     shutil.copytree(SAMPLES / "healthy-single-gpu" / "bundle", tickets / "b-small")
     return tickets
+
+
+# ---- Redaction leaks (issue 23): what `redact` must not let through ---------------------------
+# Each builder writes an input under a folder and returns the `redact` arguments that read it and
+# the values planted in it; the tests (test_redact.py) run `redact ARGS -o out.tgz` in process
+# under the run contract and look for every planted value in every member's content and name.
+
+LeakCase = Callable[[Path], tuple[list[str], list[str]]]
+REDACTION_LEAKS: dict[str, LeakCase] = {}
+PEM_BODY = "MIIEpAIBAAKCAQEAplantedkeymaterialXYZ0123456789abcdefghijklmnopqrstuv"
+PEM_KEY = f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n{PEM_BODY[::-1]}\n-----END RSA PRIVATE KEY-----\n"
+
+
+def leak(fn: LeakCase) -> LeakCase:
+    REDACTION_LEAKS[fn.__name__] = fn
+    return fn
+
+
+def _node_named(name: str) -> str:
+    return NODE.replace("gpu-node-2", name)
+
+
+@leak
+def node_name_joined_by_dashes(d: Path) -> tuple[list[str], list[str]]:
+    """`device-plugin-NODE.log`, the static pod `kube-apiserver-NODE`, an FQDN followed by -."""
+    plugin = "I0815 09:04:51.1 1 main.go:275] Start working on node a800-host-7\n"
+    pods = (
+        "NAMESPACE     NAME                              READY   STATUS\n"
+        "kube-system   kube-apiserver-a800-host-7         1/1     Running\n"
+        "kube-system   etcd-dgx7.dc1.acme-gpu.example     1/1     Running\n"
+    )
+    files = {
+        "node.yaml": _node_named("a800-host-7"),
+        "device-plugin-a800-host-7.log": plugin,
+        "pods.txt": pods,
+        "notes.txt": "kubelet of dgx7.dc1.acme-gpu.example-kubelet.log\n",
+        "node-2.yaml": _node_named("dgx7.dc1.acme-gpu.example"),
+    }
+    return [str(_bundle(d, files))], ["a800-host-7", "dgx7.dc1.acme-gpu.example"]
+
+
+def _plugin_log_alone(d: Path, line: str) -> tuple[list[str], list[str]]:
+    log = (
+        PLUGIN_LOG.replace("gpu-node-2", "a100-host-3")
+        + line
+        + ("I0815 09:06:00.1 412873 register.go:204] will patch a100-host-3 annotations\n")
+    )
+    return [str(_bundle(d, {"device-plugin.log": log}))], ["a100-host-3"]
+
+
+@leak
+def plugin_log_alone_flag_node_name(d: Path) -> tuple[list[str], list[str]]:
+    line = 'I0815 09:04:51.201497  412873 flags.go:36] FLAG: --node-name="a100-host-3"\n'
+    return _plugin_log_alone(d, line)
+
+
+@leak
+def plugin_log_alone_node_name_env(d: Path) -> tuple[list[str], list[str]]:
+    return _plugin_log_alone(d, "NODE_NAME=a100-host-3\n")
+
+
+@leak
+def plugin_log_alone_nodes_forbidden(d: Path) -> tuple[list[str], list[str]]:
+    line = (
+        'E0815 09:04:51.5 412873 register.go:307] patch node error  nodes "a100-host-3" is '
+        'forbidden: User "system:serviceaccount:kube-system:hami-device-plugin" cannot patch\n'
+    )
+    return _plugin_log_alone(d, line)
+
+
+@leak
+def kubelet_journal_alone(d: Path) -> tuple[list[str], list[str]]:
+    journal = (
+        "Aug 15 09:04:51 h100-rack2-09 kubelet[2071]: I0815 09:04:51.2 2071 "
+        "kubelet_node_status.go:76] Successfully registered node h100-rack2-09\n"
+        "Aug 15 09:04:52 h100-rack2-09 systemd[1]: Started kubelet.\n"
+    )
+    return [str(_bundle(d, {"kubelet.log": journal}))], ["h100-rack2-09"]
+
+
+@leak
+def secret_data_and_base64_key(d: Path) -> tuple[list[str], list[str]]:
+    import base64
+
+    key64 = base64.b64encode(PEM_KEY.encode()).decode()
+    docker = base64.b64encode(b'{"auths":{"harbor":{"auth":"cm9ib3Q6cGxhbnRlZA=="}}}').decode()
+    secret = (
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: hami-scheduler-tls\n"
+        f"data:\n  tls.key: {key64}\n  .dockerconfigjson: {docker}\n"
+        "stringData:\n  note: planted-string-data-value\n"
+    )
+    as_json = json.dumps(
+        {"apiVersion": "v1", "data": {"ca.key": "cGxhbnRlZC1qc29uLWRhdGE="}, "kind": "Secret"},
+        indent=4,
+    )
+    values = f"scheduler:\n  admissionWebhook:\n    caKey: {key64[:40]}{key64[40:]}\n"
+    files = {"secret.yaml": secret, "secret.json": as_json, "values.yaml": values}
+    planted = [key64, docker, "planted-string-data-value", "cGxhbnRlZC1qc29uLWRhdGE=", PEM_BODY]
+    return [str(_bundle(d, files))], planted
+
+
+@leak
+def cloud_provider_identities(d: Path) -> tuple[list[str], list[str]]:
+    azure = json.dumps(
+        {
+            "cloud": "AzurePublicCloud",
+            "tenantId": "72f988bf-86f1-41af-91ab-2d7cd011db47",
+            "subscriptionId": "0d2a5c1e-5b7f-4c1d-9a53-2f1e0c6b7d8e",
+            "aadClientId": "9b1b2c3d-0000-4e5f-8a9b-1c2d3e4f5a6b",
+            "aadClientSecret": "planted~azure.secret_value",
+            "userAssignedIdentityID": "5e6f7a8b-1111-4c2d-9e3f-4a5b6c7d8e9f",
+        },
+        indent=2,
+    )
+    gcp = json.dumps(
+        {
+            "type": "service_account",
+            "project_id": "acme-gpu-prod",
+            "private_key_id": "3f1c0e9d8b7a6f5e4d3c2b1a0f9e8d7c6b5a4f3e",
+            "private_key": PEM_KEY.replace("RSA ", ""),
+            "client_email": "hami@acme-gpu-prod.iam.gserviceaccount.com",
+            "client_id": "104857630127463518293",
+        },
+        indent=2,
+    )
+    pod = "    image: 123456789012.dkr.ecr.us-west-2.amazonaws.com/projecthami/hami:v2.10.0\n"
+    aws = 'level=info msg="assumed role" account=210987654321\naws_account_id = 345678901234\n'
+    files = {"azure.json": azure, "sa.json": gcp, "pod.txt": pod, "aws.log": aws}
+    planted = [
+        "72f988bf-86f1-41af-91ab-2d7cd011db47",
+        "0d2a5c1e-5b7f-4c1d-9a53-2f1e0c6b7d8e",
+        "9b1b2c3d-0000-4e5f-8a9b-1c2d3e4f5a6b",
+        "planted~azure.secret_value",
+        "5e6f7a8b-1111-4c2d-9e3f-4a5b6c7d8e9f",
+        "acme-gpu-prod",
+        "3f1c0e9d8b7a6f5e4d3c2b1a0f9e8d7c6b5a4f3e",
+        "104857630127463518293",
+        PEM_BODY,
+        "123456789012",
+        "210987654321",
+        "345678901234",
+    ]
+    return [str(_bundle(d, files))], planted
+
+
+@leak
+def helm_registry_credentials(d: Path) -> tuple[list[str], list[str]]:
+    values = (
+        "global:\n  imagePullSecrets:\n    - registry: harbor.acme-gpu.example\n"
+        "      username: robot$hami-planted\n      password: pl4nted-pw\n"
+        "registry:\n  auth:\n    username: ops-planted-user\n"
+    )
+    planted = ["robot$hami-planted", "pl4nted-pw", "ops-planted-user", "harbor.acme-gpu.example"]
+    return [str(_bundle(d, {"values.yaml": values}))], planted
+
+
+@leak
+def private_key_across_piece_boundary(d: Path) -> tuple[list[str], list[str]]:
+    """A PEM key that starts just before redaction's 16 MiB piece boundary and ends after it."""
+    line = "I0815 09:04:51.202341  412873 register.go:204] filler line for the piece boundary\n"
+    room = (16 << 20) - 200
+    filler = line * (room // len(line))
+    log = filler + "x" * (room - len(filler)) + "\n" + PEM_KEY
+    return [str(_bundle(d, {"device-plugin.log": log}))], [PEM_BODY, PEM_BODY[::-1]]
+
+
+@leak
+def node_name_in_member_name(d: Path) -> tuple[list[str], list[str]]:
+    d.mkdir(parents=True)
+    with tarfile.open(d / "bundle.tar.gz", "w:gz") as tf:
+        for name, text in (
+            ("support/node.yaml", _node_named("b200-node-4")),
+            ("support/b200-node-4/kubelet.log", "Start working on node b200-node-4\n"),
+            ("support/logs-b200-node-4.txt", "nothing else\n"),
+        ):
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return [str(d / "bundle.tar.gz")], ["b200-node-4"]

@@ -3,10 +3,12 @@ diagnosis does not change, the map goes only where asked, hostile redactors fail
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import shutil
 import tarfile
+import tempfile
 import time
 from pathlib import Path
 
@@ -20,10 +22,13 @@ from analyzer.analyze import analyze
 from analyzer.errors import AnalyzerError
 from analyzer.redact import redact_tree
 from analyzer.redact.bundle import analyze_redacted
-from analyzer.redact.engine import Redaction
+from analyzer.redact.engine import Learner, Redaction
 from analyzer.redact.redactors import example_failure, load_redactors
 from analyzer.redact.tokens import TokenMap
 from conftest import SAMPLES, run_cli
+from contract import RSS_LIMIT_MIB, assert_bounded_contract, run_bounded, tree_digest
+from fuzzing import planted_secrets
+from hostile import REDACTION_LEAKS
 
 SAMPLE_DIRS = sorted(p for p in SAMPLES.iterdir() if (p / "expected.yaml").is_file())
 XID = SAMPLES / "xid79-gpu-lost" / "bundle"
@@ -408,3 +413,340 @@ def test_property_secret_values_never_survive(key, value, syntax):
     out = Redaction(load_redactors(), {}, TokenMap()).text(f"{line}\nnext line\n", "a")
     assert value not in out, (line, out)
     assert key in out and out.endswith("\nnext line\n")
+
+
+# ---- issue 20: the map is extended, names are learnt where a node states its own --------------
+
+
+def archive_texts(path: Path) -> dict[str, str]:
+    with tarfile.open(path) as tf:
+        return {
+            m.name: tf.extractfile(m).read().decode("utf-8", "replace")
+            for m in tf.getmembers()
+            if m.isfile()
+        }
+
+
+def test_map_is_extended_by_a_second_run_and_keeps_its_tokens(tmp_path):
+    """Run 1 redacts the bundle; run 2 redacts, with the same --map, a follow-up file that names
+    the same node only in free text: it gets run 1's token, and the map keeps every entry."""
+    map_file = tmp_path / "map.json"
+    src = planted_copy(SAMPLES / "xid79-gpu-lost", tmp_path)
+    first = run_cli("redact", str(src), "-o", str(tmp_path / "one.tgz"), "--map", str(map_file))
+    assert first.returncode == 0, first.stderr
+    before = json.loads(map_file.read_text())
+    assert len(before) > 10 and before["node-1"] == "gpu-node-2"
+    later = tmp_path / "later"
+    later.mkdir()
+    (later / "notes.txt").write_text(
+        "gpu-node-2 rebooted; ops.lead@acme-gpu.example saw 172.16.40.7 and 10.99.0.7 again\n"
+    )
+    second = run_cli("redact", str(later), "-o", str(tmp_path / "two"), "--map", str(map_file))
+    assert second.returncode == 0, second.stderr
+    after = json.loads(map_file.read_text())
+    assert before.items() <= after.items()  # every earlier token keeps its value
+    new = {t: v for t, v in after.items() if t not in before}
+    assert list(new.values()) == ["10.99.0.7"]
+    token = {v: t for t, v in after.items()}
+    out = (tmp_path / "two" / "notes.txt").read_text()
+    assert out == (
+        f"{token['gpu-node-2']} rebooted; {token['ops.lead@acme-gpu.example']} saw "
+        f"{token['172.16.40.7']} and {token['10.99.0.7']} again\n"
+    )
+    assert map_file.stat().st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "in",
+        "later",
+        "map.json",
+        "one.tgz",
+        "two",
+    ]
+
+
+def test_a_map_that_is_not_one_is_refused(tmp_path):
+    bad = tmp_path / "map.json"
+    bad.write_text('{"node-1": ["not", "a", "value"]}')
+    proc = run_cli("redact", str(XID), "-o", str(tmp_path / "o.tgz"), "--map", str(bad))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "is not a token of a token map" in proc.stderr
+    assert bad.read_text() == '{"node-1": ["not", "a", "value"]}'
+    assert not (tmp_path / "o.tgz").exists()
+
+
+def test_kubelet_journal_and_plugin_log_alone_lose_their_node_name(tmp_path):
+    journal = (
+        "Aug 15 09:04:51 h100-rack2-09 kubelet[2071]: I0815 09:04:51.2 2071 kubelet.go:1] up\n"
+        '2024-08-15T09:05:00+0000 h100-rack2-10 containerd[911]: level=info msg="started"\n'
+        'E0815 09:07:02.1 2071 kubelet_node_status.go:96] "Unable to register node with API '
+        'server" err="nodes \\"h100-rack2-11\\" is forbidden" node="h100-rack2-11"\n'
+        "I0815 09:04:51.2 2071 kubelet_node_status.go:76] Successfully registered node h100-rk12\n"
+    )
+    plugin = (
+        'I0815 09:04:51.201497  412873 flags.go:36] FLAG: --node-name="a100-host-3"\n'
+        "NODE_NAME=a100-host-4\n"
+        "I0815 09:06:00.1 412873 register.go:204] a100-host-3 a100-host-4 h100-rack2-09\n"
+    )
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "kubelet.log").write_text(journal)
+    (src / "device-plugin.log").write_text(plugin)
+    result = redact_tree(src, tmp_path / "out")
+    out = "".join(texts(tmp_path / "out").values())
+    for name in ("h100-rack2-09", "h100-rack2-10", "h100-rack2-11", "h100-rk12", "a100-host-3"):
+        assert name not in out, name
+        assert result.tokens.lookup(name).startswith("node-"), name
+    assert "a100-host-4" not in out
+    assert "kubelet[2071]:" in out and 'FLAG: --node-name="node-' in out  # wording stays
+
+
+@pytest.mark.parametrize(
+    "line, secret",
+    [
+        ("level=info account=123456789012 region=us-east-1", "123456789012"),
+        ('{"accountId": "123456789012"}', "123456789012"),
+        ("aws_account_id = 123456789012", "123456789012"),
+        ("image: 123456789012.dkr.ecr.eu-west-1.amazonaws.com/hami:v2.10.0", "123456789012"),
+        ("    username: robot$ci-planted", "robot$ci-planted"),
+        ('  "subscriptionId": "0d2a5c1e-5b7f-4c1d-9a53-2f1e0c6b7d8e",', "0d2a5c1e-5b7f"),
+        ('  "client_email": "hami@acme-prod.iam.gserviceaccount.com",', "acme-prod"),
+        ('  "project_id": "acme-gpu-prod",', "acme-gpu-prod"),
+    ],
+)
+def test_cloud_accounts_and_credentials_by_key(line, secret):
+    out = Redaction(load_redactors(), {}, TokenMap()).text(line + "\n", "a")
+    assert secret not in out, out
+    assert out.endswith("\n") and out.count("\n") == 1
+
+
+def test_the_version_of_an_ecr_image_is_still_read():
+    line = "    image: 123456789012.dkr.ecr.eu-west-1.amazonaws.com/projecthami/hami:v2.10.0"
+    out = Redaction(load_redactors(), {}, TokenMap()).text(line, "a")
+    assert out == "    image: cloud-1.dkr.ecr.eu-west-1.amazonaws.com/projecthami/hami:v2.10.0"
+
+
+def test_node_names_joined_by_dashes_and_in_file_names(tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    node = (XID / "node.yaml").read_text()
+    (src / "node.yaml").write_text(node.replace("gpu-node-2", "gpu-a7"))
+    (src / "device-plugin-gpu-a7.log").write_text(
+        "kube-apiserver-gpu-a7 gpu-a7_x gpu-a70 xgpu-a7\n"
+    )
+    redact_tree(src, tmp_path / "out")
+    assert sorted(texts(tmp_path / "out")) == ["device-plugin-node-1.log", "node.yaml"]
+    # joined by - _ . / it is the node; inside another word (gpu-a70, xgpu-a7) it is not
+    line = (tmp_path / "out" / "device-plugin-node-1.log").read_text()
+    assert line == "kube-apiserver-node-1 node-1_x gpu-a70 xgpu-a7\n"
+
+
+def test_secret_values_are_redacted_and_a_configmap_is_not():
+    config = "apiVersion: v1\nkind: ConfigMap\ndata:\n  mode: hami-core-planted\n"
+    secret = (
+        "items:\n- apiVersion: v1\n  data:\n    tls.key: cGxhbnRlZC10bHMta2V5\n"
+        "    .dockerconfigjson: eyJwbGFudGVkIjoxfQ==\n  kind: Secret\n  metadata:\n"
+        "    annotations:\n      kubectl.kubernetes.io/last-applied-configuration: |\n"
+        '        {"apiVersion":"v1","data":{"tls.key":"cGxhbnRlZC10bHMta2V5"},"kind":"Secret"}\n'
+        "- apiVersion: v1\n  kind: ConfigMap\n  data:\n    plugin: nvidia-planted-config\n"
+    )
+    run = Redaction(load_redactors(), {}, TokenMap())
+    assert run.text(config, "a") == config
+    out = run.text(secret, "b")
+    assert "cGxhbnRlZC10bHMta2V5" not in out and "eyJwbGFudGVkIjoxfQ==" not in out
+    assert "    tls.key: secret-1\n    .dockerconfigjson: secret-2\n" in out
+    assert '"data":{"tls.key":"secret-1"}' in out
+    assert "plugin: nvidia-planted-config" in out  # the ConfigMap item after it stays
+
+
+def test_private_key_cut_by_a_piece_boundary_is_redacted_whole(tmp_path, monkeypatch):
+    """With 4 KiB pieces: the key starts 60 bytes before the first boundary."""
+    import analyzer.redact.discover as discover
+
+    monkeypatch.setattr(discover, "CHUNK", 4096)
+    body = "MIIEpAIBAAKCAQEAplantedkeymaterial0123456789"
+    key = f"-----BEGIN EC PRIVATE KEY-----\n{body}\n{body[::-1]}\n-----END EC PRIVATE KEY-----\n"
+    src = tmp_path / "in"
+    src.mkdir()
+    head = "a" * (4096 - 61) + "\n"
+    (src / "x.log").write_text(head + key + "tail\n")
+    redact_tree(src, tmp_path / "out")
+    assert (tmp_path / "out" / "x.log").read_text() == head + "key-1\ntail\n"
+
+
+def test_unterminated_private_key_is_redacted_to_its_end():
+    text = "a\n-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nQUJD/+==\n"
+    assert Redaction(load_redactors(), {}, TokenMap()).text(text, "a") == "a\nkey-1"
+
+
+# ---- temporary files: mkstemp in the target folder, never a predictable name ------------------
+
+
+def test_map_write_does_not_follow_a_planted_symlink(tmp_path):
+    """The old temporary name (.NAME.PID.tmp) pointing at a file of the victim's: untouched."""
+    import os
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    target = tmp_path / "map.json"
+    (tmp_path / f".map.json.{os.getpid()}.tmp").symlink_to(victim)
+    tokens = TokenMap()
+    tokens.token("node", "gpu-node-2")
+    tokens.write(target)
+    assert victim.read_text() == "precious\n"
+    assert json.loads(target.read_text()) == {"node-1": "gpu-node-2"}
+    assert target.stat().st_mode & 0o777 == 0o600 and not target.is_symlink()
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == [f".map.json.{os.getpid()}.tmp", "map.json", "victim.txt"]
+
+
+def test_outputs_appear_whole_with_the_usual_mode(tmp_path):
+    import os
+
+    out = tmp_path / "shared.tgz"
+    proc = run_cli("redact", str(XID), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~umask  # shared: as a plain file would be
+    folder = tmp_path / "folder"
+    proc = run_cli("redact", str(XID), "-o", str(folder))
+    assert proc.returncode == 0, proc.stderr
+    assert folder.stat().st_mode & 0o777 == 0o777 & ~umask
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "shared.tgz"]
+
+
+def test_archive_is_one_gzip_stream_for_every_reader(tmp_path):
+    """Members of several gzip members read back by tarfile, gzip and GNU tar alike."""
+    import gzip
+    import shutil as sh
+    import subprocess
+
+    out = tmp_path / "r.tar.gz"
+    assert run_cli("redact", str(XID), "-o", str(out)).returncode == 0
+    folder = tmp_path / "f"
+    assert run_cli("redact", str(XID), "-o", str(folder)).returncode == 0
+    assert archive_texts(out) == texts(folder)
+    with tarfile.open(fileobj=gzip.open(out), mode="r|") as tf:
+        assert sorted(m.name for m in tf) == sorted(texts(folder))
+    if sh.which("tar"):
+        listing = subprocess.run(["tar", "tzf", str(out)], capture_output=True, text=True)
+        assert listing.returncode == 0 and sorted(listing.stdout.split()) == sorted(texts(folder))
+
+
+# ---- issue 23: the reproducers of tests/hostile.py ----------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(REDACTION_LEAKS))
+def test_redaction_leak_reproducers(name, tmp_path):
+    """`redact` keeps the run contract (for an input under 1 MB: at most 5 s of CPU and 512 MiB),
+    and no planted value is in any member or member name."""
+    args, planted = REDACTION_LEAKS[name](tmp_path / "in")
+    inputs = [Path(a) for a in args]
+    before = {p: tree_digest(p) for p in inputs}
+    out = tmp_path / "out.tgz"
+    outcome = run_bounded(["redact", *args, "-o", str(out)])
+    size = sum(f.stat().st_size for p in inputs for f in [p, *p.rglob("*")] if f.is_file())
+    if size < 1 << 20:
+        assert_bounded_contract(outcome, inputs, before)
+    else:  # the 16 MiB piece boundary: bounded in memory, not in time
+        assert outcome.peak_mib <= RSS_LIMIT_MIB, outcome.summary()
+        assert {p: tree_digest(p) for p in inputs} == before
+    assert outcome.code == 0, outcome.stderr
+    members = archive_texts(out)
+    for value in planted:
+        for member, text in members.items():
+            assert value not in member, (value, member)
+            assert value not in text, (value, member)
+
+
+# ---- properties: planted secrets, and the fast paths equal the exact ones ---------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(planted_secrets())
+def test_property_planted_secrets_never_survive(case):
+    files, planted = case
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "in"
+        src.mkdir()
+        for name, data in files.items():
+            (src / name).write_bytes(data)
+        redact_tree(src, Path(tmp) / "out")
+        out = texts(Path(tmp) / "out")
+    for value in planted:
+        for name, text in out.items():
+            assert value not in name, (value, name)
+            assert value not in text, (value, name, text[:2000])
+
+
+def every_line(redactors):
+    """The same redactors without their prefilters: every line searched, whole texts always."""
+    return [dataclasses.replace(r, prefilter="" if r.per_line else None) for r in redactors]
+
+
+@settings(max_examples=30, deadline=None)
+@given(planted_secrets(), st.integers(0, 3))
+def test_property_prefilters_change_nothing(case, cut):
+    """Redacting a bundle's pieces through the prefilters (polars, bytes, the lines the first
+    pass kept for the second, or none) gives byte for byte what searching every line with every
+    pattern gives."""
+    files, _ = case
+    raws = [data for data in files.values() if b"\0" not in data]
+    if cut:  # a piece that does not end at a newline, and invalid UTF-8
+        raws.append(b"\xff\xfe gpu-node-2 10.0.0.9\n" * cut + b"tail 10.0.0.8")
+    outputs = []
+    for catalogue, planned in (
+        (load_redactors(), True),
+        (load_redactors(), False),
+        (every_line(load_redactors()), True),
+    ):
+        learner = Learner(catalogue)
+        plans = [learner.piece(raw, "p") for raw in raws]
+        plans = plans if planned else [None] * len(raws)
+        names = learner.names
+        run = Redaction(catalogue, names, TokenMap(learner.reserved))
+        for value in sorted(names):  # the same numbering whichever lines come first
+            run.tokens.token(names[value], value)
+        outputs.append([run.piece(raw, "p", plan) for raw, plan in zip(raws, plans, strict=True)])
+    assert outputs[0] == outputs[1] == outputs[2]
+
+
+NAME_PARTS = st.sampled_from(["gpu-1", "gpu-10", "gpu-1.lab", "a1", "node-1", "x-gpu-1", "gpu"])
+GLUE = st.sampled_from([" ", "-", "_", ".", "/", "0", "a", "", "\t", '"', "="])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(NAME_PARTS, min_size=1, max_size=4, unique=True),
+    st.lists(st.lists(st.tuples(GLUE, NAME_PARTS), max_size=8), min_size=64, max_size=90),
+)
+def test_property_names_by_polars_equal_names_by_regex(names, rows):
+    """Names replaced by Aho-Corasick on the lines where no name touches a letter or digit, by
+    the regex elsewhere: the same text as the regex on every line."""
+    lines = ["".join(a + b for a, b in row) for row in rows]
+    text = "\n".join(lines) + "\n"
+    results = []
+    for polars_path in (True, False):
+        run = Redaction([], {n: "node" for n in names}, TokenMap())
+        for n in sorted(names):
+            run.tokens.token("node", n)
+        results.append(run.text(text, "t") if polars_path else run._names(text, "t"))
+    assert results[0] == results[1]
+
+
+def test_pieces_end_at_line_ends_and_a_long_line_is_cut_between_values(tmp_path, monkeypatch):
+    import analyzer.redact.discover as discover
+
+    monkeypatch.setattr(discover, "CHUNK", 16)
+    short = tmp_path / "short.json"
+    short.write_bytes(b'{"tenantId": "a", "aadClientId": "b"}')  # one line, no newline at the end
+    assert list(discover.chunks(short)) == [short.read_bytes()]
+    lines = tmp_path / "lines.log"
+    lines.write_bytes(b"0123456789\n" * 3 + b"tail")
+    pieces = list(discover.chunks(lines))
+    assert b"".join(pieces) == lines.read_bytes() and len(pieces) > 1
+    assert all(p.endswith(b"\n") for p in pieces[:-1])
+    long = tmp_path / "long.log"  # a line of more than LONG_LINE pieces: cut after a blank
+    long.write_bytes(b"ip 10.0.0.1 " * 8 + b"\nend\n")
+    pieces = list(discover.chunks(long))
+    assert b"".join(pieces) == long.read_bytes() and len(pieces) >= 2
+    assert all(p.endswith((b" ", b"\n")) for p in pieces)

@@ -5,18 +5,37 @@ a folder) or analysed; the analysis only ever sees the redacted copy."""
 from __future__ import annotations
 
 import os
-import shutil
-import tarfile
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from analyzer.atomic import atomic_path
+from analyzer.atomic import atomic_dir, atomic_path
 from analyzer.bundle.reader import BundleReader, Limits, open_bundle
 from analyzer.errors import AnalyzerError, BundleError
 from analyzer.redact.discover import SourceFile
-from analyzer.redact.tree import ARCHIVE_SUFFIX, RedactionResult, check_map_outside, redact_files
+from analyzer.redact.output import ArchiveSink, FolderSink
+from analyzer.redact.tree import (
+    ARCHIVE_SUFFIX,
+    RedactionResult,
+    check_map_outside,
+    redact_files,
+    redact_into,
+)
+
+
+@contextmanager
+def _sources(
+    inputs: list[str], limits: Limits | None
+) -> Iterator[tuple[list[SourceFile], list[str]]]:
+    """The files of the inputs as the bundle reader reads them (with its limits), and its
+    warnings."""
+    with open_bundle(inputs, limits) as reader:
+        files = reader.inventory.files
+        if not files:
+            why = "; ".join(reader.inventory.warnings[:3]) or "no files"
+            raise BundleError(f"nothing to redact: {why}")
+        yield [SourceFile(f.name, f.path, f.mtime) for f in files], list(reader.inventory.warnings)
 
 
 @contextmanager
@@ -25,16 +44,11 @@ def _redacted(
 ) -> Iterator[tuple[RedactionResult, list[str]]]:
     """The inputs redacted into a private temporary folder, with the reader's warnings."""
     with (
-        open_bundle(inputs, limits) as reader,
+        _sources(inputs, limits) as (sources, warnings),
         tempfile.TemporaryDirectory(prefix="hami-redacted-") as tmp,
     ):
-        files = reader.inventory.files
-        if not files:
-            why = "; ".join(reader.inventory.warnings[:3]) or "no files"
-            raise BundleError(f"nothing to redact: {why}")
-        sources = [SourceFile(f.name, f.path, f.mtime) for f in files]
         result = redact_files(sources, Path(tmp) / "bundle", redactors=redactors, map_file=map_file)
-        yield result, list(reader.inventory.warnings)
+        yield result, warnings
 
 
 def redact_bundle(
@@ -45,7 +59,8 @@ def redact_bundle(
     map_file: Path | None,
     limits: Limits | None = None,
 ) -> tuple[RedactionResult, list[str]]:
-    """Write the redacted bundle to `output`: a .tar.gz/.tgz archive, or else a new folder."""
+    """Write the redacted bundle to `output`: a .tar.gz/.tgz archive, or else a new folder. Either
+    appears whole when done (written beside it under a random private name, then renamed)."""
     for spec in inputs:
         if spec != "-" and Path(spec).is_dir() and _inside(output, Path(spec)):
             raise AnalyzerError(f"{output} is inside the input {spec}: inputs are never modified")
@@ -57,33 +72,26 @@ def redact_bundle(
         raise AnalyzerError(f"{output}: write a .tar.gz or .tgz archive, or a folder")
     if not archive and output.exists() and (not output.is_dir() or any(output.iterdir())):
         raise AnalyzerError(f"{output}: exists and is not an empty folder")
-    with _redacted(inputs, limits, redactors, map_file) as (result, warnings):
-        if archive:
-            _write_tar(result, output)
-        else:
-            shutil.copytree(result.root, output, dirs_exist_ok=True)
+    with _sources(inputs, limits) as (sources, warnings):
+        try:
+            if archive:
+                with atomic_path(output) as tmp, tmp.open("wb") as fh, ArchiveSink(fh) as sink:
+                    result = redact_into(
+                        sources, sink, output, redactors=redactors, map_file=map_file
+                    )
+            else:
+                with atomic_dir(output) as tmp:
+                    result = redact_into(
+                        sources, FolderSink(tmp), output, redactors=redactors, map_file=map_file
+                    )
+        except OSError as exc:
+            raise AnalyzerError(f"cannot write {output}: {exc.strerror or exc}") from None
     return result, warnings
 
 
 def _inside(path: Path, folder: Path) -> bool:
     p, f = path.resolve(), folder.resolve()
     return p == f or f in p.parents
-
-
-def _write_tar(result: RedactionResult, output: Path) -> None:
-    try:
-        with atomic_path(output) as tmp, tarfile.open(tmp, "w:gz") as tf:
-            for f in result.files:
-                info = tf.gettarinfo(
-                    str(f.path), arcname=f.path.relative_to(result.root).as_posix()
-                )
-                info.uid = info.gid = 0
-                info.uname = info.gname = ""
-                info.mode = 0o644
-                with f.path.open("rb") as fh:
-                    tf.addfile(info, fh)
-    except OSError as exc:
-        raise AnalyzerError(f"cannot write {output}: {exc.strerror or exc}") from None
 
 
 @contextmanager

@@ -2,20 +2,30 @@
 
 Node names come from where Kubernetes states them: the analyzer's own parsers (Node objects in
 any form, `kubectl describe node`, a pod's node) and the `find` patterns of the redactors
-(`kubernetes.io/hostname`, `nodeName`, `Node:` of describe pod, log keys)."""
+(`kubernetes.io/hostname`, `nodeName`, `Node:` of describe pod, log keys, journald host columns,
+kubelet messages). A token map loaded with `--map` adds the values of earlier runs, so a file
+redacted alone still loses a node name learnt from another file."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from analyzer.bundle.model import BundleFile, Inventory
 from analyzer.bundle.text import looks_binary
-from analyzer.redact.engine import find_names, token_shapes
+from analyzer.progress import Progress
+from analyzer.redact.engine import MIN_EVERYWHERE, Learner, Plan
 from analyzer.redact.redactors import Redactor
+from analyzer.redact.tokens import TokenMap
 
+T = TypeVar("T")
 CHUNK = 16 << 20  # bytes of a big file redacted at once, cut at a line end
+PEM_BEGIN, PEM_END = b"-----BEGIN ", b"-----END "
+LONG_LINE = 4  # pieces a line may grow to before it is cut anyway: memory stays bounded
+PEM_MAX = 1 << 20  # bytes from a piece's end searched for a PEM block it cuts (a key is ~3 KB)
 
 
 @dataclass(frozen=True)
@@ -31,6 +41,7 @@ class SourceFile:
 class Found:
     names: dict[str, str]  # value -> token prefix
     reserved: frozenset[str]  # token-shaped words of the original
+    plans: dict[Path, list[Plan]]  # per text file, per piece: what the second pass needs
 
 
 def is_binary(path: Path) -> bool:
@@ -38,36 +49,98 @@ def is_binary(path: Path) -> bool:
         return looks_binary(fh.read(8192))
 
 
-def chunks(path: Path) -> Iterator[str]:
-    """The file as text in pieces of about CHUNK bytes ending at a newline; undecodable bytes
-    survive the round trip (surrogateescape)."""
+def chunks(path: Path, size: int | None = None) -> Iterator[bytes]:
+    """The file in pieces of about `size` bytes (CHUNK) ending at a newline, never inside a PEM
+    block shorter than a piece (a key cut in two would match no pattern). A line longer than a
+    piece makes its piece grow, up to LONG_LINE pieces, and is only then cut (after a blank, a
+    comma or a brace, where no value is); the last piece is the rest of the file."""
+    size = size or CHUNK
     with path.open("rb") as fh:
-        rest = b""
-        while block := fh.read(CHUNK):
-            block = rest + block
-            cut = block.rfind(b"\n") + 1 or len(block)
-            rest = block[cut:] if cut < len(block) else b""
-            yield block[:cut].decode("utf-8", errors="surrogateescape")
-        if rest:
-            yield rest.decode("utf-8", errors="surrogateescape")
+        block = fh.read(size)
+        while block:
+            more = fh.read(size)
+            if not more:
+                yield block
+                return
+            cut = _cut(block, whole_lines=len(block) < LONG_LINE * size)
+            if cut:
+                yield block[:cut]
+            block = block[cut:] + more
 
 
-def discover(sources: list[SourceFile], redactors: list[Redactor]) -> Found:
-    names: dict[str, str] = {}
-    reserved: set[str] = set()
-    shapes = token_shapes(redactors)
-    texts = [s for s in sources if not is_binary(s.path)]
-    for s in texts:
-        for text in chunks(s.path):
-            for value, prefix in find_names(redactors, text, s.name).items():
-                names.setdefault(value, prefix)
-            reserved.update(shapes.findall(text))
+def prepared(path: Path, prepare: Callable[[int, bytes], T]) -> Iterator[tuple[int, T]]:
+    """`prepare(n, piece)` of each piece of the file, one piece ahead in a background thread:
+    the polars scans of the next piece (which release the GIL) run while the caller's Python
+    work on this one does. Two pieces in flight at most: memory stays flat."""
+    with ThreadPoolExecutor(1, thread_name_prefix="hami-redact") as pool:
+        ahead: Future[T] | None = None
+        n = -1
+        for n, raw in enumerate(chunks(path)):
+            nxt = pool.submit(prepare, n, raw)
+            if ahead is not None:
+                yield n - 1, ahead.result()
+            ahead = nxt
+        if ahead is not None:
+            yield n, ahead.result()
+
+
+def _cut(block: bytes, whole_lines: bool = True) -> int:
+    """Where a piece ends: after its last newline (0: none, wait for more when `whole_lines`,
+    else after the last blank, comma or brace), or before the line of a PEM block it opens near
+    its end and does not close (unless that block started the piece: a "key" as big as a piece
+    is no key).
+
+    >>> _cut(b"a\\nb\\nc"), _cut(b"x=1 ip"), _cut(b'{"a": 1,"b"', False), _cut(b"a\\n-----BEGIN RSA KEY")
+    (4, 0, 8, 2)
+    """
+    cut = block.rfind(b"\n") + 1
+    if not cut and not whole_lines:
+        cut = max(block.rfind(c) for c in (b" ", b"\t", b",", b"}")) + 1 or len(block)
+    begin = block.rfind(PEM_BEGIN, max(0, cut - PEM_MAX), cut)
+    if begin > 0 and block.find(PEM_END, begin, cut) < 0:
+        line = block.rfind(b"\n", 0, begin) + 1
+        if line > 0:
+            return line
+    return cut
+
+
+def text_sources(sources: list[SourceFile]) -> list[SourceFile]:
+    return [s for s in sources if not is_binary(s.path)]
+
+
+def discover(
+    sources: list[SourceFile], redactors: list[Redactor], known: TokenMap | None = None
+) -> Found:
+    texts = text_sources(sources)
+    learner = Learner(redactors)
+    plans: dict[Path, list[Plan]] = {}
+    progress = Progress("finding names", sum(s.path.stat().st_size for s in texts), "bytes")
+    try:
+        for s in texts:
+            pieces = plans[s.path] = []
+            for _, lines in prepared(s.path, lambda _n, raw: learner.prepare(raw)):
+                pieces.append(learner.learn_from(lines, s.name))
+                progress.advance(lines.size)
+    finally:
+        progress.close()
+    names = dict(learner.names)
     parsed = [r for r in redactors if r.mode == "find" and r.parsed_nodes]
     if parsed:
         for value in sorted(parsed_node_names(texts)):
             if not parsed[0].kept(value):
                 names.setdefault(value, parsed[0].token)
-    return Found(names, frozenset(reserved))
+    for value, prefix in (known.known() if known else {}).items():
+        if len(value) >= _shortest(prefix, redactors):
+            names.setdefault(value, prefix)
+    return Found(names, frozenset(learner.reserved), plans)
+
+
+def _shortest(prefix: str, redactors: list[Redactor]) -> float:
+    """How long a value of an earlier run's map must be to be replaced everywhere in this one:
+    a name (find) always; a value of an `everywhere` redactor as when it is found; the others
+    (addresses, MACs) are matched where they are anyway."""
+    modes = {r.mode for r in redactors if r.token == prefix and r.everywhere}
+    return 1 if "find" in modes else MIN_EVERYWHERE if modes else float("inf")
 
 
 def parsed_node_names(sources: list[SourceFile]) -> set[str]:

@@ -1,18 +1,39 @@
-"""Redacting text with a run's redactors: names found first (`find`), then replaced everywhere as
-literals; then every `keys`/`pattern` redactor in order. Every regex call has a timeout."""
+"""Redacting text with a run's redactors, in two passes over a bundle.
+
+`Learner` (first pass): the values to replace everywhere (the names `find` redactors read, the
+values of `everywhere` redactors) and the token-shaped words the original already holds.
+`Redaction` (second pass) replaces, in this order: `multiline` and `block` redactors over the
+whole piece of text; then, line by line, the names found, as literals; then every other
+redactor in catalogue order.
+
+A per-line redactor searches only the lines its prefilter selects (see `lines.py`), all at once
+(joined by newlines: its patterns must not match across a line end; one that does is run line by
+line): on a big log that is one fast polars scan instead of twenty slow regex scans, and Python
+work only on the few lines that may hold something. The first pass also keeps, per piece, the
+lines the second pass's redactors need (`Plan`), so each piece is scanned once. Every regex call
+has a timeout."""
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
+import polars as pl
 import regex
 
 from analyzer.errors import AnalyzerError
+from analyzer.redact.blocks import block_spans
+from analyzer.redact.lines import Lines
 from analyzer.redact.redactors import TIMEOUT, TIMEOUT_PER_MIB, Redactor
 from analyzer.redact.tokens import TokenMap
 
 MIN_EVERYWHERE = 8  # characters a pattern's value needs to be replaced beyond where it was found
-BOUNDARY = r"(?<![\w.-])(?:{alts})(?![\w-])"  # a name is a whole word: gpu-1 is not in gpu-10
+# a name is a whole word, but may be joined to others by - _ . / (device-plugin-gpu-1.log,
+# kube-apiserver-gpu-1, gpu-1.example.com-): gpu-1 is not in gpu-10 nor in agpu-1
+WORD = r"(?<![A-Za-z0-9])(?:{alts})(?![A-Za-z0-9])"
+TOKEN_WORD = r"(?<![\w.-])(?:{alts})(?![\w-])"  # a token-shaped word (gpu-node-1 holds none)
 
 
 def timeout_for(text: str) -> float:
@@ -25,71 +46,312 @@ def _timed_out(r_id: str, where: str) -> AnalyzerError:
     )
 
 
-def find_names(redactors: list[Redactor], text: str, where: str) -> dict[str, str]:
-    """value -> token prefix for each value to replace everywhere: the names a `find` redactor
-    reads, and what an `everywhere` redactor matches (if long enough not to be a common word:
-    a password `nvidia` replaced everywhere would rewrite every resource name)."""
-    out: dict[str, str] = {}
-    for r in redactors:
-        if not r.everywhere:
-            continue
-        shortest = 1 if r.mode == "find" else MIN_EVERYWHERE
+def literal_prefilter(values: list[str]) -> str:
+    """A prefilter (Rust regex) for lines holding any of `values`."""
+    return "|".join(regex.escape(v) for v in sorted(values, key=len, reverse=True))
+
+
+def token_shapes(redactors: list[Redactor]) -> tuple[regex.Pattern, str]:
+    """What a token looks like (to find those the original already holds), and its prefilter."""
+    prefixes = "|".join(sorted({regex.escape(r.token) for r in redactors}))
+    word = TOKEN_WORD.format(alts=f"(?:{prefixes})-\\d+")
+    return regex.compile(word), f"(?:^|[^\\w.-])(?:{prefixes})-[0-9]+(?:[^\\w-]|$)"
+
+
+def value_spans(
+    r: Redactor, p: regex.Pattern, text: str, limit: float
+) -> Iterator[tuple[int, int]]:
+    """Where a pattern's values are: each match's `value` group, or the whole match. The group
+    may sit in a lookbehind, so a pattern can be anchored on a rare part (`.internal`, `/`) and
+    look back for the rest: scanning from every word start costs ten times more on a big log."""
+    if r.mode == "block":
+        yield from block_spans(r, p, text, limit)
+        return
+    has_value = "value" in p.groupindex
+    for m in p.finditer(text, timeout=limit):
+        if has_value and m.group("value") is not None:
+            yield m.span("value")
+        else:
+            yield m.span()
+
+
+def _values(r: Redactor, text: str, where: str) -> Iterator[tuple[int, str]]:
+    """(where, value) of each value `r` would replace in `text` (not kept). Names lose a
+    trailing `.` or `-` (the end of a sentence)."""
+    limit = timeout_for(text)
+    try:
         for p in r.patterns:
-            try:
-                for m in p.finditer(text, timeout=timeout_for(text)):
-                    value = m.group("value") if "value" in p.groupindex else m.group()
-                    if value and len(value) >= shortest and not r.kept(value):
-                        out.setdefault(value, r.token)
-            except TimeoutError:
-                raise _timed_out(r.id, where) from None
+            for start, end in value_spans(r, p, text, limit):
+                value = text[start:end]
+                if r.mode == "find":
+                    value = value.rstrip(".-_")
+                if value and not r.kept(value):
+                    yield start, value
+    except TimeoutError:
+        raise _timed_out(r.id, where) from None
+
+
+def find_values(r: Redactor, text: str, where: str) -> dict[str, str]:
+    """value -> token prefix for the values `r` finds in `text` that are replaced everywhere:
+    the names a `find` redactor reads, and what an `everywhere` redactor matches if long enough
+    not to be a common word (a password `nvidia` replaced everywhere would rewrite every resource
+    name)."""
+    shortest = 1 if r.mode == "find" else MIN_EVERYWHERE
+    out: dict[str, str] = {}
+    for _, value in _values(r, text, where):
+        if len(value) >= shortest:
+            out.setdefault(value, r.token)
     return out
 
 
-def token_shapes(redactors: list[Redactor]) -> regex.Pattern:
-    """What a token looks like, to find the ones the original already holds."""
-    prefixes = "|".join(sorted({regex.escape(r.token) for r in redactors}))
-    return regex.compile(BOUNDARY.format(alts=f"(?:{prefixes})-\\d+"))
+def lines_values(r: Redactor, lines: list[str], where: str) -> tuple[dict[str, str], list[int]]:
+    """`find_values` of a per-line redactor over some lines, all at once, and which of the lines
+    hold a value it would replace: the second pass needs only those."""
+    joined = "\n".join(lines)
+    starts = [0]
+    for line in lines[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+    shortest = 1 if r.mode == "find" else MIN_EVERYWHERE
+    found: dict[str, str] = {}
+    holding: set[int] = set()
+    for start, value in _values(r, joined, where):
+        if "\n" in value:  # a pattern that crosses a line end: line by line
+            return _line_by_line(r, lines, where)
+        holding.add(bisect_right(starts, start) - 1)
+        if len(value) >= shortest:
+            found.setdefault(value, r.token)
+    return found, sorted(holding)
+
+
+def _line_by_line(r: Redactor, lines: list[str], where: str) -> tuple[dict[str, str], list[int]]:
+    found: dict[str, str] = {}
+    for line in lines:
+        for value, prefix in find_values(r, line, where).items():
+            found.setdefault(value, prefix)
+    return found, list(range(len(lines)))
+
+
+@dataclass
+class Plan:
+    """What the first pass saw in one piece, for the second: the whole-text redactors some line
+    calls for, and the lines each per-line redactor of the second pass needs."""
+
+    whole: set[str] = field(default_factory=set)
+    lines: dict[str, list[int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class NamesSplit:
+    """A piece's name lines: those polars replaces (the names in them, how many) and the rest."""
+
+    rows: list[int]
+    present: list[str]
+    count: int
+    by_regex: list[int]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A piece of the second pass, split and scanned ahead of its redaction."""
+
+    lines: Lines
+    plan: Plan | None
+    names: NamesSplit | None
+
+
+class Learner:
+    """The first pass (see the module's docstring)."""
+
+    def __init__(self, redactors: list[Redactor]):
+        self.learn = [r for r in redactors if r.everywhere]
+        # what the second pass runs: whole-text redactors gated by a line, per-line redactors
+        self.gates = [r for r in redactors if not r.per_line and r.prefilter is not None]
+        self.per_line = [r for r in redactors if r.per_line and (r.everywhere or r.mode != "find")]
+        self.shapes, self.shapes_prefilter = token_shapes(redactors)
+        self.names: dict[str, str] = {}
+        self.reserved: set[str] = set()
+
+    def text(self, text: str, where: str) -> Plan:
+        return self.learn_from(Lines(text), where)
+
+    def piece(self, raw: bytes, where: str) -> Plan:
+        return self.learn_from(self.prepare(raw), where)
+
+    def prepare(self, raw: bytes) -> Lines:
+        """A piece split and scanned (no state is touched: a background thread may do it)."""
+        lines = Lines.of_bytes(raw)
+        lines.hits(self.prefilters)
+        return lines
+
+    @property
+    def prefilters(self) -> list[str]:
+        return [self.shapes_prefilter] + [str(r.prefilter) for r in [*self.gates, *self.per_line]]
+
+    def learn_from(self, lines: Lines, where: str) -> Plan:
+        hits = lines.hits(self.prefilters)
+        for line in lines.get(hits[0]):
+            self.reserved.update(self.shapes.findall(line))
+        plan = Plan({r.id for r, h in zip(self.gates, hits[1:], strict=False) if h})
+        ids = [r.id for r in self.per_line]
+        plan.lines = dict(zip(ids, hits[1 + len(self.gates) :], strict=True))
+        whole = [r for r in self.learn if not r.per_line]
+        whole = [r for r in whole if r.prefilter is None or r.id in plan.whole]
+        text = lines.text() if whole else ""
+        for r in whole:
+            self._add(find_values(r, text, where))
+        for r in self.learn:
+            if r.per_line and plan.lines[r.id]:
+                idx = plan.lines[r.id]
+                found, holding = lines_values(r, lines.get(idx), where)
+                self._add(found)
+                plan.lines[r.id] = [idx[k] for k in holding]  # the second pass needs no other
+        return plan
+
+    def _add(self, found: dict[str, str]) -> None:
+        for value, prefix in found.items():
+            self.names.setdefault(value, prefix)
 
 
 class Redaction:
-    """One run: the names found in the whole bundle and the token map every file shares."""
+    """The second pass: the names found in the whole bundle and the token map every file shares."""
 
     def __init__(self, redactors: list[Redactor], names: dict[str, str], tokens: TokenMap):
-        self.redactors = [r for r in redactors if r.mode != "find"]  # find: all in `names`
-        self.names = names
+        others = [r for r in redactors if r.mode != "find"]  # find: all in `names`
+        self.whole = [r for r in others if not r.per_line]
+        self.per_line = [r for r in others if r.per_line]
+        self.ids = [r.id for r in self.per_line]
+        self.names = {n: p for n, p in names.items() if n and "\n" not in n}
         self.tokens = tokens
         self.counts: Counter[str] = Counter()
-        alts = "|".join(regex.escape(n) for n in sorted(names, key=len, reverse=True))
-        self.literal = regex.compile(BOUNDARY.format(alts=alts)) if names else None
+        ordered = sorted(self.names, key=len, reverse=True)
+        alts = "|".join(regex.escape(n) for n in ordered)
+        self.literal = regex.compile(WORD.format(alts=alts)) if self.names else None
+        self.names_prefilter = literal_prefilter(ordered) if self.names else None
+        # a name with the letter or digit it may touch (gpu-1 in gpu-10: the regex is needed)
+        self.names_touching = f"[A-Za-z0-9]?(?:{alts})[A-Za-z0-9]?"
+        self.names_list = pl.Series(list(self.names), dtype=pl.String)
 
     def text(self, text: str, where: str) -> str:
-        limit = timeout_for(text)
-        if self.literal is not None:
-            try:
-                text = self.literal.sub(self._name, text, timeout=limit)
-            except TimeoutError:
-                raise _timed_out("(names found)", where) from None
-        for r in self.redactors:
-            for p in r.patterns:
-                try:
-                    text = self._replace(r, p, text, limit)
-                except TimeoutError:
-                    raise _timed_out(r.id, where) from None
-        return text
+        return self._run(Lines(text), where, None, None).text()
+
+    def piece(self, raw: bytes, where: str, plan: Plan | None = None) -> bytes:
+        """A piece of a file; `plan`: what the first pass saw in this very piece."""
+        return self.finish(self.prepare(raw, plan), where)
+
+    def prepare(self, raw: bytes, plan: Plan | None) -> Prepared:
+        """A piece split and scanned for names (no state is touched: a background thread may do
+        it; `finish` assigns the tokens, in order)."""
+        lines = Lines.of_bytes(raw)
+        if plan is None or plan.whole & {r.id for r in self.whole if r.prefilter is not None}:
+            return Prepared(lines, plan, None)
+        idx = lines.hits([self.names_prefilter])[0] if self.names_prefilter else []
+        return Prepared(lines, plan, self._names_split(lines, idx) if idx else None)
+
+    def finish(self, prepared: Prepared, where: str) -> bytes:
+        return self._run(prepared.lines, where, prepared.plan, prepared.names).bytes()
+
+    def _run(self, lines: Lines, where: str, plan: Plan | None, names: NamesSplit | None) -> Lines:
+        if plan is None:
+            gates = [r for r in self.whole if r.prefilter is not None]
+            hits = lines.hits([str(r.prefilter) for r in [*gates, *self.per_line]])
+            plan = Plan({r.id for r, h in zip(gates, hits, strict=False) if h})
+            plan.lines = dict(zip(self.ids, hits[len(gates) :], strict=True))
+        run = [r for r in self.whole if r.prefilter is None or r.id in plan.whole]
+        if run:
+            before = text = lines.text()
+            for r in run:
+                text = self._redact(r, text, where)
+            if text != before:  # rare: a key, a Secret; the lines are selected again
+                lines, names = Lines(text), None
+                hits = lines.hits([str(r.prefilter) for r in self.per_line])
+                plan = Plan(plan.whole, dict(zip(self.ids, hits, strict=True)))
+        if self.names_prefilter is not None:  # first: the lines are still as polars holds them
+            idx = lines.hits([self.names_prefilter])[0]
+            if idx:
+                self._names_lines(lines, names or self._names_split(lines, idx), where)
+        for r in self.per_line:
+            idx = plan.lines[r.id]
+            if idx:
+                before = lines.get(idx)
+                after = self._redact(r, "\n".join(before), where).split("\n")
+                if len(after) != len(before):  # a pattern that crosses a line end
+                    after = [self._redact(r, line, where) for line in before]
+                changed = [k for k, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
+                lines.put([idx[k] for k in changed], [after[k] for k in changed])
+        return lines
+
+    def _names_split(self, lines: Lines, idx: list[int]) -> NamesSplit:
+        """Which of the selected lines polars can replace the names of: those where no name
+        touches a letter or digit (there Aho-Corasick, leftmost-first, longest name first, does
+        what the regex does), found by extracting each name with the character on either side:
+        a match that is not exactly a name (gpu-1 of gpu-10 when gpu-10 is none) touches. The
+        others go through the regex, all at once (a name never spans a line end)."""
+        if len(idx) < 64 or lines.small or not lines.exact:
+            return NamesSplit([], [], 0, idx)
+        try:
+            found = (
+                pl.DataFrame({"t": lines.series.gather(idx)})
+                .with_row_index("j")
+                .select("j", pl.col("t").str.extract_all(self.names_touching).alias("m"))
+                .explode("m")
+                .drop_nulls("m")
+            )
+            bad = found.filter(~pl.col("m").is_in(self.names_list.implode())).get_column("j")
+            clean = found.filter(~pl.col("j").is_in(bad.unique().implode()))
+            rows = clean.get_column("j").unique(maintain_order=True).to_list()
+            present = clean.get_column("m").unique(maintain_order=True).to_list()
+        except pl.exceptions.PolarsError:
+            return NamesSplit([], [], 0, idx)
+        regex_rows = sorted(set(range(len(idx))) - set(rows))
+        return NamesSplit(
+            [idx[j] for j in rows], present, clean.height, [idx[j] for j in regex_rows]
+        )
+
+    def _names_lines(self, lines: Lines, split: NamesSplit, where: str) -> None:
+        if split.rows:
+            tokens = [self.tokens.token(self.names[v], v) for v in split.present]
+            order = sorted(range(len(tokens)), key=lambda k: len(split.present[k]), reverse=True)
+            done = (
+                lines.series.gather(split.rows)
+                .str.replace_many(
+                    [split.present[k] for k in order], [tokens[k] for k in order], leftmost=True
+                )
+                .to_list()
+            )
+            self.counts["names"] += split.count
+            lines.put(split.rows, done)
+        self._names_joined(lines, split.by_regex, where)
+
+    def _names_joined(self, lines: Lines, idx: list[int], where: str) -> None:
+        if idx:
+            joined = "\n".join(lines.get(idx))
+            lines.put(idx, self._names(joined, where).split("\n"))
+
+    def _names(self, text: str, where: str) -> str:
+        assert self.literal is not None
+        try:
+            return self.literal.sub(self._name, text, timeout=timeout_for(text))
+        except TimeoutError:
+            raise _timed_out("(names found)", where) from None
 
     def _name(self, m: regex.Match) -> str:
         self.counts["names"] += 1
         return self.tokens.token(self.names[m.group()], m.group())
 
+    def _redact(self, r: Redactor, text: str, where: str) -> str:
+        limit = timeout_for(text)
+        try:
+            for p in r.patterns:
+                text = self._replace(r, p, text, limit)
+        except TimeoutError:
+            raise _timed_out(r.id, where) from None
+        return text
+
     def _replace(self, r: Redactor, p: regex.Pattern, text: str, limit: float) -> str:
-        """Each match's `value` group (or the match) replaced by its token. The group may sit in
-        a lookbehind, so a pattern can be anchored on a rare part (`.internal`, `/`) and look back
-        for the rest: scanning from every word start costs ten times more on a big log."""
+        """Each value replaced by its token (the same value, the same token)."""
         out: list[str] = []
         pos = 0
-        for m in p.finditer(text, timeout=limit):
-            has_value = "value" in p.groupindex and m.group("value") is not None
-            start, end = m.span("value") if has_value else m.span()
+        for start, end in value_spans(r, p, text, limit):
             value = text[start:end]
             if start < pos or not value or r.kept(value) or self.tokens.is_token(value):
                 continue
@@ -107,5 +369,6 @@ def redact_text_alone(r: Redactor, text: str) -> str:
     >>> redact_text_alone(ip, "Node: gpu-node-2/10.30.15.55, listen on 0.0.0.0:443")
     'Node: gpu-node-2/ip-1, listen on 0.0.0.0:443'
     """
-    names = find_names([r], text, "an example")
-    return Redaction([r], names, TokenMap()).text(text, "an example")
+    learner = Learner([r])
+    learner.text(text, "an example")
+    return Redaction([r], learner.names, TokenMap()).text(text, "an example")

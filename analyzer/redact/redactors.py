@@ -5,6 +5,7 @@ before it touches a bundle)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +13,24 @@ import regex
 import yaml
 
 from analyzer.errors import AnalyzerError
+from analyzer.parse.literals import required_literals
 from analyzer.parse.structured import load_yaml
 from analyzer.rules import builtin_rules_dir
 
-MODES = ("find", "keys", "pattern")
-KEYS = {"id", "description", "token", "keep", "examples", "parsed", "everywhere", *MODES}
+MODES = ("find", "keys", "pattern", "block")
+KEYS = {
+    "id",
+    "description",
+    "token",
+    "keep",
+    "examples",
+    "parsed",
+    "everywhere",
+    "prefilter",
+    "multiline",
+    "kind",
+    *MODES,
+}
 TOKEN_RE = regex.compile(r"[a-z][a-z0-9]*")
 # seconds a pattern may spend on one example, plus TIMEOUT_PER_MIB per MiB of a file: a
 # catastrophic pattern becomes an error, never a hang
@@ -34,6 +48,13 @@ KEY_VALUE = (
 )
 
 
+# a YAML mapping key (or JSON member name) that opens a block: `data:` alone on its line, or
+# `"data": {`; `{block}` is the redactor's regex for the key's name
+BLOCK_HEADER = (
+    r"(?m)^(?P<indent>[ \t]*)(?:-[ \t]+)?[\"']?(?:{block})[\"']?[ \t]*:[ \t]*\{{?[ \t]*(?:\#.*)?$"
+)
+
+
 class RedactorError(AnalyzerError):
     """A redactor file is unreadable or invalid; the message is one line naming file and entry."""
 
@@ -45,17 +66,33 @@ class Redactor:
     id: str
     description: str
     token: str
-    mode: str  # find | keys | pattern
-    patterns: tuple[regex.Pattern, ...]
+    mode: str  # find | keys | pattern | block
+    patterns: tuple[regex.Pattern, ...]  # block: the header of the block
     keep: regex.Pattern | None = None
     parsed_nodes: bool = False  # find: also the node names the analyzer's parsers read
     everywhere: bool = False  # values found are replaced wherever else they occur (find: always)
+    # a Rust regex (polars) every line holding (the start of) a match matches: a per-line
+    # redactor searches only those lines; a multiline one searches the whole text only when a
+    # line matches. None: no prefilter is known (search the whole text)
+    prefilter: str | None = None
+    multiline: bool = False  # matches may span lines (block: always)
+    kind: str | None = None  # block: the Kubernetes kind of the object holding the block
     examples_redact: tuple[str, ...] = ()
     examples_keep: tuple[str, ...] = ()
     file: str = ""
 
     def kept(self, value: str) -> bool:
-        return self.keep is not None and self.keep.fullmatch(value, timeout=TIMEOUT) is not None
+        return self.keep is not None and _kept(self.keep, value)
+
+    @property
+    def per_line(self) -> bool:
+        return self.prefilter is not None and not self.multiline
+
+
+@lru_cache(maxsize=1 << 16)
+def _kept(keep: regex.Pattern, value: str) -> bool:
+    """Values repeat (a registry on every line of a log): their verdict is remembered."""
+    return keep.fullmatch(value, timeout=TIMEOUT) is not None
 
 
 def builtin_file() -> Path:
@@ -115,6 +152,8 @@ def _redactor(path: Path, index: int, e: Any) -> Redactor:
         raise bad(f"'{mode}' must be a regex or a list of regexes")
     if mode == "keys":
         sources = [KEY_VALUE.format(keys=s) for s in sources]
+    elif mode == "block":
+        sources = [BLOCK_HEADER.format(block=s) for s in sources]
     examples = e.get("examples") or {}
     if not isinstance(examples, dict) or set(examples) - {"redact", "keep"}:
         raise bad("'examples' must be a mapping with 'redact' and/or 'keep' lists")
@@ -129,11 +168,27 @@ def _redactor(path: Path, index: int, e: Any) -> Redactor:
         raise bad("'everywhere' must be true or false")
     if "keep" in e and not isinstance(e["keep"], str):
         raise bad("'keep' must be a regex")
+    if not isinstance(e.get("multiline", False), bool):
+        raise bad("'multiline' must be true or false")
+    if "prefilter" in e and mode == "block":
+        raise bad("'prefilter': a block redactor has its own (the line of its key)")
+    if "prefilter" in e and not isinstance(e["prefilter"], str):
+        raise bad("'prefilter' must be a regex")
+    if "kind" in e and (mode != "block" or not isinstance(e["kind"], str) or not e["kind"]):
+        raise bad("'kind' (a Kubernetes kind) is only for a block redactor")
     try:
         patterns = tuple(regex.compile(s) for s in sources)
         keep = regex.compile(e["keep"]) if e.get("keep") else None
     except (regex.error, ValueError, OverflowError) as exc:
         raise bad(f"bad regex: {exc}") from None
+    if "prefilter" in e:
+        prefilter = e["prefilter"]
+        if not prefilter_compiles(prefilter):
+            raise bad(f"bad prefilter (a Rust regex, without look-around): {prefilter[:80]!r}")
+    elif e.get("multiline") and mode != "block":
+        prefilter = None  # a literal may sit on a later line than the one a match starts on
+    else:
+        prefilter = derived_prefilter(mode, e[mode] if isinstance(e[mode], list) else [e[mode]])
     return Redactor(
         id=e["id"],
         description=e["description"],
@@ -146,7 +201,48 @@ def _redactor(path: Path, index: int, e: Any) -> Redactor:
         examples_redact=tuple(examples.get("redact") or ()),
         examples_keep=tuple(examples.get("keep") or ()),
         file=str(path),
+        prefilter=prefilter,
+        multiline=bool(e.get("multiline")) or mode == "block",
+        kind=e.get("kind"),
     )
+
+
+def derived_prefilter(mode: str, sources: list[str]) -> str | None:
+    """A prefilter for a redactor that declares none: the literals one of which each pattern's
+    match holds, or the key names of a `keys` redactor; None (search the whole text) when a
+    pattern has no usable literal.
+
+    >>> print(derived_prefilter("pattern", [r"TCK-\\d{5}", r"case (?P<value>\\d+) opened"]))
+    TCK\\-|\\ opened
+    >>> print(derived_prefilter("keys", ["pin"]), derived_prefilter("pattern", [r"\\d+"]))
+    (?i:pin)["']?[ \\t]*[:=] None
+    """
+    if mode in ("keys", "block"):
+        keys = "|".join(f"(?:{s})" for s in sources) if len(sources) > 1 else sources[0]
+        candidate = (
+            f"(?i:{keys})[\"']?[ \\t]*[:=]"
+            if mode == "keys"
+            else f"^[ \\t]*(?:-[ \\t]+)?[\"']?(?:{keys})[\"']?[ \\t]*:"
+        )
+        return candidate if prefilter_compiles(candidate) else None
+    literals: list[str] = []
+    for source in sources:
+        found = required_literals(source)
+        if not found:
+            return None
+        literals += [x for x in found if x not in literals]
+    return "|".join(regex.escape(x) for x in literals)
+
+
+def prefilter_compiles(pattern: str) -> bool:
+    """Whether polars (Rust's regex crate) accepts the pattern."""
+    import polars as pl
+
+    try:
+        pl.Series([""]).str.contains(pattern)
+    except (pl.exceptions.ComputeError, pl.exceptions.PolarsError):
+        return False
+    return True
 
 
 def example_failure(r: Redactor) -> str | None:

@@ -1,6 +1,7 @@
-"""Redact a set of bundle files into a folder: discover names over the whole bundle, then write
-each text file redacted (its name too). Binary files are left out: they cannot be redacted, and
-the analysis treats them as junk anyway. The token map goes only to `map_file`."""
+"""Redact a set of bundle files into a folder or an archive: discover names over the whole bundle,
+then write each text file redacted piece by piece (its name too). Binary files are left out: they
+cannot be redacted, and the analysis treats them as junk anyway. The token map goes only to
+`map_file`, which a later run extends."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from pathlib import Path, PurePosixPath
 import regex
 
 from analyzer.errors import AnalyzerError
-from analyzer.redact.discover import SourceFile, chunks, discover, is_binary
+from analyzer.progress import Progress
+from analyzer.redact.discover import SourceFile, discover, is_binary, prepared
 from analyzer.redact.engine import Redaction
+from analyzer.redact.output import FolderSink, Sink
 from analyzer.redact.redactors import load_redactors
 from analyzer.redact.tokens import TokenMap
 
@@ -69,33 +72,13 @@ def redact_files(
     map_file: Path | None = None,
 ) -> RedactionResult:
     """Redact `sources` into the folder `dst` (created; it must not hold files yet)."""
-    catalogue = load_redactors(list(redactors))
     check_map_outside(map_file, dst)
     if dst.exists() and (not dst.is_dir() or any(dst.iterdir())):
         raise AnalyzerError(f"{dst}: exists and is not an empty folder")
-    found = discover(sources, catalogue)
-    run = Redaction(catalogue, found.names, TokenMap(found.reserved))
-    result = RedactionResult(run, dst)
-    plans: list[tuple[SourceFile, str, str]] = []
-    taken: set[str] = set()
-    for s in sources:
-        name = run.text(s.name, "a file name")
-        if is_binary(s.path):
-            result.skipped.append(f"{name}: binary, left out")
-            continue
-        plans.append((s, name, _unique(_out_name(name), taken)))
     existed = dst.exists()
     try:
         dst.mkdir(parents=True, exist_ok=True)
-        for s, name, rel in plans:
-            out = dst / rel
-            out.parent.mkdir(parents=True, exist_ok=True)
-            with out.open("w", encoding="utf-8", errors="surrogateescape", newline="") as fh:
-                for text in chunks(s.path):
-                    fh.write(run.text(text, s.name))
-            if s.mtime is not None:
-                os.utime(out, (s.mtime, s.mtime))
-            result.files.append(SourceFile(name, out, s.mtime))
+        return redact_into(sources, FolderSink(dst), dst, redactors=redactors, map_file=map_file)
     except (OSError, AnalyzerError) as exc:
         # a half-redacted copy must not be mistaken for a finished one (dst was empty)
         shutil.rmtree(dst, ignore_errors=True)
@@ -104,6 +87,47 @@ def redact_files(
         if isinstance(exc, AnalyzerError):
             raise
         raise AnalyzerError(f"cannot write {dst}: {exc.strerror or exc}") from None
+
+
+def redact_into(
+    sources: list[SourceFile],
+    sink: Sink,
+    root: Path,
+    *,
+    redactors: list[Path] | tuple[Path, ...] = (),
+    map_file: Path | None = None,
+) -> RedactionResult:
+    """Redact `sources` into `sink` (a folder or an archive at `root`); the token map, loaded
+    from `map_file` when it exists and extended, is written back there only on success."""
+    catalogue = load_redactors(list(redactors))
+    tokens = TokenMap.load(map_file) if map_file is not None else TokenMap()
+    found = discover(sources, catalogue, tokens)
+    tokens.reserved |= found.reserved
+    run = Redaction(catalogue, found.names, tokens)
+    result = RedactionResult(run, root)
+    plans: list[tuple[SourceFile, str, str]] = []
+    taken: set[str] = set()
+    for s in sources:
+        name = run.text(s.name, "a file name")
+        if is_binary(s.path):
+            result.skipped.append(f"{name}: binary, left out")
+            continue
+        plans.append((s, name, _unique(_out_name(name), taken)))
+    progress = Progress("redacting", sum(s.path.stat().st_size for s, _, _ in plans), "bytes")
+    try:
+        for s, name, rel in plans:
+            seen = found.plans.get(s.path, [])
+
+            def prepare(n: int, raw: bytes, seen=seen):
+                return run.prepare(raw, seen[n] if n < len(seen) else None)
+
+            with sink.file(rel, s.mtime) as write:
+                for _, piece in prepared(s.path, prepare):
+                    write(run.finish(piece, s.name))
+                    progress.advance(piece.lines.size)
+            result.files.append(SourceFile(name, root / rel, s.mtime))
+    finally:
+        progress.close()
     if map_file is not None:
         run.tokens.write(map_file)
     return result

@@ -1,0 +1,159 @@
+"""A piece of text as lines: which lines prefilters select, and the lines a redaction replaced.
+
+Selection is polars' (Rust's regex crate over a column of lines): one pass with the alternation
+of all the prefilters finds the candidate lines, then each prefilter runs on those few. A piece
+read from a file stays bytes: polars splits it, only the selected lines become Python strings, and
+the output is the input with those lines spliced in, so a big log costs one scan and no Python
+work per line."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import polars as pl
+import regex
+
+ENCODING = ("utf-8", "surrogateescape")  # undecodable bytes survive the round trip
+PARALLEL_ROWS = 20_000  # lines from which a scan is split across polars' threads
+SMALL = 8 << 10  # below this many bytes the prefilters are searched in Python (polars costs more)
+
+
+def _contains(series: pl.Series, pattern: str) -> pl.Series:
+    """`series.str.contains(pattern)`, a big column's slices scanned in parallel (one polars
+    expression runs on one thread)."""
+    n, k = len(series), pl.thread_pool_size()
+    if n < PARALLEL_ROWS or k < 2:
+        return series.str.contains(pattern)
+    size = -(-n // k)
+    parts = [
+        pl.LazyFrame({"t": series.slice(i * size, size)}).select(pl.col("t").str.contains(pattern))
+        for i in range(k)
+    ]
+    return pl.concat(parts).collect().to_series()
+
+
+@lru_cache(maxsize=256)
+def _python(prefilter: str) -> regex.Pattern | None:
+    try:
+        return regex.compile(prefilter, regex.MULTILINE)
+    except (regex.error, ValueError, OverflowError):
+        return None
+
+
+def _may_match(prefilter: str, text: str) -> bool:
+    """A small text's gate, in Python (its regex module reads the prefilters' syntax): whether
+    any line may hold a match (when unsure, yes)."""
+    pattern = _python(prefilter)
+    try:
+        return pattern is None or pattern.search(text, timeout=1.0) is not None
+    except TimeoutError:
+        return True
+
+
+class Lines:
+    """The lines of a text (`Lines(text)`: any content, as Python strings) or of a piece of a
+    file (`Lines.of_bytes(raw)`: split by polars, kept as bytes)."""
+
+    def __init__(self, text: str):
+        self._text: str | None = text
+        self._raw: bytes | None = None
+        self._list: list[str] | None = text.split("\n")
+        self._series: pl.Series | None = None
+        self._new: dict[int, str] = {}
+        self._hits: dict[tuple[str, ...], list[list[int]]] = {}
+        self.exact = True  # `series` holds the lines as they are (no U+FFFD for stray bytes)
+        self.small = len(text) < SMALL
+        self.size = len(text)  # bytes of the piece it was read from (characters of a text)
+
+    @classmethod
+    def of_bytes(cls, raw: bytes) -> Lines:
+        """The lines of a piece of a file: split by polars when it is big, valid UTF-8 and free
+        of carriage returns (which polars' line reader drops), else as decoded text."""
+        series = None
+        if b"\r" not in raw and len(raw) >= SMALL:
+            try:
+                series = pl.scan_lines(raw, name="t").collect().get_column("t")
+            except pl.exceptions.PolarsError:
+                series = None
+        if series is None:
+            lines = cls(raw.decode(*ENCODING))
+        else:
+            lines = cls.__new__(cls)
+            lines._text, lines._raw, lines._list = None, raw, None
+            lines._series, lines._new, lines._hits = series, {}, {}
+            lines.exact, lines.small = True, False
+        lines.size = len(raw)
+        return lines
+
+    @property
+    def series(self) -> pl.Series:
+        """The lines as a polars column (as they were before any `put`); undecodable bytes,
+        kept as surrogates which polars refuses, read as U+FFFD there, line for line."""
+        if self._series is None:
+            assert self._list is not None and self._text is not None
+            try:
+                self._series = pl.Series(self._list, dtype=pl.String)
+            except UnicodeEncodeError:
+                clean = self._text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+                self._series = pl.Series(clean.split("\n"), dtype=pl.String)
+                self.exact = False
+        return self._series
+
+    def hits(self, prefilters: list[str]) -> list[list[int]]:
+        """For each prefilter, the indices of the lines it matches (as they were before any
+        `put`; remembered, so a background thread can ask first). A prefilter polars cannot run
+        makes every line a candidate (slower, never wrong)."""
+        key = tuple(prefilters)
+        if key not in self._hits:
+            self._hits[key] = self._find(prefilters)
+        return self._hits[key]
+
+    def _find(self, prefilters: list[str]) -> list[list[int]]:
+        if not prefilters:
+            return []
+        if self.small and self._list is not None:
+            every = list(range(len(self._list)))
+            return [every if _may_match(p, str(self._text)) else [] for p in prefilters]
+        try:
+            union = "|".join(f"(?:{p})" for p in prefilters)
+            idx = _contains(self.series, union).arg_true()
+            if len(prefilters) == 1 or idx.len() == 0:
+                return [idx.to_list()] * len(prefilters)
+            found = pl.DataFrame({"t": self.series.gather(idx)}).select(
+                pl.col("t").str.contains(p).arg_true().implode().alias(f"p{i}")
+                for i, p in enumerate(prefilters)
+            )
+            return [
+                idx.gather(found.get_column(f"p{i}")[0]).to_list() for i in range(len(prefilters))
+            ]
+        except pl.exceptions.PolarsError:
+            return [list(range(len(self.series)))] * len(prefilters)
+
+    def get(self, idx: list[int]) -> list[str]:
+        """The current text of the lines `idx`."""
+        if self._list is not None:
+            return [self._list[i] for i in idx]
+        old = self.series.gather(idx).to_list() if idx else []
+        return [self._new.get(i, line) for i, line in zip(idx, old, strict=True)]
+
+    def put(self, idx: list[int], values: list[str]) -> None:
+        for i, value in zip(idx, values, strict=True):
+            if self._list is not None:
+                self._list[i] = value
+            self._new[i] = value
+
+    def text(self) -> str:
+        if self._list is not None:
+            return "\n".join(self._list) if self._new else str(self._text)
+        return self.bytes().decode(*ENCODING)
+
+    def bytes(self) -> bytes:
+        if self._raw is None:
+            return self.text().encode(*ENCODING)
+        if not self._new:
+            return self._raw
+        order = sorted(self._new)
+        series = self.series.clone()
+        series.scatter(order, [self._new[i] for i in order])
+        end = "\n" if self._raw.endswith(b"\n") else ""
+        return (series.str.join("\n").item() + end).encode(*ENCODING)

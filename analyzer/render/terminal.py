@@ -108,14 +108,21 @@ def _wide(ch: str) -> bool:
     return unicodedata.east_asian_width(ch) in "WF"
 
 
+_OPENING = "（「『【《“‘"
+_CLOSING = "，。、；：？！）」』】》”’…"
+
+
 def wrap_wide(text: str, width: int) -> list[str]:
     """Wrap text holding Chinese (two columns a character, a break allowed between any two of
-    them) to `width` columns; runs of other characters break only at spaces.
+    them) to `width` columns; runs of other characters break only at spaces. Closing punctuation
+    never starts a line, nor does opening punctuation end one (it moves with its character).
 
     >>> wrap_wide("调度和注册都正常 ok then", 10)
     ['调度和注册', '都正常 ok', 'then']
+    >>> wrap_wide("放不进任何一张卡。（见上）", 16)
+    ['放不进任何一张', '卡。（见上）']
     """
-    units = re.findall(r"\s+|[^\s\u1100-\uffff]+|.", text)
+    units = re.findall(rf"\s+|[{_OPENING}]*(?:[^\s\u1100-\uffff]+|.)[{_CLOSING}]*", text)
     lines, line, used = [], "", 0
     for unit in units:
         if unit.isspace():

@@ -480,7 +480,7 @@ def batch(
     ] = False,
     summary_only: Annotated[
         Path | None,
-        typer.Option("--summary-only", help="Rebuild summary.html from the tables in DIR."),
+        typer.Option("--summary-only", help="Rebuild summary.html from the tables in this folder."),
     ] = None,
     executor: Annotated[
         Executor,

@@ -132,3 +132,36 @@ def test_every_rule_speaks_chinese():
     English mid-way (a user's rule without them falls back to English: test_bot)."""
     untranslated = sorted(r.id for r in RULES.rules.values() if r.zh is None)
     assert untranslated == [], f"rules without a zh block: {untranslated}"
+
+
+NVML_FAILS = "I0902 08:11:42.623606       1 main.go:271] Failed to initialize NVML: ERROR_LIBRARY_NOT_FOUND.\n"
+NVIDIA_BANNER = (
+    'I0902 08:11:42.623492       1 main.go:267] "Starting NVIDIA Device Plugin" version="v0.17.1"\n'
+)
+
+
+@pytest.mark.parametrize("plugin", ["nvidia", "hami", None])
+def test_a_fix_names_the_plugin_that_printed_the_evidence(tmp_path, ruleset, plugin):
+    """NVIDIA's k8s-device-plugin and HAMi's print the same NVML failure: when NVIDIA's start
+    banner says whose log it is, the fix changes NVIDIA's chart; when the bundle dates HAMi (its
+    version in the ticket's notes), HAMi's; when nothing tells, the NVIDIA step says it applies
+    only if the log is NVIDIA's."""
+    from analyzer.analyze import analyze
+
+    log = (NVIDIA_BANNER if plugin == "nvidia" else "") + NVML_FAILS
+    (tmp_path / "device-plugin.log").write_text(log)
+    if plugin == "hami":
+        (tmp_path / "notes.txt").write_text("HAMi version: v2.10.0, installed with helm\n")
+    _, report = analyze([str(tmp_path)], ruleset)
+    node = report.nodes[0]
+    assert node.primary.rule_id == "nvml-init-failed"
+    (finding,) = [f for f in node.findings if f.rule_id == "nvml-init-failed"]
+    steps = [(s.text, s.command) for s in finding.remediation]
+    hami = [t for t, c in steps if "hami-charts/hami" in c]
+    nvidia = [t for t, c in steps if "nvdp/nvidia-device-plugin" in c]
+    if plugin == "nvidia":
+        assert not hami and nvidia and nvidia[0].startswith("The log is from NVIDIA's own")
+    elif plugin == "hami":
+        assert hami and not nvidia
+    else:
+        assert hami and nvidia and nvidia[0].startswith("If the log is from NVIDIA's own")

@@ -4,7 +4,12 @@ option it shows exists, and the screenshot it shows is there."""
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
+import pytest
 import typer
 
 from analyzer.cli import app
@@ -58,3 +63,27 @@ def test_links_resolve():
 def test_screenshot_is_small():
     shot = REPO / "docs" / "report.png"
     assert shot.is_file() and 10_000 < shot.stat().st_size < 300_000
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
+def test_make_demo_is_short_and_ends_with_the_report(tmp_path):
+    """`make demo` (the README's first command) prints fewer than 20 lines, the first run's one
+    line about creating .venv included, and its last line is the path of the report it wrote.
+    Run on a copy of the Makefile and the demo sample, with this checkout's environment."""
+    venv = Path(sys.executable).parent.parent
+    shutil.copy(REPO / "Makefile", tmp_path / "Makefile")
+    demo = Path("sample_bundles") / "annotation-health-omitted" / "bundle"
+    shutil.copytree(REPO / demo, tmp_path / demo)
+    res = subprocess.run(
+        ["make", "--no-print-directory", "demo", f"VENV={venv}", "-o", f"{venv}/.installed"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert len(lines) + 1 < 20, res.stdout  # + "Creating .venv ..." on a fresh clone
+    assert lines[0].startswith("Node gpu-node-2") and "Verdict:" in lines[1]
+    report = tmp_path / "out" / "report.html"
+    assert lines[-1] == f"Report written to {report}" and report.is_file()

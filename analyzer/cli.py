@@ -508,8 +508,8 @@ def batch(
 
     Writes OUT/bundles.parquet, OUT/findings.parquet and OUT/summary.html; an interrupted run
     resumes where it stopped."""
-    from analyzer import batch as batch_mod
-    from analyzer.batch_exec import check_inputs, open_executor
+    from analyzer.batch import run as batch_mod
+    from analyzer.batch.executor import check_inputs, open_executor
 
     meta = None
     if tickets is not None:
@@ -802,7 +802,7 @@ def dev_score(
     rules: RulesOpt = None,
 ) -> None:
     """Score the analyzer on real cases, as attached files and as issue.md alone."""
-    from analyzer.score import render_score, score_corpus
+    from analyzer.dev.score import render_score, score_corpus
 
     if not corpus.is_dir():
         _fail(f"{corpus}: not a folder of cases")

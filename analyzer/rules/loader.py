@@ -17,11 +17,13 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from analyzer import __version__
 from analyzer.atomic import atomic_path
+from analyzer.bundle.probes import compile_recognition
 from analyzer.cache import cache_dir
 from analyzer.errors import RuleLoadError
 from analyzer.kinds import load_catalogue
 from analyzer.parse.annotations import AnnotationSpec
 from analyzer.parse.literals import required_literals
+from analyzer.parse.registry import check_parsers
 from analyzer.parse.structured import FastLoader, load_yaml
 from analyzer.rules import builtin_rules_dir
 from analyzer.rules.conditions import LINE_KEY, ParseProblems, parse_condition
@@ -177,6 +179,8 @@ def _load_ruleset(dirs: list[Path], version: str) -> RuleSet:
 
     problems: list[str] = []
     catalogue = load_catalogue(dirs[0] / "kinds.yaml")
+    check_parsers(catalogue)
+    compile_recognition(catalogue)  # its recognition entries' problems, with file:line
     annotations = AnnotationSpec.load(dirs[0] / "annotations.yaml")
     sig_docs, rule_docs, files = _read_docs(dirs, problems)
     signatures: dict[str, Signature] = {}

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test fuzz bench bench-batch score clean
+.PHONY: demo test snapshots fuzz bench bench-batch score clean
 
 DEMO := sample_bundles/annotation-health-omitted/bundle
 
@@ -28,7 +28,12 @@ test: $(STAMP)
 	$(BIN)/ruff format --check analyzer tests tools
 	$(BIN)/ruff check analyzer tests tools
 	$(BIN)/hami-analyzer rules lint
+	$(BIN)/python tools/make_samples.py --check
 	$(BIN)/pytest -rs
+
+# rewrite each rule's snapshot (tests/snapshots/rules/) from its firing cases; read `git diff` after
+snapshots: $(STAMP)
+	$(BIN)/pytest tests/test_rule_snapshots.py --update-snapshots -p no:cacheprovider -q
 
 # the fuzz test of `make test`, longer: make fuzz SEED=7 EXAMPLES=3000 (docs/hardening.md)
 SEED ?= $(shell date +%s)

@@ -2,14 +2,22 @@
 
 The logs are built from HAMi v2.10 format strings (../shared/reference/hami-signatures.md);
 each scenario's expected.yaml is written by hand below from the registration guide, not from
-the analyzer's output. Run: python tools/make_samples.py
+the analyzer's output. One builder per sample. Run: python tools/make_samples.py; `--check`
+(part of `make test`) builds them in a temporary folder and fails with a diff summary when
+sample_bundles/ differs from what the builders make.
 """
 
 from __future__ import annotations
 
+import argparse
+import difflib
 import json
 import shutil
+import sys
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import yaml
 
@@ -249,17 +257,35 @@ def healthy_sched(node, devs, loops=8):
     return L
 
 
-def write(name, files: dict[str, str], expected: dict):
-    d = ROOT / name
+class Sample(NamedTuple):
+    """One sample bundle: its files (text, or lines) and its hand-written expected.yaml."""
+
+    name: str
+    files: dict[str, str | list[str]]
+    expected: dict
+
+
+BUILDERS: list[Callable[[], Sample | None]] = []
+
+
+def sample(builder: Callable[[], Sample | None]) -> Callable[[], Sample | None]:
+    """Register a builder; it returns None when what it needs (../shared) is not beside us."""
+    BUILDERS.append(builder)
+    return builder
+
+
+def write(root: Path, s: Sample) -> None:
+    d = root / s.name
     if d.exists():
         shutil.rmtree(d)
     d.mkdir(parents=True)
     (d / "bundle").mkdir()
-    for fname, content in files.items():
+    for fname, content in s.files.items():
         text = content if isinstance(content, str) else "\n".join(content) + "\n"
         (d / "bundle" / fname).write_text(text, encoding="utf-8")
     (d / "expected.yaml").write_text(
-        yaml.safe_dump(expected, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8"
+        yaml.safe_dump(s.expected, sort_keys=False, allow_unicode=True, width=100),
+        encoding="utf-8",
     )
 
 
@@ -286,11 +312,14 @@ NORMAL_FAULTS = [
     "handshake-deleted-stuck",
 ]
 
+POD = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n  schedulerName: hami-scheduler\n  containers:\n  - name: c\n    image: nvidia/cuda:12.2.0-base-ubuntu22.04\n    resources:\n      limits:\n{limits}status:\n  phase: Pending\n"
 
-def main():
+
+@sample
+def healthy_single_gpu() -> Sample | None:
     one = [dev(0)]
     # 1. healthy single GPU
-    write(
+    return Sample(
         "healthy-single-gpu",
         {
             "node.yaml": node_yaml(
@@ -321,11 +350,15 @@ def main():
             "healthy": True,
         },
     )
+
+
+@sample
+def scary_but_healthy() -> Sample | None:
     # 2. looks scary but healthy: 8 GPUs, numa errors, re-patches, other vendor Deleted_ handshake
     eight = [
         dev(i, numa=(1 if i >= 4 else 0), typ="NVIDIA A800 80GB PCIe", mem=81920) for i in range(8)
     ]
-    write(
+    return Sample(
         "scary-but-healthy",
         {
             "node.yaml": node_yaml(
@@ -358,9 +391,13 @@ def main():
             "healthy": True,
         },
     )
+
+
+@sample
+def annotation_health_omitted() -> Sample | None:
     # 3. health omitted (demo)
     two = [dev(0), dev(1, health=False)]
-    write(
+    return Sample(
         "annotation-health-omitted",
         {
             "node.yaml": node_yaml(
@@ -388,8 +425,12 @@ def main():
             "must_not_fire": ["spec-link-ok", "no-gpu-label", "register-annotation-absent"],
         },
     )
+
+
+@sample
+def no_gpu_label() -> Sample | None:
     # 4. no gpu label
-    write(
+    return Sample(
         "no-gpu-label",
         {
             "node.yaml": node_yaml("gpu-node-4", labels={"nvidia.com/gpu.present": "true"}),
@@ -401,8 +442,12 @@ def main():
             "must_not_fire": ["count-link-ok", "untolerated-taint", "register-annotation-absent"],
         },
     )
+
+
+@sample
+def untolerated_taint() -> Sample | None:
     # 5. taint
-    write(
+    return Sample(
         "untolerated-taint",
         {
             "node.yaml": node_yaml(
@@ -418,6 +463,10 @@ def main():
             "must_not_fire": ["no-gpu-label", "count-link-ok"],
         },
     )
+
+
+@sample
+def nvml_init_error() -> Sample | None:
     # 6. nvml init error crash loop
     crash = []
     for k in range(3):
@@ -429,7 +478,7 @@ def main():
             "github.com/Project-HAMi/HAMi/pkg/device-plugin/nvidiadevice/nvinternal/plugin.(*NvidiaDevicePlugin).getAPIDevices(0xc0004b8000)",
             "\t/k8s-vgpu/pkg/device-plugin/nvidiadevice/nvinternal/plugin/register.go:97 +0x1e0c",
         ]
-    write(
+    return Sample(
         "nvml-init-error",
         {
             "node.yaml": node_yaml("gpu-node-6", labels={"gpu": "on"}, allocatable={}),
@@ -442,8 +491,12 @@ def main():
             "must_not_fire": ["count-link-ok", "spec-link-ok", "no-gpu-label"],
         },
     )
+
+
+@sample
+def no_nvml_in_container() -> Sample | None:
     # 7. incompatible platform
-    write(
+    return Sample(
         "no-nvml-in-container",
         {
             "device-plugin.log": dp_start("gpu-node-7")[:13]
@@ -462,8 +515,12 @@ def main():
             "must_not_fire": ["count-link-ok", "kubelet-register-failed"],
         },
     )
+
+
+@sample
+def toolkit_ready_wait() -> Sample | None:
     # 8. toolkit wait
-    write(
+    return Sample(
         "toolkit-ready-wait",
         {
             "node.yaml": node_yaml("gpu-node-8b", labels={"gpu": "on"}),
@@ -477,10 +534,14 @@ def main():
             "must_not_fire": ["count-link-ok"],
         },
     )
+
+
+@sample
+def node_name_unset() -> Sample | None:
     # 9. node name unset
     nn = dp_start("", t=0)
     nn = [x.replace('FLAG: --node-name=""', 'FLAG: --node-name=""') for x in nn]
-    write(
+    return Sample(
         "node-name-unset",
         {
             "node.yaml": node_yaml(
@@ -499,6 +560,11 @@ def main():
             "must_not_fire": ["spec-link-ok"],
         },
     )
+
+
+@sample
+def kubelet_socket_path() -> Sample | None:
+    one = [dev(0)]
     # 10. kubelet socket
     ks = (
         dp_start("gpu-node-10")
@@ -510,7 +576,7 @@ def main():
         ]
         + dp_scan(6, one, changed=True)
     )
-    write(
+    return Sample(
         "kubelet-socket-path",
         {
             "node.yaml": node_yaml(
@@ -527,8 +593,13 @@ def main():
             "must_not_fire": ["count-link-ok", "no-gpu-label"],
         },
     )
+
+
+@sample
+def annotation_deleted() -> Sample | None:
+    one = [dev(0)]
     # 11. annotation deleted
-    write(
+    return Sample(
         "annotation-deleted",
         {
             "node.yaml": node_yaml(
@@ -550,8 +621,12 @@ def main():
             "must_not_fire": ["spec-link-ok", "no-gpu-label"],
         },
     )
+
+
+@sample
+def annotation_invalid() -> Sample | None:
     # 12. annotation invalid (hand-edited)
-    write(
+    return Sample(
         "annotation-invalid",
         {
             "node.yaml": node_yaml(
@@ -576,8 +651,12 @@ def main():
             "must_not_fire": ["spec-link-ok", "liveness-link-ok"],
         },
     )
+
+
+@sample
+def annotation_empty() -> Sample | None:
     # 13. annotation empty
-    write(
+    return Sample(
         "annotation-empty",
         {
             "node.yaml": node_yaml(
@@ -600,6 +679,11 @@ def main():
             "must_not_fire": ["spec-link-ok", "count-link-ok"],
         },
     )
+
+
+@sample
+def rbac_patch_forbidden() -> Sample | None:
+    one = [dev(0)]
     # 14. RBAC
     rb = (
         dp_start("gpu-node-14")
@@ -612,7 +696,7 @@ def main():
             f"I0815 {ts(5.5)} {PID:>7} register.go:273] Device info unchanged, skipping annotation update",
         ]
     )
-    write(
+    return Sample(
         "rbac-patch-forbidden",
         {
             "node.yaml": node_yaml(
@@ -627,9 +711,13 @@ def main():
             "must_not_fire": ["spec-link-ok"],
         },
     )
+
+
+@sample
+def mixed_versions_csv() -> Sample | None:
     # 15. mixed versions: CSV annotation from a v2.7 plugin, v2.10 scheduler
     csv = f"{UUIDS[0]},10,46068,100,NVIDIA-NVIDIA L40S,0,true,0,hami-core:"
-    write(
+    return Sample(
         "mixed-versions-csv",
         {
             "node.yaml": node_yaml(
@@ -655,8 +743,13 @@ def main():
             "must_not_fire": ["register-annotation-invalid", "liveness-link-ok"],
         },
     )
+
+
+@sample
+def label_selector_excludes() -> Sample | None:
+    one = [dev(0)]
     # 16. label selector
-    write(
+    return Sample(
         "label-selector-excludes",
         {
             "node.yaml": node_yaml(
@@ -677,8 +770,13 @@ def main():
             "must_not_fire": ["liveness-link-ok", "register-annotation-absent"],
         },
     )
+
+
+@sample
+def scheduler_follower_log() -> Sample | None:
+    one = [dev(0)]
     # 17. follower log
-    write(
+    return Sample(
         "scheduler-follower-log",
         {
             "node.yaml": node_yaml(
@@ -708,6 +806,10 @@ def main():
             "must_not_fire": ["liveness-link-ok", "register-annotation-absent"],
         },
     )
+
+
+@sample
+def xid79_gpu_lost() -> Sample | None:
     # 18. XID 79 (reference example)
     ref = Path(__file__).resolve().parent.parent.parent / "shared" / "reference"
     two_ref = [
@@ -716,7 +818,7 @@ def main():
     ]
     two_ref[0]["id"] = UUIDS[1]
     if (ref / "example-v2.10-xid79.device-plugin.log").exists():
-        write(
+        return Sample(
             "xid79-gpu-lost",
             {
                 "node.yaml": node_yaml(
@@ -741,8 +843,13 @@ def main():
                 "must_not_fire": ["count-link-ok", "no-gpu-label", "rbac-patch-forbidden"],
             },
         )
+    return None  # the reference logs live in ../shared, beside the checkout
+
+
+@sample
+def handshake_deleted_stuck() -> Sample | None:
     # 19. handshake Deleted_ stuck (v2.9)
-    write(
+    return Sample(
         "handshake-deleted-stuck",
         {
             "node.yaml": node_yaml(
@@ -762,8 +869,12 @@ def main():
             "must_not_fire": ["register-annotation-absent", "stale-handshake-is-normal"],
         },
     )
+
+
+@sample
+def cdi_unresolvable() -> Sample | None:
     # 20. CDI unresolvable (field report)
-    write(
+    return Sample(
         "cdi-unresolvable",
         {
             "pod-describe.txt": CDI_DESCRIBE,
@@ -775,11 +886,15 @@ def main():
             "must_not_fire": ["pod-not-scheduled-by-hami", "filtering-failed-registration-ok"],
         },
     )
+
+
+@sample
+def xss_hostile() -> Sample | None:
     # 22. hostile strings everywhere (report safety)
     xss = (
         '<script>document.title="PWNED"</script><img src=x onerror="document.body.dataset.pwned=1">'
     )
-    write(
+    return Sample(
         "xss-hostile",
         {
             "node.yaml": node_yaml(
@@ -807,8 +922,12 @@ def main():
             "must_not_fire": ["spec-link-ok"],
         },
     )
+
+
+@sample
+def cdi_field_report_configs() -> Sample | None:
     # 23. the CDI field report with the node's configs and specs
-    write(
+    return Sample(
         "cdi-field-report-configs",
         {
             "pod-describe.txt": CDI_DESCRIBE,
@@ -825,8 +944,12 @@ def main():
             "must_not_fire": ["pod-not-scheduled-by-hami", "containerd-default-runtime-not-nvidia"],
         },
     )
+
+
+@sample
+def runtime_runc_default() -> Sample | None:
     # 24. k3s-like: runc default runtime, plugin without NVML
-    write(
+    return Sample(
         "runtime-runc-default",
         {
             "containerd-config.toml": 'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\n  default_runtime_name = "runc"\n  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n    runtime_type = "io.containerd.runc.v2"\n  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n    runtime_type = "io.containerd.runc.v2"\n',
@@ -843,8 +966,12 @@ def main():
             "must_not_fire": ["nvml-device-call-failed"],
         },
     )
+
+
+@sample
+def gpumem_too_large() -> Sample | None:
     # 25. request larger than any card
-    write(
+    return Sample(
         "gpumem-too-large",
         {
             "node.yaml": node_yaml(
@@ -866,8 +993,12 @@ def main():
             "must_not_fire": ["gpu-count-larger-than-node", "pod-not-scheduled-by-hami"],
         },
     )
+
+
+@sample
+def aks_managed_pool() -> Sample | None:
     # 26. AKS managed pool
-    write(
+    return Sample(
         "aks-managed-pool",
         {
             "node.yaml": node_yaml(
@@ -889,8 +1020,12 @@ def main():
             "must_not_fire": ["untolerated-taint", "no-gpu-label"],
         },
     )
+
+
+@sample
+def gpu_operator_plugin_conflict() -> Sample | None:
     # 27. GPU operator device plugin next to HAMi
-    write(
+    return Sample(
         "gpu-operator-plugin-conflict",
         {
             "node.yaml": node_yaml(
@@ -916,8 +1051,12 @@ def main():
             "must_not_fire": ["no-gpu-label"],
         },
     )
+
+
+@sample
+def helm_split_count_old_key() -> Sample | None:
     # 28. chart 2.11 with the old split-count key
-    write(
+    return Sample(
         "helm-split-count-old-key",
         {
             "values.yaml": "global:\n  imageTag: v2.11.0\ndevicePlugin:\n  deviceSplitCount: 4\n  runtimeClassName: nvidia\nscheduler:\n  leaderElect: true\n",
@@ -929,8 +1068,12 @@ def main():
             "must_not_fire": ["split-count-under-new-key-on-old-chart"],
         },
     )
+
+
+@sample
+def gputype_selector_no_match() -> Sample | None:
     # 29. type selector that matches no card
-    write(
+    return Sample(
         "gputype-selector-no-match",
         {
             "node.yaml": node_yaml(
@@ -955,8 +1098,12 @@ def main():
             "must_not_fire": ["gpumem-larger-than-any-card", "gpu-count-larger-than-node"],
         },
     )
+
+
+@sample
+def gpumem_limit_not_enforced() -> Sample | None:
     # 30. container without HAMi-core: nvidia-smi shows the whole card
-    write(
+    return Sample(
         "gpumem-limit-not-enforced",
         {
             "pod.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: gpu-pod\n  namespace: default\nspec:\n  schedulerName: hami-scheduler\n  containers:\n  - name: c\n    image: nvidia/cuda:12.2.0-base-ubuntu22.04\n    resources:\n      limits:\n        nvidia.com/gpu: 1\n        nvidia.com/gpumem: 3000\nstatus:\n  phase: Running\n",
@@ -969,8 +1116,12 @@ def main():
             "must_not_fire": ["cdi-unresolvable-device", "oci-runtime-error"],
         },
     )
+
+
+@sample
+def aks_plugin_pinned_elsewhere() -> Sample | None:
     # 31. AKS: plugin pinned to another pool, driver root copied from an operator setup
-    write(
+    return Sample(
         "aks-plugin-pinned-elsewhere",
         {
             "values.yaml": "devicePlugin:\n  nvidiaDriverRoot: /run/nvidia/driver\n  nvidiaNodeSelector:\n    kubernetes.azure.com/agentpool: gpunp\n  tolerations:\n  - key: sku\n    operator: Equal\n    value: gpu\n    effect: NoSchedule\nscheduler:\n  admissionWebhook:\n    manageNamespaceSelector: false\n",
@@ -995,8 +1146,12 @@ def main():
             "must_not_fire": ["aks-managed-gpu-pool", "no-gpu-label"],
         },
     )
+
+
+@sample
+def mig_and_operator_runc() -> Sample | None:
     # 32. MIG partitions next to hami-core sharing, GPU Operator 25.10 with runc default
-    write(
+    return Sample(
         "mig-and-operator-runc",
         {
             "node.yaml": node_yaml(
@@ -1023,10 +1178,13 @@ def main():
             "must_not_fire": ["driver-root-from-gpu-operator", "two-device-plugins-running"],
         },
     )
+
+
+@sample
+def gpu_count_exceeds_cards() -> Sample | None:
     # 33-39: one small bundle for each remaining scheduling/platform rule
-    pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n  schedulerName: hami-scheduler\n  containers:\n  - name: c\n    image: nvidia/cuda:12.2.0-base-ubuntu22.04\n    resources:\n      limits:\n{limits}status:\n  phase: Pending\n"
     one_4090 = reg([dev(0, typ="NVIDIA GeForce RTX 4090", mem=24564)])
-    write(
+    return Sample(
         "gpu-count-exceeds-cards",
         {
             "node.yaml": node_yaml(
@@ -1035,7 +1193,7 @@ def main():
                 annotations={"hami.io/node-nvidia-register": one_4090},
                 allocatable={"nvidia.com/gpu": "10"},
             ),
-            "pod.yaml": pod.format(name="two-gpus", limits="        nvidia.com/gpu: 2\n"),
+            "pod.yaml": POD.format(name="two-gpus", limits="        nvidia.com/gpu: 2\n"),
         },
         {
             "description": "nvidia.com/gpu: 2 on a node with one physical card (allocatable 10 is split slots, not cards).",
@@ -1044,10 +1202,14 @@ def main():
             "must_not_fire": ["gpumem-larger-than-any-card"],
         },
     )
-    write(
+
+
+@sample
+def gpucores_over_100() -> Sample | None:
+    return Sample(
         "gpucores-over-100",
         {
-            "pod.yaml": pod.format(
+            "pod.yaml": POD.format(
                 name="cores", limits="        nvidia.com/gpu: 1\n        nvidia.com/gpucores: 150\n"
             ),
         },
@@ -1058,10 +1220,14 @@ def main():
             "must_not_fire": ["hami-resources-without-gpu"],
         },
     )
-    write(
+
+
+@sample
+def gpumem_without_gpu() -> Sample | None:
+    return Sample(
         "gpumem-without-gpu",
         {
-            "pod.yaml": pod.format(name="mem-only", limits="        nvidia.com/gpumem: 3000\n"),
+            "pod.yaml": POD.format(name="mem-only", limits="        nvidia.com/gpumem: 3000\n"),
         },
         {
             "description": "gpumem requested without nvidia.com/gpu: no vGPU is requested at all.",
@@ -1070,7 +1236,11 @@ def main():
             "must_not_fire": ["gpucores-over-100"],
         },
     )
-    write(
+
+
+@sample
+def oci_hook_failed() -> Sample | None:
+    return Sample(
         "oci-hook-failed",
         {
             "pod-describe.txt": "Name:         gpu-pod\nNamespace:    default\nNode:         gpu-node-36/10.0.0.36\nStatus:       Pending\nContainers:\n  c:\n    State:          Waiting\n      Reason:       CrashLoopBackOff\n    Last State:     Terminated\n      Reason:       StartError\n      Message:      failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error running hook #0: error running hook: exit status 1, stdout: , stderr: nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open shared object file: no such file or directory: unknown\nEvents:\n  Type     Reason   Age   From     Message\n  ----     ------   ----  ----     -------\n  Warning  Failed   10s   kubelet  Error: failed to create containerd task: OCI runtime create failed: runc create failed: error running hook #0: exit status 1\n",
@@ -1082,7 +1252,11 @@ def main():
             "must_not_fire": ["cdi-unresolvable-device"],
         },
     )
-    write(
+
+
+@sample
+def azure_capacity() -> Sample | None:
+    return Sample(
         "azure-capacity",
         {
             "az-output.txt": "(OverconstrainedAllocationRequest) Allocation failed. VM(s) with the following constraints cannot be allocated, because the condition is too restrictive. Please remove some constraints and try again. Constraints applied are:\n  - VM Size\n  - Availability Zone\n",
@@ -1094,7 +1268,11 @@ def main():
             "must_not_fire": ["aks-managed-gpu-pool"],
         },
     )
-    write(
+
+
+@sample
+def helm_split_count_new_key() -> Sample | None:
+    return Sample(
         "helm-split-count-new-key",
         {
             "values.yaml": "global:\n  imageTag: v2.10.0\ndevices:\n  nvidia:\n    deviceSplitCount: 4\nscheduler:\n  leaderElect: true\n",
@@ -1106,7 +1284,11 @@ def main():
             "must_not_fire": ["split-count-under-old-key"],
         },
     )
-    write(
+
+
+@sample
+def aks_webhook_selector_conflict() -> Sample | None:
+    return Sample(
         "aks-webhook-selector-conflict",
         {
             "helm-upgrade.txt": '$ helm upgrade hami hami-charts/hami -n kube-system -f values.yaml\nError: UPGRADE FAILED: conflict occurred while applying object /hami-webhook admissionregistration.k8s.io/v1, Kind=MutatingWebhookConfiguration: Apply failed with 1 conflict: conflict with "aks-webhook-admission-controller" using admissionregistration.k8s.io/v1: .webhooks[name="vgpu.hami.io"].namespaceSelector\n',
@@ -1118,8 +1300,12 @@ def main():
             "must_not_fire": ["azure-capacity-error"],
         },
     )
+
+
+@sample
+def pod_not_scheduled_by_hami() -> Sample | None:
     # 21. default scheduler
-    write(
+    return Sample(
         "pod-not-scheduled-by-hami",
         {
             "pod-describe.txt": DEFAULT_SCHED_DESCRIBE,
@@ -1190,5 +1376,67 @@ Events:
   Warning  FailedScheduling  4m11s (x11 over 54m)  default-scheduler  0/2 nodes are available: 1 Insufficient nvidia.com/gpucores, 1 Insufficient nvidia.com/gpumem, 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }. preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling..
 """
 
+
+def build_all(root: Path) -> list[str]:
+    """Write every sample under root; the names of the samples whose builder was skipped."""
+    skipped = []
+    for builder in BUILDERS:
+        built = builder()
+        if built is None:
+            skipped.append(builder.__name__.replace("_", "-"))
+        else:
+            write(root, built)
+    return skipped
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def differences(built: Path, kept: Path, skipped: list[str]) -> list[str]:
+    """What differs between freshly built samples and the kept ones (a skipped sample's kept
+    files are not compared: its source is not here to rebuild it from)."""
+    new, old = _files(built), _files(kept)
+    old = {k: v for k, v in old.items() if k.split("/", 1)[0] not in skipped}
+    out = [f"missing from {kept.name}/: {k}" for k in sorted(new.keys() - old.keys())]
+    out += [f"not built by this script: {kept.name}/{k}" for k in sorted(old.keys() - new.keys())]
+    for k in sorted(new.keys() & old.keys()):
+        if new[k] != old[k]:
+            diff = difflib.unified_diff(
+                old[k].decode("utf-8", "replace").splitlines(),
+                new[k].decode("utf-8", "replace").splitlines(),
+                f"{kept.name}/{k}",
+                "built",
+                lineterm="",
+                n=1,
+            )
+            out.append(f"differs: {kept.name}/{k}\n" + "\n".join(list(diff)[:12]))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="build in a temporary folder and compare")
+    ap.add_argument("--out", type=Path, default=ROOT, help=f"where to write (default {ROOT})")
+    args = ap.parse_args(argv)
+    if not args.check:
+        skipped = build_all(args.out)
+        for name in skipped:
+            print(f"skipped {name}: its source (../shared/reference) is not beside the checkout")
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        skipped = build_all(Path(tmp))
+        problems = differences(Path(tmp), args.out, skipped)
+    for name in skipped:
+        print(f"not checked {name}: its source (../shared/reference) is not beside the checkout")
+    if problems:
+        print(f"{len(problems)} difference(s) between {args.out} and what make_samples.py builds:")
+        print("\n".join(problems))
+        print("Run `python tools/make_samples.py` (or fix the builder) and read `git diff`.")
+        return 1
+    print(f"{len(BUILDERS) - len(skipped)} samples match {args.out}")
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -26,17 +26,64 @@ from analyzer.bundle.text import printable
 from analyzer.errors import AnalyzerError, RuleLoadError
 from analyzer.progress import shown as progress_shown
 
+# click's plain help (not rich's boxes): it wraps prose and keeps option names and choice lists
+# whole at any width, and reads the same in a pipe
+HELP = {"help_option_names": ["-h", "--help"]}
 app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings=HELP,
     help="Diagnose HAMi GPU node support bundles offline.",
+    epilog="Run `hami-analyzer COMMAND -h` for a command's options. Exit codes of analyze: 0 no "
+    "fault, 1 a fault, 2 usage or input error, 3 internal error, 4 inconclusive.",
 )
-rules_app = typer.Typer(no_args_is_help=True, help="List, show, lint and test the rules.")
+rules_app = typer.Typer(
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings=HELP,
+    help="List, show, lint and test the rules.",
+)
 app.add_typer(rules_app, name="rules")
-dev_app = typer.Typer(no_args_is_help=True, help="Developer tools: score the analyzer on a corpus.")
+dev_app = typer.Typer(
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings=HELP,
+    help="Developer tools: score the analyzer on a corpus.",
+)
 app.add_typer(dev_app, name="dev")
 EXIT_OK, EXIT_FAULT, EXIT_INPUT, EXIT_INTERNAL, EXIT_INCONCLUSIVE = 0, 1, 2, 3, 4
+
+
+class Command(typer.core.TyperCommand):
+    """Usage lines name arguments plainly (`BUNDLE...`, `[RULE_ID]`), not typer's `{inputs}...`."""
+
+    def collect_usage_pieces(self, ctx) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                name = param.make_metavar(ctx)
+                pieces.append(name if param.required else f"[{name}]")
+        return pieces
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(__version__)
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Diagnose HAMi GPU node support bundles offline."""
 
 
 class Format(StrEnum):
@@ -58,6 +105,38 @@ class Severity(StrEnum):
     info = "info"
 
 
+class TextOrJson(StrEnum):
+    text = "text"
+    json = "json"
+
+
+class TimelineFormat(StrEnum):
+    text = "text"
+    csv = "csv"
+    json = "json"
+    parquet = "parquet"
+
+
+class Executor(StrEnum):
+    local = "local"
+    dask = "dask"
+
+
+# `timeline --severity`: a klog letter or its word
+TIMELINE_SEVERITY = {
+    "i": "I",
+    "info": "I",
+    "w": "W",
+    "warn": "W",
+    "warning": "W",
+    "e": "E",
+    "error": "E",
+    "f": "F",
+    "fatal": "F",
+    "critical": "F",
+}
+
+
 RulesOpt = Annotated[
     list[Path] | None, typer.Option("--rules", help="Extra rule directory (may repeat).")
 ]
@@ -65,15 +144,31 @@ NodeOpt = Annotated[
     str | None, typer.Option("--node", help="Analyse only this node of a node List.")
 ]
 MaxBytes = Annotated[
-    int, typer.Option("--max-bytes", help="Archive/stdin uncompressed size cap (MiB).")
+    int,
+    typer.Option("--max-bytes", help="Most uncompressed data read from archives or stdin (MiB)."),
 ]
-MaxMembers = Annotated[int, typer.Option("--max-members", help="Archive member count cap.")]
+MaxMembers = Annotated[
+    int,
+    typer.Option(
+        "--max-members", help="Most files read from archives (or code blocks from an issue)."
+    ),
+]
 RedactorsOpt = Annotated[
     list[Path] | None,
     typer.Option("--redactors", help="Extra redactors YAML file (may repeat)."),
 ]
 BundleArg = Annotated[
-    list[str], typer.Argument(help="Bundle: folder, archive, file(s), or - for stdin.")
+    list[str],
+    typer.Argument(
+        metavar="BUNDLE...",
+        help="The bundle: a folder, a .tar/.tar.gz/.tgz/.zip archive, files, or - for stdin.",
+    ),
+]
+NoColorOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-color", help="No colour on a terminal (also: the NO_COLOR environment variable)."
+    ),
 ]
 MapOpt = Annotated[
     Path | None,
@@ -150,12 +245,12 @@ def exit_code(report, fail_on: str = "info") -> int:
     return EXIT_OK
 
 
-@app.command()
+@app.command(cls=Command)
 def analyze(
-    inputs: Annotated[
-        list[str], typer.Argument(help="Bundle: folder, archive, file(s), or - for stdin.")
-    ],
-    format: Annotated[Format, typer.Option("--format", "-f")] = Format.terminal,
+    inputs: BundleArg,
+    format: Annotated[
+        Format, typer.Option("--format", "-f", help="Output format.")
+    ] = Format.terminal,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
     ] = None,
@@ -178,9 +273,11 @@ def analyze(
     ] = False,
     redactors: RedactorsOpt = None,
     map_file: MapOpt = None,
+    no_color: NoColorOpt = False,
 ) -> None:
-    """Diagnose a bundle. Exit 0: no fault, 1: a fault, 2: usage or input error, 3: internal
-    error, 4: inconclusive."""
+    """Diagnose a bundle: the verdict, its evidence and the fix.
+
+    Exit 0: no fault, 1: a fault, 2: usage or input error, 3: internal error, 4: inconclusive."""
     from analyzer.analyze import AnalyzeOptions, Issue, RedactOptions
     from analyzer.analyze import analyze as run
 
@@ -220,9 +317,14 @@ def analyze(
 
         text = render_html(report)
     else:
-        from analyzer.render.terminal import render_terminal
+        from analyzer.render.terminal import render_terminal, terminal_width, wants_colour
 
-        text = render_terminal(report)
+        to_screen = output is None
+        text = render_terminal(
+            report,
+            colour=to_screen and wants_colour(sys.stdout, no_color),
+            width=terminal_width(sys.stdout) if to_screen else None,
+        )
     _write(text, output)
     raise typer.Exit(exit_code(report, fail_on.value))
 
@@ -252,18 +354,20 @@ def _read_input(spec: str) -> bytes:
         raise BundleError(f"{spec}: {exc.strerror or exc}") from None
 
 
-@app.command()
+@app.command(cls=Command)
 def inspect(
-    inputs: Annotated[
-        list[str], typer.Argument(help="Bundle: folder, archive, file(s) or - for stdin.")
-    ],
-    format: Annotated[str, typer.Option("--format", "-f", help="text or json")] = "text",
+    inputs: BundleArg,
+    format: Annotated[
+        TextOrJson, typer.Option("--format", "-f", help="Output format.")
+    ] = TextOrJson.text,
     node: NodeOpt = None,
     rules: RulesOpt = None,
     max_bytes: MaxBytes = 4096,
     max_members: MaxMembers = 5000,
 ) -> None:
-    """Show what was found: files and kinds, node facts, GPU table, handshake, log statistics."""
+    """Show what was read, before any verdict.
+
+    The files and their kinds, node facts, the GPU table, the handshake, log statistics."""
     from analyzer.analyze import AnalyzeOptions
     from analyzer.analyze import analyze as run
     from analyzer.render.inspect import render_inspect, render_inspect_json
@@ -276,40 +380,57 @@ def inspect(
     except AnalyzerError as exc:
         _fail(str(exc))
         return
-    _write(render_inspect_json(report) if format == "json" else render_inspect(report), None)
+    _write(
+        render_inspect_json(report) if format is TextOrJson.json else render_inspect(report), None
+    )
 
 
-@app.command()
+@app.command(cls=Command)
 def timeline(
-    inputs: Annotated[
-        list[str], typer.Argument(help="Bundle: folder, archive, file(s) or - for stdin.")
-    ],
+    inputs: BundleArg,
     format: Annotated[
-        str, typer.Option("--format", "-f", help="text, csv, json or parquet")
-    ] = "text",
-    output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
+        TimelineFormat, typer.Option("--format", "-f", help="Output format.")
+    ] = TimelineFormat.text,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write here instead of stdout (parquet needs it)."),
+    ] = None,
     source: Annotated[
         list[str] | None,
-        typer.Option("--source", help="Only these sources (e.g. device-plugin-log, node)."),
+        typer.Option(
+            "--source",
+            help="Only events of this source: a log kind (device-plugin-log, scheduler-log, ...) "
+            "or node (may repeat).",
+        ),
     ] = None,
     severity: Annotated[
-        str | None, typer.Option("--severity", help="Minimum severity: I, W, E or F.")
+        str | None,
+        typer.Option(
+            "--severity",
+            help="Minimum severity: info, warning, error or fatal (or I, W, E, F).",
+        ),
     ] = None,
     since: Annotated[str | None, typer.Option("--since", help="ISO time, inclusive.")] = None,
     until: Annotated[str | None, typer.Option("--until", help="ISO time, inclusive.")] = None,
     node: NodeOpt = None,
     rules: RulesOpt = None,
 ) -> None:
-    """The merged, time-ordered events of every log and of the node object."""
+    """The events of every log and of the node object, in time order."""
     from analyzer.analyze import load_bundle, node_reports
     from analyzer.timeline import filter_timeline, write_timeline
 
-    if format not in ("text", "csv", "json", "parquet"):
-        _fail(f"unknown format {format!r}: use text, csv, json or parquet")
-    if format == "parquet" and output is None:
+    if format is TimelineFormat.parquet and output is None:
         _fail("--format parquet needs --output FILE")
+    if severity is not None:
+        if severity.lower() not in TIMELINE_SEVERITY:
+            _fail(f"--severity {severity!r}: use info, warning, error or fatal (or I, W, E, F)")
+        severity = TIMELINE_SEVERITY[severity.lower()]
     _no_overwrite({"-o": output}, inputs, rules)
     ruleset = _ruleset(rules)
+    # every scanned kind's lines are events, and the node object's conditions and handshake
+    sources = sorted({"node"} | {k for k, kind in ruleset.catalogue.kinds.items() if kind.scanned})
+    if bad := [x for x in source or [] if x not in sources]:
+        _fail(f"--source {bad[0]!r}: use one of {', '.join(sources)}")
     try:
         with progress_shown():
             bundle = load_bundle(inputs, ruleset)
@@ -319,16 +440,20 @@ def timeline(
         _fail(str(exc))
         return
     try:
-        write_timeline(frame, format, output)
+        write_timeline(frame, format.value, output)
     except OSError as exc:
         _fail(f"cannot write {output}: {exc.strerror or exc}")
 
 
-@app.command()
+@app.command(cls=Command)
 def batch(
     inputs: Annotated[
         list[str] | None,
-        typer.Argument(help="Folder of tickets, list file(s), or bundle paths (or fsspec URLs)."),
+        typer.Argument(
+            metavar="INPUT...",
+            help="A folder of tickets (each sub-folder or archive is one bundle), list files "
+            "(one path per line), or bundle paths; fsspec URLs too.",
+        ),
     ] = None,
     out: Annotated[
         str | None,
@@ -350,11 +475,14 @@ def batch(
     ] = False,
     summary_only: Annotated[
         Path | None,
-        typer.Option("--summary-only", help="Rebuild summary.html from the tables in DIR."),
+        typer.Option("--summary-only", help="Rebuild summary.html from the tables in this folder."),
     ] = None,
     executor: Annotated[
-        str, typer.Option("--executor", help="local (processes here) or dask (a local cluster).")
-    ] = "local",
+        Executor,
+        typer.Option(
+            "--executor", help="local: worker processes here; dask: a Dask cluster on this machine."
+        ),
+    ] = Executor.local,
     scheduler: Annotated[
         str | None,
         typer.Option("--scheduler", help="Run on the Dask cluster at tcp://HOST:8786."),
@@ -362,14 +490,35 @@ def batch(
     bundle_timeout: Annotated[
         float, typer.Option("--bundle-timeout", help="Seconds one bundle may take (an error row).")
     ] = 300.0,
+    tickets: Annotated[
+        Path | None,
+        typer.Option(
+            "--tickets",
+            help="CSV of ticket metadata (a ticket column, then customer, opened_at, ...) joined "
+            "to the bundles by ticket name: a per-customer view in the summary.",
+        ),
+    ] = None,
 ) -> None:
-    """Analyse many bundles into bundles.parquet, findings.parquet and summary.html (resumable)."""
+    """Analyse many bundles into tables and a summary page.
+
+    Writes OUT/bundles.parquet, OUT/findings.parquet and OUT/summary.html; an interrupted run
+    resumes where it stopped."""
     from analyzer.batch import run as batch_mod
     from analyzer.batch.executor import check_inputs, open_executor
 
+    meta = None
+    if tickets is not None:
+        from analyzer.summary.tickets import read_ticket_csv
+
+        try:
+            meta = read_ticket_csv(tickets)
+        except AnalyzerError as exc:
+            _fail(str(exc))
     if summary_only is not None:
         if not (summary_only / "bundles.parquet").is_file():
             _fail(f"{summary_only}: no bundles.parquet (run a batch first)")
+        if meta is not None:
+            batch_mod.store_tickets(meta, summary_only)
         _say(str(batch_mod.write_summary(summary_only)))
         return
     if not inputs or out is None:
@@ -379,8 +528,10 @@ def batch(
     _no_overwrite({"--out": out}, inputs)
     try:
         check_inputs(inputs)
-        with open_executor(executor, scheduler, jobs) as ex:
-            counts = batch_mod.run_batch(list(inputs), out, ex, force, csv, bundle_timeout, reports)
+        with open_executor(executor.value, scheduler, jobs) as ex:
+            counts = batch_mod.run_batch(
+                list(inputs), out, ex, force, csv, bundle_timeout, reports, meta
+            )
     except AnalyzerError as exc:
         _fail(str(exc))
         return
@@ -390,7 +541,7 @@ def batch(
     )
 
 
-@app.command()
+@app.command(cls=Command)
 def bot(
     event: Annotated[
         Path,
@@ -399,15 +550,21 @@ def bot(
         ),
     ],
     rules: RulesOpt = None,
+    # the bot checks these two itself (the action passes them as strings), naming the valid values
     min_confidence: Annotated[
-        str, typer.Option("--min-confidence", envvar="INPUT_MIN_CONFIDENCE")
+        str,
+        typer.Option(
+            "--min-confidence",
+            envvar="INPUT_MIN_CONFIDENCE",
+            help="high, medium or low: a fault below it counts as inconclusive.",
+        ),
     ] = "medium",
     comment_when: Annotated[
         str,
         typer.Option(
             "--comment-when",
             envvar="INPUT_COMMENT_WHEN",
-            help="fault, fault-or-inconclusive or always.",
+            help="Which verdicts get a comment: fault, fault-or-inconclusive or always.",
         ),
     ] = "fault-or-inconclusive",
     labels: Annotated[
@@ -430,7 +587,12 @@ def bot(
             help="The login the bot comments as (default: the token's, or github-actions[bot]).",
         ),
     ] = "",
-    redact: Annotated[bool, typer.Option("--redact", envvar="INPUT_REDACT")] = False,
+    redact: Annotated[
+        bool,
+        typer.Option(
+            "--redact", envvar="INPUT_REDACT", help="Quote the issue's material redacted."
+        ),
+    ] = False,
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -438,7 +600,7 @@ def bot(
         ),
     ] = False,
     api_url: Annotated[
-        str, typer.Option("--api-url", envvar="GITHUB_API_URL")
+        str, typer.Option("--api-url", envvar="GITHUB_API_URL", help="The GitHub API to call.")
     ] = "https://api.github.com",
     server_url: Annotated[
         str,
@@ -464,9 +626,11 @@ def bot(
     ] = 4096,
     max_members: MaxMembers = 5000,
 ) -> None:
-    """The issue bot of the GitHub Action: analyse the issue of EVENT with the comments it reads
-    and their attachments, and post or update one comment and its labels through `gh api`. Exit
-    0 whether or not it commented, 1 when the API failed, 2 for a bad input."""
+    """The issue bot of the GitHub Action.
+
+    Analyses the issue of EVENT with the comments it reads and their attachments, and posts or
+    updates one comment and its labels through `gh api`. Exit 0 whether or not it commented, 1
+    when the API failed, 2 for a bad input."""
     from analyzer.bot import run as bot_run
     from analyzer.bot.decide import Options, parse_labels, parse_names
     from analyzer.bot.github import GitHubError
@@ -493,7 +657,7 @@ def bot(
         _fail(str(exc))
 
 
-@app.command()
+@app.command(cls=Command)
 def redact(
     inputs: BundleArg,
     output: Annotated[
@@ -504,8 +668,10 @@ def redact(
     max_bytes: MaxBytes = 4096,
     max_members: MaxMembers = 5000,
 ) -> None:
-    """Write a copy of the bundle with node names, hosts, addresses, e-mails, cloud ids, private
-    registries and secrets replaced by stable tokens (node-1, ip-1, ...)."""
+    """Write a copy of the bundle with identifying values replaced.
+
+    Node names, hosts, addresses, e-mails, cloud ids, private registries and secrets become
+    stable tokens (node-1, ip-1, ...)."""
     from analyzer.redact.bundle import redact_bundle
 
     _no_overwrite({"-o": output, "--map": map_file}, inputs, redactors)
@@ -526,29 +692,44 @@ def redact(
     )
 
 
-@rules_app.command("list")
+@rules_app.command("list", cls=Command)
 def rules_list(rules: RulesOpt = None) -> None:
-    """One line per rule: id, kind, severity, category, title."""
+    """One line per rule: id, kind, severity, category and title."""
+    from analyzer.render.rulepage import preview
+
     rs = _ruleset(rules)
+    typer.echo(
+        f"{'RULE':42} {'KIND':6} {'SEVERITY':8} {'CATEGORY':30} TITLE (<...>: from the bundle)"
+    )
     for r in sorted(rs.rules.values(), key=lambda r: (r.category, r.id)):
-        _say(f"{r.id:42} {r.kind:6} {r.severity:8} {r.category:30} {r.title}")
+        _say(f"{r.id:42} {r.kind:6} {r.severity:8} {r.category:30} {preview(r.title)}")
     _say(f"{len(rs.rules)} rules, {len(rs.signatures)} signatures")
 
 
-@rules_app.command("show")
-def rules_show(rule_id: str, rules: RulesOpt = None) -> None:
-    """The rule's page: what it detects, why, evidence it uses, fix, references."""
+@rules_app.command("show", cls=Command)
+def rules_show(
+    rule_id: Annotated[str, typer.Argument(metavar="ID", help="A rule or signature id.")],
+    rules: RulesOpt = None,
+) -> None:
+    """A rule's page: what it detects, why, the evidence it uses, the fix, references."""
+    import difflib
+
     from analyzer.render.rulepage import render_rule_page
 
     rs = _ruleset(rules)
     if rule_id not in rs.rules and rule_id not in rs.signatures:
-        _fail(f"no rule or signature {rule_id!r} (see `hami-analyzer rules list`)")
+        near = difflib.get_close_matches(rule_id, [*rs.rules, *rs.signatures], n=3, cutoff=0.5)
+        near += [x for x in sorted(rs.rules) if rule_id in x and x not in near][: 3 - len(near)]
+        hint = f"did you mean {', '.join(near)}? " if near else ""
+        _fail(f"no rule or signature {rule_id!r} ({hint}see `hami-analyzer rules list`)")
     _say(render_rule_page(rs, rule_id))
 
 
-@rules_app.command("lint")
+@rules_app.command("lint", cls=Command)
 def rules_lint(rules: RulesOpt = None) -> None:
-    """Validate every rule file: exit 2 with file:line errors, 1 with warnings, 0 when clean."""
+    """Validate every rule file.
+
+    Exit 2 with file:line errors, 1 with warnings, 0 when clean."""
     rs = _ruleset(rules, use_cache=False)
     for w in rs.warnings:
         _say(f"warning: {w}", err=True)
@@ -559,16 +740,18 @@ def rules_lint(rules: RulesOpt = None) -> None:
     raise typer.Exit(1 if rs.warnings else 0)
 
 
-@rules_app.command("facts")
+@rules_app.command("facts", cls=Command)
 def rules_facts(
-    format: Annotated[str, typer.Option("--format", "-f", help="text or json")] = "text",
+    format: Annotated[
+        TextOrJson, typer.Option("--format", "-f", help="Output format.")
+    ] = TextOrJson.text,
 ) -> None:
     """The fact registry: every fact a rule may name, its type, producer and sources."""
     import json
 
     from analyzer.facts.registry import FACTS
 
-    if format == "json":
+    if format is TextOrJson.json:
         typer.echo(json.dumps([f.__dict__ for f in FACTS], indent=2))
         return
     for f in FACTS:
@@ -576,7 +759,7 @@ def rules_facts(
         _say(f"{f.path:42} {f.type:8} {f.producer:10} [{src}]  {f.description}")
 
 
-@rules_app.command("schema")
+@rules_app.command("schema", cls=Command)
 def rules_schema() -> None:
     """The JSON Schema of rule files (also shipped as analyzer/schema/rules.schema.json)."""
     from analyzer.rules.schema import schema_text
@@ -584,9 +767,12 @@ def rules_schema() -> None:
     sys.stdout.write(schema_text())
 
 
-@rules_app.command("test")
+@rules_app.command("test", cls=Command)
 def rules_test(
-    rule_id: Annotated[str | None, typer.Argument()] = None, rules: RulesOpt = None
+    rule_id: Annotated[
+        str | None, typer.Argument(metavar="ID", help="Only this rule (default: every rule).")
+    ] = None,
+    rules: RulesOpt = None,
 ) -> None:
     """Run every rule's own test cases and every signature's examples."""
     from analyzer.rules.selftest import run_rule_tests
@@ -600,10 +786,14 @@ def rules_test(
     raise typer.Exit(1 if failed else 0)
 
 
-@dev_app.command("score")
+@dev_app.command("score", cls=Command)
 def dev_score(
-    corpus: Annotated[Path, typer.Argument(help="Folder of cases, each with expected.yaml.")],
-    format: Annotated[str, typer.Option("--format", "-f", help="text or json")] = "text",
+    corpus: Annotated[
+        Path, typer.Argument(metavar="CORPUS", help="Folder of cases, each with expected.yaml.")
+    ],
+    format: Annotated[
+        TextOrJson, typer.Option("--format", "-f", help="Output format.")
+    ] = TextOrJson.text,
     rules: RulesOpt = None,
 ) -> None:
     """Score the analyzer on real cases, as attached files and as issue.md alone."""
@@ -612,10 +802,10 @@ def dev_score(
     if not corpus.is_dir():
         _fail(f"{corpus}: not a folder of cases")
     result = score_corpus(corpus, _ruleset(rules))
-    _say(render_score(result, format))
+    _say(render_score(result, format.value))
 
 
-@app.command()
+@app.command(cls=Command)
 def collect(
     node: Annotated[
         list[str] | None,
@@ -625,7 +815,9 @@ def collect(
         str | None, typer.Option("--namespace", "-n", help="HAMi's namespace (default: found).")
     ] = None,
     context: Annotated[str | None, typer.Option("--context", help="kubeconfig context.")] = None,
-    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig")] = None,
+    kubeconfig: Annotated[
+        str | None, typer.Option("--kubeconfig", help="kubeconfig file (default: kubectl's).")
+    ] = None,
     output: Annotated[
         Path | None,
         typer.Option("--output", "-o", help="Archive (default: hami-bundle-TIME.tar.gz)."),
@@ -655,8 +847,9 @@ def collect(
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per call.")] = 30.0,
     max_log_mib: Annotated[int, typer.Option("--max-log-mib", help="Bound per log (MiB).")] = 32,
 ) -> None:
-    """Collect a bundle from the cluster with kubectl, redacted. Exit 0: written, 2: cannot
-    start."""
+    """Collect a bundle from the cluster with kubectl, redacted.
+
+    Exit 0: the archive is written, 2: cannot start."""
     from analyzer.collect import collector as c
     from analyzer.collect.options import check_options, default_map, default_output
 
@@ -707,7 +900,7 @@ def collect(
     typer.echo(c.summary(result, namespace))
 
 
-@app.command()
+@app.command(cls=Command)
 def version() -> None:
     """Print the analyzer version."""
     typer.echo(__version__)

@@ -30,7 +30,8 @@ def _size(n: float) -> str:
 class Progress:
     """`total` units of work (bundles, or bytes when `unit` is "bytes"); `advance` as they are
     done. The ETA is shown only once a tenth of the work or ten seconds have passed, so a slow
-    first item (imports, a cold cache) does not promise an hour."""
+    first item (imports, a cold cache) does not promise an hour; it is reckoned at the pace since
+    the first item was done, which start-up (worker processes importing) does not slow."""
 
     what: str
     total: int
@@ -41,6 +42,7 @@ class Progress:
     start: float = field(default_factory=lambda: time.monotonic())
     last: float = 0.0
     shown: bool = False
+    first: tuple[float, int] | None = None  # (time, done) when the first work was done
 
     @property
     def tty(self) -> bool:
@@ -51,6 +53,8 @@ class Progress:
         self.done += n
         self.failed += failed
         now = time.monotonic()
+        if self.first is None:
+            self.first = (now, self.done)
         if now - self.start < QUIET_FOR and self.done < self.total:
             return
         if now - self.last < (TTY_EVERY if self.tty else FILE_EVERY) and self.done < self.total:
@@ -72,8 +76,11 @@ class Progress:
             speed = f"{rate:.1f} {self.unit}/s"
         parts = [f"{self.what}: {count}", speed]
         settled = self.done * 10 >= self.total or elapsed >= 10
-        if self.done < self.total and rate > 0 and settled:
-            parts.append(f"ETA {int((self.total - self.done) / rate)} s")
+        # the pace since the first item was done: start-up (workers importing) is behind us
+        since, then = self.first or (now, self.done)
+        if self.done < self.total and settled and self.done > then and now > since:
+            pace = (self.done - then) / (now - since)
+            parts.append(f"ETA {int((self.total - self.done) / pace)} s")
         if self.failed:
             parts.append(f"{self.failed} failed")
         return ", ".join(parts)

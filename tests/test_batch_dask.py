@@ -199,7 +199,10 @@ def test_usage_errors_are_one_line(tmp_path):
     a_file.write_text("x")
     cases = [
         (["--out", str(tmp_path / "o"), "--scheduler", "tcp://127.0.0.1:1"], "Dask scheduler"),
-        (["--out", str(tmp_path / "o"), "--executor", "spark"], "unknown executor"),
+        (
+            ["--out", str(tmp_path / "o"), "--executor", "spark"],
+            "'spark' is not one of 'local', 'dask'",
+        ),
         (["--out", str(a_file / "sub")], "cannot write"),
     ]
     for args, words in cases:

@@ -9,6 +9,7 @@ sample holds (a Node object with heartbeats dates a bundle; a lone device-plugin
 from __future__ import annotations
 
 import io
+import re
 import shutil
 import tarfile
 import zipfile
@@ -206,11 +207,9 @@ def test_grid_share_totals_and_trend_from_a_hand_made_batch():
     assert drill[by_label["nvml"].cells[1].anchor].ids == ("e", "f", "g")
     t = trends.trends(g)
     assert (t.before, t.after) == ("2026-07", "2026-08")
-    assert [(r.label, r.before, r.after) for r in t.rows] == [
-        ("nvml", 0, 3),
-        ("healthy", 1, 0),
-        ("rbac", 2, 1),
-    ]
+    # a trend is of faults: the healthy bundle of July is no row of it
+    assert [(r.label, r.before, r.after) for r in t.rows] == [("nvml", 0, 3), ("rbac", 2, 1)]
+    assert t.empty == ()
     assert t.rows[0].after_share == 3 / 4
     plot = plots.stacked_bars(g)
     heights = [sum(s.height for s in bar.segments) for bar in plot.bars]
@@ -241,7 +240,7 @@ def test_summary_only_on_tables_without_the_new_columns(batch_out, tmp_path):
         shutil.copy(batch_out / f"{name}.parquet", tmp_path / f"{name}.parquet")
     res = runner.invoke(app, ["batch", "--summary-only", str(tmp_path)])
     assert res.exit_code == 0, res.output
-    assert "Primary category by HAMi version" in (tmp_path / "summary.html").read_text()
+    assert "Primary category by HAMi release" in (tmp_path / "summary.html").read_text()
 
 
 def test_reports_unsafe_column_is_not_linked(batch_out, tmp_path):
@@ -393,3 +392,96 @@ def test_resume_over_parts_of_an_older_version(tmp_path):
     b = {Path(r["id"]).name: r for r in pl.read_parquet(out / "bundles.parquet").to_dicts()}
     assert b["T-100"]["ticket"] is None and b["T-100"]["category"] == "healthy"
     assert b["T-101"]["ticket"] == "T-101" and b["T-101"]["content_digest"]
+
+
+def test_trend_says_which_months_had_no_bundles():
+    """May against August, nothing dated in between: the comparison names the empty months."""
+    rows = [("a", "rbac", "2026-05"), ("b", "nvml", "2026-08"), ("c", "nvml", "2026-08")]
+    g = grids.build_grid(_pairs(rows), "k", "t", "category", ["2026-05", "2026-08"], 3)
+    t = trends.trends(g)
+    assert (t.before, t.after, t.empty) == ("2026-05", "2026-08", ("2026-06", "2026-07"))
+    assert grids.missing_months(["2026-05", "2026-08", "undated"]) == ["2026-06", "2026-07"]
+
+
+def test_version_columns_are_hami_releases():
+    """Thirteen overlapping ranges become one column per release line, each bundle in exactly
+    one (the oldest release its clues allow), in release order, 'unknown' last."""
+    versions = [">=v2.5.0,<v2.8.0", "v2.8.1", ">=v2.8.0", ">=v2.9.0", "v2.10.0", ">=v2.10.0"]
+    versions += ["<v2.8.0", "unknown", ">=v2.4.0", "v2.4.1", ">=v2.5.0", "v2.9.2", ">=v2.10.1"]
+    tickets = pl.DataFrame(
+        {"id": [f"b{i}" for i in range(len(versions))], "category": ["x"] * len(versions)}
+    ).with_columns(pl.Series("release", [grids.release_of(v) for v in versions], dtype=pl.String))
+    g = grids.category_grid(tickets, "release", "cv", "t")
+    assert g.columns == ("before v2.8", "v2.4", "v2.5", "v2.8", "v2.9", "v2.10", "unknown")
+    assert g.total.count == len(versions) == sum(c.count for c in g.totals)
+
+
+def test_summary_has_contents_and_release_columns(batch_out):
+    html, page = _page(batch_out)
+    toc = html[html.index('<nav class="toc"') : html.index("</nav>")]
+    targets = [h[1:] for h in re.findall(r'href="(#[^"]+)"', toc)]
+    assert len(targets) >= 12 and all(t in page.ids for t in targets), targets
+    releases = page.grid_headers["cv"][1:-2]  # between the row name and unknown, all
+    assert releases and all(re.fullmatch(r"v\d+\.\d+", r) for r in releases), releases
+    assert releases == grids.release_order(releases)[:-1]
+    assert "Faults by collection month" in html
+
+
+def test_ticket_metadata_gives_a_per_customer_view(batch_out, tmp_path):
+    """`--tickets CSV` joins customer and opened-at to the bundles by ticket name: a customer
+    table whose counts open their tickets; a CSV without a ticket column is a usage error."""
+    for name in ("bundles", "findings", "unexplained"):
+        shutil.copy(batch_out / f"{name}.parquet", tmp_path / f"{name}.parquet")
+    csv = tmp_path / "tickets.csv"
+    csv.write_text(
+        "Ticket,Customer,Opened At,Priority\n"
+        "T-100,Acme,2026-08-01,P3\nT-101,Acme,2026-08-03,P1\nT-105,Globex,2026-07-30,P2\n"
+        "T-999,Initech,2026-08-09,P2\n"
+    )
+    res = runner.invoke(app, ["batch", "--summary-only", str(tmp_path), "--tickets", str(csv)])
+    assert res.exit_code == 0, res.output
+    html, page = _page(tmp_path)
+    table = html[
+        html.index('id="customer-table"') : html.index(
+            "</table>", html.index('id="customer-table"')
+        )
+    ]
+    rows = re.findall(r"<tr><td>([^<]+)</td><td class=\"n\"><a href=\"#([^\"]+)\">(\d+)</a>", table)
+    counts = {name: int(n) for name, _a, n in rows}
+    assert counts == {"Acme": 2, "Globex": 1, "(no ticket metadata)": 1}, counts
+    assert all(a in page.ids for _n, a, _c in rows)
+    assert "2026-08-01 – 2026-08-03" in table
+    assert "3 tickets of the CSV matched a bundle, 1 did not" in " ".join(html.split())
+    # --summary-only again without --tickets keeps the metadata (stored beside the tables)
+    assert runner.invoke(app, ["batch", "--summary-only", str(tmp_path)]).exit_code == 0
+    assert 'id="customer-table"' in (tmp_path / "summary.html").read_text()
+    bad = tmp_path / "bad.csv"
+    bad.write_text("customer,opened\nAcme,2026-08-01\n")
+    res = runner.invoke(app, ["batch", "--summary-only", str(tmp_path), "--tickets", str(bad)])
+    assert res.exit_code == 2 and "no ticket column" in res.output
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_summary_layout_in_browser(batch_out, tmp_path, width):
+    """At a phone's and a desktop's width nothing sticks out of the page (wide grids scroll in
+    their own box) and no checked boxes overlap, the table of contents and the customer table
+    included; the screenshots are in test-artifacts/."""
+    from test_report_browser import ARTIFACTS, CHROMIUM, _assert_layout, _probe
+
+    if CHROMIUM is None:
+        pytest.skip("chromium not installed (apt-get install chromium; .ci/run installs it)")
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in ("bundles", "findings", "unexplained"):
+        shutil.copy(batch_out / f"{name}.parquet", out / f"{name}.parquet")
+    csv = tmp_path / "tickets.csv"
+    csv.write_text("ticket,customer,opened_at\nT-100,Acme,2026-08-01\nT-101,Globex,2026-08-02\n")
+    res = runner.invoke(app, ["batch", "--summary-only", str(out), "--tickets", str(csv)])
+    assert res.exit_code == 0, res.output
+    page = (out / "summary.html").read_text(encoding="utf-8")
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / f"batch-summary-{width}.png"
+    probe = _probe(tmp_path, page, width=width, shot=shot)
+    assert probe["errors"] == [] and probe["csp"] == [], probe
+    _assert_layout(probe["layout"], f"{width} px")
+    assert shot.is_file()

@@ -3,6 +3,7 @@ errors. The API side is tested end to end in tests/test_action.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import re
@@ -162,20 +163,25 @@ def test_chinese_issue_gets_a_chinese_comment(ruleset):
 
 
 def test_untranslated_rule_falls_back_to_english(ruleset):
-    """A rule without a zh block (the XID rule) speaks English inside a Chinese comment."""
+    """A rule without a zh block (a user's rule; here the webhook rule with its Chinese texts
+    taken away) speaks English inside a Chinese comment."""
     text = (
-        "# GPU 突然不可用\n\n我们的节点上 GPU 突然不能用了，device plugin 日志里有这样一行：\n\n```\n"
-        "I0815 09:06:02.114290  412873 health.go:190] XidCriticalError: Xid=79 on "
-        "Device=GPU-5f0b6a19-e2c4-4d83-b7a5-91c3d6e0f272; marking device as unhealthy.\n```\n"
+        "# 创建 GPU Pod 失败\n\n我们在集群里创建申请显卡的 Pod 时一直失败，排查了很久也没有找到原因。"
+        "创建 Pod 时 kube-apiserver 的日志里有这样一行，请帮忙看看是什么问题：\n\n```\n"
+        'E0707 11:53:33.346585 1 dispatcher.go:180] failed calling webhook "vgpu.hami.io": '
+        'failed to call webhook: Post "https://hami-scheduler.kube-system.svc:443/webhook?'
+        'timeout=30s": net/http: request canceled while waiting for connection\n```\n'
+    )
+    english_only = dataclasses.replace(ruleset.rules["webhook-call-failed"], zh=None)
+    ruleset = dataclasses.replace(
+        ruleset, rules={**ruleset.rules, "webhook-call-failed": english_only}
     )
     lang = CONFIG.language.detect(text)
     report = analyze(Issue(text.encode()), AnalyzeOptions(ruleset=ruleset, lang=lang)).report
     md = render_markdown(report, text.encode(), lang)
-    assert lang == "zh" and report.primary.rule_id == "xid-marked-unhealthy"
-    assert md.startswith(
-        "🔴 **XID 79 marked GPU GPU-5f0b6a19-e2c4-4d83-b7a5-91c3d6e0f272 unhealthy**"
-    )
-    assert "规则 `xid-marked-unhealthy`" in md and "注册链路：" in md
+    assert lang == "zh" and report.primary.rule_id == "webhook-call-failed"
+    assert md.startswith("🔴 **") and "The API server cannot call HAMi" in md.splitlines()[0]
+    assert "规则 `webhook-call-failed`" in md and "注册链路：" in md
 
 
 def test_english_issue_keeps_english(ruleset):

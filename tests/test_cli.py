@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 
+import pytest
 from typer.testing import CliRunner
 
 from analyzer.cli import app
@@ -115,3 +117,86 @@ def test_console_process_without_a_writable_cache(tmp_path):
         timeout=120,
     )
     assert bad.returncode == 2 and bad.stderr.startswith("error:") and bad.stdout == ""
+
+
+# ---- help and option values (issue 22) -------------------------------------------------------
+def _all_commands():
+    import typer
+
+    group = typer.main.get_command(app)
+    for name, cmd in group.commands.items():
+        if hasattr(cmd, "commands"):
+            yield from ((f"{name} {sub}".split(), c) for sub, c in cmd.commands.items())
+        else:
+            yield [name], cmd
+
+
+def test_help_describes_every_option_at_any_width():
+    """Plain help: `-h` works, usage names arguments plainly, every option has a description,
+    and a choice list is never broken across lines, at 60 or 120 columns."""
+    from conftest import run_cli
+
+    for path, cmd in _all_commands():
+        for p in cmd.params:
+            assert p.help, f"{' '.join(path)} {p.name}: no help"
+        for width in ("60", "120"):
+            out = run_cli(*path, "-h", COLUMNS=width).stdout
+            assert out.startswith("Usage: hami-analyzer"), out[:200]
+            assert "{" not in out.splitlines()[0]
+            for line in out.splitlines():
+                assert not re.search(r"<[\w|-]+$", line.strip()), f"choice list cut: {line!r}"
+    top = run_cli("-h", COLUMNS="80").stdout
+    assert "analyze   Diagnose a bundle" in top and "╭" not in top and "--version" in top
+    assert run_cli("--version").stdout.strip() == __import__("analyzer").__version__
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["inspect", "-f", "yaml"], "'yaml' is not one of 'text', 'json'"),
+        (["analyze", "-f", "yaml"], "'yaml' is not one of 'terminal', 'json', 'markdown', 'html'"),
+        (["timeline", "--source", "device-plugin"], "use one of apiserver-log, device-plugin-log"),
+        (["timeline", "--severity", "loud"], "use info, warning, error or fatal"),
+        (["batch", "--executor", "k8s", "--out", "x"], "'k8s' is not one of 'local', 'dask'"),
+        (["rules", "facts", "-f", "csv"], "'csv' is not one of 'text', 'json'"),
+    ],
+)
+def test_a_choice_outside_its_values_is_refused_with_them(args, fragment):
+    from conftest import run_cli
+
+    bundle = str(SAMPLES / "xid79-gpu-lost" / "bundle")
+    full = [
+        *args[:1],
+        *(["x"] if args[0] == "batch" else [bundle] if args[0] != "rules" else []),
+        *args[1:],
+    ]
+    res = run_cli(*full)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert fragment in res.stderr, res.stderr
+
+
+def test_timeline_severity_takes_words_and_letters():
+    bundle = str(SAMPLES / "xid79-gpu-lost" / "bundle")
+    words = runner.invoke(app, ["timeline", bundle, "--severity", "warning"])
+    letter = runner.invoke(app, ["timeline", bundle, "--severity", "W"])
+    assert words.exit_code == letter.exit_code == 0 and words.stdout == letter.stdout
+    assert words.stdout and " I " not in words.stdout
+
+
+def test_batch_without_any_bundle_is_a_usage_error(tmp_path):
+    from conftest import run_cli
+
+    (tmp_path / "empty").mkdir()
+    res = run_cli("batch", str(tmp_path / "empty"), "--out", str(tmp_path / "out"))
+    assert res.returncode == 2 and "no bundle to analyse" in res.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_rules_list_and_show_read_as_text():
+    listing = runner.invoke(app, ["rules", "list"]).stdout.splitlines()
+    assert listing[0].split()[:4] == ["RULE", "KIND", "SEVERITY", "CATEGORY"]
+    assert not any("{{" in line or "{%" in line for line in listing)
+    xid = next(line for line in listing if line.startswith("xid-marked-unhealthy"))
+    assert xid.endswith("XID <xid> marked GPU <uuid> unhealthy")
+    res = runner.invoke(app, ["rules", "show", "nvml-init"])
+    assert res.exit_code == 2 and "did you mean nvml-init-failed" in res.stderr

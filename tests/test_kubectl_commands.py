@@ -36,6 +36,8 @@ DUMMIES = {
     "LABEL_VALUE": "on",
     "K8S_VERSION": "v1.30.0",
     "KUBELET_ROOT": "/var/lib/kubelet",
+    "WORKLOAD": "deployment/gpu-app",
+    "GPUMEM": "8000",
 }
 
 

@@ -416,7 +416,8 @@ def test_translation_is_rendered_in_chinese(tmp_path):
     untranslated rule falls back to English."""
     steps = [{"text": "Check it", "command": "kubectl get node"}]
     zh = {"title": "探针", "explanation": "说明", "remediation": ["检查"]}
-    write_rules(tmp_path, [probe_rule(zh=zh, remediation=steps)])
+    english_only = probe_rule(id="lint-probe-en", remediation=steps)
+    write_rules(tmp_path, [probe_rule(zh=zh, remediation=steps), english_only])
     rs = load_ruleset([tmp_path], use_cache=False)
     title, explanation, (step,) = rs.rules[RID].texts("zh")
     assert (title, explanation, step.text, step.command) == (
@@ -425,8 +426,9 @@ def test_translation_is_rendered_in_chinese(tmp_path):
         "检查",
         "kubectl get node",
     )
-    xid = rs.rules["xid-marked-unhealthy"]  # not translated
-    assert xid.zh is None and xid.texts("zh") == (xid.title, xid.explanation, xid.remediation)
+    other = rs.rules["lint-probe-en"]  # not translated
+    assert other.zh is None
+    assert other.texts("zh") == (other.title, other.explanation, other.remediation)
 
 
 def test_every_check_has_a_test():

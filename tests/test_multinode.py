@@ -248,3 +248,26 @@ def test_a_log_naming_one_node_is_not_blamed_on_the_other(tmp_path):
     assert "rbac-patch-forbidden" in rule_ids(by_name[BAD_NODE])
     assert "rbac-patch-forbidden" not in rule_ids(by_name[OK_NODE])
     assert by_name[OK_NODE]["primary"]["category"] == "healthy"
+
+
+@pytest.mark.parametrize("layout", ["list", "multi-doc"])
+def test_a_fact_cites_its_own_node_in_a_list(tmp_path, layout):
+    """Evidence from the second node of a `kind: List` (or of a multi-document file) points at
+    that node's own lines, not at line 1 or at the first node's keys."""
+    folder = write_bundle(tmp_path / layout, layout)
+    code, doc = analyze_json(str(folder))
+    text = (folder / "nodes.yaml").read_text().splitlines()
+    bad = next(n for n in doc["nodes"] if n["node"] == BAD_NODE)
+    facts = [
+        e
+        for f in bad["findings"]
+        for g in [f, *f.get("consequences", [])]
+        for e in g["evidence"]
+        if e.get("path") and e.get("line")
+    ]
+    assert code == 1 and facts
+    start = next(i for i, line in enumerate(text, 1) if f"name: {BAD_NODE}" in line)
+    for e in facts:  # the second node's object begins at most a few lines above its name
+        assert e["line"] >= start - 5, e
+    alloc = next(e for e in facts if e["path"] == "node.allocatable.gpu")
+    assert "nvidia.com/gpu" in text[alloc["line"] - 1] and alloc["line"] > start, alloc

@@ -12,6 +12,22 @@ import zipfile
 from conftest import REPO
 
 
+def test_every_rules_folder_is_a_listed_package():
+    """setuptools ships only listed packages (and warns about the rest): a new rules/ folder
+    must be added to pyproject.toml."""
+    import tomllib
+
+    listed = set(
+        tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    folders = {
+        "analyzer._rules"
+        + (("." + ".".join(p.relative_to(REPO / "rules").parts)) if p != REPO / "rules" else "")
+        for p in [REPO / "rules", *(d for d in (REPO / "rules").rglob("*") if d.is_dir())]
+    }
+    assert folders <= listed, sorted(folders - listed)
+
+
 def test_wheel_ships_rules_templates_and_schema(tmp_path):
     # build from a copy: setuptools' build/ folder in a working tree can hold files deleted since
     src = tmp_path / "src"

@@ -66,6 +66,18 @@ def test_no_eta_until_the_rate_has_settled(clock):
     assert "ETA" in p.line() and "MiB/s" in p.line()
 
 
+def test_eta_is_not_slowed_by_start_up(clock):
+    """Worker processes take 10 s to import and then finish a bundle every 0.1 s: the ETA is
+    the time the rest takes at that pace (the whole-run rate would promise three times that)."""
+    p = Progress("batch", total=300, unit="bundles", stream=io.StringIO())
+    clock[0] += 10
+    p.advance()
+    for _ in range(99):
+        clock[0] += 0.1
+        p.advance()
+    assert p.line().endswith("ETA 20 s"), p.line()  # 200 bundles left at 10 per second
+
+
 def test_failures_are_counted(clock):
     p = Progress("batch", total=4, unit="bundles", stream=io.StringIO())
     p.advance(failed=True)

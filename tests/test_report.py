@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 
 import pytest
@@ -99,3 +100,24 @@ def test_hostile_strings_are_inert_text(ruleset):
     assert "<img src=x" not in html and "</style><script>" not in html
     assert 'href="javascript:' not in html
     assert page.handlers == [] and page.scripts == 1
+
+
+@pytest.mark.parametrize("sample", SAMPLE_DIRS, ids=lambda p: p.name)
+def test_rule_texts_render_code_spans_and_healthy_reports_draw_no_red(ruleset, sample):
+    """Markdown `code` in a rule's text is shown as code, never as raw backticks; a node with no
+    fault draws nothing in the fault colour (lines a "normal" finding cites are green)."""
+    d, html, _ = _page(ruleset, sample)
+    body = html[html.index("<main>") :]
+    prose = re.sub(r"<pre\b.*?</pre>|<code>.*?</code>|<title>.*?</title>", "", body, flags=re.S)
+    assert "`" not in prose, prose[max(prose.index("`") - 200, 0) : prose.index("`") + 50]
+    if not d.faults():
+        assert "fill:var(--bad)" not in body
+        assert not re.search(r'class="[^"]*\b(?:sev-critical|sev-error|s-broken)\b', body)
+
+
+def test_timeline_axis_has_round_ticks(ruleset):
+    """The axis is labelled at round times across the whole span, not just at its two ends."""
+    html = _page(ruleset, SAMPLES / "xid79-gpu-lost")[1]
+    labels = re.findall(r'<text class="tick-label"[^>]*>([^<]+)</text>', html)
+    assert len(labels) >= 4, labels
+    assert all(re.fullmatch(r"(?:\d\d-\d\d )?\d\d:\d\d(?::\d\d)?", x) for x in labels), labels

@@ -395,15 +395,22 @@ def run_batch(
     csv: bool,
     bundle_timeout: float = BUNDLE_TIMEOUT,
     reports: bool = False,
+    tickets: pl.DataFrame | None = None,
 ) -> dict[str, Any]:
     """The one run for every executor: discovery, duplicates, resume, parts and tables."""
     from analyzer.batch.io import OutDir
+    from analyzer.errors import AnalyzerError
 
+    tasks = list(bundle_ids(discover(inputs)))
+    if not tasks:  # before the output folder is made: nothing to analyse is a usage error
+        raise AnalyzerError(
+            f"{', '.join(inputs)}: no bundle to analyse (expected a folder of tickets, "
+            "list files or bundle paths)"
+        )
     with OutDir(out) as outdir:
         if force:
             outdir.clear_parts()
         parts = outdir.local / "parts"
-        tasks = list(bundle_ids(discover(inputs)))
         done = _done_ids(parts)
         # identical bundles are analysed once; their rows point at the first copy
         digests = dict(
@@ -435,6 +442,8 @@ def run_batch(
             sys.stderr.write("\ninterrupted: finished bundles are saved; run again to resume\n")
             raise
         writer.flush()
+        if tickets is not None:
+            store_tickets(tickets, outdir.local)
         counts = assemble(outdir.local, csv)
         outdir.push(sorted(f for f in outdir.local.iterdir() if f.is_file()))
     return counts
@@ -562,6 +571,14 @@ def _conform(frame: pl.DataFrame, schema: dict) -> pl.DataFrame:
     ).select(list(schema))
 
 
+TICKETS = "tickets.parquet"  # the ticket metadata of `batch --tickets CSV`, kept for the summary
+
+
+def store_tickets(meta: pl.DataFrame, out: Path) -> None:
+    """Keep the ticket metadata beside the tables, so `--summary-only` joins it again."""
+    _write_atomic(meta, out / TICKETS)
+
+
 def write_summary(out: Path) -> Path:
     from analyzer.render.summary import render_summary
     from analyzer.rules.loader import load_ruleset
@@ -576,7 +593,8 @@ def write_summary(out: Path) -> Path:
     )
     findings = pl.read_parquet(out / "findings.parquet")
     unexplained = pl.read_parquet(out / "unexplained.parquet")
-    html = render_summary(bundles, findings, unexplained, sorted(load_ruleset().rules))
+    meta = pl.read_parquet(out / TICKETS) if (out / TICKETS).is_file() else None
+    html = render_summary(bundles, findings, unexplained, sorted(load_ruleset().rules), meta)
     path = out / "summary.html"
     write_text(path, html)
     return path

@@ -471,3 +471,30 @@ def sources_of(path: str) -> tuple[str, ...]:
         return (kind,)
     spec = spec_of(path)
     return spec.sources if spec else ()
+
+
+# Values that only say what the bundle holds or that a source could be read: a rule may need them
+# as a precondition, but "node.form = yaml" tells a reader nothing about the node, so the report
+# never cites them as evidence. None: every value of the fact.
+PRECONDITIONS: dict[str, tuple[object, ...] | None] = {
+    "node.form": None,
+    "node.present": (True,),
+    "pod.present": (True,),
+    "handshake.present": (True,),
+    "register.status": ("ok",),
+    "version.known": (True,),
+    "bundle.kinds": None,
+    "bundle.node_count": None,
+}
+
+
+def cited(path: str | None, value: object) -> bool:
+    """Whether a fact a rule matched is evidence worth showing (see PRECONDITIONS).
+
+    >>> cited("node.form", "yaml"), cited("register.status", "ok"), cited("register.status", "absent")
+    (False, False, True)
+    """
+    if path not in PRECONDITIONS:
+        return True
+    quiet = PRECONDITIONS[path]
+    return quiet is not None and value not in quiet

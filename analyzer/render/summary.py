@@ -1,6 +1,7 @@
-"""summary.html for a batch: what fails, how often, across versions and time, what grew, and what
-no rule explains yet (normalised error templates: candidates for new rules). Every count opens
-the tickets behind it (an anchor in the page), and each ticket its report when one was written.
+"""summary.html for a batch: what fails, how often, across HAMi releases, time and customers, what
+grew, and what no rule explains yet (normalised error templates: candidates for new rules). A
+table of contents leads; every count opens the tickets behind it (an anchor in the page), and
+each ticket its report when one was written.
 
 Everything from the bundles is untrusted: jinja2 autoescaping, anchors made from indices only,
 report links only of the form `reports/<safe name>.html`; the page runs no script.
@@ -29,19 +30,68 @@ def _ticket_refs(tickets: pl.DataFrame) -> dict[str, dict]:
             "rule_id": r["rule_id"],
             "version": r["version"],
             "month": r["month"],
+            "customer": r.get("customer"),
         }
         for r in tickets.iter_rows(named=True)
     }
 
 
+def _with_metadata(tickets: pl.DataFrame, meta: pl.DataFrame | None) -> tuple[pl.DataFrame, dict]:
+    """The tickets with the metadata columns of their ticket, and how well the two matched."""
+    if meta is None or meta.is_empty() or "ticket" not in tickets.columns:
+        return tickets, {}
+    extra = [c for c in meta.columns if c != "ticket" and c not in tickets.columns]
+    joined = tickets.join(meta.select("ticket", *extra), on="ticket", how="left")
+    known = set(tickets["ticket"].drop_nulls().to_list())
+    rows = meta["ticket"].to_list()
+    return joined, {
+        "columns": extra,
+        "matched": sum(1 for t in rows if t in known),
+        "unmatched": sum(1 for t in rows if t not in known),
+        "bundles_without": joined.height - joined.join(meta.select("ticket"), on="ticket").height,
+    }
+
+
+def _customers(tickets: pl.DataFrame, grid: grids.Grid | None) -> list[dict]:
+    """Per customer: its bundles, those with a fault, its commonest categories, first and last
+    ticket opened (when the metadata has opened_at)."""
+    if grid is None:
+        return []
+    out = []
+    for r in grid.rows:
+        mine = tickets.filter(pl.col("customer").fill_null(grids.NO_CUSTOMER) == r.label)
+        opened = (
+            mine["opened_at"].drop_nulls().sort().to_list() if "opened_at" in mine.columns else []
+        )
+        top = sorted(
+            ((c, col) for c, col in zip(r.cells, grid.columns, strict=True) if c.count),
+            key=lambda x: -x[0].count,
+        )[:3]
+        out.append(
+            {
+                "label": r.label,
+                "total": r.total,
+                "faults": mine.filter(pl.col("n_faults") > 0).height,
+                "top": top,
+                "opened": (opened[0], opened[-1]) if opened else None,
+            }
+        )
+    return out
+
+
 def render_summary(
-    bundles: pl.DataFrame, findings: pl.DataFrame, unexplained: pl.DataFrame, all_rules: list[str]
+    bundles: pl.DataFrame,
+    findings: pl.DataFrame,
+    unexplained: pl.DataFrame,
+    all_rules: list[str],
+    meta: pl.DataFrame | None = None,
 ) -> str:
     analysed = bundles.filter(pl.col("duplicate_of").is_null())
-    tickets = grids.ticket_frame(bundles)
+    tickets, matched = _with_metadata(grids.ticket_frame(bundles), meta)
     by_month = grids.category_grid(tickets, "month", "cm", "Primary category by collection month")
-    by_version = grids.category_grid(tickets, "version", "cv", "Primary category by HAMi version")
+    by_version = grids.category_grid(tickets, "release", "cv", "Primary category by HAMi release")
     by_rule_month = grids.rule_grid(tickets, findings)
+    by_customer = grids.customer_grid(tickets)
     rule_anchor = {r.label: r.total.anchor for r in by_rule_month.rows}
     by_rule = (
         findings.join(tickets.select(pl.col("id").alias("bundle_id")), on="bundle_id")
@@ -94,6 +144,7 @@ def render_summary(
     )
     env.filters["pct"] = lambda x: f"{100 * x:.0f}%" if x >= 0.01 or x == 0 else "<1%"
     grid_list = [by_month, by_version, by_rule_month]
+    gaps = grids.missing_months(tickets["month"].to_list())
     return env.get_template("summary.html.j2").render(
         total=bundles.height,
         analysed=tickets.height,
@@ -111,7 +162,10 @@ def render_summary(
         grids=grid_list,
         plots={g.key: plots.stacked_bars(g) for g in grid_list[:2]},
         trends=[t for t in (trends.trends(by_month), trends.trends(by_rule_month)) if t],
-        drills=[d for g in grid_list for d in g.drills]
+        gaps=gaps,
+        meta=matched,
+        customers=_customers(tickets, by_customer),
+        drills=[d for g in [*grid_list, by_customer] if g for d in g.drills]
         + [r.drill for r in undated + unversioned]
         + template_drills,
         refs=_ticket_refs(tickets),

@@ -8,6 +8,7 @@ from analyzer import __version__
 from analyzer.decisions import build_decisions
 from analyzer.facts.context import NodeContext
 from analyzer.facts.model import lower
+from analyzer.facts.registry import cited
 from analyzer.messages import message
 from analyzer.parse.logs import ParsedLog
 from analyzer.pipeline import ParsedBundle
@@ -72,7 +73,7 @@ def _finding(r: RuleResult, consequences: tuple[Finding, ...] = ()) -> Finding:
         explanation=r.explanation,
         remediation=r.remediation,
         references=rule.references,
-        evidence=r.evidence,
+        evidence=tuple(e for e in r.evidence if e.kind != "fact" or cited(e.path, e.value)),
         priority=rule.priority,
         consequences=consequences,
     )

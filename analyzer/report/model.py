@@ -242,6 +242,26 @@ class Report:
     def primary(self) -> Verdict:
         return self.nodes[0].primary
 
+    @property
+    def archive(self) -> tuple[str, str]:
+        """(archive, prefix) when the whole bundle is one archive: every file name then starts
+        with `archive!` and usually a top folder (`collect` writes `x.tar.gz!bundle-.../logs/a`),
+        which renderers name once and strip, citing paths inside the bundle. ("", "") otherwise.
+
+        >>> r = Report((), (ArtefactRow("b.tgz!top/a.log", "", "", 1, 0), ArtefactRow("b.tgz!top/n/x", "", "", 1, 0)), (), (), "", "")
+        >>> r.archive
+        ('b.tgz', 'b.tgz!top/')
+        """
+        names = [a.file for a in self.inventory]
+        heads = {n.split("!", 1)[0] for n in names if "!" in n}
+        if not names or len(heads) != 1 or not all("!" in n for n in names):
+            return "", ""
+        archive = heads.pop()
+        inner = [n.split("!", 1)[1] for n in names]
+        tops = {i.split("/", 1)[0] for i in inner}
+        top = tops.pop() + "/" if len(tops) == 1 and all("/" in i for i in inner) else ""
+        return archive, f"{archive}!{top}"
+
 
 def plain(value: Any) -> Any:
     """Plain data for JSON and tables, without dataclasses.asdict's deep copies."""

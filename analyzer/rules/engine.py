@@ -58,19 +58,35 @@ def _template_context(ctx: NodeContext) -> dict:
         "register": ctx.register,
         "handshake": ctx.handshake,
         "human": human_duration,
+        "device_plugin": _device_plugin(ctx),
     }
 
 
+def _device_plugin(ctx: NodeContext) -> str | None:
+    """Whose device plugin the bundle shows, so a fix names the right one (HAMi's plugin prints
+    NVIDIA's messages too): "hami" with a HAMi version or register annotation, "nvidia" with only
+    NVIDIA's own k8s-device-plugin's version, None when the bundle does not tell."""
+    if ctx.version.known or ctx.facts.value("register.present"):
+        return "hami"
+    if ctx.facts.value("version.nvidia-device-plugin"):
+        return "nvidia"
+    return None
+
+
 _CJK = r"[\p{Han}\p{InCJK_Symbols_and_Punctuation}\p{InHalfwidth_and_Fullwidth_Forms}]"
-_CJK_BREAK = regex.compile(rf"(?<={_CJK})\s*\n\s*(?={_CJK})")
+_PUNCT = r"[\p{InCJK_Symbols_and_Punctuation}\p{InHalfwidth_and_Fullwidth_Forms}]"
+_CJK_BREAK = regex.compile(
+    rf"(?<={_CJK})\s*\n\s*(?={_CJK})|(?<={_PUNCT})\s*\n\s*|\s*\n\s*(?={_PUNCT})"
+)
 
 
 def _reflow(text: str) -> str:
     r"""YAML block scalars keep the rule author's line breaks; a paragraph reads as one line.
-    A break between two Chinese characters is no space (Chinese puts none between words).
+    A break between two Chinese characters, or next to Chinese punctuation, is no space (Chinese
+    puts none between words, nor around its full-width punctuation).
 
-    >>> _reflow("a\nb\n\n插件\n退出 x\nNVML")
-    'a b\n\n插件退出 x NVML'
+    >>> _reflow("a\nb\n\n插件\n退出 x\nNVML。\nok：\nx")
+    'a b\n\n插件退出 x NVML。ok：x'
     """
     paras = [" ".join(_CJK_BREAK.sub("", p).split()) for p in regex.split(r"\n\s*\n", text)]
     return "\n\n".join(p for p in paras if p)
@@ -153,9 +169,11 @@ def evaluate(ruleset: RuleSet, ctx: NodeContext, lang: str = "en") -> list[RuleR
             title_t, explanation_t, steps_t = rule.texts(lang)
             title = render(title_t, **tctx)
             explanation = _reflow(render(explanation_t, **tctx))
+            # a step whose text renders empty does not apply here (the fix of another component)
             steps = tuple(
-                Step(render(s.text, **tctx), render(s.command, **tctx) if s.command else None)
+                Step(text, render(s.command, **tctx) if s.command else None)
                 for s in steps_t
+                if (text := render(s.text, **tctx))
             )
         except TemplateProblem as exc:
             out.append(RuleResult(rule, ERROR, error=f"rule {rule.id}: template error: {exc}"))

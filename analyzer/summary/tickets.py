@@ -1,12 +1,17 @@
-"""Ticket ids from bundle paths, and the file names of their reports (safe in a URL and on disk)."""
+"""Ticket ids from bundle paths, the file names of their reports (safe in a URL and on disk), and
+the ticket metadata (customer, opened at, ...) a CSV joins to them."""
 
 from __future__ import annotations
 
 import hashlib
 import re
 from collections import Counter
-from pathlib import PurePath
+from pathlib import Path, PurePath
+from typing import TYPE_CHECKING
 from urllib.parse import quote
+
+if TYPE_CHECKING:
+    import polars as pl
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip", ".gz")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -61,3 +66,36 @@ def report_href(path: str | None) -> str | None:
     if not path or not _REPORT_PATH.fullmatch(path) or ".." in path:
         return None
     return quote(path)
+
+
+TICKET_ALIASES = ("ticket", "ticket_id", "id")  # the column that names the ticket, first found
+
+
+def read_ticket_csv(path: Path) -> pl.DataFrame:
+    """Ticket metadata from a CSV with a header: a `ticket` column (or `ticket_id`, `id`) holding
+    the ticket names the batch derives from bundle paths (T-1042 for T-1042.tar.gz), and any
+    others (customer, opened_at, priority, ...). Every value is read as text; header names are
+    normalised (`Opened At` is `opened_at`); a ticket listed twice keeps its first row."""
+    import polars as pl
+
+    from analyzer.errors import AnalyzerError
+
+    try:
+        frame = pl.read_csv(path, infer_schema=False, encoding="utf8-lossy")
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise AnalyzerError(f"{path}: cannot read the ticket CSV ({exc})") from None
+    frame = frame.rename(
+        {c: re.sub(r"[\s-]+", "_", c.strip().lower()) for c in frame.columns}, strict=False
+    )
+    key = next((c for c in TICKET_ALIASES if c in frame.columns), None)
+    if key is None:
+        raise AnalyzerError(
+            f"{path}: no ticket column (expected one of {', '.join(TICKET_ALIASES)}; "
+            f"found {', '.join(frame.columns) or 'none'})"
+        )
+    frame = frame.rename({key: "ticket"}).drop(
+        [c for c in TICKET_ALIASES if c != key and c in frame.columns]
+    )
+    return frame.filter(pl.col("ticket").is_not_null()).unique(
+        "ticket", keep="first", maintain_order=True
+    )

@@ -1,10 +1,13 @@
-"""What grew: each row of a month grid, the latest dated month against the one before."""
+"""What grew: each fault row of a month grid, the latest dated month against the one before it
+that has bundles, saying which months in between had none."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analyzer.summary.grids import UNDATED, Grid
+from analyzer.summary.grids import UNDATED, Grid, missing_months
+
+NOT_FAULTS = frozenset({"healthy", "inconclusive", "none"})  # categories that are no fault
 
 
 @dataclass(frozen=True)
@@ -23,10 +26,12 @@ class Trends:
     before: str
     after: str
     rows: tuple[Trend, ...]  # grown first, by how much
+    empty: tuple[str, ...] = ()  # months between `before` and `after` without any bundle
 
 
 def trends(grid: Grid) -> Trends | None:
-    """None when fewer than two dated months exist (nothing to compare)."""
+    """None when fewer than two dated months exist (nothing to compare). Rows that are no fault
+    (healthy, inconclusive) are left out: a trend is of faults."""
     dated = [j for j, c in enumerate(grid.columns) if c != UNDATED]
     if len(dated) < 2:
         return None
@@ -42,7 +47,8 @@ def trends(grid: Grid) -> Trends | None:
             r.cells[a].anchor,
         )
         for r in grid.rows
-        if r.cells[a].count or r.cells[b].count
+        if (r.cells[a].count or r.cells[b].count) and r.label not in NOT_FAULTS
     ]
     rows.sort(key=lambda t: (-(t.after - t.before), -(t.after_share - t.before_share), t.label))
-    return Trends(grid.row_name, grid.columns[b], grid.columns[a], tuple(rows))
+    empty = tuple(missing_months([grid.columns[b], grid.columns[a]]))
+    return Trends(grid.row_name, grid.columns[b], grid.columns[a], tuple(rows), empty)

@@ -306,8 +306,8 @@ def timeline(
     node: NodeOpt = None,
     rules: RulesOpt = None,
 ) -> None:
-    """The merged, time-ordered events of every log and of the node object."""
-    from analyzer.analyze import load_bundle, node_reports
+    """The time-ordered events of the node's logs (and the shared ones) and of its object."""
+    from analyzer.analyze import load_bundle, node_timelines
     from analyzer.timeline import filter_timeline, write_timeline
 
     if format not in ("text", "csv", "json", "parquet"):
@@ -318,7 +318,7 @@ def timeline(
     ruleset = _ruleset(rules)
     try:
         bundle = load_bundle(inputs, ruleset)
-        _report, tl = next(node_reports(bundle, ruleset, node))
+        _name, tl = next(node_timelines(bundle, ruleset, node))
         frame = filter_timeline(tl.frame, source, severity, since, until)
     except (AnalyzerError, ValueError) as exc:
         _fail(str(exc))

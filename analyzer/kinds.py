@@ -29,7 +29,9 @@ KIND_KEYS = {
     "basic",
     "title_zh",
     "packages",
+    "per_node",
 }
+ATTRIBUTION_KEYS = ("node_paths", "pod_paths", "node_lines")
 SCANNED_FAMILIES = ("log", "text", "table")
 
 
@@ -53,6 +55,9 @@ class Kind:
     # Go package paths (or build source paths) of the component that writes this log: a panic
     # whose stack names one of them is this component's crash, whatever file it was pasted in
     packages: regex.Pattern | None = None
+    # one node's artefact (its plugin's log, its kubelet journal): in a bundle with several
+    # nodes it is evidence only for the node it is attributed to (analyzer/facts/attribution.py)
+    per_node: bool = False
 
     @property
     def is_log(self) -> bool:
@@ -64,10 +69,21 @@ class Kind:
 
 
 @dataclass(frozen=True)
+class AttributionHints:
+    """Where a bundle says which node an artefact is about (kinds.yaml `attribution:`): paths
+    with a `node` or `pod` capture, and lines with a `node` capture."""
+
+    node_paths: tuple[regex.Pattern, ...] = ()
+    pod_paths: tuple[regex.Pattern, ...] = ()
+    node_lines: tuple[regex.Pattern, ...] = ()
+
+
+@dataclass(frozen=True)
 class Catalogue:
     kinds: dict[str, Kind]
     by_container: dict[str, str] = field(default_factory=dict)
     by_k8s_kind: dict[str, str] = field(default_factory=dict)
+    attribution: AttributionHints = field(default_factory=AttributionHints)
 
     def __contains__(self, kind_id: str) -> bool:
         return kind_id in self.kinds
@@ -114,6 +130,33 @@ def _patterns(raw, what: str, problems: list[str]) -> list[str]:
     return out
 
 
+def _hints(raw, where: str, problems: list[str]) -> AttributionHints:
+    """The `attribution:` section: each pattern compiles and has the capture its list needs."""
+    if raw is None:
+        return AttributionHints()
+    if not isinstance(raw, dict):
+        problems.append(f"{where}: expected a mapping")
+        return AttributionHints()
+    for key in set(raw) - set(ATTRIBUTION_KEYS):
+        problems.append(f"{where}: unknown key {key!r}")
+    lists: dict[str, tuple[regex.Pattern, ...]] = {}
+    for key in ATTRIBUTION_KEYS:
+        capture = "pod" if key == "pod_paths" else "node"
+        compiled = []
+        for p in raw.get(key) or []:
+            try:
+                pattern = regex.compile(str(p))
+            except regex.error as exc:
+                problems.append(f"{where}: {key} {p!r}: {exc}")
+                continue
+            if capture not in pattern.groupindex:
+                problems.append(f"{where}: {key} {p!r}: no (?P<{capture}>...) capture")
+                continue
+            compiled.append(pattern)
+        lists[key] = tuple(compiled)
+    return AttributionHints(**lists)
+
+
 def load_catalogue(path: Path) -> Catalogue:
     try:
         doc = load_yaml(path.read_text(encoding="utf-8"))
@@ -150,15 +193,18 @@ def load_catalogue(path: Path) -> Catalogue:
             basic=bool(spec.get("basic", False)),
             title_zh=str(spec.get("title_zh", "")),
             packages=regex.compile("|".join(packages)) if packages else None,
+            per_node=bool(spec.get("per_node", False)),
         )
     for k in kinds.values():
         for other in k.counts_as:
             if other not in kinds:
                 problems.append(f"{path}: kind {k.id}: counts_as unknown kind {other!r}")
+    hints = _hints((doc or {}).get("attribution"), f"{path}: attribution", problems)
     if problems:
         raise RuleLoadError(problems)
     return Catalogue(
         kinds,
         by_container={c: k.id for k in kinds.values() for c in k.containers},
         by_k8s_kind={k.k8s_kind: k.id for k in kinds.values() if k.k8s_kind},
+        attribution=hints,
     )

@@ -22,7 +22,13 @@ from analyzer.parse.pod import PodFacts, parse_pod
 
 @dataclass
 class ParsedBundle:
+    """What the parse stage returns. `inventory` is the reader's, as the reader built it; the
+    stage's own output (artefacts, warnings) is here."""
+
     inventory: Inventory
+    artefacts: list[Artefact] = field(default_factory=list)  # recognised (and selected) pieces
+    # the reader's warnings, then recognition's and the parsers' (each naming its file)
+    warnings: list[str] = field(default_factory=list)
     nodes: list[NodeFacts] = field(default_factory=list)
     pods: list[PodFacts] = field(default_factory=list)
     configs: list[ConfigFacts] = field(default_factory=list)
@@ -35,7 +41,7 @@ class ParsedBundle:
 
     @property
     def kinds(self) -> list[str]:
-        return [a.kind for a in self.inventory.artefacts]
+        return [a.kind for a in self.artefacts]
 
 
 def parse_bundle(
@@ -70,15 +76,17 @@ def parse_files(
     catalogue: Catalogue,
     matcher: Matcher,
     content: bool = False,
-    select: Callable[[list[Artefact]], list[Artefact]] | None = None,
+    select: Callable[..., list[Artefact]] | None = None,
 ) -> ParsedBundle:
     """`content`: also hash every file whole (`content_digest`; one more read, for batches).
-    `select`: which recognised artefacts to parse (an issue thread keeps the newest of a kind)."""
+    `select(artefacts, warnings=)`: which recognised artefacts to parse (an issue thread keeps
+    the newest of a kind), noting what it left out in `warnings`."""
     inv = reader.inventory
-    artefacts = recognise(inv.files, catalogue, inv)
+    artefacts, recognition_warnings = recognise(inv.files, catalogue)
+    warnings = [*inv.warnings, *recognition_warnings]
     if select is not None:
-        artefacts = inv.artefacts = select(artefacts)
-    out = ParsedBundle(inv)
+        artefacts = select(artefacts, warnings=warnings)
+    out = ParsedBundle(inv, artefacts, warnings)
     out.member_mtimes = [f.mtime for f in inv.files if f.mtime and "!" in f.name]
     h = hashlib.sha256()
     for f in sorted(inv.files, key=lambda f: f.fingerprint):
@@ -93,23 +101,23 @@ def parse_files(
             nodes = parse_node(a)
             out.nodes.extend(nodes)
             for n in nodes:
-                inv.warnings.extend(f"{a.file.name}: {w}" for w in n.warnings)
+                warnings.extend(f"{a.file.name}: {w}" for w in n.warnings)
         elif parser == "pod":
             pods = parse_pod(a)
             out.pods.extend(p for p in pods if p.name or p.annotations or p.events or p.containers)
             for p in pods:
-                inv.warnings.extend(f"{a.file.name}: {w}" for w in p.warnings)
+                warnings.extend(f"{a.file.name}: {w}" for w in p.warnings)
         elif parser == "manifest":
             m = parse_manifest(a)
             out.manifests.append(m)
-            inv.warnings.extend(f"{m.file}: {note}" for note in m.notes)
+            warnings.extend(f"{m.file}: {note}" for note in m.notes)
         elif parser == "config":
             cf = parse_config(a)
             out.configs.append(cf)
-            inv.warnings.extend(f"{a.file.name}: {w}" for w in cf.warnings)
+            warnings.extend(f"{a.file.name}: {w}" for w in cf.warnings)
         if kind is not None and kind.scanned:
             out.logs.append(parse_log(a, matcher))
     out.nodes, note = keep_nodes(out.nodes)
     if note:
-        inv.warnings.append(note)
+        warnings.append(note)
     return out

@@ -5,7 +5,7 @@ earlier ones produced (register needs allocatable; selector needs register and p
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from analyzer.errors import AnalyzerError
 from analyzer.facts import config as config_facts
@@ -21,11 +21,13 @@ from analyzer.facts import selector as selector_facts
 from analyzer.facts import smi as smi_facts
 from analyzer.facts import version as version_facts
 from analyzer.facts import workloads as workload_facts
+from analyzer.facts.attribution import attribute
 from analyzer.facts.clock import Clock, infer_clock, parse_time, stamp_logs
 from analyzer.facts.matches import SignatureIndex, collect_matches
 from analyzer.facts.model import FactSet, Match
 from analyzer.kinds import Catalogue
 from analyzer.parse.annotations import AnnotationSpec, Handshake, RegisterAnnotation
+from analyzer.parse.logs import ParsedLog
 from analyzer.parse.node import NodeFacts
 from analyzer.pipeline import ParsedBundle
 from analyzer.signatures import Signature
@@ -49,6 +51,8 @@ class NodeContext:
     handshake: Handshake | None = None
     version: VersionInference = field(default_factory=VersionInference)
     components: dict[str, VersionInference] = field(default_factory=dict)
+    logs: tuple[ParsedLog, ...] = ()  # this node's logs (and the shared ones), clock applied
+    collected: bool = False  # the bundle is `hami-analyzer collect`'s (it has its manifest)
 
     @property
     def collected_at(self) -> dt.datetime | None:
@@ -98,32 +102,40 @@ _SECTION_FIELDS = {
 def _merge_fragments(nodes: list[NodeFacts]) -> list[NodeFacts]:
     """Pieces without a node name (annotations pasted on their own, a describe cut to its
     Capacity block) belong to the one node of the bundle, or are it. A section the node already
-    shows wins over a later piece's: the first paste is the state the issue describes."""
+    shows wins over a later piece's: the first paste is the state the issue describes. The
+    merged node is a new NodeFacts; the parsed pieces are left as they were."""
     named = [n for n in nodes if n.name and n.form != "fragment"]
     pieces = [n for n in nodes if not (n.name and n.form != "fragment")]
     if not pieces or len(named) > 1:
         return named or nodes
-    target = named[0] if named else pieces.pop(0)
+    first = named[0] if named else pieces.pop(0)
+    merged = {
+        "annotations": dict(first.annotations),
+        "elided": set(first.elided),
+        "line_of": dict(first.line_of),
+        "file_of": dict(first.file_of),
+    }
+    sections = first.sections
     for piece in pieces:
         for k, v in piece.annotations.items():
-            target.annotations.setdefault(k, v)
+            merged["annotations"].setdefault(k, v)
         if "annotations" in piece.sections:
-            target.elided |= piece.elided
-        for section in piece.sections - target.sections:
+            merged["elided"] |= piece.elided
+        for section in piece.sections - sections:
             if section in _SECTION_FIELDS:
-                attr = _SECTION_FIELDS[section]
-                setattr(target, attr, getattr(piece, attr))
+                merged[_SECTION_FIELDS[section]] = getattr(piece, _SECTION_FIELDS[section])
         for k, line in piece.line_of.items():
-            if k not in target.line_of:
-                target.line_of[k] = line
-                target.file_of[k] = piece.file_of.get(k, piece.file)
-        target.sections = target.sections | piece.sections
-    return [target]
+            if k not in merged["line_of"]:
+                merged["line_of"][k] = line
+                merged["file_of"][k] = piece.file_of.get(k, piece.file)
+        sections = sections | piece.sections
+    return [replace(first, sections=sections, **merged)]
 
 
 def _clock(
     bundle: ParsedBundle, nodes: list[NodeFacts], decoded: dict[int, dict[str, Handshake]]
 ) -> Clock:
+    """One clock for the bundle: every node's heartbeats and every log's dated prefixes."""
     beats: list[tuple[dt.datetime, str]] = []
     for n in nodes:
         for c in n.conditions:
@@ -156,21 +168,27 @@ class FactInputs:
     annotations: AnnotationSpec
 
 
+@dataclass(frozen=True)
+class BundleFacts:
+    """What the facts stage returns: one context per node, and what it tells the user about the
+    inputs (logs it could attribute to no node)."""
+
+    contexts: list[NodeContext]
+    warnings: tuple[str, ...] = ()
+
+
 def build_contexts(
     bundle: ParsedBundle, inputs: FactInputs, node_name: str | None = None
-) -> list[NodeContext]:
+) -> BundleFacts:
     nodes = _merge_fragments(list(bundle.nodes))
     spec = inputs.annotations
     decoded = {id(n): handshake_facts.decode_all(n, spec) for n in nodes}
     clock = _clock(bundle, nodes, decoded)
-    stamp_logs(bundle.logs, clock)
-    index = collect_matches(
-        bundle.logs,
-        bundle.kinds,
-        inputs.signatures,
-        inputs.catalogue,
-    )
+    logs = stamp_logs(bundle.logs, clock)
+    index = collect_matches(logs, bundle.kinds, inputs.signatures, inputs.catalogue)
     names = {n.name for n in nodes if n.name}
+    stated = {(a.file, a.first_line): a.node for a in index.artefacts if a.node}
+    owners = attribute(logs, sorted(names), bundle.pods, stated, inputs.catalogue)
     targets: list[NodeFacts | None] = list(nodes)
     if node_name:
         targets = [n for n in nodes if n.name == node_name]
@@ -179,9 +197,13 @@ def build_contexts(
             raise NodeNotFound(f"--node {node_name}: no such node in the bundle (nodes: {known})")
     if not targets:
         targets = [None]
-    return [
-        _context(bundle, inputs, n, clock, index, names, decoded.get(id(n), {})) for n in targets
-    ]
+    contexts = []
+    for n in targets:
+        name = n.name if n is not None else None
+        view = index.for_node(name, names, owners.excluded(name))
+        mine = owners.logs_of(logs, name)
+        contexts.append(_context(bundle, inputs, n, clock, view, mine, decoded.get(id(n), {})))
+    return BundleFacts(contexts, owners.warnings)
 
 
 def _guess_name(index: SignatureIndex, bundle: ParsedBundle) -> str | None:
@@ -229,9 +251,9 @@ def _register_from_logs(index: SignatureIndex, node: str | None) -> Match | None
     return best
 
 
-def _context(bundle, inputs: FactInputs, node, clock, index, names, decoded) -> NodeContext:
+def _context(bundle, inputs: FactInputs, node, clock, view, logs, decoded) -> NodeContext:
+    """One node's facts, from its view of the matches and its logs (shared ones included)."""
     name = node.name if node is not None and node.name else None
-    view = index.for_node(name, names)
     name = name or _guess_name(view, bundle)
     from_log = _register_from_logs(view, name)
     if name is None and from_log is not None:  # the one node whose devices a HAMi log printed
@@ -252,10 +274,10 @@ def _context(bundle, inputs: FactInputs, node, clock, index, names, decoded) -> 
     runtime_facts.produce(bundle.configs, facts)
     lease_facts.produce(bundle.configs, facts)
     selector_facts.produce(register.devices if register else [], facts)
-    smi_facts.produce(bundle.logs, facts)
-    log_facts.produce(bundle.logs, facts)
+    smi_facts.produce(logs, facts)
+    log_facts.produce(logs, facts)
     panic_facts.produce(view, facts)
-    workload_facts.produce(bundle.logs, facts)
+    workload_facts.produce(logs, facts)
     helm_tags = version_facts.hami_helm_tags(facts)
     # the annotation's encoding dates HAMi; a struct dump (`devices`) does not
     dated = facts.value("register.from") == "annotation" or (
@@ -274,4 +296,16 @@ def _context(bundle, inputs: FactInputs, node, clock, index, names, decoded) -> 
         helm_tags,
     )
     version_facts.produce(version, components, facts)
-    return NodeContext(name, node, facts, view, clock, register, handshake, version, components)
+    return NodeContext(
+        name,
+        node,
+        facts,
+        view,
+        clock,
+        register,
+        handshake,
+        version,
+        components,
+        tuple(logs),
+        bool(bundle.manifests),
+    )

@@ -110,9 +110,8 @@ def _owner(
         return Owner(node, f"its lines say it runs on node {node}")
     if not per_node:
         return None
-    if said:
-        return Owner(None, f"its lines say it runs on node {said}, which the bundle has no Node of")
-    for pod in _pods_named(log, path, hints, pod_nodes):
+    pods = _pods_named(log, path, hints, pod_nodes)
+    for pod in pods:
         if pod in pod_nodes:
             return Owner(pod_nodes[pod], f"it is the log of pod {pod}, on {pod_nodes[pod]}")
     in_path = _longest(by_name.findall(path))
@@ -123,6 +122,14 @@ def _owner(
         return Owner(mentioned[0], f"its lines name node {mentioned[0]} and no other")
     if mentioned:
         return Owner(None, f"its lines name several nodes ({_listed(mentioned)})")
+    if said:
+        return Owner(None, f"its lines say it runs on node {said}, which the bundle has no Node of")
+    if pods:
+        return Owner(
+            None,
+            f"it is the log of pod {pods[0]}, which no pod describe or `kubectl get pods -o wide` "
+            "in the bundle places on a node, and its name and lines name none",
+        )
     return Owner(None, "nothing in its name, folder, pod or lines names one of them")
 
 
@@ -144,11 +151,15 @@ def _name_pattern(names: list[str]) -> regex.Pattern:
 
 
 def _known(value: str, names: list[str]) -> str | None:
-    """The bundle's node this captured value is (collect writes folders with unsafe characters
-    replaced by `_`, which no node name has)."""
+    """The bundle's node this captured value is: the name itself, as collect writes it in a
+    folder name (unsafe characters replaced by `_`), or a host name that is the first label
+    of exactly one node's name (`ip-10-0-0-1` of `ip-10-0-0-1.ec2.internal`, in a journal)."""
     if value in names:
         return value
-    return next((n for n in names if regex.sub(r"[^A-Za-z0-9._-]", "_", n) == value), None)
+    safe = [n for n in names if regex.sub(r"[^A-Za-z0-9._-]", "_", n) == value]
+    host = [n for n in names if "." in n and n.split(".", 1)[0] == value]
+    found = safe or host
+    return found[0] if len(found) == 1 else None
 
 
 def _longest(found: list[str]) -> str | None:

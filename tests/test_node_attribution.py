@@ -319,3 +319,29 @@ def analyze_mod_matcher(ruleset):
     from analyzer.analyze import matcher_for
 
     return matcher_for(ruleset)
+
+
+CONTAINERD_RUNC = (
+    SAMPLES / "runtime-runc-default" / "bundle" / "containerd-config.toml"
+).read_text()
+RUNC_RULE = "containerd-default-runtime-not-nvidia"
+
+
+def test_a_nodes_config_by_collect_folder(ruleset, tmp_path):
+    """collect --node-debug writes each node's containerd config under nodes/NODE/: its
+    runtime fault is that node's only."""
+    name = "nodes/gpu-node-2/containerd-config.toml"
+    report, by_node = diagnose(ruleset, two_nodes(tmp_path / "t", {name: CONTAINERD_RUNC}))
+    assert RUNC_RULE in fired(by_node[N2]) and name in cited_files(by_node[N2])
+    assert RUNC_RULE not in fired(by_node[N1]) and name not in cited_files(by_node[N1])
+    assert report.warnings == ()
+
+
+def test_an_unattributable_config_is_evidence_for_no_node(ruleset, tmp_path):
+    report, by_node = diagnose(
+        ruleset, two_nodes(tmp_path / "t", {"containerd-config.toml": CONTAINERD_RUNC})
+    )
+    assert RUNC_RULE not in fired(by_node[N1]) | fired(by_node[N2])
+    assert report.warnings[0].startswith(
+        "containerd-config.toml: a containerd-config of none of the bundle's 2 nodes"
+    )

@@ -1,12 +1,12 @@
-"""Which node each scanned artefact is about, in a bundle with several Node objects.
+"""Which node each log and config is about, in a bundle with several Node objects.
 
-A per-node kind (kinds.yaml `per_node`: a device plugin's log, a kubelet journal) is evidence
-only for its node. It finds that node, in this order, from: the folder `hami-analyzer collect`
+A per-node kind (kinds.yaml `per_node`: a device plugin's log, a kubelet journal, the node's
+toolkit config) is evidence only for its node. It finds that node, in this order, from: the folder `hami-analyzer collect`
 writes it in (`nodes/NODE/`), a line stating the node its process runs on, the pod whose log it
 is (its folder `logs/POD/`, its `kubectl logs --prefix` lines or its name, mapped to a node by a
 pod describe or a `kubectl get pods -o wide` table), a node name in its file or folder name, and
-last the one node of the bundle its lines name. One that finds none is unattributed: reported,
-and evidence for no node. Every other kind is shared by all nodes (a scheduler log speaks of
+last the one node of the bundle its lines name (a config has only its path). One that finds none
+is unattributed: reported, and evidence for no node. Every other kind is shared by all nodes (a scheduler log speaks of
 every node), unless its folder or its own lines name its node.
 
 A bundle with one node keeps every artefact for that node. The patterns are data: kinds.yaml
@@ -21,6 +21,7 @@ import polars as pl
 import regex
 
 from analyzer.kinds import AttributionHints, Catalogue
+from analyzer.parse.configs import ConfigFacts
 from analyzer.parse.logs import ParsedLog
 from analyzer.parse.pod import PodFacts
 
@@ -31,6 +32,28 @@ _NAME_CHARS = r"[A-Za-z0-9]"
 
 def key_of(log: ParsedLog) -> ArtefactKey:
     return (log.artefact.file.name, log.artefact.first_line)
+
+
+@dataclass(frozen=True)
+class Piece:
+    """What attribution reads of a log or a config."""
+
+    key: ArtefactKey
+    kind: str
+    texts: pl.Series  # its kept lines (none for a config: only its path speaks)
+    pods: tuple[str, ...] = ()  # named by `kubectl logs --prefix` lines
+
+    @property
+    def path(self) -> str:
+        return _inner_path(self.key[0])
+
+
+def _pieces(logs: list[ParsedLog], configs: list[ConfigFacts]) -> list[Piece]:
+    out = [
+        Piece(key_of(log), log.artefact.kind, _column(log), tuple(log.stats.pods)) for log in logs
+    ]
+    no_lines = pl.Series([], dtype=pl.String)
+    return out + [Piece((c.file, c.first_line), c.kind, no_lines) for c in configs]
 
 
 @dataclass(frozen=True)
@@ -57,9 +80,13 @@ class Attribution:
     def logs_of(self, logs: list[ParsedLog], node: str | None) -> list[ParsedLog]:
         return [log for log in logs if self.keeps(key_of(log), node)]
 
+    def configs_of(self, configs: list[ConfigFacts], node: str | None) -> list[ConfigFacts]:
+        return [c for c in configs if self.keeps((c.file, c.first_line), node)]
+
 
 def attribute(
     logs: list[ParsedLog],
+    configs: list[ConfigFacts],
     names: list[str],
     pods: list[PodFacts],
     stated: dict[ArtefactKey, str],
@@ -71,19 +98,20 @@ def attribute(
         return Attribution()
     hints = catalogue.attribution
     by_name = _name_pattern(names)
-    pod_nodes = _pod_nodes(logs, pods, names, hints, by_name)
+    pieces = _pieces(logs, configs)
+    pod_nodes = _pod_nodes(pieces, pods, names, hints, by_name)
     owners: dict[ArtefactKey, Owner] = {}
     warnings: list[str] = []
-    for log in logs:
-        kind = catalogue.get(log.artefact.kind)
+    for piece in pieces:
+        kind = catalogue.get(piece.kind)
         per_node = kind is not None and kind.per_node
-        owner = _owner(log, per_node, names, pod_nodes, stated, hints, by_name)
+        owner = _owner(piece, per_node, names, pod_nodes, stated, hints, by_name)
         if owner is None:
             continue
-        owners[key_of(log)] = owner
+        owners[piece.key] = owner
         if owner.node is None:
             warnings.append(
-                f"{log.artefact.file.name}: a {log.artefact.kind} of none of the bundle's "
+                f"{piece.key[0]}: a {piece.kind} of none of the bundle's "
                 f"{len(names)} nodes ({_listed(names)}): {owner.how}; not used as evidence for "
                 "any node (name the file or its folder after its node, or analyse it with that "
                 "node's object alone)"
@@ -92,7 +120,7 @@ def attribute(
 
 
 def _owner(
-    log: ParsedLog,
+    piece: Piece,
     per_node: bool,
     names: list[str],
     pod_nodes: dict[str, str],
@@ -100,24 +128,24 @@ def _owner(
     hints: AttributionHints,
     by_name: regex.Pattern,
 ) -> Owner | None:
-    path = _inner_path(log.artefact.file.name)
+    path = piece.path
     for pattern in hints.node_paths:
         m = pattern.search(path)
         if m and (node := _known(m["node"], names)):
             return Owner(node, f"its folder {m.group(0).strip('/!')}")
-    said = stated.get(key_of(log)) or _stated_in_lines(log, hints)
+    said = stated.get(piece.key) or _stated_in_lines(piece.texts, hints)
     if said and (node := _known(said, names)):
         return Owner(node, f"its lines say it runs on node {node}")
     if not per_node:
         return None
-    pods = _pods_named(log, path, hints, pod_nodes)
+    pods = _pods_named(piece, hints, pod_nodes)
     for pod in pods:
         if pod in pod_nodes:
             return Owner(pod_nodes[pod], f"it is the log of pod {pod}, on {pod_nodes[pod]}")
     in_path = _longest(by_name.findall(path))
     if in_path:
         return Owner(in_path, f"its name {path}")
-    mentioned = _mentioned(log, names, by_name)
+    mentioned = _mentioned(piece.texts, names, by_name)
     if len(mentioned) == 1:
         return Owner(mentioned[0], f"its lines name node {mentioned[0]} and no other")
     if mentioned:
@@ -174,10 +202,9 @@ def _column(log: ParsedLog) -> pl.Series:
     )
 
 
-def _stated_in_lines(log: ParsedLog, hints: AttributionHints) -> str | None:
-    """The node a `node_lines` pattern captures in the log's first such line (polars selects
-    the candidate lines; a pattern Rust's regex cannot read is tried on every line)."""
-    texts = _column(log)
+def _stated_in_lines(texts: pl.Series, hints: AttributionHints) -> str | None:
+    """The node a `node_lines` pattern captures in the first such line (polars selects the
+    candidate lines; a pattern Rust's regex cannot read is tried on every line)."""
     for pattern in hints.node_lines:
         try:
             candidates = texts.filter(texts.str.contains(pattern.pattern).fill_null(False))
@@ -190,9 +217,8 @@ def _stated_in_lines(log: ParsedLog, hints: AttributionHints) -> str | None:
     return None
 
 
-def _mentioned(log: ParsedLog, names: list[str], by_name: regex.Pattern) -> list[str]:
-    """The bundle's node names the log's kept lines hold, each once, in order of appearance."""
-    texts = _column(log)
+def _mentioned(texts: pl.Series, names: list[str], by_name: regex.Pattern) -> list[str]:
+    """The bundle's node names the kept lines hold, each once, in order of appearance."""
     if texts.is_empty():
         return []
     mask = texts.str.contains(names[0], literal=True)
@@ -207,13 +233,12 @@ def _mentioned(log: ParsedLog, names: list[str], by_name: regex.Pattern) -> list
     return seen
 
 
-def _pods_named(
-    log: ParsedLog, path: str, hints: AttributionHints, pod_nodes: dict[str, str]
-) -> list[str]:
+def _pods_named(piece: Piece, hints: AttributionHints, pod_nodes: dict[str, str]) -> list[str]:
     """Pods the log is from: its folder (collect's `logs/POD/`), its `--prefix` lines, a known
     pod's name in its path."""
+    path = piece.path
     pods = [m["pod"] for p in hints.pod_paths if (m := p.search(path))]
-    pods += log.stats.pods
+    pods += piece.pods
     pods += [
         p
         for p in pod_nodes
@@ -223,7 +248,7 @@ def _pods_named(
 
 
 def _pod_nodes(
-    logs: list[ParsedLog],
+    pieces: list[Piece],
     pods: list[PodFacts],
     names: list[str],
     hints: AttributionHints,
@@ -237,10 +262,10 @@ def _pod_nodes(
         node = (p.node or "").split("/")[0]
         if p.name and node in names:
             out[p.name] = node
-    for log in logs:
-        if log.artefact.kind != POD_TABLE_KIND:
+    for piece in pieces:
+        if piece.kind != POD_TABLE_KIND:
             continue
-        path = _inner_path(log.artefact.file.name)
+        path = piece.path
         folder = next(
             (
                 n
@@ -249,7 +274,7 @@ def _pod_nodes(
             ),
             None,
         )
-        for pod, node in _table_rows(_column(log).to_list(), by_name):
+        for pod, node in _table_rows(piece.texts.to_list(), by_name):
             if node or folder:
                 out.setdefault(pod, node or folder)
     return out

@@ -188,7 +188,7 @@ def build_contexts(
     index = collect_matches(logs, bundle.kinds, inputs.signatures, inputs.catalogue)
     names = {n.name for n in nodes if n.name}
     stated = {(a.file, a.first_line): a.node for a in index.artefacts if a.node}
-    owners = attribute(logs, sorted(names), bundle.pods, stated, inputs.catalogue)
+    owners = attribute(logs, bundle.configs, sorted(names), bundle.pods, stated, inputs.catalogue)
     targets: list[NodeFacts | None] = list(nodes)
     if node_name:
         targets = [n for n in nodes if n.name == node_name]
@@ -200,9 +200,13 @@ def build_contexts(
     contexts = []
     for n in targets:
         name = n.name if n is not None else None
-        view = index.for_node(name, names, owners.excluded(name))
+        excluded = owners.excluded(name)
+        held = {a.kind for a in bundle.artefacts if (a.file.name, a.first_line) not in excluded}
+        view = index.for_node(name, names, excluded, held)
         mine = owners.logs_of(logs, name)
-        contexts.append(_context(bundle, inputs, n, clock, view, mine, decoded.get(id(n), {})))
+        configs = owners.configs_of(bundle.configs, name)
+        ctx = _context(bundle, inputs, n, clock, view, mine, configs, decoded.get(id(n), {}))
+        contexts.append(ctx)
     return BundleFacts(contexts, owners.warnings)
 
 
@@ -251,8 +255,9 @@ def _register_from_logs(index: SignatureIndex, node: str | None) -> Match | None
     return best
 
 
-def _context(bundle, inputs: FactInputs, node, clock, view, logs, decoded) -> NodeContext:
-    """One node's facts, from its view of the matches and its logs (shared ones included)."""
+def _context(bundle, inputs: FactInputs, node, clock, view, logs, configs, decoded) -> NodeContext:
+    """One node's facts, from its view of the matches, its logs and configs (shared ones
+    included)."""
     name = node.name if node is not None and node.name else None
     name = name or _guess_name(view, bundle)
     from_log = _register_from_logs(view, name)
@@ -269,10 +274,10 @@ def _context(bundle, inputs: FactInputs, node, clock, view, logs, decoded) -> No
     register = register_facts.produce(node, spec, facts, from_log)
     handshake = handshake_facts.produce(node, decoded, spec, facts, clock.collected_at)
     pod_facts.produce(bundle.pods, facts, name)
-    config_facts.produce(bundle.configs, facts)
+    config_facts.produce(configs, facts)
     config_facts.produce_skew(facts)
-    runtime_facts.produce(bundle.configs, facts)
-    lease_facts.produce(bundle.configs, facts)
+    runtime_facts.produce(configs, facts)
+    lease_facts.produce(configs, facts)
     selector_facts.produce(register.devices if register else [], facts)
     smi_facts.produce(logs, facts)
     log_facts.produce(logs, facts)

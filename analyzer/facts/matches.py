@@ -71,11 +71,16 @@ class SignatureIndex:
         return kind in kinds or (k is not None and bool(set(k.counts_as) & kinds))
 
     def for_node(
-        self, node: str | None, others: set[str], excluded: frozenset[tuple[str, int]] = frozenset()
+        self,
+        node: str | None,
+        others: set[str],
+        excluded: frozenset[tuple[str, int]] = frozenset(),
+        held: set[str] | None = None,
     ) -> SignatureIndex:
         """The view of one node: lines naming another node, and the artefacts `excluded` (about
-        another node, or about none: analyzer/facts/attribution.py) are left out; a kind whose
-        every artefact is excluded is not present for this node (its absence says nothing)."""
+        another node, or about none: analyzer/facts/attribution.py) are left out. `held`: the
+        kinds of the artefacts left to the node; a kind it does not hold is not present for it
+        (another node's log says nothing of this one's)."""
         if not node and not others and not excluded:
             return self
         start_of = _artefact_starts(self) if excluded else {}
@@ -100,19 +105,11 @@ class SignatureIndex:
                 counts[sid] = counts.get(sid, 0) + n
         for sid in dropped_by_line:
             counts[sid] = len(kept.get(sid, []))
-        kept_kinds = {a.kind for a in kept_arts}
-        gone = {a.kind for a in self.artefacts if a.kind not in kept_kinds}
-        view = SignatureIndex(
-            self.signatures,
-            self.catalogue,
-            kept,
-            counts,
-            self.catalogue.satisfied(self.held - gone) if gone else self.present,
-            kept_arts,
-            self.errors,
-            self.held - gone,
+        mine = self.held if held is None else self.held & held
+        present = self.present if mine == self.held else self.catalogue.satisfied(mine)
+        return SignatureIndex(
+            self.signatures, self.catalogue, kept, counts, present, kept_arts, self.errors, mine
         )
-        return view
 
 
 def _artefact_starts(index: SignatureIndex) -> dict[str, list[int]]:

@@ -345,3 +345,42 @@ def test_an_unattributable_config_is_evidence_for_no_node(ruleset, tmp_path):
     assert report.warnings[0].startswith(
         "containerd-config.toml: a containerd-config of none of the bundle's 2 nodes"
     )
+
+
+def test_a_journal_by_its_host_name(ruleset, tmp_path):
+    """A kubelet journal names its host on every line; a host name that is the first label of
+    one node's name (cloud nodes) is that node."""
+    names = ("ip-10-0-0-1.ec2.internal", "ip-10-0-0-2.ec2.internal")
+    bundle = tmp_path / "t"
+    bundle.mkdir()
+    for i, name in enumerate(names):
+        (bundle / f"node-{i}.yaml").write_text(node_yaml(name, OK_REGISTER, 20))
+    journal = "".join(
+        f"Aug 15 10:00:0{i} ip-10-0-0-2 kubelet[2211]: I0815 10:00:0{i}.000000    2211 "
+        f"kubelet.go:2400] SyncLoop (PLEG): event for pod {i}\n"
+        for i in range(5)
+    )
+    (bundle / "kubelet.log").write_text(journal)
+    parsed = load_bundle([str(bundle)], ruleset)
+    assert [a.kind for a in parsed.artefacts if a.file.name == "kubelet.log"] == ["kubelet-log"]
+    facts = build_contexts(parsed, ruleset.fact_inputs)
+    logs = {ctx.name: [log.artefact.file.name for log in ctx.logs] for ctx in facts.contexts}
+    assert logs == {names[0]: [], names[1]: ["kubelet.log"]}
+    assert facts.warnings == ()
+
+
+def test_attribution_hints_are_checked_on_load(tmp_path):
+    """A hint without the capture its list needs, or a bad regex, names its file and list."""
+    from analyzer.errors import RuleLoadError
+    from analyzer.kinds import load_catalogue
+
+    path = tmp_path / "kinds.yaml"
+    path.write_text(
+        "kinds:\n  text: {title: t, family: text, parser: log}\n"
+        "attribution:\n  node_paths: ['nodes/([^/]+)/']\n  node_lines: ['(']\n  extra: []\n"
+    )
+    with pytest.raises(RuleLoadError) as err:
+        load_catalogue(path)
+    problems = "\n".join(err.value.problems)
+    assert "node_paths 'nodes/([^/]+)/': no (?P<node>...) capture" in problems
+    assert "node_lines '('" in problems and "unknown key 'extra'" in problems

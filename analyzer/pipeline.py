@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from analyzer.bundle.model import Artefact, Inventory
 from analyzer.bundle.reader import Limits, open_bundle
 from analyzer.bundle.recognise import recognise
+from analyzer.bundle.text import diff_after_side
 from analyzer.kinds import Catalogue
 from analyzer.parse.configs import ConfigFacts, parse_config
 from analyzer.parse.logs import Matcher, ParsedLog, parse_log
@@ -97,6 +98,10 @@ def parse_files(
         kind = catalogue.get(a.kind)
         out.analysable = out.analysable or (kind is not None and kind.is_evidence)
         parser = kind.parser if kind else None
+        if parser in ("node", "pod", "config") and a.text:
+            # a unified diff of an object or config: its after side is the state in use
+            after = diff_after_side(a.text)
+            a = replace(a, text=after) if after is not None else a
         if parser == "node":
             nodes = parse_node(a)
             out.nodes.extend(nodes)

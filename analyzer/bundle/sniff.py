@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from analyzer.bundle.text import KLOG_RE, PREFIX_RE, SCRIPT_RE
+from analyzer.bundle.text import KLOG_RE, PREFIX_RE, SCRIPT_RE, diff_after_side
 from analyzer.kinds import Catalogue
 
 HEAD_CHARS = 200_000
@@ -67,7 +67,18 @@ _POD_STRUCTURE_RE = re.compile(
     r"(?m)^(?:Containers|Events|Controlled By|QoS Class|Node-Selectors):"
 )
 _EVENTS_HEADER_RE = re.compile(r"(?m)^\s*Type\s+Reason\s+Age\s+From\s+Message")
-_EVENT_ROW_RE = re.compile(r"(?m)^\s*(?:Warning|Normal)\s+\S+\s+\S+.*(?:scheduler|kubelet)")
+# an event row of `kubectl describe` on its own: Type, Reason, Age (42s, 3m2s, 2m (x5 over 9m)), From
+_EVENT_ROW_RE = re.compile(
+    r"(?m)^\s*(?:Warning|Normal)\s+[A-Z][A-Za-z]+\s+(?:\d+[smhdy][\dsmhdy]*|<unknown>|<invalid>)"
+    r"(?:\s+\(x\d+ over \S+\))?\s+[a-z][\w./-]*\s+\S"
+)
+# a Node's status pasted without apiVersion/kind/metadata: `allocatable:` / `capacity:` keys (any
+# indentation) over resource quantities
+_NODE_STATUS_RE = re.compile(
+    r"(?m)^(?P<i>[ \t]*)(?:allocatable|capacity):[ \t]*\n(?P=i)[ \t]+"
+    r"(?:cpu|memory|pods|ephemeral-storage|hugepages-\w+|[\w.-]+/[\w.-]+):[ \t]+\S"
+)
+_ALLOCATED_TABLE_RE = re.compile(r"(?m)^\s+Resource\s+Requests\s+Limits\s*$")
 _POD_ANNOTATION_RE = re.compile(
     r"(?m)^\s*(?:Annotations:\s+)?(?:hami\.io/(?:bind-phase|bind-time|vgpu-devices-(?:allocated|to-allocate)|vgpu-node|vgpu-time)"
     r"|hami\.io/[\w-]+-devices-(?:allocated|to-allocate))\s*:"
@@ -89,12 +100,18 @@ def sniff(text: str, catalogue: Catalogue) -> tuple[str, str]:
     head = text[:HEAD_CHARS]
     if not head.strip():
         return "empty", "empty or only white space"
+    after = diff_after_side(head)
+    if after is not None:
+        kind, reason = sniff(after, catalogue)
+        return kind, f"{reason} (a unified diff: read as the state after the change)"
     found = _object(head, catalogue)
     if found:
         return found
     for kind, rx, reason in _CHECKS:
         if rx.search(head):
             return kind, reason
+    if _NODE_STATUS_RE.search(head):
+        return "node", "Node status fragment (allocatable/capacity without apiVersion or kind)"
     if len(_POD_ROW_RE.findall(head)) >= 1 and not KLOG_RE.search(head):
         return "pods-list", "kubectl get pods rows (header cut by grep)"
     if re.search(r"(?m)^Name:\s+\S", head) and _NODE_DESCRIBE_RE.search(head):
@@ -103,6 +120,8 @@ def sniff(text: str, catalogue: Catalogue) -> tuple[str, str]:
     if re.search(r"(?m)^\s*Capacity:\s*$", head) and re.search(r"(?m)^\s*Allocatable:\s*$", head):
         return "node-describe", "Capacity/Allocatable blocks of kubectl describe node"
     sections = set(_NODE_SECTION_RE.findall(head))
+    if sections == {"Allocated resources"} and _ALLOCATED_TABLE_RE.search(head):
+        return "node-describe", "the Allocated resources table of kubectl describe node"
     if not _POD_STRUCTURE_RE.search(head) and (
         len(sections & {"Taints", "Capacity", "Allocatable", "Unschedulable", "System Info"}) >= 1
         and (len(sections) >= 2 or _RESOURCE_LINE_RE.search(head))

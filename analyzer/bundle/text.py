@@ -18,15 +18,17 @@ KLOG_HEADER_PATTERN = (
 )
 PREFIX_RE = re.compile(LINE_PREFIX_PATTERN)
 KLOG_RE = re.compile(KLOG_HEADER_PATTERN)
-# A line that carries its own log header (klog, Go std log, journald, RFC 3339, logrus): a
-# decisive log line even when pasted among prose.
+# A line that carries its own log header (klog, Go std log, journald, RFC 3339, logrus, the
+# kernel's dmesg and dmesg -T): a decisive log line even when pasted among prose.
 LOG_LINE_RE = re.compile(
     r"^\W{0,4}(?:[IWEF]\d{4} \d\d:\d\d:\d\d"
     r"|\d{4}[/-]\d\d[/-]\d\d[T ]\d\d:\d\d:\d\d"
     r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.-]+(?:\[\d+\])?:"
     r"|time=\"\d{4}-"
     r"|[\w.-]+\[\d+\]: [IWEF]\d{4} "
-    r"|[\w.]+\.go:\d+\] )"
+    r"|[\w.]+\.go:\d+\] "
+    r"|\s*\d+\.\d{6}\] "
+    r"|[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] )"
 )
 # Text inside a shell command that echoes it is script, not log (`echo "Waiting for ..."`).
 SCRIPT_RE = re.compile(r"\becho\s+[\"'$]|\b(?:ba)?sh\s+-c\b|^\s*(?:Command|Args):")
@@ -92,13 +94,47 @@ def printable(text: object, keep: str = "\n\t") -> str:
     return "\n".join(map(safe, text.split("\n"))) if "\n" in keep else safe(text)
 
 
-def rejoin_hard_wraps(lines: list[str]) -> tuple[list[str], list[int], int]:
-    """Undo fixed-width terminal wrapping.
+# A Go error chain broken right after an operation's colon ("dial unix /x.sock: connect:") whose
+# next line is the system call's message (Go's syscall.Errno texts): one line wrapped by a
+# terminal or a text box, never two lines of a log.
+_OP_TAIL_RE = re.compile(
+    r"(?:\bconnect|\bdial (?:unix|tcp\d?|udp) \S+|\bread|\bwrite|\bopen \S+):\s*$"
+)
+_ERRNO_HEAD_RE = re.compile(
+    r"^\s*(?:connection refused|no such file or directory|permission denied|connection reset by peer"
+    r"|i/o timeout|no route to host|broken pipe|too many open files)\b"
+)
+
+
+def rejoin_hard_wraps(lines: list[str], by_width: bool = True) -> tuple[list[str], list[int], int]:
+    """Undo fixed-width terminal wrapping (`by_width`: pasted logs, not prose), and a Go error
+    wrapped before its errno.
 
     A terminal copy wraps every long line at the same column W, so several lines have exactly
     length W; the line after each of them is its continuation. Returns the joined lines, the
     1-based source line of each, and how many joins were made.
+
+    >>> rejoin_hard_wraps(["Err: dial unix /d/p.sock: connect:", "connection refused.", "next"])
+    (['Err: dial unix /d/p.sock: connect: connection refused.', 'next'], [1, 3], 1)
     """
+    lines, numbers, joins = (
+        _rejoin_width(lines) if by_width else (lines, list(range(1, len(lines) + 1)), 0)
+    )
+    if not any(_OP_TAIL_RE.search(x) for x in lines):
+        return lines, numbers, joins
+    out: list[str] = []
+    nums: list[int] = []
+    for line, n in zip(lines, numbers, strict=True):
+        if out and _OP_TAIL_RE.search(out[-1]) and _ERRNO_HEAD_RE.match(line):
+            out[-1] = f"{out[-1].rstrip()} {line.strip()}"
+            joins += 1
+            continue
+        out.append(line)
+        nums.append(n)
+    return out, nums, joins
+
+
+def _rejoin_width(lines: list[str]) -> tuple[list[str], list[int], int]:
     lengths: dict[int, int] = {}
     for line in lines:
         if len(line) >= 60:
@@ -120,3 +156,30 @@ def rejoin_hard_wraps(lines: list[str]) -> tuple[list[str], list[int], int]:
         numbers.append(start)
         i += 1
     return out, numbers, joins
+
+
+_HUNK_RE = re.compile(r"(?m)^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
+_DIFF_HEADER_RE = re.compile(r"^(?:--- |\+\+\+ |@@ |diff |index |\\ No newline)")
+
+
+def diff_after_side(text: str) -> str | None:
+    """The state after the change a unified diff shows (its context and `+` lines), or None when
+    the text is no unified diff. Removed lines and diff headers become blank lines, so every
+    line keeps its number for citations.
+
+    >>> diff_after_side("--- a.toml\\n+++ b.toml\\n@@ -1,2 +1,2 @@\\n [x]\\n-  v = 1\\n+  v = 2")
+    '\\n\\n\\n[x]\\n\\n  v = 2'
+    >>> diff_after_side("[x]\\n  v = 1") is None
+    True
+    """
+    if not _HUNK_RE.search(text):
+        return None
+    out = []
+    for line in text.split("\n"):
+        if _DIFF_HEADER_RE.match(line) or line.startswith("-"):
+            out.append("")
+        elif line.startswith(("+", " ")):
+            out.append(line[1:])
+        else:
+            out.append(line)
+    return "\n".join(out)

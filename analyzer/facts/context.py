@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 
 from analyzer.errors import AnalyzerError
 from analyzer.facts import config as config_facts
+from analyzer.facts import hamicore as hamicore_facts
 from analyzer.facts import handshake as handshake_facts
 from analyzer.facts import lease as lease_facts
 from analyzer.facts import logs as log_facts
@@ -19,6 +20,7 @@ from analyzer.facts import register as register_facts
 from analyzer.facts import runtime as runtime_facts
 from analyzer.facts import selector as selector_facts
 from analyzer.facts import smi as smi_facts
+from analyzer.facts import stated as stated_facts
 from analyzer.facts import version as version_facts
 from analyzer.facts import workloads as workload_facts
 from analyzer.facts.attribution import attribute
@@ -283,6 +285,8 @@ def _context(bundle, inputs: FactInputs, node, clock, view, logs, configs, decod
     log_facts.produce(logs, facts)
     panic_facts.produce(view, facts)
     workload_facts.produce(logs, facts)
+    stated_facts.produce(view, facts)
+    hamicore_facts.produce(logs, facts)
     helm_tags = version_facts.hami_helm_tags(facts)
     # the annotation's encoding dates HAMi; a struct dump (`devices`) does not
     dated = facts.value("register.from") == "annotation" or (

@@ -7,6 +7,7 @@ of a kind where the line would have been printed."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -20,13 +21,18 @@ from analyzer.signatures import Signature
 PROSE_KINDS = ("text", "issue-text")
 
 
+_HEADING_RE = re.compile(r"^#{1,6}\s")
+
+
 def strength_of(kind: str, text: str, sig: Signature) -> str:
     """high: a line of a recognised artefact, or a pasted line with its own log header;
-    medium: a quoted error without one, or the issue's prose; low: a described symptom."""
+    medium: a quoted error without one, or the issue's prose; low: a described symptom, or an
+    error named only in the issue's title (or a heading): the reporter's summary, often cut or
+    retyped, of what the body should quote."""
     if sig.symptom:
         return "low"
     if kind == "issue-text":
-        return "medium"
+        return "low" if _HEADING_RE.match(text) else "medium"
     if kind == "text":
         return "high" if LOG_LINE_RE.match(text) else "medium"
     return "high"

@@ -25,10 +25,24 @@ def _number(v: str):
         return v
 
 
-def _gpus(c) -> int | None:
-    """nvidia.com/gpu a container asks for (an extended resource's limit, else its request)."""
-    v = _number(c.limits.get(GPU, c.requests.get(GPU, 0)))
+VGPU_COUNTS = (GPU, "volcano.sh/vgpu-number")  # vGPUs of one container, each on its own card
+
+
+def _gpus(c, name: str = GPU) -> int | None:
+    """A GPU count a container asks for (an extended resource's limit, else its request)."""
+    v = _number(c.limits.get(name, c.requests.get(name, 0)))
     return v if isinstance(v, int) else None
+
+
+def _vgpus(c) -> int | None:
+    """The vGPUs one container asks for under any scheduler's count resource.
+
+    >>> from types import SimpleNamespace as C
+    >>> _vgpus(C(limits={"volcano.sh/vgpu-number": "2"}, requests={}))
+    2
+    """
+    counts = [n for n in (_gpus(c, name) for name in VGPU_COUNTS) if n is not None]
+    return max(counts) if counts else None
 
 
 def relevant(pods: list[PodFacts], node: str | None) -> list[PodFacts]:
@@ -87,8 +101,9 @@ def produce(pods: list[PodFacts], facts: FactSet, node: str | None = None) -> No
                 for k, v in c.limits.items():
                     facts.put(f"pod.limits.{k}", _number(v), Where(x.file, x.first_line))
         gpus = [n for n in (_gpus(c) for c in p.containers) if n is not None]
+        vgpus = [n for n in (_vgpus(c) for c in p.containers) if n is not None]
         facts.put("pod.gpu_total", sum(gpus) if gpus else 0, at)
-        facts.put("pod.gpu_per_container_max", max(gpus) if gpus else 0, at)
+        facts.put("pod.gpu_per_container_max", max(vgpus) if vgpus else 0, at)
     if "events" in sections:
         events = [e for x in pods for e in x.events]
         first = Where(pods[0].file, events[0].line) if events else at

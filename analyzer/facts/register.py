@@ -115,6 +115,7 @@ def produce(
     for path, v in {
         "register.device_count": len(devs),
         "register.unhealthy_count": sum(1 for d in devs if d.health is False),
+        "register.health_unknown_count": sum(1 for d in devs if d.health is None),
         "register.health_absent_count": sum(1 for d in devs if json_fmt and "health" in d.absent),
         "register.split_total": sum(d.count for d in devs),
         "register.split_counts": sorted({d.count for d in devs}),

@@ -147,6 +147,13 @@ FACTS: tuple[FactSpec, ...] = (
         "devices whose health is false (absent in JSON means unhealthy)",
     ),
     _f(
+        "register.health_unknown_count",
+        "int",
+        "register",
+        NODE,
+        "devices whose health the format does not tell (csv-5 always writes false)",
+    ),
+    _f(
         "register.health_absent_count", "int", "register", NODE, "JSON devices without a health key"
     ),
     _f(
@@ -224,7 +231,8 @@ FACTS: tuple[FactSpec, ...] = (
         "int",
         "pod",
         POD,
-        "the most nvidia.com/gpu one container asks for (each of its vGPUs needs its own card)",
+        "the most vGPUs one container asks for, nvidia.com/gpu or volcano.sh/vgpu-number (each"
+        " of its vGPUs needs its own card)",
     ),
     _f("pod.event_sources", "list", "pod", POD, "the From column of the pod's events"),
     _f("pod.event_reasons", "list", "pod", POD, "the Reason column of the pod's events"),
@@ -381,6 +389,22 @@ FACTS: tuple[FactSpec, ...] = (
         "workloads",
         (),
         "0 when a kubectl get of device-plugin pods or DaemonSets answered 'No resources found'",
+    ),
+    # HAMi-core in the workload's output
+    _f(
+        "hami_core.stops_at_banner",
+        "bool",
+        "hamicore",
+        (),
+        "a pasted command's output ends at HAMi-core's 'Initializing.....' banner (nothing after it)",
+    ),
+    # what the reporter states and no artefact shows (weak: rules reading it cap at low)
+    _f(
+        "stated.gpu_count",
+        "int",
+        "stated",
+        (),
+        "physical GPUs the issue's words say the node has ('only 1 GPU', '8x A100', '两卡'); absent: not said",
     ),
     # Go panics
     _f(

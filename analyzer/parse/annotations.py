@@ -28,7 +28,7 @@ class GpuDevice:
     type: str
     numa: int
     mode: str
-    health: bool | None  # None: the format has no health field
+    health: bool | None  # None: the format has no health field, or one that says nothing
     absent: list[str] = field(default_factory=list)  # fields the annotation omitted
 
 
@@ -224,10 +224,22 @@ def _decode_delimited(value: str, spec: dict) -> tuple[list[GpuDevice], str | No
                 type=raw.get("type", ""),
                 numa=int(raw.get("numa", 0) or 0),
                 mode=raw.get("mode", ""),
-                health=(raw["health"].strip().lower() == "true") if "health" in raw else None,
+                health=_health(raw.get("health"), spec.get("false_health") == "unknown"),
                 absent=[n for n in ("index", "devcore", "numa", "mode") if n not in raw],
             )
         except ValueError as exc:
             return [], f"bad number: {exc}"
         out.append(dev)
     return out, None
+
+
+def _health(value: str | None, false_is_unknown: bool) -> bool | None:
+    """A delimited health field: None when the format has none, or writes `false` regardless.
+
+    >>> _health("true", True), _health("false", True), _health("false", False), _health(None, False)
+    (True, None, False, None)
+    """
+    if value is None:
+        return None
+    healthy = value.strip().lower() == "true"
+    return None if not healthy and false_is_unknown else healthy

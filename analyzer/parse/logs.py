@@ -75,6 +75,9 @@ SMALL_FRAME = 20_000  # below this many rows signatures are attributed line by l
 POOL_BYTES = 8 << 20  # candidate lines of a big log attributed together (1 GB bench: 2 calls)
 
 
+FALLBACK_PER_SCAN = 8  # literal-less patterns joined into one regex scan
+
+
 class Matcher:
     """Attributes lines to signatures: literal prefilter (one Rust-regex alternation), then each
     candidate signature's regex once. Patterns without a usable literal are checked on every row.
@@ -132,10 +135,11 @@ class Matcher:
         lits = [lit for lit, sids in self.lit_to_sigs.items() if not set(sids) <= exclude]
         if lits:
             parts.append(t.str.contains("|".join(regex.escape(x) for x in sorted(lits))))
-        if self.fallback:
-            parts.append(
-                t.str.contains("|".join(f"(?:{_unname(self.pattern[s])})" for s in self.fallback))
-            )
+        # a few patterns per alternation: all of them in one outgrow the regex engine's lazy DFA
+        # cache (each is (?i) with bounded repeats), and the scan then gets hundreds of times slower
+        for i in range(0, len(self.fallback), FALLBACK_PER_SCAN):
+            chunk = self.fallback[i : i + FALLBACK_PER_SCAN]
+            parts.append(t.str.contains("|".join(f"(?:{_unname(self.pattern[s])})" for s in chunk)))
         if not parts:
             return pl.lit(False)
         return pl.any_horizontal(parts) if len(parts) > 1 else parts[0]
@@ -269,7 +273,9 @@ def _parse_small(artefact: Artefact, matcher: Matcher) -> ParsedLog:
         rfcs.append(m.group("rfc"))
     is_log = artefact.kind.endswith("-log") or artefact.kind in ("klog", "text")
     joined, numbers, joins = (
-        rejoin_hard_wraps(stripped) if is_log else (stripped, list(range(1, len(stripped) + 1)), 0)
+        rejoin_hard_wraps(stripped, by_width=is_log)
+        if is_log or artefact.kind == "issue-text"
+        else (stripped, list(range(1, len(stripped) + 1)), 0)
     )
     if joins:
         idx = [n - 1 for n in numbers]

@@ -241,6 +241,8 @@ def parse_node(artefact: Artefact) -> list[NodeFacts]:
     for raw in objs:
         if raw.get("kind") not in ("Node", None):
             continue
+        if raw.get("kind") is None and {"allocatable", "capacity"} & raw.keys():
+            raw = {"status": raw}  # a status block pasted without its `status:` key
         problems: list[str] = []
         obj = conform(raw, shape.NODE, problems)
         meta, spec, status = (obj.get(k, {}) for k in ("metadata", "spec", "status"))
@@ -269,6 +271,9 @@ def parse_node(artefact: Artefact) -> list[NodeFacts]:
         # kubectl always prints labels, annotations, capacity...: a missing one was cut or
         # trimmed from the paste, which says nothing about the node
         n.sections = _uncut(n, _present_sections(meta, spec, status))
+        if not meta and not spec and raw.get("kind") is None:
+            n.form = "fragment"  # a status block on its own: the node's other sections are unknown
+            n.sections = n.sections - {"taints", "spec"}
         n.taints = spec.get("taints", [])
         n.conditions = status.get("conditions", [])
         n.images = [name for img in status.get("images", []) for name in img.get("names", [])]
@@ -459,7 +464,7 @@ def _describe_item(n: NodeFacts, section: str, body: str, lineno: int) -> None:
             target[k.strip()] = (v.split() or [""])[0]
             n.line_of.setdefault(f"{section.lower()}.{k.strip()}", lineno)
     elif section == "Allocated resources":
-        parts = re.split(r"\s{2,}", body)
+        parts = [p.strip("*") for p in re.split(r"\s{2,}", body)]  # Markdown bold around a row
         if len(parts) >= 2 and parts[0] not in (
             "Resource",
             "--------",

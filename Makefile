@@ -39,10 +39,10 @@ score: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/pip install -q -e '.[bench]'
-	$(BIN)/python -m analyzer.bench
+	$(BIN)/python -m analyzer.dev.bench
 
 bench-batch: $(STAMP)
-	$(BIN)/python -m analyzer.bench --batch 10000 --dask-workers 1,2,4
+	$(BIN)/python -m analyzer.dev.bench --batch 10000 --dask-workers 1,2,4
 
 clean:
 	rm -rf $(VENV) out build dist *.egg-info

@@ -369,8 +369,8 @@ def batch(
     ] = 300.0,
 ) -> None:
     """Analyse many bundles into bundles.parquet, findings.parquet and summary.html (resumable)."""
-    from analyzer import batch as batch_mod
-    from analyzer.batch_exec import check_inputs, open_executor
+    from analyzer.batch import run as batch_mod
+    from analyzer.batch.executor import check_inputs, open_executor
 
     if summary_only is not None:
         if not (summary_only / "bundles.parquet").is_file():
@@ -612,7 +612,7 @@ def dev_score(
     rules: RulesOpt = None,
 ) -> None:
     """Score the analyzer on real cases, as attached files and as issue.md alone."""
-    from analyzer.score import render_score, score_corpus
+    from analyzer.dev.score import render_score, score_corpus
 
     if not corpus.is_dir():
         _fail(f"{corpus}: not a folder of cases")

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from analyzer.analyze import analyze_issue
-from analyzer.score import CaseScore, ScoreResult, render_score
+from analyzer.dev.score import CaseScore, ScoreResult, render_score
 from conftest import diagnose_texts
 
 GPU_LOST_ADMISSION = """Events:

@@ -13,9 +13,9 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from analyzer.batch import template_of
+from analyzer.batch.run import template_of
 from analyzer.cli import app
-from analyzer.synth import make_tickets
+from analyzer.dev.synth import make_tickets
 from conftest import SAMPLES
 
 runner = CliRunner()

@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from analyzer.cli import app
-from analyzer.synth import make_tickets
+from analyzer.dev.synth import make_tickets
 from conftest import SAMPLES, batch_env, run_cli, wait_for_part
 
 pytest.importorskip("distributed", reason="the [dask] extra is not installed")

@@ -15,9 +15,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analyzer import batch
-from analyzer.batch_exec import LocalExecutor
-from analyzer.synth import make_tickets
+from analyzer.batch import run as batch
+from analyzer.batch.executor import LocalExecutor
+from analyzer.dev.synth import make_tickets
 from conftest import SAMPLES, batch_env, run_cli, wait_for_part
 
 

@@ -358,7 +358,7 @@ def test_summary_in_browser(batch_out):
 def test_a_copy_of_a_copy_points_at_the_analysed_bundle():
     """B holds A's files re-packed (found by content after analysis); C is B byte for byte
     (skipped before analysis, pointing at B): both end up copies of A, with A's verdict."""
-    from analyzer.batch import BUNDLE_SCHEMA, _content_duplicates, _fill_duplicates, _frame
+    from analyzer.batch.run import BUNDLE_SCHEMA, _content_duplicates, _fill_duplicates, _frame
 
     rows = [
         {"id": "A", "digest": "d1", "content_digest": "c", "category": "rbac-patch-forbidden"},

@@ -144,8 +144,10 @@ def test_chinese_issue_gets_a_chinese_comment(ruleset):
     assert first.startswith("🔴 **Device Plugin 无法加载 NVML（ERROR\\_LIBRARY\\_NOT\\_FOUND）**")
     assert "规则 `nvml-init-failed`" in first and "置信度高" in first
     assert "注册链路：设备数量: **中断**" in md
-    assert "**修复：**" in md and "**请附上：**" in md and "<summary>详情</summary>" in md
-    assert "- [ ] containerd 配置（在节点上执行）。" in md
+    assert "**修复：**" in md and "<summary>详情</summary>" in md
+    # the fix takes the three next steps; the checklist waits under the details
+    assert "**请附上：**" not in md
+    assert "- containerd 配置: `containerd config dump" in md.split("<details>")[1]
     assert "后果：报告者描述 Device Plugin 在重启或崩溃" in md  # the crash the log explains
     assert "Please attach" not in md and "Registration links" not in md
     described = ZH_ISSUE.split("，日志如下")[0] + "，请问怎么解决？"  # no log: the symptom alone
@@ -153,6 +155,10 @@ def test_chinese_issue_gets_a_chinese_comment(ruleset):
     md = render_markdown(report, described.encode(), "zh")
     assert "### 🟠 报告者描述 Device Plugin 在重启或崩溃" in md
     assert "_置信度低：Issue 正文中描述的现象_" in md
+    assert (
+        "**请附上：**\n- [ ] 一次收集全部：在能用 kubectl 访问集群的机器上运行 hami-analyzer collect"
+        in md
+    )
 
 
 def test_untranslated_rule_falls_back_to_english(ruleset):
@@ -181,7 +187,7 @@ def test_english_issue_keeps_english(ruleset):
     assert md.startswith(
         "🔴 **The device plugin cannot load NVML (ERROR\\_LIBRARY\\_NOT\\_FOUND)**"
     )
-    assert "**Please attach:**" in md and not re.search(r"[\u4e00-\u9fff]", md)
+    assert "**Also useful:**" in md and not re.search(r"[\u4e00-\u9fff]", md)
 
 
 def test_messages_complete_in_both_languages():
@@ -280,10 +286,12 @@ def test_analyze_lang_option(tmp_path):
     zh = run_cli("analyze", str(issue), "-f", "markdown", "--lang", "zh")
     en = run_cli("analyze", str(issue), "-f", "markdown")
     assert zh.returncode == en.returncode == 1
-    assert zh.stdout.startswith("🔴 **Device Plugin 无法加载 NVML") and "**请附上：**" in zh.stdout
+    assert (
+        zh.stdout.startswith("🔴 **Device Plugin 无法加载 NVML") and "**也有帮助：**" in zh.stdout
+    )
     assert (
         en.stdout.startswith("🔴 **The device plugin cannot load NVML")
-        and "**Please attach:**" in en.stdout
+        and "**Also useful:**" in en.stdout
     )
     assert input_digest(zh.stdout) == input_digest(en.stdout)
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from analyzer.analyze import analyze, analyze_issue
-from analyzer.score import FORMS, score_corpus
+from analyzer.dev.score import FORMS, score_corpus
 from conftest import SHARED
 
 CORPUS = SHARED / "corpus"

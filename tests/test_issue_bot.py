@@ -164,7 +164,7 @@ def test_markdown_is_cut_to_github_limit(ruleset, monkeypatch):
     _, report = analyze([str(SAMPLES / "xid79-gpu-lost" / "bundle")], ruleset)
     full = render_markdown(report, b"x")
     assert len(full) <= MAX_COMMENT
-    for limit in range(900, 3000, 37):  # cut positions inside and outside code blocks
+    for limit in range(900, len(full), 37):  # cut positions inside and outside code blocks
         monkeypatch.setattr(md_mod, "MAX_COMMENT", limit)
         cut = md_mod.render_markdown(report, b"x")
         assert len(cut) <= limit < len(full)
@@ -206,3 +206,37 @@ def test_cli_from_issue_stdin():
     res = runner.invoke(app, ["analyze", "--from-issue", "-", "-f", "markdown"], input=body)
     assert res.exit_code == 1
     assert "nvml-init-failed" in res.stdout
+
+
+def _next_steps(md: str) -> tuple[int, int, int]:
+    """(verdict headings, fix steps, checklist items) of the comment's visible part."""
+    visible = outside_code(md.split("<details>")[0])
+    headings = len(re.findall(r"^### ", visible, flags=re.M))
+    fixes = len(re.findall(r"^\d+\. ", visible, flags=re.M))
+    checklist = len(re.findall(r"^- \[ \] ", visible, flags=re.M))
+    return headings, fixes, checklist
+
+
+@pytest.mark.parametrize("sample", SAMPLE_DIRS, ids=lambda p: p.name)
+def test_comment_is_one_verdict_and_at_most_three_next_steps(ruleset, sample):
+    """Issue 20: one verdict, its evidence, at most three next steps; the rest under Details."""
+    _, report = analyze([str(sample / "bundle")], ruleset)
+    headings, fixes, checklist = _next_steps(render_markdown(report, b"x"))
+    assert headings <= len(report.nodes)
+    assert fixes + checklist <= 3 * len(report.nodes)
+    if len(report.nodes) == 1:
+        assert fixes + checklist <= 3
+
+
+def test_unconfident_verdict_leads_with_collect_and_one_item(ruleset):
+    """Evidence missing and the verdict not confident: `hami-analyzer collect` first, then the
+    single most useful item, and one step of the verdict's fix."""
+    text = "HAMi 2.4.1, pod pending:\n\n```\n0/3 nodes are available: 3 Insufficient nvidia.com/gpu.\n```\n"
+    _, report = analyze_issue(text.encode(), ruleset)
+    assert report.primary.confidence != "high"
+    md = render_markdown(report, text.encode())
+    headings, fixes, checklist = _next_steps(md)
+    assert (headings, fixes, checklist) == (1, 1, 2)
+    first_item = md.split("- [ ] ", 1)[1]
+    assert first_item.split("\n", 1)[0].startswith("Everything at once: run hami-analyzer collect")
+    assert "More findings:" in md.split("<details>")[1]

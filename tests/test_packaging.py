@@ -34,6 +34,7 @@ def test_wheel_ships_rules_templates_and_schema(tmp_path):
     assert {f"analyzer/_rules/{f}" for f in rule_files} <= names
     assert "analyzer/render/templates/report.html.j2" in names
     assert {"analyzer/render/templates/summary.html.j2", "analyzer/summary/grids.py"} <= names
+    assert {"analyzer/batch/executor.py", "analyzer/dev/score.py", "analyzer/dev/synth.py"} <= names
     assert "analyzer/schema/diagnosis.schema.json" in names
     assert "analyzer/schema/rules.schema.json" in names
     shipped = {

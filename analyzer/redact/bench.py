@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-# (command) -> (wall seconds, peak RSS in KiB, the finished process): analyzer.bench's _peak_of
+# (command) -> (wall seconds, peak RSS in KiB, the finished process): analyzer.dev.bench's _peak_of
 Timed = Callable[[list[str]], tuple[float, int, subprocess.CompletedProcess]]
 
 
@@ -41,7 +41,7 @@ def bench_redaction(
     """Time `cli redact BUNDLE -o work/...` (archive and folder) and `cli analyze BUNDLE -f json`,
     alternating, `runs` times each; outputs are removed after each run."""
     if timed is None:
-        from analyzer.bench import _peak_of as timed
+        from analyzer.dev.bench import _peak_of as timed
     work.mkdir(parents=True, exist_ok=True)
     archive, folder = work / "redacted.tar.gz", work / "redacted"
     rows: dict[str, list[tuple[float, int]]] = {"analyze": [], "archive": [], "folder": []}

@@ -19,8 +19,7 @@ from analyzer.report.collect import COLLECTED
 from analyzer.report.model import NodeReport, Report
 
 MAX_COMMENT = 65_536
-MAX_FINDINGS = 3
-MAX_COLLECT = 3
+MAX_NEXT_STEPS = 3
 MAX_UNREAD = 5  # lines about attachments that could not be analysed
 MARKER = "hami-bundle-analyzer"
 ZWSP = "\u200b"
@@ -67,6 +66,11 @@ def table_cell(markdown: str) -> str:
     `a\|b` \| c \\\|d
     """
     return regex.sub(r"(?<!\\)((?:\\\\)*)\|", r"\1\\|", markdown)
+
+
+def _one_line(command: str) -> str:
+    """A command of several lines (an install, then the run) as one line that still runs them."""
+    return " && ".join(line.strip() for line in command.splitlines() if line.strip())
 
 
 def code_span(text: object, limit: int = 120) -> str:
@@ -126,9 +130,11 @@ def _headline(n: NodeReport, lang: str) -> str:
     return f"{_icon(n)} **{likely}{safe_text(p.title, 300)}**{node} ({', '.join(meta)})"
 
 
-def _node_body(n: NodeReport, limit: int, lang: str) -> list[str]:
+def _node_body(n: NodeReport, steps: int, lang: str) -> list[str]:
+    """The verdict alone (its explanation, best evidence and first `steps` fix steps): the other
+    faults are one line each under the details."""
     body: list[str] = []
-    for f in n.faults()[:limit]:
+    for f in n.faults()[:1]:
         body += [
             "",
             f"### {_SEVERITY_ICON[f.severity]} {safe_text(f.title, 300)}",
@@ -153,7 +159,7 @@ def _node_body(n: NodeReport, limit: int, lang: str) -> list[str]:
             ]
         if f.remediation:
             body += ["", message("fix", lang)]
-            for i, step in enumerate(f.remediation[:3], 1):
+            for i, step in enumerate(f.remediation[:steps], 1):
                 body.append(f"{i}. {safe_text(step.text, 300)}")
                 if step.command:
                     body += ["", code_block(step.command, 800), ""]
@@ -195,14 +201,25 @@ def render_markdown(
         head += ["", f"⚠️ {line}"]
     if len(unread) > MAX_UNREAD:
         head += ["", "⚠️ " + message("attachments-unread-more", lang, n=len(unread) - MAX_UNREAD)]
-    body = _node_body(d, MAX_FINDINGS, lang)
+    # at most MAX_NEXT_STEPS next steps in all: a confident verdict's fix comes first and the
+    # checklist fills what is left; where the verdict is not confident and evidence is missing,
+    # the checklist leads with `hami-analyzer collect` and the single most useful item, and the
+    # verdict keeps one fix step
+    top = d.faults()[0] if d.faults() else None
+    fixes = len(top.remediation) if top else 0
+    confident = top is not None and top.confidence == "high"
+    if d.collect and d.collect[0].kind == COLLECTED and not confident:
+        shown = 2
+        steps = min(fixes, MAX_NEXT_STEPS - shown)
+    else:
+        steps = min(fixes, MAX_NEXT_STEPS)
+        shown = MAX_NEXT_STEPS - steps
+    body = _node_body(d, steps, lang)
     for n in report.nodes[1:]:
         if n.faults():
             body += ["", "---", "", _headline(n, lang)]
             body += _node_body(n, 1, lang)
-    # leading with `hami-analyzer collect`, the checklist adds the single most useful item
-    shown = 2 if d.collect and d.collect[0].kind == COLLECTED else MAX_COLLECT
-    if d.collect:
+    if d.collect and shown:
         body += ["", message("attach", lang)]
         for c in d.collect[:shown]:
             where = message("run-on-node", lang) if c.where == "node" else ""
@@ -221,12 +238,12 @@ def render_markdown(
         details += [
             message("also-useful", lang),
             *[
-                f"- {safe_text(c.title, 200)}: {code_span(c.command, 300)}"
+                f"- {safe_text(c.title, 200)}: {code_span(_one_line(c.command), 300)}"
                 for c in d.collect[shown:]
             ],
             "",
         ]
-    rest = d.faults()[MAX_FINDINGS:]
+    rest = d.faults()[1:]
     if rest:
         details += [
             message("more-findings", lang),

@@ -34,7 +34,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
-from analyzer.batch import (
+from analyzer.batch.run import (
     TICK,
     Executor,
     Task,
@@ -249,7 +249,7 @@ class LocalExecutor:
 
 def check_inputs(inputs: list[str]) -> None:
     """A missing input is a usage error before any work starts (paths and URLs alike)."""
-    from analyzer.batch_io import is_url, url_exists
+    from analyzer.batch.io import is_url, url_exists
 
     for spec in inputs:
         if not (url_exists(spec) if is_url(spec) else Path(spec).exists()):
@@ -264,7 +264,7 @@ def open_executor(
     if jobs is not None and jobs < 0:
         raise AnalyzerError("--jobs must be 0 (this process) or a number of worker processes")
     if scheduler or name == "dask":
-        from analyzer.batch_dask import DaskExecutor
+        from analyzer.batch.dask import DaskExecutor
 
         return DaskExecutor(scheduler, jobs or None)
     if name != "local":

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from analyzer.batch import TICK, Task, analyze_one, bundle_digest, failed_result
+from analyzer.batch.run import TICK, Task, analyze_one, bundle_digest, failed_result
 from analyzer.errors import AnalyzerError
 
 DIGEST_CHUNK = 100  # paths per digest task: one task per tiny digest would cost more than it

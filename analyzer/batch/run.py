@@ -107,8 +107,8 @@ def template_of(line: str) -> str:
 # ---- input discovery ----------------------------------------------------------------------
 def discover(inputs: list[str]) -> list[str]:
     """A folder of tickets (each entry one bundle), a list file, or several bundle paths; any
-    of them may be an fsspec URL (see batch_io)."""
-    from analyzer.batch_io import discover_url, is_url
+    of them may be an fsspec URL (see `analyzer.batch.io`)."""
+    from analyzer.batch.io import discover_url, is_url
 
     out: list[str] = []
     for spec in inputs:
@@ -142,7 +142,7 @@ def _is_list_file(p: Path) -> bool:
 
 def _looks_like_bundle(p: Path) -> bool:
     """A folder whose files are bundle files rather than ticket folders/archives."""
-    from analyzer.batch_io import ARCHIVE_SUFFIXES
+    from analyzer.batch.io import ARCHIVE_SUFFIXES
 
     entries = [x for x in p.iterdir() if not x.name.startswith(".")]
     return (
@@ -156,7 +156,7 @@ def bundle_digest(spec: str) -> str:
     """Fast digest of a bundle path or URL: a folder's file names and contents, an archive's
     bytes (not its name: the same archive under two names is one bundle). Same files re-packed
     are found after analysis by `content_digest`."""
-    from analyzer.batch_io import hash_files, is_url, url_digest
+    from analyzer.batch.io import hash_files, is_url, url_digest
     from analyzer.bundle.reader import open_regular
 
     try:
@@ -271,7 +271,7 @@ def _analyze_rows(
     bundle_id: str, path: str, row: dict[str, Any], report_name: str | None
 ) -> dict[str, Any]:
     from analyzer.analyze import analyze_parsed, load_bundle
-    from analyzer.batch_io import local_copy
+    from analyzer.batch.io import local_copy
 
     with local_copy(path) as local:  # a URL is fetched to a temporary copy, a path used as is
         bundle = load_bundle([local], load_rules(), content=True)
@@ -397,7 +397,7 @@ def run_batch(
     reports: bool = False,
 ) -> dict[str, Any]:
     """The one run for every executor: discovery, duplicates, resume, parts and tables."""
-    from analyzer.batch_io import OutDir
+    from analyzer.batch.io import OutDir
 
     with OutDir(out) as outdir:
         if force:

@@ -1,4 +1,4 @@
-"""Benchmark: `python -m analyzer.bench` (or `make bench`). Not part of the test suite.
+"""Benchmark: `python -m analyzer.dev.bench` (or `make bench`). Not part of the test suite.
 
 1. Generates a realistic klog device-plugin log (default 1 GiB, v2.10 at chart verbosity -v=4,
    8 GPUs, single-NUMA host: the benign numa error for every GPU on every scan, long annotation
@@ -26,10 +26,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from analyzer.dev import sample_bundles
+from analyzer.errors import AnalyzerError
 from analyzer.parse.logs import _unname
 
 UUIDS = [f"GPU-{i:08x}-54d2-c387-e52e-5f0a9495968{i}" for i in range(8)]
-REPO = Path(__file__).resolve().parent.parent
+PACKAGE = Path(__file__).resolve().parents[1]  # analyzer/, in a checkout or installed
 
 
 def _cycle(day: int, hour: int, pid: int = 412873) -> str:
@@ -185,7 +187,7 @@ def main() -> None:
     args = ap.parse_args()
     # an editable install under PYTHONDONTWRITEBYTECODE=1 would recompile our modules on every
     # start; an installed wheel has its bytecode, so measure that
-    compileall.compile_dir(str(REPO / "analyzer"), quiet=1)
+    compileall.compile_dir(str(PACKAGE), quiet=1)
     if args.small_only:
         bench_small([sys.executable, "-m", "analyzer"])
         return
@@ -243,7 +245,7 @@ def main() -> None:
 
 
 def bench_small(cli: list[str]) -> None:
-    small = REPO / "sample_bundles" / "healthy-single-gpu" / "bundle"
+    small = sample_bundles() / "healthy-single-gpu" / "bundle"
     imports = [sys.executable, "-c", "import polars, jinja2, yaml, regex, typer"]
     t_imp, t_small = [], []
     runs = 15  # interleaved, so that drift in the machine's speed hits both sides alike
@@ -259,8 +261,8 @@ def bench_small(cli: list[str]) -> None:
 
 def bench_batch(n: int, workdir: Path, dask_workers: list[int]) -> None:
     """Batch throughput on all cores against the warm single-process rate, same run."""
-    from analyzer import batch
-    from analyzer.synth import make_tickets
+    from analyzer.batch import run as batch
+    from analyzer.dev.synth import make_tickets
 
     tickets = workdir / f"tickets-{n}"
     if not tickets.exists():
@@ -310,4 +312,7 @@ def bench_batch(n: int, workdir: Path, dask_workers: list[int]) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except AnalyzerError as exc:
+        sys.exit(f"bench: {exc}")

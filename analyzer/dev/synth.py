@@ -3,6 +3,7 @@
 `make_tickets(out, n)` writes n bundles built from the realistic sample bundles (each with its
 own node name, so contents differ), as folders and .tar.gz archives, plus a share of hostile or
 broken ones (corrupt archive, path traversal, binary junk, empty folder) and exact duplicates.
+The samples come from the checkout's `sample_bundles/` or the folder passed as `samples`.
 """
 
 from __future__ import annotations
@@ -12,14 +13,15 @@ import random
 import tarfile
 from pathlib import Path
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_bundles"
+from analyzer.dev import sample_bundles
+
 HOSTILE_SHARE = 0.04
 DUPLICATE_SHARE = 0.05
 
 
-def _templates() -> list[tuple[str, dict[str, bytes]]]:
+def _templates(samples: Path) -> list[tuple[str, dict[str, bytes]]]:
     out = []
-    for d in sorted(SAMPLES.iterdir()):
+    for d in sorted(samples.iterdir()):
         b = d / "bundle"
         if b.is_dir():
             out.append(
@@ -53,9 +55,9 @@ def _hostile(path: Path, kind: int) -> None:
         path.mkdir()
 
 
-def make_tickets(out: Path, n: int, seed: int = 1) -> list[Path]:
+def make_tickets(out: Path, n: int, seed: int = 1, samples: Path | None = None) -> list[Path]:
     rng = random.Random(seed)
-    templates = _templates()
+    templates = _templates(sample_bundles(samples))
     out.mkdir(parents=True, exist_ok=True)
     made: list[Path] = []
     for i in range(n):

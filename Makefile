@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test fuzz bench bench-batch score clean
+.PHONY: demo test snapshots fuzz bench bench-batch score clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,7 +23,12 @@ test: $(STAMP)
 	$(BIN)/ruff format --check analyzer tests tools
 	$(BIN)/ruff check analyzer tests tools
 	$(BIN)/hami-analyzer rules lint
+	$(BIN)/python tools/make_samples.py --check
 	$(BIN)/pytest
+
+# rewrite each rule's snapshot (tests/snapshots/rules/) from its firing cases; read `git diff` after
+snapshots: $(STAMP)
+	$(BIN)/pytest tests/test_rule_snapshots.py --update-snapshots -p no:cacheprovider -q
 
 # the fuzz test of `make test`, longer: make fuzz SEED=7 EXAMPLES=3000 (see README, Hostile input)
 SEED ?= $(shell date +%s)

@@ -10,11 +10,10 @@ import regex
 import yaml
 
 from analyzer.errors import RuleLoadError
-from analyzer.parse.structured import load_yaml
+from analyzer.parse.structured import FastLoader
 
 FAMILIES = ("object", "log", "config", "table", "text", "meta", "junk")
 NOT_EVIDENCE = ("meta", "junk")  # about the bundle (a collection manifest) or unusable
-PARSERS = ("node", "pod", "config", "log", "manifest")
 KIND_KEYS = {
     "title",
     "family",
@@ -29,10 +28,23 @@ KIND_KEYS = {
     "basic",
     "title_zh",
     "packages",
+    "recognise",
+    "weak",
+    "assigned_by",
     "per_node",
 }
+LINE = "__line__"
+KEY_LINES = "__key_lines__"
 ATTRIBUTION_KEYS = ("node_paths", "pod_paths", "node_lines")
 SCANNED_FAMILIES = ("log", "text", "table")
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A mapping of the catalogue as written, with the file:line it starts at."""
+
+    where: str
+    spec: dict
 
 
 @dataclass(frozen=True)
@@ -55,6 +67,13 @@ class Kind:
     # Go package paths (or build source paths) of the component that writes this log: a panic
     # whose stack names one of them is this component's crash, whatever file it was pasted in
     packages: regex.Pattern | None = None
+    # its own recognition entries as declared (rules/kinds.yaml `recognise:`); their vocabulary
+    # is analyzer/bundle/probes.py's, which checks and compiles them
+    recognise: tuple[Declared, ...] = ()
+    weak: bool = False  # says little about what a part is: a paste is not split for it
+    # the module that assigns this kind itself (a binary file, a declared issue text): no probe
+    assigned_by: str = ""
+    at: str = ""  # file:line of its catalogue entry
     # one node's artefact (its plugin's log, its kubelet journal): in a bundle with several
     # nodes it is evidence only for the node it is attributed to (analyzer/facts/attribution.py)
     per_node: bool = False
@@ -78,11 +97,12 @@ class AttributionHints:
     node_lines: tuple[regex.Pattern, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one catalogue is itself: compiled recognition is cached by it
 class Catalogue:
     kinds: dict[str, Kind]
     by_container: dict[str, str] = field(default_factory=dict)
     by_k8s_kind: dict[str, str] = field(default_factory=dict)
+    recognition: Declared | None = None  # the top-level `recognition:` (shared steps)
     attribution: AttributionHints = field(default_factory=AttributionHints)
 
     def __contains__(self, kind_id: str) -> bool:
@@ -97,9 +117,6 @@ class Catalogue:
     def basic(self) -> list[Kind]:
         """The kinds every diagnosis starts from, in catalogue order."""
         return [k for k in self.kinds.values() if k.basic]
-
-    def log_kinds(self) -> list[Kind]:
-        return [k for k in self.kinds.values() if k.is_log and k.marker is not None]
 
     def owner_of(self, where: str) -> str | None:
         """The kind whose component a Go package path or source file path belongs to."""
@@ -130,6 +147,20 @@ def _patterns(raw, what: str, problems: list[str]) -> list[str]:
     return out
 
 
+class _LineLoader(FastLoader):
+    """The fast loader, recording the line of every mapping (for file:line errors)."""
+
+    def construct_mapping(self, node, deep=False):  # type: ignore[override]
+        mapping = super().construct_mapping(node, deep=deep)
+        mapping[LINE] = node.start_mark.line + 1
+        mapping[KEY_LINES] = {k.value: k.start_mark.line + 1 for k, _ in node.value}
+        return mapping
+
+
+def _where(path: Path, spec) -> str:
+    return f"{path}:{spec.get(LINE, 0) if isinstance(spec, dict) else 0}"
+
+
 def _hints(raw, where: str, problems: list[str]) -> AttributionHints:
     """The `attribution:` section: each pattern compiles and has the capture its list needs."""
     if raw is None:
@@ -137,7 +168,7 @@ def _hints(raw, where: str, problems: list[str]) -> AttributionHints:
     if not isinstance(raw, dict):
         problems.append(f"{where}: expected a mapping")
         return AttributionHints()
-    for key in set(raw) - set(ATTRIBUTION_KEYS):
+    for key in set(raw) - {*ATTRIBUTION_KEYS, LINE, KEY_LINES}:
         problems.append(f"{where}: unknown key {key!r}")
     lists: dict[str, tuple[regex.Pattern, ...]] = {}
     for key in ATTRIBUTION_KEYS:
@@ -159,25 +190,32 @@ def _hints(raw, where: str, problems: list[str]) -> AttributionHints:
 
 def load_catalogue(path: Path) -> Catalogue:
     try:
-        doc = load_yaml(path.read_text(encoding="utf-8"))
+        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=_LineLoader)
     except (OSError, yaml.YAMLError) as exc:
         raise RuleLoadError([f"{path}: cannot read the kind catalogue: {exc}"]) from exc
     problems: list[str] = []
     kinds: dict[str, Kind] = {}
-    for kid, spec in ((doc or {}).get("kinds") or {}).items():
-        if not isinstance(spec, dict):
-            problems.append(f"{path}: kind {kid}: expected a mapping")
+    doc = doc if isinstance(doc, dict) else {}
+    catalogued = doc.get("kinds") or {}
+    for kid, spec in catalogued.items():
+        if kid in (LINE, KEY_LINES):
             continue
-        for key in set(spec) - KIND_KEYS:
-            problems.append(f"{path}: kind {kid}: unknown key {key!r}")
+        where = f"{path}:{catalogued[KEY_LINES].get(kid, 0)}"
+        if not isinstance(spec, dict):
+            problems.append(f"{where}: kind {kid}: expected a mapping")
+            continue
+        for key in sorted(set(spec) - KIND_KEYS - {LINE, KEY_LINES}):
+            problems.append(f"{where}: kind {kid}: unknown key {key!r}")
         family = spec.get("family", "text")
         if family not in FAMILIES:
-            problems.append(f"{path}: kind {kid}: family {family!r} not one of {FAMILIES}")
-        parser = spec.get("parser")
-        if parser is not None and parser not in PARSERS:
-            problems.append(f"{path}: kind {kid}: parser {parser!r} not one of {PARSERS}")
-        markers = _patterns(spec.get("markers"), f"{path}: kind {kid}: bad marker", problems)
-        packages = _patterns(spec.get("packages"), f"{path}: kind {kid}: bad package", problems)
+            problems.append(f"{where}: kind {kid}: family {family!r} not one of {FAMILIES}")
+        parser = spec.get("parser")  # checked against analyzer/parse/registry.py's table
+        markers = _patterns(spec.get("markers"), f"{where}: kind {kid}: bad marker", problems)
+        packages = _patterns(spec.get("packages"), f"{where}: kind {kid}: bad package", problems)
+        entries = spec.get("recognise") or []
+        if not isinstance(entries, list):
+            problems.append(f"{where}: kind {kid}: recognise: expected a list of entries")
+            entries = []
         kinds[kid] = Kind(
             id=kid,
             title=str(spec.get("title", kid)),
@@ -193,18 +231,28 @@ def load_catalogue(path: Path) -> Catalogue:
             basic=bool(spec.get("basic", False)),
             title_zh=str(spec.get("title_zh", "")),
             packages=regex.compile("|".join(packages)) if packages else None,
+            recognise=tuple(Declared(_where(path, e), e) for e in entries),
+            weak=spec.get("weak") is True,
+            assigned_by=str(spec.get("assigned_by", "")),
+            at=where,
             per_node=bool(spec.get("per_node", False)),
         )
     for k in kinds.values():
         for other in k.counts_as:
             if other not in kinds:
                 problems.append(f"{path}: kind {k.id}: counts_as unknown kind {other!r}")
+    by_k8s_kind = {k.k8s_kind: k.id for k in kinds.values() if k.k8s_kind}
+    raw = doc.get("recognition")
+    recognition = Declared(_where(path, raw), raw) if isinstance(raw, dict) else None
+    if recognition is None:
+        problems.append(f"{path}: the catalogue has no `recognition:` mapping")
     hints = _hints((doc or {}).get("attribution"), f"{path}: attribution", problems)
     if problems:
         raise RuleLoadError(problems)
     return Catalogue(
         kinds,
         by_container={c: k.id for k in kinds.values() for c in k.containers},
-        by_k8s_kind={k.k8s_kind: k.id for k in kinds.values() if k.k8s_kind},
+        by_k8s_kind=by_k8s_kind,
+        recognition=recognition,
         attribution=hints,
     )

@@ -14,11 +14,12 @@ from analyzer.bundle.reader import Limits, open_bundle
 from analyzer.bundle.recognise import recognise
 from analyzer.bundle.text import diff_after_side
 from analyzer.kinds import Catalogue
-from analyzer.parse.configs import ConfigFacts, parse_config
+from analyzer.parse.configs import ConfigFacts
 from analyzer.parse.logs import Matcher, ParsedLog, parse_log
-from analyzer.parse.manifest import ManifestFacts, parse_manifest
-from analyzer.parse.node import NodeFacts, keep_nodes, parse_node
-from analyzer.parse.pod import PodFacts, parse_pod
+from analyzer.parse.manifest import ManifestFacts
+from analyzer.parse.node import NodeFacts, keep_nodes
+from analyzer.parse.pod import PodFacts
+from analyzer.parse.registry import PARSERS
 
 
 @dataclass
@@ -97,29 +98,16 @@ def parse_files(
     for a in artefacts:
         kind = catalogue.get(a.kind)
         out.analysable = out.analysable or (kind is not None and kind.is_evidence)
-        parser = kind.parser if kind else None
-        if parser in ("node", "pod", "config") and a.text:
+        parser = PARSERS.get(kind.parser) if kind is not None and kind.parser else None
+        if parser is not None and parser.structured and a.text:
             # a unified diff of an object or config: its after side is the state in use
             after = diff_after_side(a.text)
             a = replace(a, text=after) if after is not None else a
-        if parser == "node":
-            nodes = parse_node(a)
-            out.nodes.extend(nodes)
-            for n in nodes:
-                warnings.extend(f"{a.file.name}: {w}" for w in n.warnings)
-        elif parser == "pod":
-            pods = parse_pod(a)
-            out.pods.extend(p for p in pods if p.name or p.annotations or p.events or p.containers)
-            for p in pods:
-                warnings.extend(f"{a.file.name}: {w}" for w in p.warnings)
-        elif parser == "manifest":
-            m = parse_manifest(a)
-            out.manifests.append(m)
-            warnings.extend(f"{m.file}: {note}" for note in m.notes)
-        elif parser == "config":
-            cf = parse_config(a)
-            out.configs.append(cf)
-            warnings.extend(f"{a.file.name}: {w}" for w in cf.warnings)
+        if parser is not None:
+            parsed = parser.parse(a)
+            if parser.into:
+                getattr(out, parser.into).extend(parsed.items)
+            warnings.extend(parsed.warnings)
         if kind is not None and kind.scanned:
             out.logs.append(parse_log(a, matcher))
     out.nodes, note = keep_nodes(out.nodes)

@@ -41,9 +41,25 @@ def run_cli(*args: str, stdin: bytes | None = None, **env: str) -> subprocess.Co
     )
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--update-snapshots",
+        action="store_true",
+        help="rewrite tests/snapshots/ from the current output (then read `git diff`)",
+    )
+
+
 @pytest.fixture(scope="session")
 def ruleset():
     return load_ruleset()
+
+
+@pytest.fixture(scope="session")
+def rule_test_results(ruleset):
+    """Every rule's own cases and every signature's examples, run once per session."""
+    from analyzer.rules.selftest import run_rule_tests
+
+    return run_rule_tests(ruleset)
 
 
 def parse_texts(ruleset, files: dict[str, str | bytes]):

@@ -66,14 +66,14 @@ def test_crlf_ansi_bom_log(ruleset):
     assert "nvml-init-failed" in fired([d])
 
 
-def test_catastrophic_custom_regex_is_a_rule_error(ruleset, tmp_path: Path):
+def _evil_rules(tmp_path: Path, pattern: str):
     (tmp_path / "evil.yaml").write_text(
         "signatures:\n"
         "  - id: evil\n"
         "    source: text\n"
         "    meaning: catastrophic backtracking\n"
         "    examples: {match: [aaaa]}\n"
-        "    regex: '^(a+)+$'\n"
+        f"    regex: '{pattern}'\n"
         "rules:\n"
         "  - id: evil-rule\n"
         "    title: evil\n"
@@ -84,12 +84,32 @@ def test_catastrophic_custom_regex_is_a_rule_error(ruleset, tmp_path: Path):
         "    explanation: x\n"
         "    tests: {fires: [{files: {x.txt: aaaa}}]}\n"
     )
-    rs = load_ruleset([tmp_path])
+    return load_ruleset([tmp_path])
+
+
+def test_catastrophic_custom_regex_only_sees_the_lines_it_matches(tmp_path: Path):
+    """Rust's linear-time scanner picks the lines: the line Python would backtrack on is never
+    handed to Python, the matching one is cited."""
+    rs = _evil_rules(tmp_path, "^(a+)+$")
     start = time.monotonic()
     d = diagnose_texts(rs, {"x.txt": "a" * 40 + "!\n" + "a" * 30 + "\n"}).worst
     assert time.monotonic() - start < 20
-    # Rust's linear-time scanner picks the line; the Python capture pass times out and is reported.
-    assert "evil-rule" in fired([d]) or any("timed out" in e for e in d.rule_errors)
+    evil = [f for f in d.all_findings() if f.rule_id == "evil-rule"]
+    assert [(e.file, e.line) for f in evil for e in f.evidence] == [("x.txt", 2)]
+    assert d.rule_errors == ()
+
+
+def test_catastrophic_custom_regex_is_a_rule_error(tmp_path: Path):
+    """A line both engines take, on which Python's capture pass backtracks past its time limit:
+    the time-out is reported naming the line, the line is read as no match."""
+    rs = _evil_rules(tmp_path, "^(a|aa)+$|!x")
+    start = time.monotonic()
+    d = diagnose_texts(rs, {"x.txt": "a" * 40 + "!x\n"}).worst
+    assert time.monotonic() - start < 20
+    assert "evil-rule" not in fired([d])
+    assert [e for e in d.rule_errors if "timed out" in e] == [
+        "signature evil: regex timed out on x.txt:1; read as no match"
+    ]
 
 
 def test_rule_load_errors_name_file_and_line(tmp_path: Path):

@@ -95,7 +95,7 @@ def test_batch_mixed_folder(tickets, tmp_path):
     # resume: nothing left to do, same tables
     again = runner.invoke(app, ["batch", str(tickets), "--out", str(out), "--jobs", "1"])
     assert again.exit_code == 0
-    assert "7 already analysed" in again.stderr or "0 to analyse" in again.stderr
+    assert "7 bundles: 7 already analysed, 0 duplicates, 0 to analyse\n" in again.stderr
     assert _table(out, "bundles").sort("id").drop("duration_s").equals(b.drop("duration_s"))
 
 

@@ -3,6 +3,7 @@ count, each bundle has a time limit, and workers die quietly with a killed paren
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 import shutil
@@ -47,7 +48,8 @@ def test_collection_time_before_year_1000_neither_stops_nor_breaks_a_rerun(tmp_p
     # an impossible heartbeat is no collection time: another clue (or none) gives it, no error
     assert rows["year-999"]["error"] is None
     when = rows["year-999"]["collected_at"]
-    assert when is None or 2000 <= when.year < 2100
+    # the handshake annotation's time (Requesting_2026-08-01 07:02:11) is the next clue
+    assert when == dt.datetime(2026, 8, 1, 7, 2, 11, tzinfo=dt.UTC)
     assert rows["year-999"]["category"] == rows["fine"]["category"]
     again = _run(tickets, tmp_path / "out")  # the rerun resumes without a crash
     assert again.height == 2
@@ -199,6 +201,7 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path):
 
 
 HOOK = """
+import datetime as dt
 import os
 
 

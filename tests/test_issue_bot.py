@@ -139,7 +139,8 @@ def test_hostile_issue_comment_is_inert(ruleset):
     md = render_markdown(report, body.encode())
     outside = outside_code(md)
     assert "@octocat" not in outside and "#99" not in outside and "GH-7" not in outside
-    assert "<script>" not in md.replace("```", "") or "<script>" not in outside
+    # the quoted line keeps its text verbatim inside its code block, and only there
+    assert md.count("<script>x</script>") == 1 and "&lt;script&gt;x&lt;/script&gt;" in outside
     assert "<script>" not in outside and not re.search(r"(?<!\\)\]\(javascript", outside)
     # every fence that opens also closes
     outside_code(md)  # fails when a fence opens and never closes

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 import analyzer.rules.lint as lint_mod
 from analyzer.cli import app
 from analyzer.rules import builtin_rules_dir
-from analyzer.rules.lint import VALIDATORS, lint
+from analyzer.rules.lint import CHECKS, lint
 from analyzer.rules.loader import BUILTIN_DATA, load_ruleset
 from analyzer.rules.schema import SCHEMA_PATH, rules_schema, schema_text
 
@@ -63,12 +63,12 @@ def write_rules(d: Path, rules=(), signatures=()) -> Path:
     return path
 
 
-def reported(d: Path, validator, monkeypatch) -> list[tuple[str, str]]:
-    """What one validator reports on builtin rules plus `d`, loaded without the load-time lint."""
+def reported(d: Path, check, monkeypatch) -> list[tuple[str, str]]:
+    """What one check reports on builtin rules plus `d`, loaded without the load-time lint."""
     with monkeypatch.context() as m:
         m.setattr(lint_mod, "lint", lambda rs: ([], []))
         rs = load_ruleset([d], use_cache=False)
-    return list(validator(rs))
+    return [(issue.level, str(issue)) for issue in check().issues(rs)]
 
 
 def assert_one_defect(tmp_path, monkeypatch, validator, severity, ident, fragment):
@@ -88,11 +88,11 @@ def assert_one_defect(tmp_path, monkeypatch, validator, severity, ident, fragmen
 COVERED = set()
 
 
-def covers(validator):
-    """Register the validator a test exercises (checked by test_every_validator_has_a_test)."""
+def covers(check):
+    """Register the check a test exercises (checked by test_every_check_has_a_test)."""
 
     def mark(fn):
-        COVERED.add(validator.__name__)
+        COVERED.add(check.__name__)
         return fn
 
     return mark
@@ -114,21 +114,21 @@ def test_builtin_rules_lint_clean():
     assert lint(load_ruleset(use_cache=False)) == ([], [])
 
 
-@covers(lint_mod.unknown_facts)
+@covers(lint_mod.UnknownFacts)
 def test_unknown_facts(tmp_path, monkeypatch):
-    """unknown_facts: a template naming an undeclared fact is an error naming the rule."""
+    """UnknownFacts: a template naming an undeclared fact is an error naming the rule."""
     write_rules(tmp_path, [probe_rule(title="GPUs: {{ fact('node.bogus_count') }}")])
     assert_one_defect(
         tmp_path,
         monkeypatch,
-        lint_mod.unknown_facts,
+        lint_mod.UnknownFacts,
         "error",
         f"rule {RID}",
         "unknown fact 'node.bogus_count'",
     )
 
 
-@covers(lint_mod.operand_types)
+@covers(lint_mod.Conditions)
 @pytest.mark.parametrize(
     ("when", "fragment"),
     [
@@ -178,17 +178,21 @@ def test_unknown_facts(tmp_path, monkeypatch):
             "compared with node.ready (bool)",
             id="factref-type-mismatch",
         ),
+        pytest.param(
+            {"signature": "sch-node-added", "in": ["no-such-kind"]},
+            "in: unknown kind 'no-such-kind'",
+            id="in-unknown-kind",
+        ),
     ],
 )
-def test_operand_types(tmp_path, monkeypatch, when, fragment):
-    """operand_types: an operand that can never match the fact's type is an error naming the rule."""
+def test_conditions(tmp_path, monkeypatch, when, fragment):
+    """Conditions: a node whose operand can never match the fact's type, or whose `in:` names no
+    kind, is an error naming the rule."""
     write_rules(tmp_path, [probe_rule(when=when)])
-    assert_one_defect(
-        tmp_path, monkeypatch, lint_mod.operand_types, "error", f"rule {RID}", fragment
-    )
+    assert_one_defect(tmp_path, monkeypatch, lint_mod.Conditions, "error", f"rule {RID}", fragment)
 
 
-@covers(lint_mod.signature_examples)
+@covers(lint_mod.SignatureExamples)
 @pytest.mark.parametrize(
     ("changes", "severity", "fragment"),
     [
@@ -208,14 +212,14 @@ def test_operand_types(tmp_path, monkeypatch, when, fragment):
     ],
 )
 def test_signature_examples(tmp_path, monkeypatch, changes, severity, fragment):
-    """signature_examples: a missing or misbehaving example is reported naming the signature."""
+    """SignatureExamples: a missing or misbehaving example is reported naming the signature."""
     write_rules(tmp_path, signatures=[probe_signature(**changes)])
     assert_one_defect(
-        tmp_path, monkeypatch, lint_mod.signature_examples, severity, f"signature {SID}", fragment
+        tmp_path, monkeypatch, lint_mod.SignatureExamples, severity, f"signature {SID}", fragment
     )
 
 
-@covers(lint_mod.references_resolve)
+@covers(lint_mod.ReferencesResolve)
 @pytest.mark.parametrize(
     ("changes", "fragment"),
     [
@@ -233,22 +237,17 @@ def test_signature_examples(tmp_path, monkeypatch, changes, severity, fragment):
             "collect names kind 'issue-text', which has no command",
             id="collect-no-command",
         ),
-        pytest.param(
-            {"when": {"signature": "sch-node-added", "in": ["no-such-kind"]}},
-            "in: unknown kind 'no-such-kind'",
-            id="in-unknown-kind",
-        ),
     ],
 )
 def test_references_resolve(tmp_path, monkeypatch, changes, fragment):
-    """references_resolve: explains/collect/in naming nothing real is an error naming the rule."""
+    """ReferencesResolve: explains/collect naming nothing real is an error naming the rule."""
     write_rules(tmp_path, [probe_rule(**changes)])
     assert_one_defect(
-        tmp_path, monkeypatch, lint_mod.references_resolve, "error", f"rule {RID}", fragment
+        tmp_path, monkeypatch, lint_mod.ReferencesResolve, "error", f"rule {RID}", fragment
     )
 
 
-@covers(lint_mod.template_captures)
+@covers(lint_mod.TemplateCaptures)
 @pytest.mark.parametrize(
     ("explanation", "severity", "fragment"),
     [
@@ -267,21 +266,21 @@ def test_references_resolve(tmp_path, monkeypatch, changes, fragment):
     ],
 )
 def test_template_captures(tmp_path, monkeypatch, explanation, severity, fragment):
-    """template_captures: a template reading captures the conditions cannot supply is reported."""
+    """TemplateCaptures: a template reading captures the conditions cannot supply is reported."""
     write_rules(tmp_path, [probe_rule(explanation=explanation)])
     assert_one_defect(
-        tmp_path, monkeypatch, lint_mod.template_captures, severity, f"rule {RID}", fragment
+        tmp_path, monkeypatch, lint_mod.TemplateCaptures, severity, f"rule {RID}", fragment
     )
 
 
 def test_template_captures_from_one_branch_of_any_is_reported(tmp_path, monkeypatch):
-    """template_captures: an unguarded read of a signature only one `any` branch has is reported."""
+    """TemplateCaptures: an unguarded read of a signature only one `any` branch has is reported."""
     when = {"any": [{"signature": "sch-node-added"}, {"signature": "dp-start"}]}
     write_rules(tmp_path, [probe_rule(when=when, explanation="{{ captures['dp-start'].node }}")])
     assert_one_defect(
         tmp_path,
         monkeypatch,
-        lint_mod.template_captures,
+        lint_mod.TemplateCaptures,
         "warning",
         f"rule {RID}",
         "which not every firing has: use captures.get('dp-start')",
@@ -289,54 +288,54 @@ def test_template_captures_from_one_branch_of_any_is_reported(tmp_path, monkeypa
 
 
 def test_template_captures_guarded_read_is_not_reported(tmp_path, monkeypatch):
-    """template_captures: a read guarded by captures.get('sig') is optional context, not a defect."""
+    """TemplateCaptures: a read guarded by captures.get('sig') is optional context, not a defect."""
     text = "{% if captures.get('sch-node-added') %}{{ captures['sch-node-added'].node }}{% endif %}"
     write_rules(tmp_path, [probe_rule(explanation=text)])
-    assert reported(tmp_path, lint_mod.template_captures, monkeypatch) == []
+    assert reported(tmp_path, lint_mod.TemplateCaptures, monkeypatch) == []
 
 
-@covers(lint_mod.rule_tests)
+@covers(lint_mod.RuleTests)
 @pytest.mark.parametrize(
     "tests",
     [pytest.param(None, id="no-tests"), pytest.param({"fires": []}, id="empty-fires")],
 )
 def test_rule_tests(tmp_path, monkeypatch, tests):
-    """rule_tests: a rule without a `tests: fires:` case is a warning naming the rule."""
+    """RuleTests: a rule without a `tests: fires:` case is a warning naming the rule."""
     write_rules(tmp_path, [probe_rule(tests=tests)])
     assert_one_defect(
-        tmp_path, monkeypatch, lint_mod.rule_tests, "warning", f"rule {RID}", "no `tests: fires:`"
+        tmp_path, monkeypatch, lint_mod.RuleTests, "warning", f"rule {RID}", "no `tests: fires:`"
     )
 
 
-@covers(lint_mod.causes_consumed)
+@covers(lint_mod.CausesConsumed)
 def test_causes_consumed(tmp_path, monkeypatch):
-    """causes_consumed: a signature that names a cause no rule reads is a warning naming it;
+    """CausesConsumed: a signature that names a cause no rule reads is a warning naming it;
     the same signature read by a rule, or marked context, is not."""
     write_rules(tmp_path, [probe_rule()], [probe_signature(category="runtime-other")])
     assert_one_defect(
         tmp_path,
         monkeypatch,
-        lint_mod.causes_consumed,
+        lint_mod.CausesConsumed,
         "warning",
         f"signature {SID}",
         "carries the cause 'runtime-other' but no rule uses it",
     )
     used = probe_rule(when={"signature": SID})
     write_rules(tmp_path, [used], [probe_signature(category="runtime-other")])
-    assert reported(tmp_path, lint_mod.causes_consumed, monkeypatch) == []
+    assert reported(tmp_path, lint_mod.CausesConsumed, monkeypatch) == []
     write_rules(tmp_path, [probe_rule()], [probe_signature(category="context")])
-    assert reported(tmp_path, lint_mod.causes_consumed, monkeypatch) == []
+    assert reported(tmp_path, lint_mod.CausesConsumed, monkeypatch) == []
 
 
-@covers(lint_mod.translation_reads)
+@covers(lint_mod.TranslationReads)
 def test_translation_reads(tmp_path, monkeypatch):
-    """translation_reads: a zh text reading a fact the English never reads is an error."""
+    """TranslationReads: a zh text reading a fact the English never reads is an error."""
     zh = {"title": "探针 {{ fact('node.ready') }}", "explanation": "探针"}
     write_rules(tmp_path, [probe_rule(zh=zh)])
     assert_one_defect(
         tmp_path,
         monkeypatch,
-        lint_mod.translation_reads,
+        lint_mod.TranslationReads,
         "error",
         f"rule {RID}",
         "zh reads 'fact node.ready'",
@@ -367,6 +366,51 @@ def test_incomplete_translation_stops_the_load(tmp_path, zh, fragment):
     assert f"rule {RID}: zh" in res.stderr and fragment in res.stderr, res.stderr
 
 
+@pytest.mark.parametrize(
+    ("rule", "signature", "message"),
+    [
+        pytest.param(
+            {"priority": "high"},
+            {},
+            f"rule {RID}: priority must be a whole number, got 'high'",
+            id="priority",
+        ),
+        pytest.param({"case": 7}, {}, f"rule {RID}: case 7 not one of 1, 2, 3, 4, 5", id="case"),
+        pytest.param(
+            {"component_versions": {"toolkit": ">>1"}},
+            {},
+            f"rule {RID}: component_versions.toolkit: bad version constraint '>>1'",
+            id="component-versions",
+        ),
+        pytest.param(
+            {}, {"level": "X"}, f"signature {SID}: level 'X' not one of I, W, E, F", id="level"
+        ),
+        pytest.param(
+            {},
+            {"node_capture": "host"},
+            f"signature {SID}: node_capture 'host' is not a named group",
+            id="node-capture",
+        ),
+        pytest.param(
+            {},
+            {"regex": "lint (?P<what>a"},
+            f"signature {SID}: bad regex: missing ) at position 15",
+            id="bad-regex",
+        ),
+    ],
+)
+def test_fields_are_read_by_their_table(tmp_path, rule, signature, message):
+    """Each field is read by its declared reader: a bad value is one `file:line` error naming the
+    rule or signature, never a traceback."""
+    path = write_rules(tmp_path, [probe_rule(**rule)], [probe_signature(**signature)])
+    res = runner.invoke(app, ["rules", "lint", "--rules", str(tmp_path)])
+    assert res.exit_code == 2, res.output
+    ident = f"id: {SID if signature else RID}"
+    lines = path.read_text().splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if text.endswith(ident))
+    assert res.stderr.splitlines() == [f"error: {path}:{line}: {message}"], res.stderr
+
+
 def test_translation_is_rendered_in_chinese(tmp_path):
     """A complete zh block loads; texts('zh') gives it with the English step's command, and an
     untranslated rule falls back to English."""
@@ -385,9 +429,9 @@ def test_translation_is_rendered_in_chinese(tmp_path):
     assert xid.zh is None and xid.texts("zh") == (xid.title, xid.explanation, xid.remediation)
 
 
-def test_every_validator_has_a_test():
-    """Each validator in VALIDATORS is exercised by a one-defect test above."""
-    assert {v.__name__ for v in VALIDATORS} == COVERED
+def test_every_check_has_a_test():
+    """Each check in CHECKS is exercised by a one-defect test above."""
+    assert {type(c).__name__ for c in CHECKS} == COVERED
 
 
 # ---- the JSON Schema --------------------------------------------------------------------------

@@ -95,10 +95,7 @@ def test_report_structure(ruleset, sample):
 def test_hostile_strings_are_inert_text(ruleset):
     _d, html, page = _page(ruleset, SAMPLES / "xss-hostile")
     assert "<script>document.title" not in html
-    assert (
-        "&lt;script&gt;document.title=&#34;PWNED&#34;&lt;/script&gt;" in html
-        or "&lt;script&gt;document.title" in html
-    )
+    assert "&lt;script&gt;document.title=&#34;PWNED&#34;&lt;/script&gt;" in html
     assert "<img src=x" not in html and "</style><script>" not in html
     assert 'href="javascript:' not in html
     assert page.handlers == [] and page.scripts == 1

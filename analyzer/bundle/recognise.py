@@ -19,7 +19,6 @@ from analyzer.kinds import Catalogue
 SMALL_FILE = 16 << 20  # read whole and segment below this size; stream logs above it
 HEAD_BYTES = 256 << 10
 PARAGRAPH_SPLIT_MAX = 1 << 20  # split blank-line separated parts only in pastes up to this
-WEAK_KINDS = ("text", "klog", "empty")  # say little about what a part is
 
 _FENCE_RE = re.compile(r"^\s*(?:```|~~~)")
 _PROMPT_RE = re.compile(
@@ -83,6 +82,12 @@ def recognise(files: list[BundleFile], catalogue: Catalogue) -> tuple[list[Artef
 def _structured(kind: str, catalogue: Catalogue) -> bool:
     k = catalogue.get(kind)
     return k is not None and k.family in ("object", "config")
+
+
+def _weak(kind: str, catalogue: Catalogue) -> bool:
+    """A kind that says little about what a part is (`weak: true` in the catalogue)."""
+    k = catalogue.get(kind)
+    return k is not None and k.weak
 
 
 def _explicit_segments(lines: list[str], split_headers: bool) -> list[_Segment]:
@@ -180,15 +185,16 @@ def _regions(
     if len(paras) <= 1:
         return [(seg, wk, wr)]
     kinds = [sniff("\n".join(p.lines), catalogue) for p in paras]
-    specific = {k for k, _ in kinds if k not in WEAK_KINDS}
-    if len(specific) <= 1 and (not specific or wk in specific or wk in WEAK_KINDS):
+    specific = {k for k, _ in kinds if not _weak(k, catalogue)}
+    if len(specific) <= 1 and (not specific or wk in specific or _weak(wk, catalogue)):
         return [(seg, wk, wr)]
     out: list[tuple[_Segment, str, str]] = []
     for p, (k, reason) in zip(paras, kinds, strict=True):
         if out:
             prev, pk, preason = out[-1]
             prev_log = catalogue.get(pk) is not None and catalogue[pk].is_log
-            if pk == k or (k == "klog" and prev_log):
+            # a weak log part (klog lines of no known component) continues the log before it
+            if pk == k or (prev_log and _weak(k, catalogue) and catalogue[k].is_log):
                 gap = p.first - (prev.first + len(prev.lines))
                 merged = _Segment(prev.first, prev.lines + [""] * gap + p.lines, prev.container)
                 out[-1] = (merged, pk, preason)

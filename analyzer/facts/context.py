@@ -1,6 +1,6 @@
 """A parsed bundle -> one NodeContext per node: facts with provenance, the node's view of the
-signature matches, clock and versions. Producers run in a fixed order because some read what
-earlier ones produced (register needs allocatable; selector needs register and pod)."""
+signature matches, clock and versions. The producers and their order are in
+analyzer/facts/producers.py (each declares what it reads and writes)."""
 
 from __future__ import annotations
 
@@ -8,25 +8,13 @@ import datetime as dt
 from dataclasses import dataclass, field, replace
 
 from analyzer.errors import AnalyzerError
-from analyzer.facts import config as config_facts
-from analyzer.facts import hamicore as hamicore_facts
 from analyzer.facts import handshake as handshake_facts
-from analyzer.facts import lease as lease_facts
-from analyzer.facts import logs as log_facts
-from analyzer.facts import node as node_facts
-from analyzer.facts import panics as panic_facts
-from analyzer.facts import pod as pod_facts
-from analyzer.facts import register as register_facts
-from analyzer.facts import runtime as runtime_facts
-from analyzer.facts import selector as selector_facts
-from analyzer.facts import smi as smi_facts
-from analyzer.facts import stated as stated_facts
-from analyzer.facts import version as version_facts
-from analyzer.facts import workloads as workload_facts
+from analyzer.facts import producers
 from analyzer.facts.attribution import attribute
 from analyzer.facts.clock import Clock, infer_clock, parse_time, stamp_logs
 from analyzer.facts.matches import SignatureIndex, collect_matches
 from analyzer.facts.model import FactSet, Match
+from analyzer.facts.producers import Sources
 from analyzer.kinds import Catalogue
 from analyzer.parse.annotations import AnnotationSpec, Handshake, RegisterAnnotation
 from analyzer.parse.logs import ParsedLog
@@ -267,54 +255,19 @@ def _context(bundle, inputs: FactInputs, node, clock, view, logs, configs, decod
         cap = inputs.signatures[from_log.sig].node_capture
         name = (from_log.captures.get(cap) if cap else None) or None
     facts = FactSet()
-    kinds = sorted(view.present)
-    facts.put("bundle.kinds", kinds)
-    facts.put("bundle.node_count", sum(1 for n in bundle.nodes if n.form != "fragment"))
-    facts.put("bundle.collected_at", clock.collected_at)
-    node_facts.produce(node, facts, name)
-    spec = inputs.annotations
-    register = register_facts.produce(node, spec, facts, from_log)
-    handshake = handshake_facts.produce(node, decoded, spec, facts, clock.collected_at)
-    pod_facts.produce(bundle.pods, facts, name)
-    config_facts.produce(configs, facts)
-    config_facts.produce_skew(facts)
-    runtime_facts.produce(configs, facts)
-    lease_facts.produce(configs, facts)
-    selector_facts.produce(register.devices if register else [], facts)
-    smi_facts.produce(logs, facts)
-    log_facts.produce(logs, facts)
-    panic_facts.produce(view, facts)
-    workload_facts.produce(logs, facts)
-    stated_facts.produce(view, facts)
-    hamicore_facts.produce(logs, facts)
-    helm_tags = version_facts.hami_helm_tags(facts)
-    # the annotation's encoding dates HAMi; a struct dump (`devices`) does not
-    dated = facts.value("register.from") == "annotation" or (
-        from_log is not None and bool(from_log.captures.get("register"))
-    )
-    reg_where = str(facts.where("register.text")) if register and dated else None
-    hs_where = str(facts.where("handshake.value")) if handshake else None
-    version, components = version_facts.infer(
-        register,
-        reg_where,
-        handshake,
-        hs_where,
-        view.matches,
-        inputs.signatures,
-        node.images if node is not None else [],
-        helm_tags,
-    )
-    version_facts.produce(version, components, facts)
+    src = Sources(bundle, inputs, node, name, view, clock, decoded, from_log, logs, configs)
+    producers.run(producers.ORDER, src, facts)
+    made = src.made
     return NodeContext(
         name,
         node,
         facts,
         view,
         clock,
-        register,
-        handshake,
-        version,
-        components,
+        made["register"],
+        made["handshake"],
+        made["version"],
+        made["components"],
         tuple(logs),
         bool(bundle.manifests),
     )

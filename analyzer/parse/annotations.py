@@ -66,7 +66,11 @@ class AnnotationSpec:
 
     @classmethod
     def load(cls, path: Path) -> AnnotationSpec:
-        doc = load_yaml(path.read_text(encoding="utf-8"))
+        return cls.from_doc(load_yaml(path.read_text(encoding="utf-8")))
+
+    @classmethod
+    def from_doc(cls, doc: dict) -> AnnotationSpec:
+        """From annotations.yaml as validated by the rule loader (analyzer/rules/datafiles.py)."""
         reg, hs = doc["register"], doc["handshake"]
         for f in reg["formats"]:
             if "detect" in f:

@@ -14,113 +14,54 @@ did not match counts as absent only when the bundle holds a log where it would h
     fact: PATH           eq ne gt ge lt le in not_in matches contains not_contains exists;
                          an operand may be {fact: OTHER_PATH}
     age_of: PATH         gt/ge/lt/le with a duration (90s, 5m, 2h, 1d) against the collection time
+
+Each node class owns its keys: it parses itself from YAML (`parse`), states its JSON Schema
+(`schema`), describes itself for rule pages (`describe`) and checks itself against the fact
+registry and the kind catalogue (`check`, run by the linter). `CONDITIONS` lists them.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import enum
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import regex
 
 from analyzer.facts.model import (
     MATCH_TIMEOUT,
     STRENGTHS,
-    UNKNOWN,
     Evidence,
-    FactSet,
+    Fact,
     Match,
     strongest,
     weakest,
 )
 from analyzer.facts.registry import sources_of, spec_of
+from analyzer.rules.compare import (
+    COMPARATORS,
+    ORDERING,
+    compare,
+    human_duration,
+    operand_problems,
+    parse_duration,
+)
+from analyzer.rules.fields import LINE_KEY
+from analyzer.rules.issues import Issue
+from analyzer.rules.node import (
+    FALSE,
+    Cond,
+    EvalContext,
+    Outcome,
+    ParseProblems,
+    Tri,
+    unknown,
+)
 
 MAX_EVIDENCE_LINES = 3
-COMPARATORS = (
-    "eq",
-    "ne",
-    "gt",
-    "ge",
-    "lt",
-    "le",
-    "in",
-    "not_in",
-    "matches",
-    "contains",
-    "not_contains",
-    "exists",
-)
-ORDERING = ("gt", "ge", "lt", "le")
-_DURATION_RE = regex.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|h|d)?$")
-
-
-class Tri(enum.Enum):
-    TRUE = "true"
-    FALSE = "false"
-    UNKNOWN = "unknown"
-
-
-@dataclass(frozen=True)
-class Outcome:
-    state: Tri
-    evidence: tuple[Evidence, ...] = ()
-    missing: frozenset[str] = frozenset()
-    strength: str = "high"  # how much the evidence of a TRUE outcome weighs
-
-
-FALSE = Outcome(Tri.FALSE)
-
-
-def unknown(missing) -> Outcome:
-    return Outcome(Tri.UNKNOWN, (), frozenset(missing))
-
-
-class EvalContext(Protocol):
-    """What a condition may look at: facts, signature matches, and whether a signature's absence
-    is known (the bundle holds an artefact where it would have been printed)."""
-
-    facts: FactSet
-    collected_at: dt.datetime | None
-
-    def matches(self, sig: str) -> list[Match]: ...
-
-    def count(self, sig: str) -> int: ...
-
-    def absence_known(self, sig: str, kinds: frozenset[str] = frozenset()) -> bool: ...
-
-    def sources(self, sig: str, kinds: frozenset[str] = frozenset()) -> frozenset[str]: ...
-
-    def kind_matches(self, kind: str, kinds: frozenset[str]) -> bool: ...
-
-    def meaning(self, sig: str) -> str: ...
-
-
-def parse_duration(value: Any) -> float:
-    if isinstance(value, bool):
-        raise ValueError(f"bad duration {value!r}")
-    if isinstance(value, int | float):
-        return float(value)
-    m = _DURATION_RE.match(str(value).strip())
-    if not m:
-        raise ValueError(f"bad duration {value!r} (use 90, 90s, 5m, 2h or 1d)")
-    return float(m[1]) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[m[2] or "s"]
-
-
-class Cond:
-    line: int
-
-    def evaluate(self, ctx: EvalContext) -> Outcome:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def children(self) -> tuple[Cond, ...]:
-        return ()
-
-    def walk(self):
-        yield self
-        for c in self.children():
-            yield from c.walk()
+_STR = {"type": "string"}
+_REF = {"$ref": "#/$defs/condition"}
 
 
 @dataclass(frozen=True)
@@ -129,13 +70,45 @@ class _Group(Cond):
 
     items: tuple[Cond, ...]
     line: int = 0
+    WORD: ClassVar[str] = ""
 
     def children(self) -> tuple[Cond, ...]:
         return self.items
 
+    @classmethod
+    def parse(cls, raw, keys, here, problems, signatures) -> Cond | None:
+        if keys != {cls.HEAD}:
+            problems.add(here, f"'{cls.HEAD}' must stand alone (also: {sorted(keys)})")
+        items = raw[cls.HEAD]
+        if not isinstance(items, list) or not items:
+            problems.add(here, f"'{cls.HEAD}' needs a non-empty list")
+            return None
+        parsed = [parse_condition(c, here, problems, signatures) for c in items]
+        if any(p is None for p in parsed):
+            return None
+        return cls(tuple(parsed), here)  # type: ignore[arg-type]
+
+    @classmethod
+    def schema(cls) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "required": [cls.HEAD],
+            "additionalProperties": False,
+            "properties": {cls.HEAD: {"type": "array", "minItems": 1, "items": _REF}},
+        }
+
+    def describe(self, indent: str = "") -> list[str]:
+        out = [f"{indent}{self.WORD}:"]
+        for c in self.items:
+            out.extend(c.describe(indent + "  "))
+        return out
+
 
 @dataclass(frozen=True)
 class AllOf(_Group):
+    HEAD: ClassVar[str] = "all"
+    WORD: ClassVar[str] = "all of"
+
     def evaluate(self, ctx: EvalContext) -> Outcome:
         evidence: list[Evidence] = []
         strengths: list[str] = []
@@ -158,6 +131,9 @@ class AllOf(_Group):
 
 @dataclass(frozen=True)
 class AnyOf(_Group):
+    HEAD: ClassVar[str] = "any"
+    WORD: ClassVar[str] = "any of"
+
     def evaluate(self, ctx: EvalContext) -> Outcome:
         evidence: list[Evidence] = []
         missing: set[str] = set()
@@ -181,9 +157,29 @@ class AnyOf(_Group):
 class Not(Cond):
     item: Cond
     line: int = 0
+    HEAD: ClassVar[str] = "not"
 
     def children(self) -> tuple[Cond, ...]:
         return (self.item,)
+
+    @classmethod
+    def parse(cls, raw, keys, here, problems, signatures) -> Cond | None:
+        if keys != {"not"}:
+            problems.add(here, "'not' must stand alone")
+        inner = parse_condition(raw["not"], here, problems, signatures)
+        return cls(inner, here) if inner else None
+
+    @classmethod
+    def schema(cls) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "required": ["not"],
+            "additionalProperties": False,
+            "properties": {"not": _REF},
+        }
+
+    def describe(self, indent: str = "") -> list[str]:
+        return [f"{indent}not:", *self.item.describe(indent + "  ")]
 
     def evaluate(self, ctx: EvalContext) -> Outcome:
         o = self.item.evaluate(ctx)
@@ -213,6 +209,91 @@ class SignatureCond(Cond):
     line: int = 0
     kinds: frozenset[str] = frozenset()  # `in:` only lines found in artefacts of these kinds
     equal: tuple[str, ...] = ()  # only lines where these captures have one value
+    HEAD: ClassVar[str] = "signature"
+    KEYS: ClassVar[tuple[str, ...]] = ("signature", "where", "count_ge", "count_le", "in", "equal")
+
+    @classmethod
+    def parse(cls, raw, keys, here, problems, signatures) -> Cond | None:
+        sid = raw["signature"]
+        bad = keys - set(cls.KEYS)
+        if bad:
+            problems.add(here, f"unknown keys in a signature condition: {sorted(bad)}")
+        if not isinstance(sid, str):
+            problems.add(here, f"signature needs one signature id, got {sid!r}")
+            return None
+        sig = signatures.get(sid)
+        if sig is None:
+            problems.add(here, f"unknown signature id {sid!r}")
+            return None
+        captures = sig.compiled.groupindex
+        where = _parse_where(raw.get("where") or {}, sid, captures, here, problems)
+        counts = {}
+        for k in ("count_ge", "count_le"):
+            if k in raw:
+                v = raw[k]
+                if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                    problems.add(here, f"{k} must be a whole number >= 0, got {v!r}")
+                    return None
+                counts[k] = v
+        kinds = raw.get("in") or []
+        if isinstance(kinds, str):
+            kinds = [kinds]
+        if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
+            problems.add(here, f"in: needs a list of artefact kinds, got {kinds!r}")
+            return None
+        equal = _parse_equal(raw.get("equal") or [], sid, captures, here, problems)
+        if where is None or equal is None:
+            return None
+        return cls(
+            sid,
+            where,
+            counts.get("count_ge", 1),
+            counts.get("count_le"),
+            here,
+            frozenset(kinds),
+            equal,
+        )
+
+    @classmethod
+    def schema(cls) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "required": ["signature"],
+            "additionalProperties": False,
+            "properties": {
+                "signature": _STR,
+                "where": {"type": "object", "additionalProperties": _STR},
+                "count_ge": {"type": "integer", "minimum": 0},
+                "count_le": {"type": "integer", "minimum": 0},
+                "in": {"type": "array", "items": _STR, "description": "only lines in these kinds"},
+                "equal": {
+                    "type": "array",
+                    "items": _STR,
+                    "minItems": 2,
+                    "description": "captures that must agree",
+                },
+            },
+        }
+
+    def describe(self, indent: str = "") -> list[str]:
+        extra = []
+        if self.count_ge != 1:
+            extra.append(f"at least {self.count_ge} lines")
+        if self.count_le is not None:
+            extra.append(f"at most {self.count_le} lines")
+        extra += [f"{c} ~ /{p}/" for c, p in self.where]
+        if self.kinds:
+            extra.append(f"in {', '.join(sorted(self.kinds))}")
+        if self.equal:
+            extra.append(" = ".join(self.equal))
+        return [f"{indent}signature {self.signature}" + (f" ({', '.join(extra)})" if extra else "")]
+
+    def check(self, rule, catalogue) -> Iterator[Issue]:
+        for kid in self.kinds:
+            if kid not in catalogue:
+                yield Issue(
+                    "error", rule.file, self.line, f"rule {rule.id}: in: unknown kind {kid!r}"
+                )
 
     def selected(self, ctx: EvalContext) -> list[Match]:
         ms = ctx.matches(self.signature)
@@ -262,6 +343,37 @@ class SignatureCond(Cond):
         return Outcome(Tri.TRUE, ev, strength=ev[0].strength if ev else "high")
 
 
+def _parse_where(raw_where, sid, captures, here, problems) -> tuple[tuple[str, str], ...] | None:
+    if not isinstance(raw_where, dict):
+        problems.add(here, f"where: needs a mapping of capture to regex, got {raw_where!r}")
+        return None
+    where = []
+    for cap, pat in raw_where.items():
+        if cap == LINE_KEY:
+            continue
+        if cap not in captures:
+            problems.add(here, f"signature {sid} has no capture {cap!r}")
+        try:
+            regex.compile(str(pat))
+        except regex.error as exc:
+            problems.add(here, f"bad regex in where.{cap}: {exc}")
+            continue
+        where.append((str(cap), str(pat)))
+    return tuple(where)
+
+
+def _parse_equal(equal, sid, captures, here, problems) -> tuple[str, ...] | None:
+    if not isinstance(equal, list) or not all(isinstance(c, str) for c in equal):
+        problems.add(here, f"equal: needs a list of capture names, got {equal!r}")
+        return None
+    for cap in equal:
+        if cap not in captures:
+            problems.add(here, f"signature {sid} has no capture {cap!r} (in equal:)")
+    if equal and len(equal) < 2:
+        problems.add(here, "equal: needs at least two captures")
+    return tuple(str(c) for c in equal)
+
+
 @dataclass(frozen=True)
 class FactRef:
     path: str
@@ -272,10 +384,102 @@ class FactCond(Cond):
     path: str
     ops: tuple[tuple[str, Any], ...]  # (comparator, operand or FactRef)
     line: int = 0
+    HEAD: ClassVar[str] = "fact"
+    OPS: ClassVar[tuple[str, ...]] = COMPARATORS
+
+    @classmethod
+    def parse(cls, raw, keys, here, problems, signatures) -> Cond | None:
+        path = raw[cls.HEAD]
+        if not isinstance(path, str):
+            problems.add(here, f"{cls.HEAD} needs a fact path, got {path!r}")
+            return None
+        if spec_of(path) is None:
+            problems.add(here, f"unknown fact path {path!r} (see `hami-analyzer rules facts`)")
+        ops = keys - {cls.HEAD}
+        bad = ops - set(cls.OPS)
+        if bad:
+            allowed = ", ".join(cls.OPS)
+            problems.add(here, f"unknown comparison(s) {sorted(bad)} (allowed: {allowed})")
+            return None
+        if not ops:
+            problems.add(
+                here, f"{cls.HEAD} {path} needs a comparison ({', '.join(cls.OPS[:6])}, ...)"
+            )
+            return None
+        parsed: list[tuple[str, Any]] = []
+        for op in sorted(ops, key=cls.OPS.index):
+            want = cls.operand(op, raw[op], here, problems)
+            if want is None:
+                return None
+            parsed.append((op, want[0]))
+        return cls(path, tuple(parsed), here)
+
+    @classmethod
+    def operand(cls, op: str, want: Any, here: int, problems: ParseProblems) -> tuple[Any] | None:
+        """The parsed operand of one comparison, in a 1-tuple (None when it is invalid)."""
+        if isinstance(want, dict):
+            if set(want) - {LINE_KEY} != {"fact"}:
+                problems.add(here, f"{op}: an operand mapping must be {{fact: PATH}}")
+                return None
+            ref = FactRef(str(want["fact"]))
+            if spec_of(ref.path) is None:
+                problems.add(here, f"unknown fact path {ref.path!r} in {op}")
+            return (ref,)
+        if op == "matches":
+            try:
+                regex.compile(str(want))
+            except regex.error as exc:
+                problems.add(here, f"bad regex in matches: {exc}")
+                return None
+        elif op in ("in", "not_in") and not isinstance(want, list):
+            problems.add(here, f"{op} needs a list")
+            return None
+        return (want,)
+
+    @classmethod
+    def schema(cls) -> dict[str, Any]:
+        operand = {
+            "anyOf": [{}, {"type": "object", "required": ["fact"], "properties": {"fact": _STR}}]
+        }
+        return {
+            "type": "object",
+            "required": ["fact"],
+            "additionalProperties": False,
+            "properties": {"fact": _STR, **{op: operand for op in cls.OPS}},
+        }
+
+    def describe(self, indent: str = "") -> list[str]:
+        ops = ", ".join(
+            f"{op} {('fact ' + w.path) if isinstance(w, FactRef) else repr(w)}"
+            for op, w in self.ops
+        )
+        return [f"{indent}{self.path} {ops}"]
+
+    def check(self, rule, catalogue) -> Iterator[Issue]:
+        """Each operand can match a fact of this path's type: `eq: true` on a string never does."""
+        spec = spec_of(self.path)
+        if spec is None:
+            return
+        where = f"rule {rule.id}: {self.path} ({spec.type})"
+        for op, want in self.ops:
+            if spec.type == "any" and op != "exists":
+                continue  # a config value may be anything; `exists` still takes a bool
+            if isinstance(want, FactRef):
+                other = spec_of(want.path)
+                if (
+                    other
+                    and other.type not in (spec.type, "any")
+                    and not ({other.type, spec.type} <= {"int", "float"})
+                ):
+                    msg = f"{where}: compared with {want.path} ({other.type})"
+                    yield Issue("error", rule.file, self.line, msg)
+                continue
+            for msg in operand_problems(spec.type, op, want):
+                yield Issue("error", rule.file, self.line, f"{where}: {msg}")
 
     def evaluate(self, ctx: EvalContext) -> Outcome:
         f = ctx.facts.lookup(self.path)
-        if f is UNKNOWN:
+        if not isinstance(f, Fact):  # UNKNOWN
             return unknown(sources_of(self.path))
         value = f.value
         facts = [(self.path, f)]
@@ -283,7 +487,7 @@ class FactCond(Cond):
         for op, want in self.ops:  # an AND: a failed comparison decides, even beside an unknown
             if isinstance(want, FactRef):
                 ref = ctx.facts.lookup(want.path)
-                if ref is UNKNOWN:
+                if not isinstance(ref, Fact):  # UNKNOWN
                     missing.update(sources_of(want.path))
                     continue
                 if ref.value is None:
@@ -310,14 +514,43 @@ def _fact_evidence(path: str, fact) -> Evidence:
 
 
 @dataclass(frozen=True)
-class AgeCond(Cond):
-    path: str
+class AgeCond(FactCond):
     ops: tuple[tuple[str, float], ...]  # (comparator, seconds)
-    line: int = 0
+    HEAD: ClassVar[str] = "age_of"
+    OPS: ClassVar[tuple[str, ...]] = ORDERING
+
+    @classmethod
+    def operand(cls, op: str, want: Any, here: int, problems: ParseProblems) -> tuple[Any] | None:
+        try:
+            return (parse_duration(want),)
+        except ValueError as exc:
+            problems.add(here, str(exc))
+            return None
+
+    @classmethod
+    def schema(cls) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "required": ["age_of"],
+            "additionalProperties": False,
+            "properties": {
+                "age_of": _STR,
+                **{op: {"type": ["string", "number"]} for op in cls.OPS},
+            },
+        }
+
+    def describe(self, indent: str = "") -> list[str]:
+        return [f"{indent}age of {self.path} {', '.join(f'{op} {w!r}' for op, w in self.ops)}"]
+
+    def check(self, rule, catalogue) -> Iterator[Issue]:
+        spec = spec_of(self.path)
+        if spec is not None and spec.type not in ("any", "datetime"):
+            msg = f"rule {rule.id}: {self.path} ({spec.type}): age_of needs a datetime fact"
+            yield Issue("error", rule.file, self.line, msg)
 
     def evaluate(self, ctx: EvalContext) -> Outcome:
         f = ctx.facts.lookup(self.path)
-        if f is UNKNOWN:
+        if not isinstance(f, Fact):  # UNKNOWN
             return unknown(sources_of(self.path))
         if ctx.collected_at is None:
             return unknown(sources_of(self.path) or ("node",))
@@ -341,78 +574,8 @@ class AgeCond(Cond):
         )
 
 
-def human_duration(seconds: float) -> str:
-    s = int(seconds)
-    if s < 120:
-        return f"{s}s"
-    if s < 7200:
-        return f"{s // 60}m"
-    if s < 172800:
-        return f"{s // 3600}h"
-    return f"{s // 86400}d"
-
-
-def _number(v: Any) -> float | None:
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int | float):
-        return float(v)
-    return None
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equality that does not take a bool for a number (Python's True == 1)."""
-    return isinstance(a, bool) == isinstance(b, bool) and a == b
-
-
-def compare(op: str, value: Any, want: Any) -> bool:
-    """One comparison, strict about types: a value of the wrong type never matches (the linter
-    catches such rules; at run time a config value may still be anything)."""
-    if op == "exists":
-        return isinstance(want, bool) and (value is not None and value != []) == want
-    if value is None:
-        return op in ("ne", "not_in", "not_contains")
-    if op == "eq":
-        return _same(value, want)
-    if op == "ne":
-        return not _same(value, want)
-    if op in ORDERING:
-        a, b = _number(value), _number(want)
-        if a is None or b is None:
-            return False
-        return {"gt": a > b, "ge": a >= b, "lt": a < b, "le": a <= b}[op]
-    if op == "in":
-        return isinstance(want, list) and any(_same(value, w) for w in want)
-    if op == "not_in":
-        return isinstance(want, list) and not any(_same(value, w) for w in want)
-    if op == "matches":
-        return isinstance(value, str) and (
-            regex.search(str(want), value, timeout=MATCH_TIMEOUT) is not None
-        )
-    if op in ("contains", "not_contains"):
-        if not isinstance(value, list | str):
-            return op == "not_contains"
-        if isinstance(value, str) and not isinstance(want, str):
-            return op == "not_contains"
-        found = want in value if isinstance(value, str) else any(_same(x, want) for x in value)
-        return found == (op == "contains")
-    return False
-
-
-# ---- parsing ---------------------------------------------------------------------------------
-LINE_KEY = "__line__"
-
-
-@dataclass
-class ParseProblems:
-    """Problems found while parsing one rule's conditions, each naming file, line and rule."""
-
-    file: str
-    rule: str = "?"
-    items: list[str] = field(default_factory=list)
-
-    def add(self, line: int, msg: str) -> None:
-        self.items.append(f"{self.file}:{line}: rule {self.rule}: {msg}")
+# in precedence order: a mapping with two heads is parsed by the first (and reported)
+CONDITIONS: tuple[type[Cond], ...] = (AllOf, AnyOf, Not, SignatureCond, FactCond, AgeCond)
 
 
 def parse_condition(raw: Any, line: int, problems: ParseProblems, signatures) -> Cond | None:
@@ -422,139 +585,17 @@ def parse_condition(raw: Any, line: int, problems: ParseProblems, signatures) ->
         return None
     here = raw.get(LINE_KEY, line)
     keys = {k for k in raw if k != LINE_KEY}
-    for combinator, cls in (("all", AllOf), ("any", AnyOf)):
-        if combinator in keys:
-            if keys != {combinator}:
-                problems.add(here, f"'{combinator}' must stand alone (also: {sorted(keys)})")
-            items = raw[combinator]
-            if not isinstance(items, list) or not items:
-                problems.add(here, f"'{combinator}' needs a non-empty list")
-                return None
-            parsed = [parse_condition(c, here, problems, signatures) for c in items]
-            if any(p is None for p in parsed):
-                return None
-            return cls(tuple(parsed), here)
-    if "not" in keys:
-        if keys != {"not"}:
-            problems.add(here, "'not' must stand alone")
-        inner = parse_condition(raw["not"], here, problems, signatures)
-        return Not(inner, here) if inner else None
-    if "signature" in keys:
-        return _parse_signature(raw, keys, here, problems, signatures)
-    if "fact" in keys or "age_of" in keys:
-        return _parse_fact(raw, keys, here, problems)
-    problems.add(here, "a condition needs one of all, any, not, signature, fact, age_of")
+    for cls in CONDITIONS:
+        if cls.HEAD in keys:
+            return cls.parse(raw, keys, here, problems, signatures)
+    heads = ", ".join(c.HEAD for c in CONDITIONS)
+    problems.add(here, f"a condition needs one of {heads}")
     return None
 
 
-def _parse_signature(raw, keys, here, problems, signatures) -> Cond | None:
-    sid = raw["signature"]
-    bad = keys - {"signature", "where", "count_ge", "count_le", "in", "equal"}
-    if bad:
-        problems.add(here, f"unknown keys in a signature condition: {sorted(bad)}")
-    if not isinstance(sid, str):
-        problems.add(here, f"signature needs one signature id, got {sid!r}")
-        return None
-    sig = signatures.get(sid)
-    if sig is None:
-        problems.add(here, f"unknown signature id {sid!r}")
-        return None
-    where = []
-    raw_where = raw.get("where") or {}
-    if not isinstance(raw_where, dict):
-        problems.add(here, f"where: needs a mapping of capture to regex, got {raw_where!r}")
-        return None
-    for cap, pat in raw_where.items():
-        if cap == LINE_KEY:
-            continue
-        if cap not in sig.compiled.groupindex:
-            problems.add(here, f"signature {sid} has no capture {cap!r}")
-        try:
-            regex.compile(str(pat))
-        except regex.error as exc:
-            problems.add(here, f"bad regex in where.{cap}: {exc}")
-            continue
-        where.append((str(cap), str(pat)))
-    counts = {}
-    for k in ("count_ge", "count_le"):
-        if k in raw:
-            v = raw[k]
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                problems.add(here, f"{k} must be a whole number >= 0, got {v!r}")
-                return None
-            counts[k] = v
-    kinds = raw.get("in") or []
-    if isinstance(kinds, str):
-        kinds = [kinds]
-    if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
-        problems.add(here, f"in: needs a list of artefact kinds, got {kinds!r}")
-        return None
-    equal = raw.get("equal") or []
-    if not isinstance(equal, list) or not all(isinstance(c, str) for c in equal):
-        problems.add(here, f"equal: needs a list of capture names, got {equal!r}")
-        return None
-    for cap in equal:
-        if cap not in sig.compiled.groupindex:
-            problems.add(here, f"signature {sid} has no capture {cap!r} (in equal:)")
-    if equal and len(equal) < 2:
-        problems.add(here, "equal: needs at least two captures")
-    return SignatureCond(
-        sid,
-        tuple(where),
-        counts.get("count_ge", 1),
-        counts.get("count_le"),
-        here,
-        frozenset(kinds),
-        tuple(str(c) for c in equal),
-    )
-
-
-def _parse_fact(raw, keys, here, problems) -> Cond | None:
-    path_key = "fact" if "fact" in keys else "age_of"
-    path = raw[path_key]
-    if not isinstance(path, str):
-        problems.add(here, f"{path_key} needs a fact path, got {path!r}")
-        return None
-    if spec_of(path) is None:
-        problems.add(here, f"unknown fact path {path!r} (see `hami-analyzer rules facts`)")
-    ops = keys - {path_key}
-    allowed = ORDERING if path_key == "age_of" else COMPARATORS
-    bad = ops - set(allowed)
-    if bad:
-        problems.add(here, f"unknown comparison(s) {sorted(bad)} (allowed: {', '.join(allowed)})")
-        return None
-    if not ops:
-        problems.add(here, f"{path_key} {path} needs a comparison ({', '.join(allowed[:6])}, ...)")
-        return None
-    parsed: list[tuple[str, Any]] = []
-    for op in sorted(ops, key=allowed.index):
-        want = raw[op]
-        if path_key == "age_of":
-            try:
-                parsed.append((op, parse_duration(want)))
-            except ValueError as exc:
-                problems.add(here, str(exc))
-                return None
-            continue
-        if isinstance(want, dict):
-            if set(want) - {LINE_KEY} != {"fact"}:
-                problems.add(here, f"{op}: an operand mapping must be {{fact: PATH}}")
-                return None
-            want = FactRef(str(want["fact"]))
-            if spec_of(want.path) is None:
-                problems.add(here, f"unknown fact path {want.path!r} in {op}")
-        elif op == "matches":
-            try:
-                regex.compile(str(want))
-            except regex.error as exc:
-                problems.add(here, f"bad regex in matches: {exc}")
-                return None
-        elif op in ("in", "not_in") and not isinstance(want, list):
-            problems.add(here, f"{op} needs a list")
-            return None
-        parsed.append((op, want))
-    cls = AgeCond if path_key == "age_of" else FactCond
-    return cls(path, tuple(parsed), here)
+def condition_schema() -> dict[str, Any]:
+    """The JSON Schema of a condition: one of the node classes' own schemas."""
+    return {"oneOf": [cls.schema() for cls in CONDITIONS]}
 
 
 def signatures_in(cond: Cond | None) -> list[str]:
@@ -577,33 +618,4 @@ def required_signatures(cond: Cond | None) -> set[str]:
 
 def describe(cond: Cond | None, indent: str = "") -> list[str]:
     """A condition as indented text, for rule pages."""
-    if cond is None:
-        return []
-    if isinstance(cond, AllOf | AnyOf):
-        word = "all of" if isinstance(cond, AllOf) else "any of"
-        out = [f"{indent}{word}:"]
-        for c in cond.items:
-            out.extend(describe(c, indent + "  "))
-        return out
-    if isinstance(cond, Not):
-        return [f"{indent}not:", *describe(cond.item, indent + "  ")]
-    if isinstance(cond, SignatureCond):
-        extra = []
-        if cond.count_ge != 1:
-            extra.append(f"at least {cond.count_ge} lines")
-        if cond.count_le is not None:
-            extra.append(f"at most {cond.count_le} lines")
-        extra += [f"{c} ~ /{p}/" for c, p in cond.where]
-        if cond.kinds:
-            extra.append(f"in {', '.join(sorted(cond.kinds))}")
-        if cond.equal:
-            extra.append(" = ".join(cond.equal))
-        return [f"{indent}signature {cond.signature}" + (f" ({', '.join(extra)})" if extra else "")]
-    if isinstance(cond, FactCond | AgeCond):
-        what = "age of " if isinstance(cond, AgeCond) else ""
-        ops = ", ".join(
-            f"{op} {('fact ' + w.path) if isinstance(w, FactRef) else repr(w)}"
-            for op, w in cond.ops
-        )
-        return [f"{indent}{what}{cond.path} {ops}"]
-    return [f"{indent}{cond!r}"]
+    return [] if cond is None else cond.describe(indent)

@@ -1,5 +1,6 @@
-"""The rule-file format, declared once: the keys a signature and a rule accept (the loader checks
-keys against these tables) and the JSON Schema generated from them, shipped as
+"""The rule-file format, declared once: the fields a signature and a rule accept, each with its
+schema, default and reader (analyzer/rules/fields.py); the loader builds Signature and Rule from
+these tables, and the JSON Schema generated from them is shipped as
 analyzer/schema/rules.schema.json for editors and CI (`hami-analyzer rules schema` prints it)."""
 
 from __future__ import annotations
@@ -8,8 +9,38 @@ import json
 from pathlib import Path
 from typing import Any
 
-from analyzer.rules.conditions import COMPARATORS, ORDERING
-from analyzer.rules.model import CATEGORIES, CONFIDENCES, KINDS, LINKS, SEVERITIES
+import regex
+
+from analyzer.rules.conditions import ParseProblems, condition_schema, parse_condition
+from analyzer.rules.fields import (
+    Context,
+    Field,
+    as_list,
+    boolean,
+    check_template,
+    identifier,
+    integer,
+    one_line,
+    one_of,
+    read_fields,
+    schema_of,
+    strings,
+    strip_lines,
+    template,
+    text,
+    version_ranges,
+    versions,
+)
+from analyzer.rules.model import (
+    CATEGORIES,
+    CONFIDENCES,
+    KINDS,
+    LINKS,
+    SEVERITIES,
+    Step,
+    Translation,
+)
+from analyzer.versions import Range
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema" / "rules.schema.json"
 
@@ -18,88 +49,198 @@ _STRS = {"type": "array", "items": _STR}
 _STR_OR_STRS = {"oneOf": [_STR, _STRS]}
 _VERSIONS = {"type": "string", "description": "comma-separated constraints, e.g. '>=2.8.0,<2.10.0'"}
 
-SIGNATURE_FIELDS: dict[str, dict[str, Any]] = {
-    "id": {**_STR, "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$", "description": "stable id"},
-    "source": {**_STR_OR_STRS, "description": "artefact kinds where the line is expected"},
-    "component": {**_STR, "description": "who prints it (hami-device-plugin, containerd, ...)"},
-    "origin": {**_STR, "description": "upstream source location of the wording"},
-    "level": {"enum": ["I", "W", "E", "F"], "description": "klog severity"},
-    "verbosity": {"type": "integer", "minimum": 0, "description": "klog V-level"},
-    "regex": {**_STR, "description": "Python regex and Rust regex compatible; named captures"},
-    "meaning": {**_STR, "description": "what the line tells a support engineer"},
-    "category": {"enum": [*CATEGORIES, "context"], "description": "the diagnosis it points to"},
-    "versions": _VERSIONS,
-    "implies_version": {"type": "boolean", "description": "seeing it narrows the HAMi version"},
-    "node_capture": {**_STR, "description": "capture naming the node the line is about"},
-    "artefact_node": {**_STR, "description": "capture naming the node the whole artefact is about"},
-    "version_capture": {**_STR, "description": "capture holding a version"},
-    "version_of": {**_STR, "description": "whose version: hami (default), toolkit, gpu-operator"},
-    "prefilter": {**_STR_OR_STRS, "description": "literals every match contains (fast scan)"},
-    "symptom": {"type": "boolean", "description": "words describing a symptom: weak evidence"},
-    "references": {**_STRS, "description": "issues and documents"},
-    "notes": {**_STR, "description": "where the examples come from, doubts"},
-    "examples": {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {"match": _STRS, "no_match": _STRS},
-        "required": ["match"],
-    },
-}
-SIGNATURE_REQUIRED = ("id", "regex", "meaning", "examples")
+
+# ---- readers of the fields that need more than a type ----------------------------------------
+def _rust_error(pattern: str) -> str | None:
+    import polars as pl
+
+    try:
+        pl.Series([""]).str.contains(pattern)
+    except Exception as exc:  # polars raises ComputeError with the Rust message
+        return str(exc).splitlines()[0]
+    return None
 
 
-def _condition_schema() -> dict[str, Any]:
-    operand = {
-        "anyOf": [{}, {"type": "object", "required": ["fact"], "properties": {"fact": _STR}}]
-    }
-    fact = {
-        "type": "object",
-        "required": ["fact"],
-        "additionalProperties": False,
-        "properties": {"fact": _STR, **{op: operand for op in COMPARATORS}},
-    }
-    age = {
-        "type": "object",
-        "required": ["age_of"],
-        "additionalProperties": False,
-        "properties": {"age_of": _STR, **{op: {"type": ["string", "number"]} for op in ORDERING}},
-    }
-    sig = {
-        "type": "object",
-        "required": ["signature"],
-        "additionalProperties": False,
-        "properties": {
-            "signature": _STR,
-            "where": {"type": "object", "additionalProperties": _STR},
-            "count_ge": {"type": "integer", "minimum": 0},
-            "count_le": {"type": "integer", "minimum": 0},
-            "in": {"type": "array", "items": _STR, "description": "only lines in these kinds"},
-            "equal": {
-                "type": "array",
-                "items": _STR,
-                "minItems": 2,
-                "description": "captures that must agree",
-            },
-        },
-    }
-    ref = {"$ref": "#/$defs/condition"}
-    combos = [
+def _scanner_pattern(value: Any, ctx: Context) -> regex.Pattern:
+    """A regex both engines take: Python's for captures, Rust's for the linear-time scan."""
+    try:
+        compiled = regex.compile(str(value))
+    except regex.error as exc:
+        raise ValueError(f"bad regex: {exc}") from None
+    rust = _rust_error(str(value))
+    if rust:
+        raise ValueError(f"regex not supported by the linear-time scanner: {rust}")
+    return compiled
+
+
+def _sources(value: Any, ctx: Context) -> tuple[str, ...]:
+    kinds = tuple(as_list(value)) or ("text",)
+    for kind in kinds:
+        if kind not in ctx.catalogue:
+            ctx.problem(f"unknown source kind {kind!r}")
+    return kinds
+
+
+def _capture(value: Any, ctx: Context) -> Any:
+    compiled = ctx.values.get("compiled")
+    if value and compiled is not None and value not in compiled.groupindex:
+        ctx.problem(f"{ctx.key} {value!r} is not a named group")
+    return value
+
+
+def _prefilter(value: Any, ctx: Context) -> tuple[str, ...]:
+    return tuple(str(x) for x in as_list(value))
+
+
+def _examples(value: Any, ctx: Context) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(match, no_match); every match example contains one of the declared prefilter literals."""
+    if not isinstance(value, dict):
+        raise ValueError(f"examples needs a mapping with match and no_match, got {value!r}")
+    match = tuple(str(x) for x in value.get("match") or [])
+    lits = ctx.values.get("prefilter") or ()
+    for e in match:
+        if lits and not any(lit in e for lit in lits):
+            ctx.problem(f"example {e[:50]!r}... contains no prefilter literal")
+    return match, tuple(str(x) for x in value.get("no_match") or [])
+
+
+def _condition(value: Any, ctx: Context):
+    problems = ParseProblems(ctx.file, ctx.name)
+    cond = parse_condition(value, ctx.line, problems, ctx.signatures)
+    ctx.problems.extend(problems.items)
+    return cond
+
+
+def _explanation(value: Any, ctx: Context) -> str:
+    check_template(str(value), ctx)
+    return str(value).strip()
+
+
+def _steps(value: Any, ctx: Context) -> tuple[Step, ...]:
+    steps = []
+    for step in value or []:
+        if isinstance(step, str):
+            step = {"text": step}
+        if not isinstance(step, dict):
+            ctx.problem("remediation steps are strings or mappings")
+            continue
+        steps.append(Step(str(step.get("text", "")), step.get("command")))
+    for t in [*(s.text for s in steps), *(s.command for s in steps if s.command)]:
+        check_template(str(t), ctx)
+    return tuple(steps)
+
+
+def _step_texts(value: Any, ctx: Context) -> tuple[str, ...]:
+    texts = tuple(str(x) for x in as_list(value))
+    for t in texts:
+        check_template(t, ctx)
+    return texts
+
+
+def _translation(value: Any, ctx: Context) -> Translation | None:
+    """A translation is complete or absent: a title, an explanation and one text per English
+    remediation step (a half-translated finding would mix languages mid-sentence)."""
+    here = Context(f"{ctx.where}: {ctx.ident}: zh", ctx.problems, ctx.file, ctx.line)
+    if not isinstance(value, dict):
+        here.problem("expected a mapping with title, explanation, remediation")
+        return None
+    tr = read_fields(value, TRANSLATION_FIELDS, here, "translation")
+    missing = [k for k in ("title", "explanation") if not str(tr[k] or "").strip()]
+    if missing:
+        here.problem(f"missing {', '.join(missing)}")
+    steps = len(ctx.values.get("remediation") or ())
+    if len(tr["remediation"]) != steps:
+        here.problem(f"{len(tr['remediation'])} remediation text(s) for {steps} English step(s)")
+    if missing or len(tr["remediation"]) != steps:
+        return None
+    return Translation(str(tr["title"]), str(tr["explanation"]).strip(), tr["remediation"])
+
+
+SIGNATURE_FIELDS: dict[str, Field] = {
+    "id": Field(
+        {**_STR, "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$", "description": "stable id"},
+        identifier,
+        required="load",
+    ),
+    "source": Field(
+        {**_STR_OR_STRS, "description": "artefact kinds where the line is expected"},
+        _sources,
+        ("text",),
+        attr="sources",
+    ),
+    "component": Field(
+        {**_STR, "description": "who prints it (hami-device-plugin, containerd, ...)"},
+        text,
+        "hami",
+    ),
+    "origin": Field(
+        {**_STR, "description": "upstream source location of the wording"}, one_line, ""
+    ),
+    "level": Field(
+        {"enum": ["I", "W", "E", "F"], "description": "klog severity"},
+        one_of(("I", "W", "E", "F")),
+        "I",
+    ),
+    "verbosity": Field(
+        {"type": "integer", "minimum": 0, "description": "klog V-level"}, integer, 0
+    ),
+    "regex": Field(
+        {**_STR, "description": "Python regex and Rust regex compatible; named captures"},
+        _scanner_pattern,
+        attr="compiled",
+        required="load",
+    ),
+    "meaning": Field(
+        {**_STR, "description": "what the line tells a support engineer"},
+        one_line,
+        "",
+        required="load",
+    ),
+    "category": Field(
+        {"enum": [*CATEGORIES, "context"], "description": "the diagnosis it points to"},
+        one_of((*CATEGORIES, "context")),
+        "",
+    ),
+    "versions": Field(_VERSIONS, versions, Range),
+    "implies_version": Field(
+        {"type": "boolean", "description": "seeing it narrows the HAMi version"}, boolean, False
+    ),
+    "node_capture": Field(
+        {**_STR, "description": "capture naming the node the line is about"}, _capture
+    ),
+    "artefact_node": Field(
+        {**_STR, "description": "capture naming the node the whole artefact is about"}, _capture
+    ),
+    "version_capture": Field({**_STR, "description": "capture holding a version"}, _capture),
+    "version_of": Field(
+        {**_STR, "description": "whose version: hami (default), toolkit, gpu-operator"},
+        text,
+        "hami",
+    ),
+    "prefilter": Field(
+        {**_STR_OR_STRS, "description": "literals every match contains (fast scan)"},
+        _prefilter,
+        (),
+    ),
+    "symptom": Field(
+        {"type": "boolean", "description": "words describing a symptom: weak evidence"},
+        boolean,
+        False,
+    ),
+    "references": Field({**_STRS, "description": "issues and documents"}, strings, ()),
+    "notes": Field({**_STR, "description": "where the examples come from, doubts"}, attr=None),
+    "examples": Field(
         {
             "type": "object",
-            "required": [k],
             "additionalProperties": False,
-            "properties": {k: {"type": "array", "minItems": 1, "items": ref}},
-        }
-        for k in ("all", "any")
-    ]
-    neg = {
-        "type": "object",
-        "required": ["not"],
-        "additionalProperties": False,
-        "properties": {"not": ref},
-    }
-    return {"oneOf": [*combos, neg, sig, fact, age]}
-
+            "properties": {"match": _STRS, "no_match": _STRS},
+            "required": ["match"],
+        },
+        _examples,
+        ((), ()),
+        required="lint",
+    ),
+}
 
 _CASE = {
     "type": "object",
@@ -110,78 +251,111 @@ _CASE = {
         "node": _STR,
     },
 }
-TRANSLATION_FIELDS: dict[str, dict[str, Any]] = {
-    "title": {**_STR, "description": "jinja2 template"},
-    "explanation": {**_STR, "description": "jinja2 template"},
-    "remediation": {**_STRS, "description": "one text per English step; commands stay"},
+TRANSLATION_FIELDS: dict[str, Field] = {
+    "title": Field({**_STR, "description": "jinja2 template"}, template, "", required="lint"),
+    "explanation": Field({**_STR, "description": "jinja2 template"}, template, "", required="lint"),
+    "remediation": Field(
+        {**_STRS, "description": "one text per English step; commands stay"}, _step_texts, ()
+    ),
 }
-RULE_FIELDS: dict[str, dict[str, Any]] = {
-    "id": {**_STR, "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$", "description": "stable id"},
-    "title": {**_STR, "description": "jinja2 template"},
-    "summary": _STR,
-    "severity": {"enum": list(SEVERITIES)},
-    "kind": {"enum": list(KINDS), "description": "fault | normal (looks wrong, is fine) | ok"},
-    "category": {"enum": list(CATEGORIES)},
-    "link": {"enum": list(LINKS)},
-    "case": {"enum": [1, 2, 3, 4, 5], "description": "the registration guide's case"},
-    "priority": {"type": "integer", "description": "breaks ties between faults"},
-    "confidence": {"enum": list(CONFIDENCES), "description": "the most this rule can claim"},
-    "versions": _VERSIONS,
-    "component_versions": {"type": "object", "additionalProperties": _VERSIONS},
-    "when": {"$ref": "#/$defs/condition"},
-    "unless": {"$ref": "#/$defs/condition"},
-    "explains": {**_STRS, "description": "rule ids whose findings are consequences of this one"},
-    "collect": {**_STRS, "description": "kind ids that would confirm or overturn this verdict"},
-    "explanation": {**_STR, "description": "jinja2 template"},
-    "remediation": {
-        "type": "array",
-        "items": {
-            "oneOf": [
-                _STR,
-                {
-                    "type": "object",
-                    "required": ["text"],
-                    "additionalProperties": False,
-                    "properties": {"text": _STR, "command": _STR},
-                },
-            ]
+RULE_FIELDS: dict[str, Field] = {
+    "id": Field(
+        {**_STR, "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$", "description": "stable id"},
+        identifier,
+        required="load",
+    ),
+    "title": Field({**_STR, "description": "jinja2 template"}, template, "", required="load"),
+    "summary": Field(_STR, one_line, ""),
+    "severity": Field({"enum": list(SEVERITIES)}, one_of(SEVERITIES), "info", required="load"),
+    "kind": Field(
+        {"enum": list(KINDS), "description": "fault | normal (looks wrong, is fine) | ok"},
+        one_of(KINDS),
+        "fault",
+        required="load",
+    ),
+    "category": Field(
+        {"enum": list(CATEGORIES)}, one_of(CATEGORIES), "inconclusive", required="load"
+    ),
+    "link": Field({"enum": list(LINKS)}, one_of(LINKS), nullable=True),
+    "case": Field(
+        {"enum": [1, 2, 3, 4, 5], "description": "the registration guide's case"},
+        one_of((1, 2, 3, 4, 5)),
+        nullable=True,
+    ),
+    "priority": Field(
+        {"type": "integer", "description": "breaks ties between faults"}, integer, 50
+    ),
+    "confidence": Field(
+        {"enum": list(CONFIDENCES), "description": "the most this rule can claim"},
+        one_of(CONFIDENCES),
+        "high",
+    ),
+    "versions": Field(_VERSIONS, versions, Range),
+    "component_versions": Field(
+        {"type": "object", "additionalProperties": _VERSIONS}, version_ranges, dict
+    ),
+    "when": Field({"$ref": "#/$defs/condition"}, _condition, required="load"),
+    "unless": Field({"$ref": "#/$defs/condition"}, _condition),
+    "explains": Field(
+        {**_STRS, "description": "rule ids whose findings are consequences of this one"},
+        strings,
+        (),
+    ),
+    "collect": Field(
+        {**_STRS, "description": "kind ids that would confirm or overturn this verdict"},
+        strings,
+        (),
+    ),
+    "explanation": Field({**_STR, "description": "jinja2 template"}, _explanation, ""),
+    "remediation": Field(
+        {
+            "type": "array",
+            "items": {
+                "oneOf": [
+                    _STR,
+                    {
+                        "type": "object",
+                        "required": ["text"],
+                        "additionalProperties": False,
+                        "properties": {"text": _STR, "command": _STR},
+                    },
+                ]
+            },
         },
-    },
-    "references": _STRS,
-    "tests": {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "fires": {"type": "array", "items": _CASE},
-            "silent": {"type": "array", "items": _CASE},
+        _steps,
+        (),
+    ),
+    "references": Field(_STRS, strings, ()),
+    "tests": Field(
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "fires": {"type": "array", "items": _CASE},
+                "silent": {"type": "array", "items": _CASE},
+            },
+            "required": ["fires"],
         },
-        "required": ["fires"],
-    },
-    "disabled": {"type": "boolean"},
-    "zh": {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["title", "explanation"],
-        "properties": TRANSLATION_FIELDS,
-        "description": "Chinese title, explanation and remediation texts (same templates)",
-    },
+        lambda v, ctx: strip_lines(v or {}),
+        dict,
+        required="lint",
+    ),
+    "disabled": Field({"type": "boolean"}, boolean, False),
+    "zh": Field(
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["title", "explanation"],
+            "properties": {k: f.schema for k, f in TRANSLATION_FIELDS.items()},
+            "description": "Chinese title, explanation and remediation texts (same templates)",
+        },
+        _translation,
+    ),
 }
-RULE_REQUIRED = ("id", "title", "severity", "kind", "category", "when", "tests")
 
 
 def rules_schema() -> dict[str, Any]:
-    sig = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": list(SIGNATURE_REQUIRED),
-        "properties": SIGNATURE_FIELDS,
-    }
-    rule = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": list(RULE_REQUIRED),
-        "properties": RULE_FIELDS,
-    }
+    sig, rule = schema_of(SIGNATURE_FIELDS), schema_of(RULE_FIELDS)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "https://github.com/hami-bundle-analyzer/rules.schema.json",
@@ -192,7 +366,7 @@ def rules_schema() -> dict[str, Any]:
             "signatures": {"type": "array", "items": sig},
             "rules": {"type": "array", "items": rule},
         },
-        "$defs": {"condition": _condition_schema()},
+        "$defs": {"condition": condition_schema()},
     }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import regex
 
@@ -21,6 +22,7 @@ class CaseResult:
     case: str
     ok: bool
     detail: str
+    report: Any = None  # the case's Report (analyzer.report.model), kept for snapshots
 
 
 def _run_case(ruleset: RuleSet, case: dict, base: Path, lang: str = "en"):
@@ -48,52 +50,62 @@ def _run_case(ruleset: RuleSet, case: dict, base: Path, lang: str = "en"):
 def run_rule_tests(ruleset: RuleSet, only: str | None = None) -> list[CaseResult]:
     results: list[CaseResult] = []
     for sig in sorted(ruleset.signatures.values(), key=lambda s: s.id):
-        if only and sig.id != only:
-            continue
-        for ex in sig.examples_match:
-            ok = sig.compiled.search(ex) is not None
-            results.append(
-                CaseResult(sig.id, "example match", ok, "" if ok else f"did not match: {ex[:80]}")
-            )
-        for ex in sig.examples_no_match:
-            ok = sig.compiled.search(ex) is None
-            results.append(
-                CaseResult(sig.id, "example no_match", ok, "" if ok else f"matched: {ex[:80]}")
-            )
+        if not only or sig.id == only:
+            results += _examples(sig)
     for rule in sorted(ruleset.rules.values(), key=lambda r: r.id):
-        if only and rule.id != only:
-            continue
-        base = Path(rule.file).parent
-        if not rule.tests.get("fires"):
-            results.append(CaseResult(rule.id, "fires", False, "rule has no 'fires' test case"))
-        for want, cases in (
-            ("fires", rule.tests.get("fires") or []),
-            ("silent", rule.tests.get("silent") or []),
-        ):
-            for i, case in enumerate(cases):
-                label = f"{want}[{i}]" + (f" {case.get('name')}" if case.get("name") else "")
-                try:
-                    report = _run_case(ruleset, case, base)
-                except AnalyzerError as exc:
-                    results.append(CaseResult(rule.id, label, False, f"input error: {exc}"))
-                    continue
-                got = {f.rule_id for n in report.nodes for f in n.all_findings()}
-                explained = {rid for n in report.nodes for rid in n.explained_away}
-                fired = rule.id in got
-                ok = fired if want == "fires" else not fired
-                detail = ""
-                if not ok:
-                    got = sorted(got)
-                    ne = [n.rule_id for d in report.nodes for n in d.not_evaluated]
-                    detail = f"expected {'to fire' if want == 'fires' else 'silence'}; fired: {got}"
-                    if rule.id in ne:
-                        detail += " (rule was not evaluated: the evidence it needs is missing from the case)"
-                    if rule.id in explained:
-                        detail += " (its `unless` explained it away)"
-                results.append(CaseResult(rule.id, label, ok, detail))
-                if want == "fires" and ok and rule.zh is not None:
-                    results.append(_translated(ruleset, rule.id, case, base, label))
+        if not only or rule.id == only:
+            results += _cases(ruleset, rule)
     return results
+
+
+def _examples(sig) -> list[CaseResult]:
+    """A signature's examples: each match example matches, each no_match one does not."""
+    out = []
+    for ex in sig.examples_match:
+        ok = sig.compiled.search(ex) is not None
+        out.append(
+            CaseResult(sig.id, "example match", ok, "" if ok else f"did not match: {ex[:80]}")
+        )
+    for ex in sig.examples_no_match:
+        ok = sig.compiled.search(ex) is None
+        out.append(CaseResult(sig.id, "example no_match", ok, "" if ok else f"matched: {ex[:80]}"))
+    return out
+
+
+def _cases(ruleset: RuleSet, rule) -> list[CaseResult]:
+    """A rule's own cases: it fires on each `fires` case (in Chinese too when translated) and
+    stays silent on each `silent` one."""
+    base = Path(rule.file).parent
+    out = []
+    if not rule.tests.get("fires"):
+        out.append(CaseResult(rule.id, "fires", False, "rule has no 'fires' test case"))
+    for want in ("fires", "silent"):
+        for i, case in enumerate(rule.tests.get(want) or []):
+            label = f"{want}[{i}]" + (f" {case.get('name')}" if case.get("name") else "")
+            try:
+                report = _run_case(ruleset, case, base)
+            except AnalyzerError as exc:
+                out.append(CaseResult(rule.id, label, False, f"input error: {exc}"))
+                continue
+            ok, detail = _judge(rule.id, want, report)
+            out.append(CaseResult(rule.id, label, ok, detail, report))
+            if want == "fires" and ok and rule.zh is not None:
+                out.append(_translated(ruleset, rule.id, case, base, label))
+    return out
+
+
+def _judge(rule_id: str, want: str, report) -> tuple[bool, str]:
+    """Whether the case went as wanted, and why not (what fired, what kept the rule quiet)."""
+    got = {f.rule_id for n in report.nodes for f in n.all_findings()}
+    fired = rule_id in got
+    if fired == (want == "fires"):
+        return True, ""
+    detail = f"expected {'to fire' if want == 'fires' else 'silence'}; fired: {sorted(got)}"
+    if rule_id in {n.rule_id for d in report.nodes for n in d.not_evaluated}:
+        detail += " (rule was not evaluated: the evidence it needs is missing from the case)"
+    if rule_id in {rid for n in report.nodes for rid in n.explained_away}:
+        detail += " (its `unless` explained it away)"
+    return False, detail
 
 
 def _translated(ruleset: RuleSet, rule_id: str, case: dict, base: Path, label: str) -> CaseResult:

@@ -1,0 +1,79 @@
+"""The parsers a kind's `parser:` names (rules/kinds.yaml), one row each: what it makes of an
+artefact, which list of the parsed bundle its results join, and the warnings it raised. The
+pipeline dispatches through this table only, so adding a parser is one function and one row.
+
+Every textual kind is also scanned line by line for signatures when it is `scanned`; `log` is the
+parser of kinds that need nothing beyond that scan."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from analyzer.bundle.model import Artefact
+from analyzer.errors import RuleLoadError
+from analyzer.parse.configs import parse_config
+from analyzer.parse.manifest import parse_manifest
+from analyzer.parse.node import parse_node
+from analyzer.parse.pod import parse_pod
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """What a parser made of one artefact."""
+
+    items: list = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Parser:
+    into: str  # the ParsedBundle list its items join ("" when it makes none)
+    parse: Callable[[Artefact], Parsed]
+    structured: bool = False  # reads a document (an object or a config), not lines
+
+
+def _node(a: Artefact) -> Parsed:
+    nodes = parse_node(a)
+    return Parsed(nodes, [f"{a.file.name}: {w}" for n in nodes for w in n.warnings])
+
+
+def _pod(a: Artefact) -> Parsed:
+    pods = parse_pod(a)
+    kept = [p for p in pods if p.name or p.annotations or p.events or p.containers]
+    return Parsed(kept, [f"{a.file.name}: {w}" for p in pods for w in p.warnings])
+
+
+def _config(a: Artefact) -> Parsed:
+    cf = parse_config(a)
+    return Parsed([cf], [f"{a.file.name}: {w}" for w in cf.warnings])
+
+
+def _manifest(a: Artefact) -> Parsed:
+    m = parse_manifest(a)
+    return Parsed([m], [f"{m.file}: {note}" for note in m.notes])
+
+
+def _scan_only(_a: Artefact) -> Parsed:
+    return Parsed()
+
+
+PARSERS: dict[str, Parser] = {
+    "node": Parser("nodes", _node, structured=True),
+    "pod": Parser("pods", _pod, structured=True),
+    "config": Parser("configs", _config, structured=True),
+    "manifest": Parser("manifests", _manifest),
+    "log": Parser("", _scan_only),
+}
+
+
+def check_parsers(catalogue) -> None:
+    """Every `parser:` of the catalogue names a row of PARSERS (an error at load, not a kind
+    silently left unparsed)."""
+    problems = [
+        f"{k.at}: kind {k.id}: parser {k.parser!r} is not one of {sorted(PARSERS)}"
+        for k in catalogue.kinds.values()
+        if k.parser is not None and k.parser not in PARSERS
+    ]
+    if problems:
+        raise RuleLoadError(problems)

@@ -1,0 +1,222 @@
+"""The kind catalogue (rules/kinds.yaml) walked kind by kind: each kind is recognised by a
+declaration (its `recognise:` entries, its `k8s_kind`, its log `markers`) or assigned by the one
+module it names, has a parser of the registry, and has an example file in tests/kinds/ that is
+recognised as that kind and parsed into something. Adding a kind needs a catalogue entry only
+(plus a parser or producer when none fits), and a broken recognition entry is a load error that
+names the file and line."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from analyzer.analyze import matcher_for
+from analyzer.bundle.probes import MarkerStep, ObjectStep, compile_recognition, recognition_of
+from analyzer.bundle.reader import BundleReader, open_bundle
+from analyzer.bundle.sniff import sniff
+from analyzer.errors import RuleLoadError
+from analyzer.kinds import load_catalogue
+from analyzer.parse.registry import PARSERS, check_parsers
+from analyzer.pipeline import parse_files
+from analyzer.rules.loader import load_ruleset
+from conftest import REPO
+
+EXAMPLES = REPO / "tests" / "kinds"
+KINDS_YAML = REPO / "rules" / "kinds.yaml"
+CATALOGUE = load_ruleset().catalogue
+KIND_IDS = list(CATALOGUE.kinds)
+
+
+def _example(kid: str) -> Path | None:
+    return next((p for p in sorted(EXAMPLES.iterdir()) if p.name.split(".")[0] == kid), None)
+
+
+@pytest.mark.parametrize("kid", KIND_IDS)
+def test_each_kind_is_recognised_by_a_declaration(kid):
+    k = CATALOGUE[kid]
+    steps = recognition_of(CATALOGUE).steps
+    ways = []
+    if k.recognise:
+        ways.append("recognise")
+    if k.k8s_kind and any(isinstance(s, ObjectStep) for s in steps):
+        ways.append("k8s_kind")
+    if k.marker is not None and k.is_log and any(isinstance(s, MarkerStep) for s in steps):
+        ways.append("markers")
+    if k.assigned_by:
+        source = (REPO / k.assigned_by).read_text(encoding="utf-8")
+        assert f'"{kid}"' in source, f"{k.assigned_by} does not assign {kid}"
+        ways.append("assigned")
+    assert ways, f"kind {kid} has no recognition in rules/kinds.yaml"
+    assert not (k.assigned_by and len(ways) > 1), f"{kid}: assigned and recognised both"
+
+
+@pytest.mark.parametrize("kid", KIND_IDS)
+def test_each_kind_has_a_parser_of_the_registry(kid):
+    k = CATALOGUE[kid]
+    if k.family == "junk":
+        assert k.parser is None, f"{kid}: junk is never parsed"
+    else:
+        assert k.parser in PARSERS, f"{kid}: parser {k.parser!r} not in analyzer/parse/registry.py"
+
+
+@pytest.mark.parametrize("kid", KIND_IDS)
+def test_each_kind_has_an_example_recognised_and_parsed_as_it(ruleset, kid):
+    k = CATALOGUE[kid]
+    example = _example(kid)
+    if example is None:
+        assert k.assigned_by, f"no example file tests/kinds/{kid}.* for kind {kid}"
+        pytest.skip(f"{kid} is assigned by {k.assigned_by}, not recognised from content")
+    with open_bundle([str(example)]) as reader:
+        bundle = parse_files(reader, ruleset.catalogue, matcher_for(ruleset))
+    assert [a.kind for a in bundle.artefacts] == [kid]
+    parser = PARSERS.get(k.parser) if k.parser else None
+    if parser is not None and parser.into:
+        made = getattr(bundle, parser.into)
+        assert made, f"parser {k.parser} made nothing of {example.name}"
+    if k.scanned:
+        assert [log.artefact.kind for log in bundle.logs] == [kid]
+
+
+def test_every_example_is_of_a_catalogued_kind():
+    strays = [p.name for p in EXAMPLES.iterdir() if p.name.split(".")[0] not in CATALOGUE]
+    assert not strays
+
+
+NEW_KIND = """
+  mig-parted-config:
+    title: nvidia-mig-parted configuration (the MIG layouts a node may take)
+    family: config
+    parser: config
+    where: node
+    collect: cat /etc/nvidia-mig-manager/config.yaml > mig-parted-config.yaml
+    recognise:
+      - order: 26
+        all_lines: ['^version:\\s*v1\\s*$', '^mig-configs:\\s*$']
+        reason: has mig-configs (nvidia-mig-parted)
+"""
+MIG_CONFIG = """version: v1
+mig-configs:
+  all-1g.10gb:
+    - devices: all
+      mig-enabled: true
+      mig-devices:
+        "1g.10gb": 7
+"""
+
+
+def test_adding_a_kind_is_one_catalogue_entry(tmp_path, ruleset):
+    text = KINDS_YAML.read_text(encoding="utf-8")
+    (tmp_path / "kinds.yaml").write_text(text.rstrip("\n") + "\n" + NEW_KIND, encoding="utf-8")
+    catalogue = load_catalogue(tmp_path / "kinds.yaml")
+    check_parsers(catalogue)
+    assert sniff(MIG_CONFIG, ruleset.catalogue)[0] == "text"  # unknown before the entry
+    assert sniff(MIG_CONFIG, catalogue) == (
+        "mig-parted-config",
+        "has mig-configs (nvidia-mig-parted)",
+    )
+    reader = BundleReader()
+    try:
+        reader.add_bytes("mig.yaml", MIG_CONFIG.encode())
+        bundle = parse_files(reader, catalogue, matcher_for(ruleset))
+    finally:
+        reader.close()
+    assert [c.kind for c in bundle.configs] == ["mig-parted-config"]
+
+
+def _broken(tmp_path, entry: str) -> list[str]:
+    """Load the built-in catalogue with one kind's recognise entries replaced by `entry`."""
+    text = KINDS_YAML.read_text(encoding="utf-8")
+    start = text.index("      - order: 20\n")
+    end = text.index("        reason: has cdiVersion\n") + len("        reason: has cdiVersion\n")
+    (tmp_path / "kinds.yaml").write_text(text[:start] + entry + text[end:], encoding="utf-8")
+    line = text[:start].count("\n") + 1
+    catalogue = load_catalogue(tmp_path / "kinds.yaml")
+    with pytest.raises(RuleLoadError) as exc:
+        compile_recognition(catalogue)
+    return [p for p in exc.value.problems if re.match(rf".*kinds\.yaml:{line}: ", p)]
+
+
+@pytest.mark.parametrize(
+    ("entry", "says"),
+    [
+        ("      - order: 20\n        line: '^cdiVersion:'\n", "needs a reason"),
+        (
+            "      - order: 20\n        lines: x\n        reason: r\n",
+            "unknown recognise key 'lines'",
+        ),
+        ("      - order: 20\n        line: '^(cdi'\n        reason: r\n", "bad regex '^(cdi'"),
+        ("      - order: 20\n        reason: r\n", "states no condition"),
+        ("      - line: x\n        reason: r\n", "needs an order"),
+        (
+            "      - order: 20\n        no_line: '@nope'\n        reason: r\n",
+            "unknown named pattern",
+        ),
+        (
+            "      - order: 20\n        sections: {pattern: '^x:'}\n        reason: r\n",
+            "must capture exactly one group",
+        ),
+        ("      - order: 20\n        line: x\n        reason: '{nope}'\n", "unknown placeholder"),
+        ("      - order: 40\n        line: x\n        reason: r\n", "also node-describe's"),
+        (
+            "      - order: 20\n        otherwise: true\n        reason: r\n",
+            "only one kind may be the last resort",
+        ),
+        (
+            "      - order: 200\n        otherwise: true\n        reason: r\n",
+            "only one kind may be the last resort",
+        ),
+        (
+            "      - order: 20\n        min_lines: 2\n        blank: true\n        reason: r\n",
+            "min_lines",
+        ),
+    ],
+)
+def test_a_broken_recognition_entry_is_an_error_at_its_line(tmp_path, entry, says):
+    at_the_entry = _broken(tmp_path, entry)
+    assert any(says in p for p in at_the_entry), at_the_entry
+
+
+def test_an_unknown_parser_is_an_error_at_the_kind(tmp_path):
+    text = KINDS_YAML.read_text(encoding="utf-8").replace(
+        "    parser: manifest\n", "    parser: manifesto\n"
+    )
+    (tmp_path / "kinds.yaml").write_text(text, encoding="utf-8")
+    line = text[: text.index("  collect-manifest:\n")].count("\n") + 1
+    with pytest.raises(RuleLoadError) as exc:
+        check_parsers(load_catalogue(tmp_path / "kinds.yaml"))
+    assert exc.value.problems == [
+        f"{tmp_path / 'kinds.yaml'}:{line}: kind collect-manifest: parser 'manifesto' is not one"
+        f" of {sorted(PARSERS)}"
+    ]
+
+
+# Two recognitions the Python branches got wrong, fixed when they became entries: "no klog line"
+# matched only a text that was one klog line, and a List of NodeMetrics counted as Nodes.
+KLOG_WITH_A_POD_ROW = """\
+I0815 10:00:00.000000       1 main.go:10] waiting for the device plugin pod
+kube-system   hami-device-plugin-7xk2p   2/2     Running   0          3d
+I0815 10:00:05.000000       1 main.go:12] still waiting
+"""
+NODE_METRICS_LIST = """\
+apiVersion: v1
+items:
+- apiVersion: metrics.k8s.io/v1beta1
+  kind: NodeMetrics
+  metadata:
+    name: gpu-node-1
+kind: List
+"""
+
+
+def test_a_log_quoting_a_pod_row_is_no_pods_list(ruleset):
+    assert sniff(KLOG_WITH_A_POD_ROW, ruleset.catalogue)[0] == "klog"
+    rows = "\n".join(x for x in KLOG_WITH_A_POD_ROW.splitlines() if "Running" in x)
+    assert sniff(rows, ruleset.catalogue)[0] == "pods-list"
+
+
+def test_a_list_of_node_metrics_is_no_node(ruleset):
+    assert sniff(NODE_METRICS_LIST, ruleset.catalogue)[0] == "text"
+    nodes = NODE_METRICS_LIST.replace("metrics.k8s.io/v1beta1", "v1").replace("NodeMetrics", "Node")
+    assert sniff(nodes, ruleset.catalogue) == ("node", "kind: List whose items are Nodes")

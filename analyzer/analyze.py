@@ -28,7 +28,7 @@ from analyzer.report.build import build_node, build_report
 from analyzer.report.model import NodeReport, Report
 from analyzer.rules.engine import evaluate
 from analyzer.rules.model import RuleSet
-from analyzer.timeline import NodeTimeline
+from analyzer.timeline import NodeTimeline, node_timeline
 
 if TYPE_CHECKING:
     from analyzer.bundle.thread import Post, ThreadFiles
@@ -188,30 +188,36 @@ def parse_reader(reader: BundleReader, ruleset: RuleSet) -> ParsedBundle:
 
 def check_analysable(bundle: ParsedBundle) -> None:
     """An input with nothing to analyse is a usage error, not a healthy node."""
-    inv = bundle.inventory
     if bundle.analysable:
         return
-    if not inv.files:
-        why = "; ".join(inv.warnings[:3]) or "no files"
+    files = bundle.inventory.files
+    if not files:
+        why = "; ".join(bundle.warnings[:3]) or "no files"
         raise BundleError(f"nothing to analyse: {why}")
-    kinds = sorted({a.kind for a in inv.artefacts})
-    raise BundleError(f"nothing to analyse: {len(inv.files)} file(s), all {'/'.join(kinds)}")
+    kinds = sorted(set(bundle.kinds))
+    raise BundleError(f"nothing to analyse: {len(files)} file(s), all {'/'.join(kinds)}")
 
 
-def node_reports(
-    bundle: ParsedBundle, ruleset: RuleSet, node: str | None = None, lang: str = "en"
-) -> Iterator[tuple[NodeReport, NodeTimeline]]:
-    """Each node's report with its timeline, in the order the bundle holds the nodes; its
-    words (rule texts, verdict, what to collect) in `lang`."""
-    for ctx in build_contexts(bundle, ruleset.fact_inputs, node):
-        yield build_node(ctx, evaluate(ruleset, ctx, lang), ruleset, bundle, lang)
+def node_timelines(
+    bundle: ParsedBundle, ruleset: RuleSet, node: str | None = None
+) -> Iterator[tuple[str | None, NodeTimeline]]:
+    """Each node's timeline (facts and timeline stages; no rule is evaluated), in the order
+    the bundle holds the nodes."""
+    for ctx in build_contexts(bundle, ruleset.fact_inputs, node).contexts:
+        yield ctx.name, node_timeline(ctx, ruleset.episodes)
 
 
 def analyze_parsed(
     bundle: ParsedBundle, ruleset: RuleSet, node: str | None = None, lang: str = "en"
 ) -> Report:
-    reports = [report for report, _timeline in node_reports(bundle, ruleset, node, lang)]
-    return build_report(bundle, reports, ruleset)
+    """Facts per node, then each node's timeline and rule results into its report; its words
+    (rule texts, verdict, what to collect) in `lang`."""
+    facts = build_contexts(bundle, ruleset.fact_inputs, node)
+    reports: list[NodeReport] = []
+    for ctx in facts.contexts:
+        timeline = node_timeline(ctx, ruleset.episodes)
+        reports.append(build_node(ctx, evaluate(ruleset, ctx, lang), ruleset, timeline, lang))
+    return build_report(bundle, reports, ruleset, facts.warnings)
 
 
 def load_bundle(
@@ -237,5 +243,5 @@ def thread_bundle(
     from analyzer.bundle.thread import newest_per_kind, read_thread
 
     with read_thread(posts, limits, redact) as files:
-        select = partial(newest_per_kind, accumulate=accumulate, warnings=files.inventory.warnings)
+        select = partial(newest_per_kind, accumulate=accumulate)
         return parse_files(files, ruleset.catalogue, matcher_for(ruleset), select=select), files

@@ -415,8 +415,8 @@ def timeline(
     node: NodeOpt = None,
     rules: RulesOpt = None,
 ) -> None:
-    """The events of every log and of the node object, in time order."""
-    from analyzer.analyze import load_bundle, node_reports
+    """The events of the node's logs (and the shared ones) and of its object, in time order."""
+    from analyzer.analyze import load_bundle, node_timelines
     from analyzer.timeline import filter_timeline, write_timeline
 
     if format is TimelineFormat.parquet and output is None:
@@ -434,7 +434,7 @@ def timeline(
     try:
         with progress_shown():
             bundle = load_bundle(inputs, ruleset)
-        _report, tl = next(node_reports(bundle, ruleset, node))
+        _name, tl = next(node_timelines(bundle, ruleset, node))
         frame = filter_timeline(tl.frame, source, severity, since, until)
     except (AnalyzerError, ValueError) as exc:
         _fail(str(exc))

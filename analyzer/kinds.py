@@ -31,9 +31,11 @@ KIND_KEYS = {
     "recognise",
     "weak",
     "assigned_by",
+    "per_node",
 }
 LINE = "__line__"
 KEY_LINES = "__key_lines__"
+ATTRIBUTION_KEYS = ("node_paths", "pod_paths", "node_lines")
 SCANNED_FAMILIES = ("log", "text", "table")
 
 
@@ -72,6 +74,9 @@ class Kind:
     # the module that assigns this kind itself (a binary file, a declared issue text): no probe
     assigned_by: str = ""
     at: str = ""  # file:line of its catalogue entry
+    # one node's artefact (its plugin's log, its kubelet journal): in a bundle with several
+    # nodes it is evidence only for the node it is attributed to (analyzer/facts/attribution.py)
+    per_node: bool = False
 
     @property
     def is_log(self) -> bool:
@@ -82,12 +87,23 @@ class Kind:
         return self.family not in NOT_EVIDENCE
 
 
+@dataclass(frozen=True)
+class AttributionHints:
+    """Where a bundle says which node an artefact is about (kinds.yaml `attribution:`): paths
+    with a `node` or `pod` capture, and lines with a `node` capture."""
+
+    node_paths: tuple[regex.Pattern, ...] = ()
+    pod_paths: tuple[regex.Pattern, ...] = ()
+    node_lines: tuple[regex.Pattern, ...] = ()
+
+
 @dataclass(frozen=True, eq=False)  # one catalogue is itself: compiled recognition is cached by it
 class Catalogue:
     kinds: dict[str, Kind]
     by_container: dict[str, str] = field(default_factory=dict)
     by_k8s_kind: dict[str, str] = field(default_factory=dict)
     recognition: Declared | None = None  # the top-level `recognition:` (shared steps)
+    attribution: AttributionHints = field(default_factory=AttributionHints)
 
     def __contains__(self, kind_id: str) -> bool:
         return kind_id in self.kinds
@@ -145,6 +161,33 @@ def _where(path: Path, spec) -> str:
     return f"{path}:{spec.get(LINE, 0) if isinstance(spec, dict) else 0}"
 
 
+def _hints(raw, where: str, problems: list[str]) -> AttributionHints:
+    """The `attribution:` section: each pattern compiles and has the capture its list needs."""
+    if raw is None:
+        return AttributionHints()
+    if not isinstance(raw, dict):
+        problems.append(f"{where}: expected a mapping")
+        return AttributionHints()
+    for key in set(raw) - {*ATTRIBUTION_KEYS, LINE, KEY_LINES}:
+        problems.append(f"{where}: unknown key {key!r}")
+    lists: dict[str, tuple[regex.Pattern, ...]] = {}
+    for key in ATTRIBUTION_KEYS:
+        capture = "pod" if key == "pod_paths" else "node"
+        compiled = []
+        for p in raw.get(key) or []:
+            try:
+                pattern = regex.compile(str(p))
+            except regex.error as exc:
+                problems.append(f"{where}: {key} {p!r}: {exc}")
+                continue
+            if capture not in pattern.groupindex:
+                problems.append(f"{where}: {key} {p!r}: no (?P<{capture}>...) capture")
+                continue
+            compiled.append(pattern)
+        lists[key] = tuple(compiled)
+    return AttributionHints(**lists)
+
+
 def load_catalogue(path: Path) -> Catalogue:
     try:
         doc = yaml.load(path.read_text(encoding="utf-8"), Loader=_LineLoader)
@@ -192,6 +235,7 @@ def load_catalogue(path: Path) -> Catalogue:
             weak=spec.get("weak") is True,
             assigned_by=str(spec.get("assigned_by", "")),
             at=where,
+            per_node=bool(spec.get("per_node", False)),
         )
     for k in kinds.values():
         for other in k.counts_as:
@@ -202,6 +246,7 @@ def load_catalogue(path: Path) -> Catalogue:
     recognition = Declared(_where(path, raw), raw) if isinstance(raw, dict) else None
     if recognition is None:
         problems.append(f"{path}: the catalogue has no `recognition:` mapping")
+    hints = _hints((doc or {}).get("attribution"), f"{path}: attribution", problems)
     if problems:
         raise RuleLoadError(problems)
     return Catalogue(
@@ -209,4 +254,5 @@ def load_catalogue(path: Path) -> Catalogue:
         by_container={c: k.id for k in kinds.values() for c in k.containers},
         by_k8s_kind=by_k8s_kind,
         recognition=recognition,
+        attribution=hints,
     )

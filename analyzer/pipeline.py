@@ -24,7 +24,13 @@ from analyzer.parse.registry import PARSERS
 
 @dataclass
 class ParsedBundle:
+    """What the parse stage returns. `inventory` is the reader's, as the reader built it; the
+    stage's own output (artefacts, warnings) is here."""
+
     inventory: Inventory
+    artefacts: list[Artefact] = field(default_factory=list)  # recognised (and selected) pieces
+    # the reader's warnings, then recognition's and the parsers' (each naming its file)
+    warnings: list[str] = field(default_factory=list)
     nodes: list[NodeFacts] = field(default_factory=list)
     pods: list[PodFacts] = field(default_factory=list)
     configs: list[ConfigFacts] = field(default_factory=list)
@@ -37,7 +43,7 @@ class ParsedBundle:
 
     @property
     def kinds(self) -> list[str]:
-        return [a.kind for a in self.inventory.artefacts]
+        return [a.kind for a in self.artefacts]
 
 
 def parse_bundle(
@@ -72,15 +78,17 @@ def parse_files(
     catalogue: Catalogue,
     matcher: Matcher,
     content: bool = False,
-    select: Callable[[list[Artefact]], list[Artefact]] | None = None,
+    select: Callable[..., list[Artefact]] | None = None,
 ) -> ParsedBundle:
     """`content`: also hash every file whole (`content_digest`; one more read, for batches).
-    `select`: which recognised artefacts to parse (an issue thread keeps the newest of a kind)."""
+    `select(artefacts, warnings=)`: which recognised artefacts to parse (an issue thread keeps
+    the newest of a kind), noting what it left out in `warnings`."""
     inv = reader.inventory
-    artefacts = recognise(inv.files, catalogue, inv)
+    artefacts, recognition_warnings = recognise(inv.files, catalogue)
+    warnings = [*inv.warnings, *recognition_warnings]
     if select is not None:
-        artefacts = inv.artefacts = select(artefacts)
-    out = ParsedBundle(inv)
+        artefacts = select(artefacts, warnings=warnings)
+    out = ParsedBundle(inv, artefacts, warnings)
     out.member_mtimes = [f.mtime for f in inv.files if f.mtime and "!" in f.name]
     h = hashlib.sha256()
     for f in sorted(inv.files, key=lambda f: f.fingerprint):
@@ -99,10 +107,10 @@ def parse_files(
             parsed = parser.parse(a)
             if parser.into:
                 getattr(out, parser.into).extend(parsed.items)
-            inv.warnings.extend(parsed.warnings)
+            warnings.extend(parsed.warnings)
         if kind is not None and kind.scanned:
             out.logs.append(parse_log(a, matcher))
     out.nodes, note = keep_nodes(out.nodes)
     if note:
-        inv.warnings.append(note)
+        warnings.append(note)
     return out

@@ -1,4 +1,6 @@
-"""One time-ordered frame of everything that happened, and the episodes read from it."""
+"""The timeline stage: one node's time-ordered events (its logs, the shared ones, its Node
+object) and the episodes read from them. It evaluates no rule: the report marks the rows its
+findings cite (`cited_rows`); the `timeline` command prints the events as they are."""
 
 from __future__ import annotations
 
@@ -15,7 +17,6 @@ from analyzer.atomic import atomic_path, write_text
 from analyzer.bundle.text import printable
 from analyzer.facts.clock import parse_time as _parse  # one ISO-time parser for all stages
 from analyzer.facts.context import NodeContext
-from analyzer.pipeline import ParsedBundle
 from analyzer.report.model import Episode, Finding, TimelineRow
 from analyzer.rules.model import EpisodeSpec
 
@@ -59,9 +60,10 @@ def _node_rows(ctx: NodeContext) -> list[dict[str, Any]]:
     return rows
 
 
-def build_timeline(bundle: ParsedBundle, ctx: NodeContext) -> pl.DataFrame:
+def build_timeline(ctx: NodeContext) -> pl.DataFrame:
+    """Every dated line of the node's logs and its Node object's events, in time order."""
     frames = []
-    for log in bundle.logs:
+    for log in ctx.logs:
         f = log.frame
         if "ts" not in f.columns or not f.height:
             continue
@@ -218,17 +220,22 @@ def episodes(
 @dataclass(frozen=True)
 class NodeTimeline:
     frame: pl.DataFrame  # every event (the `timeline` command writes it)
-    rows: tuple[TimelineRow, ...]  # the bounded copy the report carries
-    total: int
     episodes: tuple[Episode, ...]
     clock_issues: tuple[str, ...]
 
 
-def node_timeline(
-    bundle: ParsedBundle, ctx: NodeContext, spec: EpisodeSpec, findings: list[Finding]
-) -> NodeTimeline:
-    """Build the frame, mark the findings that cite each row, keep a bounded copy."""
-    frame = build_timeline(bundle, ctx)
+def node_timeline(ctx: NodeContext, spec: EpisodeSpec) -> NodeTimeline:
+    """The node's events and episodes, from its context alone (its logs and matches)."""
+    frame = build_timeline(ctx)
+    eps, issues = episodes(frame, ctx, spec, ctx.clock.year is not None)
+    return NodeTimeline(frame, tuple(eps), tuple(issues))
+
+
+def cited_rows(
+    timeline: NodeTimeline, findings: list[Finding]
+) -> tuple[tuple[TimelineRow, ...], int]:
+    """The bounded copy of the events the report carries, each marked with the findings that
+    cite it, and how many events there are in all."""
     cites: dict[tuple[str, int], list[str]] = {}
     for f in findings:
         for e in f.evidence:
@@ -239,8 +246,7 @@ def node_timeline(
         schema={"file": pl.String, "line": pl.Int64, "findings": pl.String},
         orient="row",
     )
-    frame = frame.join(keys, on=["file", "line"], how="left", maintain_order="left")
-    eps, issues = episodes(frame, ctx, spec, ctx.clock.year is not None)
+    frame = timeline.frame.join(keys, on=["file", "line"], how="left", maintain_order="left")
     interesting = frame.filter(
         pl.col("signature").is_not_null()
         | pl.col("severity").is_in(["W", "E", "F"])
@@ -253,7 +259,7 @@ def node_timeline(
         else frame
     )
     kept = tuple(TimelineRow(**r) for r in rows.head(DIAGNOSIS_ROWS).to_dicts())
-    return NodeTimeline(frame, kept, frame.height, tuple(eps), tuple(issues))
+    return kept, frame.height
 
 
 def write_timeline(frame: pl.DataFrame, fmt: str, output: Path | None) -> None:
@@ -269,7 +275,14 @@ def write_timeline(frame: pl.DataFrame, fmt: str, output: Path | None) -> None:
         text = frame.write_json()
     else:
         lines = []
-        for t, src, file, line, sev, sig, msg, fnd in frame.iter_rows():
+        for row in frame.iter_rows(named=True):
+            t, src, file, line = row["time"], row["source"], row["file"], row["line"]
+            sev, sig, msg, fnd = (
+                row["severity"],
+                row["signature"],
+                row["message"],
+                row.get("findings"),
+            )
             mark = f" <{fnd}>" if fnd else ""
             lines.append(
                 f"{t:%Y-%m-%d %H:%M:%S.%f} {sev or '-'} {src:18} {file}:{line} {('[' + sig + '] ') if sig else ''}{msg}{mark}"

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from analyzer.bundle.issue import issue_from_payload
-from analyzer.bundle.model import BundleFile, Inventory
+from analyzer.bundle.model import BundleFile
 from analyzer.bundle.reader import open_bundle
 from analyzer.bundle.recognise import HEAD_BYTES, SMALL_FILE, recognise
 from analyzer.bundle.sniff import sniff
@@ -70,7 +70,7 @@ def tables(catalogue: Catalogue) -> tuple[list[str], list[str]]:
     parts = ["input\tfile\tline\tkind\treason"]
     for label, source, what in _inputs():
         for files in _files(source, what):
-            for a in recognise(files, catalogue, Inventory(files=list(files))):
+            for a in recognise(files, catalogue)[0]:
                 artefacts.append(
                     f"{label}\t{a.file.name}\t{a.first_line}\t{a.kind}\t{_one_line(a.reason)}"
                 )

@@ -25,7 +25,7 @@ def _consequences(report) -> list[str]:
 
 
 def _kinds(ruleset, files: dict[str, str]) -> list[str]:
-    return [a.kind for a in parse_texts(ruleset, files).inventory.artefacts]
+    return [a.kind for a in parse_texts(ruleset, files).artefacts]
 
 
 # ---- the NVIDIA plugin's Go std-log format and its oldest health-check wording ----------------
@@ -209,7 +209,7 @@ LONE_EVENT = (
 
 def test_a_config_diff_is_read_as_its_after_side(ruleset):
     b = parse_texts(ruleset, {"diff.txt": CONTAINERD_DIFF})
-    assert [a.kind for a in b.inventory.artefacts] == ["containerd-config"]
+    assert [a.kind for a in b.artefacts] == ["containerd-config"]
     r = diagnose_texts(ruleset, {"diff.txt": CONTAINERD_DIFF})
     ctx_runtime = next(c for c in b.configs if c.kind == "containerd-config").values
     assert (

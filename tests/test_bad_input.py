@@ -16,7 +16,7 @@ def test_malformed_yaml_node_is_a_warning(ruleset):
     b = parse_texts(
         ruleset, {"node.yaml": "kind: Node\nmetadata:\n  name: n1\n  labels: {gpu: on\n  bad: [\n"}
     )
-    assert any("YAML error" in w for w in b.inventory.warnings)
+    assert any("YAML error" in w for w in b.warnings)
     assert b.nodes and b.nodes[0].name == "n1"  # the part before the error was kept
 
 
@@ -27,7 +27,7 @@ def test_yaml_alias_bomb_is_refused(ruleset):
     start = time.monotonic()
     b = parse_texts(ruleset, {"node.yaml": bomb})
     assert time.monotonic() - start < 5
-    assert any("alias" in w for w in b.inventory.warnings)
+    assert any("alias" in w for w in b.warnings)
 
 
 def test_truncated_and_wrongly_typed_annotation(ruleset):
@@ -44,7 +44,7 @@ def test_binary_junk_and_empty_files(ruleset):
     parsed = parse_texts(
         ruleset, {"junk.bin": bytes(range(256)) * 100, "empty.log": b"", "blank.txt": b"\n\n  \n"}
     )
-    kinds = {a.file.name: a.kind for a in parsed.inventory.artefacts}
+    kinds = {a.file.name: a.kind for a in parsed.artefacts}
     assert kinds == {"junk.bin": "binary", "empty.log": "empty", "blank.txt": "empty"}
     with pytest.raises(BundleError, match="nothing to analyse: 3 file"):
         check_analysable(parsed)

@@ -350,12 +350,12 @@ def test_the_newest_paste_of_a_kind_wins(ruleset):
     fixed = f"Installed the driver, now:\n\n```\n{HEALTHY_LOG}```\n"
     bundle, report, files = _thread(ruleset, crashed, fixed)
     assert report.primary.rule_id != "nvml-init-failed"
-    logs = [a.file.name for a in bundle.inventory.artefacts if a.kind == "device-plugin-log"]
+    logs = [a.file.name for a in bundle.artefacts if a.kind == "device-plugin-log"]
     assert logs == ["comment-1-block-01.txt"]
     assert "issue-block-01.txt: device-plugin-log replaced by the newer one in comment 1" in (
-        bundle.inventory.warnings
+        bundle.warnings
     )
-    prose = [a.file.name for a in bundle.inventory.artefacts if a.kind == "issue-text"]
+    prose = [a.file.name for a in bundle.artefacts if a.kind == "issue-text"]
     assert prose == ["issue-text.md", "comment-1-text.md"]
     assert "crashes" in files.prose and "Installed the driver" in files.prose
 
@@ -661,7 +661,7 @@ def test_redaction_covers_the_comments_and_the_attachments(ruleset, tmp_path):
     parsed, report, files = result.bundle, result.report, result.thread
     assert files is not None
     md = render_markdown(report, b"x", unread=files.problems)
-    assert "gpu-node-2" not in md and "gpu-node-2" not in " ".join(parsed.inventory.warnings)
+    assert "gpu-node-2" not in md and "gpu-node-2" not in " ".join(parsed.warnings)
     assert {n.node for n in report.nodes} == {"node-1"} and files.problems == []
     names = [f.name for f in parsed.inventory.files]
     assert "issue/bundle.tar.gz!hami-bundle/node.yaml" in names and "comment-1-text.md" in names

@@ -70,7 +70,7 @@ def test_each_kind_has_an_example_recognised_and_parsed_as_it(ruleset, kid):
         pytest.skip(f"{kid} is assigned by {k.assigned_by}, not recognised from content")
     with open_bundle([str(example)]) as reader:
         bundle = parse_files(reader, ruleset.catalogue, matcher_for(ruleset))
-    assert [a.kind for a in bundle.inventory.artefacts] == [kid]
+    assert [a.kind for a in bundle.artefacts] == [kid]
     parser = PARSERS.get(k.parser) if k.parser else None
     if parser is not None and parser.into:
         made = getattr(bundle, parser.into)

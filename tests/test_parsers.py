@@ -351,9 +351,9 @@ def test_mixed_paste_is_split(ruleset):
         'I0627 07:29:33.630313    8458 flags.go:27] FLAG: --add_dir_header="false"\n```\n'
     )
     b = parse_texts(ruleset, {"other.txt": text})
-    kinds = [a.kind for a in b.inventory.artefacts]
+    kinds = [a.kind for a in b.artefacts]
     assert "pods-list" in kinds and "vgpu-monitor-log" in kinds
-    vm = next(a for a in b.inventory.artefacts if a.kind == "vgpu-monitor-log")
+    vm = next(a for a in b.artefacts if a.kind == "vgpu-monitor-log")
     assert (
         vm.first_line == 10 and vm.container == "vgpu-monitor"
     )  # the command stays with its output

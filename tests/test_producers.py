@@ -46,7 +46,7 @@ def _facts(ruleset, files):
     bundle = parse_texts(ruleset, files)
     return [
         (c.facts.facts, c.facts.known, c.version)
-        for c in build_contexts(bundle, ruleset.fact_inputs)
+        for c in build_contexts(bundle, ruleset.fact_inputs).contexts
     ]
 
 

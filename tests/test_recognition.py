@@ -160,9 +160,7 @@ def lines_of(path, start: int, stop: int) -> str:
 def parts(ruleset, text: str, name: str = "paste.txt") -> list[tuple[str, int, str]]:
     """(kind, first line, the artefact's own first line) of every artefact of one pasted file."""
     bundle = parse_texts(ruleset, {name: text})
-    return [
-        (a.kind, a.first_line, (a.text or "").split("\n")[0]) for a in bundle.inventory.artefacts
-    ]
+    return [(a.kind, a.first_line, (a.text or "").split("\n")[0]) for a in bundle.artefacts]
 
 
 def line_no(text: str, startswith: str) -> int:
@@ -207,7 +205,7 @@ def test_full_node_describe_then_pod_describe(ruleset):
     """A whole `kubectl describe node` followed directly by a pod's: two objects, both parsed."""
     text = NODE_DESCRIBE + POD_DESCRIBE
     bundle = parse_texts(ruleset, {"describe.txt": text})
-    kinds = [(a.kind, a.first_line) for a in bundle.inventory.artefacts]
+    kinds = [(a.kind, a.first_line) for a in bundle.artefacts]
     assert kinds == [("node-describe", 1), ("pod-describe", line_no(text, "Name:             gpu"))]
     assert [n.name for n in bundle.nodes] == ["gpu-node-1"]
     assert bundle.nodes[0].allocatable.get("nvidia.com/gpu") == "10"
@@ -342,7 +340,7 @@ def test_kubectl_logs_prompt_stays_with_device_plugin_log(ruleset):
     prompt = "$ kubectl logs -n kube-system hami-device-plugin-xxx -c device-plugin"
     text = prompt + "\n" + lines_of(HEALTHY / "device-plugin.log", 0, 12)
     bundle = parse_texts(ruleset, {"paste.txt": text})
-    [art] = bundle.inventory.artefacts
+    [art] = bundle.artefacts
     assert (art.kind, art.first_line, art.container) == ("device-plugin-log", 1, "device-plugin")
     assert art.text.split("\n")[0] == prompt
 
@@ -403,14 +401,14 @@ def test_markdown_issue_fenced_blocks(ruleset):
     assert got["scheduler-log"][1].startswith("I0815 09:00:10.000030")
     bundle = parse_texts(ruleset, {"issue.md": text})
     assert [n.name for n in bundle.nodes] == ["gpu-node-1"]
-    assert not any("```" in (a.text or "") for a in bundle.inventory.artefacts)
+    assert not any("```" in (a.text or "") for a in bundle.artefacts)
 
 
 def test_markdown_fences_indented_under_a_list_item(ruleset):
     """Fences indented under a list item: recognised, and their klog lines parsed without the indent."""
     text = issue_markdown(indent="  ")
     bundle = parse_texts(ruleset, {"issue.md": text})
-    kinds = {a.kind: a for a in bundle.inventory.artefacts}
+    kinds = {a.kind: a for a in bundle.artefacts}
     assert "node" in kinds and "scheduler-log" in kinds
     assert [n.name for n in bundle.nodes] == ["gpu-node-1"]
     [log] = [x for x in bundle.logs if x.artefact.kind == "scheduler-log"]

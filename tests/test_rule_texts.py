@@ -146,13 +146,13 @@ def test_a_fix_names_the_plugin_that_printed_the_evidence(tmp_path, ruleset, plu
     banner says whose log it is, the fix changes NVIDIA's chart; when the bundle dates HAMi (its
     version in the ticket's notes), HAMi's; when nothing tells, the NVIDIA step says it applies
     only if the log is NVIDIA's."""
-    from analyzer.analyze import analyze
+    from analyzer.analyze import AnalyzeOptions, analyze
 
     log = (NVIDIA_BANNER if plugin == "nvidia" else "") + NVML_FAILS
     (tmp_path / "device-plugin.log").write_text(log)
     if plugin == "hami":
         (tmp_path / "notes.txt").write_text("HAMi version: v2.10.0, installed with helm\n")
-    _, report = analyze([str(tmp_path)], ruleset)
+    report = analyze([str(tmp_path)], AnalyzeOptions(ruleset=ruleset)).report
     node = report.nodes[0]
     assert node.primary.rule_id == "nvml-init-failed"
     (finding,) = [f for f in node.findings if f.rule_id == "nvml-init-failed"]

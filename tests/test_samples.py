@@ -48,6 +48,22 @@ def test_sample_diagnosis(ruleset, sample):
         for e in f.evidence:
             if e.kind == "log":
                 assert e.file and e.line and e.text
+    if "nodes" in expected:  # a multi-node sample: every node as expected, none more
+        by_node = {n.node: n for n in report.nodes}
+        assert sorted(expected["nodes"]) == sorted(by_node)
+        for name, want in expected["nodes"].items():
+            _check_node(by_node[name], want)
+
+
+def _check_node(node, want: dict) -> None:
+    """A multi-node sample's expectations of one node: its verdict, the rules that fire and
+    do not, and the only files its evidence may cite (its own object and logs, shared logs)."""
+    fired = {f.rule_id for f in node.all_findings()}
+    assert node.primary.category == want["primary_category"], (node.node, node.primary)
+    assert set(want["must_fire"]) - fired == set(), node.node
+    assert set(want["must_not_fire"]) & fired == set(), node.node
+    cited = {e.file for f in node.all_findings() for e in f.evidence if e.file}
+    assert cited <= set(want["evidence_files"]), (node.node, cited)
 
 
 @pytest.mark.parametrize(

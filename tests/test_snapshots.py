@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-from analyzer.analyze import analyze
+from analyzer.analyze import AnalyzeOptions, analyze
 from analyzer.render.terminal import DEFAULT_WIDTH, render_terminal
 from conftest import REPO, SAMPLES, run_cli
 
@@ -26,7 +26,7 @@ UPDATE = os.environ.get("UPDATE_SNAPSHOTS") == "1"
 
 @pytest.mark.parametrize("sample", SAMPLE_DIRS, ids=lambda p: p.name)
 def test_terminal_snapshot(ruleset, sample):
-    _, report = analyze([str(sample / "bundle")], ruleset)
+    report = analyze([str(sample / "bundle")], AnalyzeOptions(ruleset=ruleset)).report
     text = render_terminal(report, colour=False, width=DEFAULT_WIDTH) + "\n"
     snap = SNAPSHOTS / f"{sample.name}.txt"
     if UPDATE:
@@ -53,7 +53,7 @@ def test_colour_only_on_request_of_a_terminal(ruleset):
     piped = run_cli("analyze", bundle)
     assert piped.returncode == 1 and "\x1b[" not in piped.stdout
     assert "\x1b[" not in run_cli("analyze", bundle, "--no-color").stdout
-    _, report = analyze([bundle], ruleset)
+    report = analyze([bundle], AnalyzeOptions(ruleset=ruleset)).report
     coloured = render_terminal(report, colour=True)
     assert "\x1b[1;31m✖ CRITICAL\x1b[0m" in coloured  # the verdict in its severity's colour
     assert "\x1b[33m!\x1b[0m" in coloured  # a warning's symbol in amber
@@ -87,7 +87,7 @@ def test_paths_inside_a_collect_archive_are_cited_from_its_top(tmp_path, ruleset
     with tarfile.open(archive, "w:gz") as tf:
         for f in sorted((SAMPLES / "xid79-gpu-lost" / "bundle").iterdir()):
             tf.add(f, arcname=f"bundle-20260815T102000Z/logs/{f.name}")
-    _, report = analyze([str(archive)], ruleset)
+    report = analyze([str(archive)], AnalyzeOptions(ruleset=ruleset)).report
     text = render_terminal(report)
     assert text.startswith(f"Bundle: {archive.name} (file names below are inside it)")
     assert text.count("tar.gz") == 1 and "logs/device-plugin.log:44" in text

@@ -1319,6 +1319,69 @@ def pod_not_scheduled_by_hami() -> Sample | None:
     )
 
 
+@sample
+def two_nodes_one_crash() -> Sample | None:
+    """Two GPU nodes in one bundle, each plugin log saved as `kubectl logs --tail` under its
+    node's name: the tails name no node, so each finds its node by its file name. gpu-node-1
+    works; gpu-node-2's plugin cannot load NVML and never registered (no annotation, no
+    allocatable). The scheduler log is the cluster's and sees gpu-node-1 only."""
+    one = [dev(0)]
+    healthy_tail = healthy_dp("gpu-node-1", one)[len(dp_start("gpu-node-1")) :]
+    crash_tail = [
+        f"I0815 {ts(120)} {PID + 2:>7} config.go:257] All devices initialized successfully",
+        f"E0815 {ts(120.5)} {PID + 2:>7} register.go:96] nvml Init err:  ERROR_LIBRARY_NOT_FOUND",
+        "panic: 0",
+        "",
+        "goroutine 58 [running]:",
+        "github.com/Project-HAMi/HAMi/pkg/device-plugin/nvidiadevice/nvinternal/plugin.(*NvidiaDevicePlugin).getAPIDevices(0xc0004b8000)",
+        "\t/k8s-vgpu/pkg/device-plugin/nvidiadevice/nvinternal/plugin/register.go:97 +0x1e0c",
+    ]
+    assert not any("gpu-node" in line for line in healthy_tail + crash_tail)
+    return Sample(
+        "two-nodes-one-plugin-crash",
+        {
+            "node-1.yaml": node_yaml(
+                "gpu-node-1",
+                labels={"gpu": "on"},
+                annotations={
+                    "hami.io/node-handshake": "Requesting_2026-08-15 10:19:50",
+                    "hami.io/node-nvidia-register": reg(one),
+                },
+                allocatable={"nvidia.com/gpu": "10"},
+            ),
+            "node-2.yaml": node_yaml("gpu-node-2", labels={"gpu": "on"}, allocatable={}),
+            "device-plugin-gpu-node-1.log": healthy_tail,
+            "device-plugin-gpu-node-2.log": crash_tail,
+            "scheduler.log": healthy_sched("gpu-node-1", one),
+        },
+        {
+            "description": "Two nodes: gpu-node-2's plugin cannot load NVML (case 2), gpu-node-1 "
+            "works; each plugin log is its node's by its file name, and only gpu-node-2 fails.",
+            "primary_category": "plugin-crash-nvml",
+            "must_fire": ["nvml-init-failed"],
+            "must_not_fire": ["count-link-ok", "spec-link-ok"],
+            "nodes": {
+                "gpu-node-1": {
+                    "primary_category": "healthy",
+                    "must_fire": ["count-link-ok", "spec-link-ok"],
+                    "must_not_fire": NORMAL_FAULTS,
+                    "evidence_files": [
+                        "node-1.yaml",
+                        "device-plugin-gpu-node-1.log",
+                        "scheduler.log",
+                    ],
+                },
+                "gpu-node-2": {
+                    "primary_category": "plugin-crash-nvml",
+                    "must_fire": ["nvml-init-failed"],
+                    "must_not_fire": ["count-link-ok", "spec-link-ok", "liveness-link-ok"],
+                    "evidence_files": ["node-2.yaml", "device-plugin-gpu-node-2.log"],
+                },
+            },
+        },
+    )
+
+
 CDI_DESCRIBE = """Name:                gpu-pod
 Namespace:           default
 Priority:            0

@@ -32,8 +32,8 @@ class Artefact:
 
 @dataclass
 class Inventory:
-    """Everything the reader saw, including what it could not use."""
+    """Everything the reader saw, including what it could not use. Built by the reader alone:
+    recognition and parsing report in their own results (`ParsedBundle`)."""
 
     files: list[BundleFile] = field(default_factory=list)
-    artefacts: list[Artefact] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from analyzer.bundle.model import Artefact, BundleFile, Inventory
+from analyzer.bundle.model import Artefact, BundleFile
 from analyzer.bundle.sniff import sniff
 from analyzer.bundle.text import clean, decode, looks_binary
 from analyzer.kinds import Catalogue
@@ -43,23 +43,24 @@ class _Segment:
     container: str | None
 
 
-def recognise(
-    files: list[BundleFile], catalogue: Catalogue, inventory: Inventory
-) -> list[Artefact]:
+def recognise(files: list[BundleFile], catalogue: Catalogue) -> tuple[list[Artefact], list[str]]:
+    """The artefacts of the files, and what recognition could not read or decode (warnings,
+    each naming its file). The reader's inventory is left as the reader built it."""
     out: list[Artefact] = []
+    warnings: list[str] = []
     for f in files:
         try:
             with f.path.open("rb") as fh:
                 head = fh.read(HEAD_BYTES if f.size > SMALL_FILE else SMALL_FILE)
         except OSError as exc:
-            inventory.warnings.append(f"{f.name}: unreadable ({exc.strerror or exc})")
+            warnings.append(f"{f.name}: unreadable ({exc.strerror or exc})")
             out.append(Artefact(f, "unreadable", str(exc.strerror or exc)))
             continue
         if looks_binary(head):
             out.append(Artefact(f, "binary", "binary content (NUL or control bytes)"))
             continue
         text, warns = decode(head)
-        inventory.warnings.extend(f"{f.name}: {w}" for w in warns)
+        warnings.extend(f"{f.name}: {w}" for w in warns)
         text = clean(text)
         if f.declared_kind:
             out.append(Artefact(f, f.declared_kind, "declared by the input", 1, text))
@@ -75,8 +76,7 @@ def recognise(
                 )
             continue
         out.extend(_split(f, text, catalogue))
-    inventory.artefacts = out
-    return out
+    return out, warnings
 
 
 def _structured(kind: str, catalogue: Catalogue) -> bool:

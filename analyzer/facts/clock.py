@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import polars as pl
 
@@ -109,8 +109,13 @@ def timestamp_expr(year: int, collected: dt.datetime | None) -> pl.Expr:
     return pl.coalesce(rfc, klog).alias("ts")
 
 
-def stamp_logs(logs, clock: Clock) -> None:
+def stamp_logs(logs: list, clock: Clock) -> list:
+    """The logs with a `ts` column of their times placed by `clock`: new ParsedLog values over
+    new frames (polars shares the columns); the parse stage's logs are left as they were."""
     year = clock.year or PLACEHOLDER_YEAR
-    for log in logs:
-        if "ts" not in log.frame.columns and "mm" in log.frame.columns:
-            log.frame = log.frame.with_columns(timestamp_expr(year, clock.collected_at))
+    return [
+        replace(log, frame=log.frame.with_columns(timestamp_expr(year, clock.collected_at)))
+        if "ts" not in log.frame.columns and "mm" in log.frame.columns
+        else log
+        for log in logs
+    ]

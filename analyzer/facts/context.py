@@ -5,17 +5,20 @@ analyzer/facts/producers.py (each declares what it reads and writes)."""
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from analyzer.errors import AnalyzerError
 from analyzer.facts import handshake as handshake_facts
 from analyzer.facts import producers
+from analyzer.facts.attribution import attribute
 from analyzer.facts.clock import Clock, infer_clock, parse_time, stamp_logs
 from analyzer.facts.matches import SignatureIndex, collect_matches
 from analyzer.facts.model import FactSet, Match
 from analyzer.facts.producers import Sources
 from analyzer.kinds import Catalogue
 from analyzer.parse.annotations import AnnotationSpec, Handshake, RegisterAnnotation
+from analyzer.parse.logs import ParsedLog
 from analyzer.parse.node import NodeFacts
 from analyzer.pipeline import ParsedBundle
 from analyzer.signatures import Signature
@@ -39,6 +42,8 @@ class NodeContext:
     handshake: Handshake | None = None
     version: VersionInference = field(default_factory=VersionInference)
     components: dict[str, VersionInference] = field(default_factory=dict)
+    logs: tuple[ParsedLog, ...] = ()  # this node's logs (and the shared ones), clock applied
+    collected: bool = False  # the bundle is `hami-analyzer collect`'s (it has its manifest)
 
     @property
     def collected_at(self) -> dt.datetime | None:
@@ -88,32 +93,47 @@ _SECTION_FIELDS = {
 def _merge_fragments(nodes: list[NodeFacts]) -> list[NodeFacts]:
     """Pieces without a node name (annotations pasted on their own, a describe cut to its
     Capacity block) belong to the one node of the bundle, or are it. A section the node already
-    shows wins over a later piece's: the first paste is the state the issue describes."""
+    shows wins over a later piece's: the first paste is the state the issue describes. The
+    merged node is a new NodeFacts; the parsed pieces are left as they were."""
     named = [n for n in nodes if n.name and n.form != "fragment"]
     pieces = [n for n in nodes if not (n.name and n.form != "fragment")]
     if not pieces or len(named) > 1:
         return named or nodes
-    target = named[0] if named else pieces.pop(0)
+    first = named[0] if named else pieces.pop(0)
+    annotations = dict(first.annotations)
+    elided = set(first.elided)
+    line_of = dict(first.line_of)
+    file_of = dict(first.file_of)
+    taken: dict[str, Any] = {}  # section fields a later piece shows and the first does not
+    sections = first.sections
     for piece in pieces:
         for k, v in piece.annotations.items():
-            target.annotations.setdefault(k, v)
+            annotations.setdefault(k, v)
         if "annotations" in piece.sections:
-            target.elided |= piece.elided
-        for section in piece.sections - target.sections:
+            elided |= piece.elided
+        for section in piece.sections - sections:
             if section in _SECTION_FIELDS:
-                attr = _SECTION_FIELDS[section]
-                setattr(target, attr, getattr(piece, attr))
+                taken[_SECTION_FIELDS[section]] = getattr(piece, _SECTION_FIELDS[section])
         for k, line in piece.line_of.items():
-            if k not in target.line_of:
-                target.line_of[k] = line
-                target.file_of[k] = piece.file_of.get(k, piece.file)
-        target.sections = target.sections | piece.sections
-    return [target]
+            if k not in line_of:
+                line_of[k] = line
+                file_of[k] = piece.file_of.get(k, piece.file)
+        sections = sections | piece.sections
+    merged = replace(
+        first,
+        sections=sections,
+        annotations=annotations,
+        elided=elided,
+        line_of=line_of,
+        file_of=file_of,
+    )
+    return [replace(merged, **taken)]
 
 
 def _clock(
     bundle: ParsedBundle, nodes: list[NodeFacts], decoded: dict[int, dict[str, Handshake]]
 ) -> Clock:
+    """One clock for the bundle: every node's heartbeats and every log's dated prefixes."""
     beats: list[tuple[dt.datetime, str]] = []
     for n in nodes:
         for c in n.conditions:
@@ -146,21 +166,27 @@ class FactInputs:
     annotations: AnnotationSpec
 
 
+@dataclass(frozen=True)
+class BundleFacts:
+    """What the facts stage returns: one context per node, and what it tells the user about the
+    inputs (logs it could attribute to no node)."""
+
+    contexts: list[NodeContext]
+    warnings: tuple[str, ...] = ()
+
+
 def build_contexts(
     bundle: ParsedBundle, inputs: FactInputs, node_name: str | None = None
-) -> list[NodeContext]:
+) -> BundleFacts:
     nodes = _merge_fragments(list(bundle.nodes))
     spec = inputs.annotations
     decoded = {id(n): handshake_facts.decode_all(n, spec) for n in nodes}
     clock = _clock(bundle, nodes, decoded)
-    stamp_logs(bundle.logs, clock)
-    index = collect_matches(
-        bundle.logs,
-        bundle.kinds,
-        inputs.signatures,
-        inputs.catalogue,
-    )
+    logs = stamp_logs(bundle.logs, clock)
+    index = collect_matches(logs, bundle.kinds, inputs.signatures, inputs.catalogue)
     names = {n.name for n in nodes if n.name}
+    stated = {(a.file, a.first_line): a.node for a in index.artefacts if a.node}
+    owners = attribute(logs, bundle.configs, sorted(names), bundle.pods, stated, inputs.catalogue)
     targets: list[NodeFacts | None] = list(nodes)
     if node_name:
         targets = [n for n in nodes if n.name == node_name]
@@ -169,9 +195,17 @@ def build_contexts(
             raise NodeNotFound(f"--node {node_name}: no such node in the bundle (nodes: {known})")
     if not targets:
         targets = [None]
-    return [
-        _context(bundle, inputs, n, clock, index, names, decoded.get(id(n), {})) for n in targets
-    ]
+    contexts = []
+    for n in targets:
+        name = n.name if n is not None else None
+        excluded = owners.excluded(name)
+        held = {a.kind for a in bundle.artefacts if (a.file.name, a.first_line) not in excluded}
+        view = index.for_node(name, names, excluded, held)
+        mine = owners.logs_of(logs, name)
+        configs = owners.configs_of(bundle.configs, name)
+        ctx = _context(bundle, inputs, n, clock, view, mine, configs, decoded.get(id(n), {}))
+        contexts.append(ctx)
+    return BundleFacts(contexts, owners.warnings)
 
 
 def _guess_name(index: SignatureIndex, bundle: ParsedBundle) -> str | None:
@@ -219,18 +253,17 @@ def _register_from_logs(index: SignatureIndex, node: str | None) -> Match | None
     return best
 
 
-def _context(bundle, inputs: FactInputs, node, clock, index, names, decoded) -> NodeContext:
+def _context(bundle, inputs: FactInputs, node, clock, view, logs, configs, decoded) -> NodeContext:
+    """One node's facts, from its view of the matches, its logs and configs (shared ones
+    included)."""
     name = node.name if node is not None and node.name else None
-    view = index.for_node(name, names)
     name = name or _guess_name(view, bundle)
     from_log = _register_from_logs(view, name)
     if name is None and from_log is not None:  # the one node whose devices a HAMi log printed
         cap = inputs.signatures[from_log.sig].node_capture
         name = (from_log.captures.get(cap) if cap else None) or None
     facts = FactSet()
-    src = Sources(
-        bundle, inputs, node, name, view, clock, decoded, from_log, bundle.logs, bundle.configs
-    )
+    src = Sources(bundle, inputs, node, name, view, clock, decoded, from_log, logs, configs)
     producers.run(producers.ORDER, src, facts)
     made = src.made
     return NodeContext(
@@ -243,4 +276,6 @@ def _context(bundle, inputs: FactInputs, node, clock, index, names, decoded) -> 
         made["handshake"],
         made["version"],
         made["components"],
+        tuple(logs),
+        bool(bundle.manifests),
     )

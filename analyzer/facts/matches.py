@@ -43,7 +43,8 @@ class ArtefactInfo:
     file: str
     kind: str
     first_line: int
-    node: str | None = None  # the node the whole artefact is about (a device-plugin log's node)
+    node: str | None = None  # the node the artefact says it is about (a device-plugin log's)
+    counts: dict[str, int] = field(default_factory=dict)  # exact matches per signature
 
 
 @dataclass
@@ -57,6 +58,7 @@ class SignatureIndex:
     present: set[str] = field(default_factory=set)  # kinds recognised, incl. what they count as
     artefacts: list[ArtefactInfo] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    held: set[str] = field(default_factory=set)  # evidence kinds of the bundle's artefacts
 
     def count(self, sid: str) -> int:
         return max(len(self.matches.get(sid, [])), self.counts.get(sid, 0))
@@ -74,48 +76,62 @@ class SignatureIndex:
         k = self.catalogue.get(kind)
         return kind in kinds or (k is not None and bool(set(k.counts_as) & kinds))
 
-    def for_node(self, node: str | None, others: set[str]) -> SignatureIndex:
-        """The view of one node: lines naming another node of the bundle, and artefacts about
-        another node, are left out (node names the bundle does not hold stay in: a scheduler log
-        talks about every node in the cluster)."""
-        if not node and not others:
+    def for_node(
+        self,
+        node: str | None,
+        others: set[str],
+        excluded: frozenset[tuple[str, int]] = frozenset(),
+        held: set[str] | None = None,
+    ) -> SignatureIndex:
+        """The view of one node: lines naming another node, and the artefacts `excluded` (about
+        another node, or about none: analyzer/facts/attribution.py) are left out. `held`: the
+        kinds of the artefacts left to the node; a kind it does not hold is not present for it
+        (another node's log says nothing of this one's)."""
+        if not node and not others and not excluded:
             return self
-        foreign = {a.file for a in self.artefacts if a.node and a.node != node and a.node in others}
-        foreign_lines = {
-            (a.file, a.first_line) for a in self.artefacts if a.node and a.node != node
-        }
+        start_of = _artefact_starts(self) if excluded else {}
         kept: dict[str, list[Match]] = {}
+        dropped_by_line: set[str] = set()
         for sid, ms in self.matches.items():
             cap = self.signatures[sid].node_capture
             sel = []
             for m in ms:
-                if cap and node and m.captures.get(cap) not in (None, "", node):
+                if excluded and (m.file, _start(start_of, m)) in excluded:
                     continue
-                if (m.file, _artefact_start(self, m)) in foreign_lines and m.file in foreign:
+                if cap and node and m.captures.get(cap) not in (None, "", node):
+                    dropped_by_line.add(sid)
                     continue
                 sel.append(m)
             if sel:
                 kept[sid] = sel
-        view = SignatureIndex(
-            self.signatures, self.catalogue, kept, self.counts, self.present, self.artefacts
+        kept_arts = [a for a in self.artefacts if (a.file, a.first_line) not in excluded]
+        counts: dict[str, int] = {}
+        for a in kept_arts:
+            for sid, n in a.counts.items():
+                counts[sid] = counts.get(sid, 0) + n
+        for sid in dropped_by_line:
+            counts[sid] = len(kept.get(sid, []))
+        mine = self.held if held is None else self.held & held
+        present = self.present if mine == self.held else self.catalogue.satisfied(mine)
+        return SignatureIndex(
+            self.signatures, self.catalogue, kept, counts, present, kept_arts, self.errors, mine
         )
-        view.errors = self.errors
-        view.counts = {
-            sid: (
-                n
-                if len(kept.get(sid, [])) == len(self.matches.get(sid, []))
-                else len(kept.get(sid, []))
-            )
-            for sid, n in self.counts.items()
-        }
-        return view
 
 
-def _artefact_start(index: SignatureIndex, m: Match) -> int:
-    best = 0
+def _artefact_starts(index: SignatureIndex) -> dict[str, list[int]]:
+    starts: dict[str, list[int]] = {}
     for a in index.artefacts:
-        if a.file == m.file and a.first_line <= m.line and a.first_line >= best:
-            best = a.first_line
+        starts.setdefault(a.file, []).append(a.first_line)
+    return {f: sorted(v) for f, v in starts.items()}
+
+
+def _start(starts: dict[str, list[int]], m: Match) -> int:
+    """The first line of the artefact of the file a match is in (a file may hold several)."""
+    best = 0
+    for first in starts.get(m.file, ()):
+        if first > m.line:
+            break
+        best = first
     return best
 
 
@@ -123,12 +139,11 @@ def collect_matches(
     logs: list[ParsedLog], kinds: list[str], signatures: dict[str, Signature], catalogue: Catalogue
 ) -> SignatureIndex:
     index = SignatureIndex(signatures, catalogue)
-    index.present = catalogue.satisfied(
-        {k for k in kinds if catalogue.get(k) and catalogue[k].is_evidence}
-    )
+    index.held = {k for k in kinds if catalogue.get(k) and catalogue[k].is_evidence}
+    index.present = catalogue.satisfied(index.held)
     for log in logs:
         art = log.artefact
-        info = ArtefactInfo(art.file.name, art.kind, art.first_line)
+        info = ArtefactInfo(art.file.name, art.kind, art.first_line, counts=log.stats.sig_counts)
         index.artefacts.append(info)
         for sid, n in log.stats.sig_counts.items():
             index.counts[sid] = index.counts.get(sid, 0) + n

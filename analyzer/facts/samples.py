@@ -49,7 +49,7 @@ def index_of(texts: dict[str, str], kind: str = "text"):
 
     rs = load_ruleset()
     logs = [parse_log(artefact(kind, t, name), matcher_for(rs)) for name, t in texts.items()]
-    stamp_logs(logs, infer_clock([], [], [], False, None))
+    logs = stamp_logs(logs, infer_clock([], [], [], False, None))
     return collect_matches(logs, [kind] * len(logs), rs.signatures, rs.catalogue)
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from analyzer.bundle.model import BundleFile, Inventory
+from analyzer.bundle.model import BundleFile
 from analyzer.bundle.text import looks_binary
 from analyzer.progress import Progress
 from analyzer.redact.engine import MIN_EVERYWHERE, Learner, Plan
@@ -153,9 +153,9 @@ def parsed_node_names(sources: list[SourceFile]) -> set[str]:
 
     catalogue = load_catalogue(builtin_file().with_name("kinds.yaml"))
     files = [BundleFile(s.name, s.path, s.path.stat().st_size, s.mtime) for s in sources]
-    inv = Inventory(files=files)
     out: set[str] = set()
-    for a in recognise(files, catalogue, inv):
+    artefacts, _warnings = recognise(files, catalogue)
+    for a in artefacts:
         kind = catalogue.get(a.kind)
         parser = kind.parser if kind else None
         if parser == "node":

@@ -41,7 +41,7 @@ from analyzer.rules.engine import (
     RuleResult,
 )
 from analyzer.rules.model import RuleSet
-from analyzer.timeline import NodeTimeline, node_timeline
+from analyzer.timeline import NodeTimeline, cited_rows
 
 REGISTRATION_LINKS = ("count", "spec", "liveness")
 KIND_RANK = {"fault": 0, "normal": 1, "ok": 2}
@@ -273,16 +273,17 @@ def build_node(
     ctx: NodeContext,
     results: list[RuleResult],
     ruleset: RuleSet,
-    bundle: ParsedBundle,
+    timeline: NodeTimeline,
     lang: str = "en",
-) -> tuple[NodeReport, NodeTimeline]:
+) -> NodeReport:
+    """One node's report from its context, its rule results and its timeline stage's output."""
     fired = [r for r in results if r.outcome == FIRED]
     findings = _without_contradictions(_group(fired))
     flat = flatten(findings)
     links = _links(flat, results)
     verdict = _verdict(findings, links, ctx, lang)
-    timeline = node_timeline(bundle, ctx, ruleset.episodes, flat)
-    report = NodeReport(
+    rows, total = cited_rows(timeline, flat)
+    return NodeReport(
         node=ctx.name,
         primary=verdict,
         findings=tuple(findings),
@@ -299,7 +300,7 @@ def build_node(
             [*ctx.index.errors, *(r.error for r in results if r.outcome == ERROR and r.error)]
         ),
         collect=next_steps.choose(
-            verdict, results, ctx, ruleset.catalogue, lang, collected=bool(bundle.manifests)
+            verdict, results, ctx, ruleset.catalogue, lang, collected=ctx.collected
         ),
         version=_version_info(ctx),
         clock=ClockInfo(
@@ -308,12 +309,11 @@ def build_node(
         register=_register_info(ctx),
         handshake=_handshake_info(ctx),
         decisions=build_decisions(ctx, ruleset.decisions),
-        timeline=timeline.rows,
-        timeline_total=timeline.total,
+        timeline=rows,
+        timeline_total=total,
         episodes=timeline.episodes,
         clock_issues=timeline.clock_issues,
     )
-    return report, timeline
 
 
 def _badness(n: NodeReport) -> tuple:
@@ -346,15 +346,21 @@ def _log_stats(log: ParsedLog, starts: dict[str, str]) -> LogStatsRow:
     )
 
 
-def build_report(bundle: ParsedBundle, nodes: list[NodeReport], ruleset: RuleSet) -> Report:
-    inv = bundle.inventory
+def build_report(
+    bundle: ParsedBundle,
+    nodes: list[NodeReport],
+    ruleset: RuleSet,
+    warnings: tuple[str, ...] = (),
+) -> Report:
+    """`warnings`: the facts stage's about the inputs (logs of no node), shown before the
+    reader's and the parsers'."""
     return Report(
         nodes=tuple(sorted(nodes, key=_badness)),
         inventory=tuple(
             ArtefactRow(a.file.name, a.kind, a.reason, a.first_line, a.file.size)
-            for a in inv.artefacts
+            for a in bundle.artefacts
         ),
-        warnings=tuple(inv.warnings),
+        warnings=(*warnings, *bundle.warnings),
         log_stats=tuple(_log_stats(log, ruleset.episodes.starts) for log in bundle.logs),
         analyzer_version=__version__,
         rules_version=ruleset.version,

@@ -3,6 +3,7 @@ the commands that collect each kind. It sits below the bundle layer and knows no
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +36,14 @@ KIND_KEYS = {
 }
 LINE = "__line__"
 KEY_LINES = "__key_lines__"
+
+
+def unknown_keys(raw: dict, allowed: Collection[str]) -> list[str]:
+    """The keys of a catalogue mapping that its table does not declare, sorted; the loader's
+    own bookkeeping keys (`__line__`, ...) are not the author's."""
+    return sorted(k for k in set(raw) - set(allowed) if not str(k).startswith("__"))
+
+
 ATTRIBUTION_KEYS = ("node_paths", "pod_paths", "node_lines")
 SCANNED_FAMILIES = ("log", "text", "table")
 
@@ -168,7 +177,7 @@ def _hints(raw, where: str, problems: list[str]) -> AttributionHints:
     if not isinstance(raw, dict):
         problems.append(f"{where}: expected a mapping")
         return AttributionHints()
-    for key in set(raw) - {*ATTRIBUTION_KEYS, LINE, KEY_LINES}:
+    for key in unknown_keys(raw, ATTRIBUTION_KEYS):
         problems.append(f"{where}: unknown key {key!r}")
     lists: dict[str, tuple[regex.Pattern, ...]] = {}
     for key in ATTRIBUTION_KEYS:
@@ -204,7 +213,7 @@ def load_catalogue(path: Path) -> Catalogue:
         if not isinstance(spec, dict):
             problems.append(f"{where}: kind {kid}: expected a mapping")
             continue
-        for key in sorted(set(spec) - KIND_KEYS - {LINE, KEY_LINES}):
+        for key in unknown_keys(spec, KIND_KEYS):
             problems.append(f"{where}: kind {kid}: unknown key {key!r}")
         family = spec.get("family", "text")
         if family not in FAMILIES:

@@ -15,7 +15,7 @@ from functools import cached_property, lru_cache
 
 from analyzer.bundle.text import KLOG_HEADER_PATTERN, PREFIX_RE, SCRIPT_RE, diff_after_side
 from analyzer.errors import RuleLoadError
-from analyzer.kinds import Catalogue
+from analyzer.kinds import Catalogue, unknown_keys
 
 # a pattern written `@name` is one the analyzer defines once for every reader of logs
 NAMED_PATTERNS = {"klog": KLOG_HEADER_PATTERN}
@@ -276,7 +276,7 @@ def _sections(raw, where: str, problems: list[str]) -> Sections | None:
     if not isinstance(raw, dict):
         problems.append(f"{where}: sections: expected a mapping with pattern, any_of, only, min")
         return None
-    for key in sorted(k for k in set(raw) - SECTION_KEYS if not k.startswith("__")):
+    for key in unknown_keys(raw, SECTION_KEYS):
         problems.append(
             f"{where}: sections: unknown key {key!r} ({', '.join(sorted(SECTION_KEYS))})"
         )
@@ -299,7 +299,7 @@ def parse_probe(kind: str, raw, where: str, problems: list[str]) -> Probe | None
     if not isinstance(raw, dict):
         problems.append(f"{where}: kind {kind}: a recognise entry must be a mapping")
         return None
-    for key in sorted(k for k in set(raw) - PROBE_KEYS if not k.startswith("__")):
+    for key in unknown_keys(raw, PROBE_KEYS):
         problems.append(
             f"{where}: kind {kind}: unknown recognise key {key!r} ({', '.join(sorted(PROBE_KEYS))})"
         )
@@ -370,7 +370,7 @@ def compile_recognition(catalogue: Catalogue) -> Recognition:
     path = where.rsplit(":", 1)[0]
     kinds = catalogue.kinds
     by_k8s_kind = catalogue.by_k8s_kind
-    for key in sorted(k for k in set(raw) - RECOGNITION_KEYS if not k.startswith("__")):
+    for key in unknown_keys(raw, RECOGNITION_KEYS):
         problems.append(f"{where}: recognition: unknown key {key!r}")
     steps: list[Step] = [
         p

@@ -536,8 +536,9 @@ def batch(
         _fail(str(exc))
         return
     _say(
-        f"{counts['bundles']} bundles, {counts['findings']} findings -> {out}/bundles.parquet, "
-        f"{out}/findings.parquet, {out}/summary.html"
+        f"{counts['bundles']} bundles, {counts['findings']} findings, {counts['warnings']} input "
+        f"warnings -> {out}/bundles.parquet, {out}/findings.parquet, {out}/warnings.parquet, "
+        f"{out}/summary.html"
     )
 
 

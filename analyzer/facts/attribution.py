@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import polars as pl
 import regex
 
+from analyzer.bundle.model import InputWarning
 from analyzer.kinds import AttributionHints, Catalogue
 from analyzer.parse.configs import ConfigFacts
 from analyzer.parse.logs import ParsedLog
@@ -67,7 +68,7 @@ class Attribution:
     """The owner of every artefact that is not shared by all nodes, and what to tell the user."""
 
     owners: dict[ArtefactKey, Owner] = field(default_factory=dict)
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[InputWarning, ...] = ()
 
     def keeps(self, key: ArtefactKey, node: str | None) -> bool:
         """Whether the artefact is evidence for `node` (shared ones are for every node)."""
@@ -101,7 +102,7 @@ def attribute(
     pieces = _pieces(logs, configs)
     pod_nodes = _pod_nodes(pieces, pods, names, hints, by_name)
     owners: dict[ArtefactKey, Owner] = {}
-    warnings: list[str] = []
+    warnings: list[InputWarning] = []
     for piece in pieces:
         kind = catalogue.get(piece.kind)
         per_node = kind is not None and kind.per_node
@@ -110,12 +111,13 @@ def attribute(
             continue
         owners[piece.key] = owner
         if owner.node is None:
-            warnings.append(
+            text = (
                 f"{piece.key[0]}: a {piece.kind} of none of the bundle's "
                 f"{len(names)} nodes ({_listed(names)}): {owner.how}; not used as evidence for "
                 "any node (name the file or its folder after its node, or analyse it with that "
                 "node's object alone)"
             )
+            warnings.append(InputWarning("attribution", text, piece.key[0]))
     return Attribution(owners, tuple(warnings))
 
 

@@ -8,6 +8,7 @@ import datetime as dt
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from analyzer.bundle.model import InputWarning
 from analyzer.errors import AnalyzerError
 from analyzer.facts import handshake as handshake_facts
 from analyzer.facts import producers
@@ -172,7 +173,7 @@ class BundleFacts:
     inputs (logs it could attribute to no node)."""
 
     contexts: list[NodeContext]
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[InputWarning, ...] = ()
 
 
 def build_contexts(

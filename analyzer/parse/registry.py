@@ -35,7 +35,9 @@ class Parser:
 
 def _node(a: Artefact) -> Parsed:
     nodes = parse_node(a)
-    return Parsed(nodes, [f"{a.file.name}: {w}" for n in nodes for w in n.warnings])
+    # a document's YAML error is every node's of that document: said once
+    said = dict.fromkeys(w for n in nodes for w in n.warnings)
+    return Parsed(nodes, [f"{a.file.name}: {w}" for w in said])
 
 
 def _pod(a: Artefact) -> Parsed:

@@ -5,6 +5,7 @@ confidence, what to collect next, and each node's timeline."""
 from __future__ import annotations
 
 from analyzer import __version__
+from analyzer.bundle.model import InputWarning
 from analyzer.decisions import build_decisions
 from analyzer.facts.context import NodeContext
 from analyzer.facts.model import lower
@@ -350,7 +351,7 @@ def build_report(
     bundle: ParsedBundle,
     nodes: list[NodeReport],
     ruleset: RuleSet,
-    warnings: tuple[str, ...] = (),
+    warnings: tuple[InputWarning, ...] = (),
 ) -> Report:
     """`warnings`: the facts stage's about the inputs (logs of no node), shown before the
     reader's and the parsers'."""
@@ -360,7 +361,7 @@ def build_report(
             ArtefactRow(a.file.name, a.kind, a.reason, a.first_line, a.file.size)
             for a in bundle.artefacts
         ),
-        warnings=(*warnings, *bundle.warnings),
+        input_warnings=(*warnings, *bundle.input_warnings),
         log_stats=tuple(_log_stats(log, ruleset.episodes.starts) for log in bundle.logs),
         analyzer_version=__version__,
         rules_version=ruleset.version,

@@ -7,6 +7,7 @@ import datetime as dt
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
+from analyzer.bundle.model import InputWarning
 from analyzer.confidence import RANK
 from analyzer.facts.model import Evidence
 from analyzer.parse.annotations import GpuDevice
@@ -228,11 +229,16 @@ def flatten(findings) -> list[Finding]:
 class Report:
     nodes: tuple[NodeReport, ...]  # the worst node first
     inventory: tuple[ArtefactRow, ...]
-    warnings: tuple[str, ...]
+    input_warnings: tuple[InputWarning, ...]  # the facts stage's first, then the parse stage's
     log_stats: tuple[LogStatsRow, ...]
     analyzer_version: str
     rules_version: str
     digest: str = ""
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The input warnings' texts, as every output prints them."""
+        return tuple(w.text for w in self.input_warnings)
 
     @property
     def worst(self) -> NodeReport:

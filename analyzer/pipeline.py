@@ -19,6 +19,7 @@ from analyzer.parse.logs import Matcher, ParsedLog, parse_log
 from analyzer.parse.manifest import ManifestFacts
 from analyzer.parse.node import NodeFacts, keep_nodes
 from analyzer.parse.pod import PodFacts
+from analyzer.parse.pod_table import PodTable
 from analyzer.parse.registry import PARSERS
 
 
@@ -37,6 +38,7 @@ class ParsedBundle:
     logs: list[ParsedLog] = field(default_factory=list)  # every scanned (line-oriented) artefact
     member_mtimes: list[float] = field(default_factory=list)
     manifests: list[ManifestFacts] = field(default_factory=list)  # of `hami-analyzer collect`
+    pod_tables: list[PodTable] = field(default_factory=list)  # `kubectl get pods` rows
     digest: str = ""  # of the file fingerprints: the same bundle gives the same digest
     content_digest: str = ""  # if asked: every file's whole content, names/times/container ignored
     analysable: bool = False  # some artefact is more than junk (binary, empty, unreadable...)

@@ -25,9 +25,9 @@ from analyzer.kinds import AttributionHints, Catalogue
 from analyzer.parse.configs import ConfigFacts
 from analyzer.parse.logs import ParsedLog
 from analyzer.parse.pod import PodFacts
+from analyzer.parse.pod_table import PodTable
 
 ArtefactKey = tuple[str, int]  # (file name, first line): how matches and evidence name a piece
-POD_TABLE_KIND = "pods-list"
 _NAME_CHARS = r"[A-Za-z0-9]"
 
 
@@ -90,6 +90,7 @@ def attribute(
     configs: list[ConfigFacts],
     names: list[str],
     pods: list[PodFacts],
+    pod_tables: list[PodTable],
     stated: dict[ArtefactKey, str],
     catalogue: Catalogue,
 ) -> Attribution:
@@ -100,7 +101,7 @@ def attribute(
     hints = catalogue.attribution
     by_name = _name_pattern(names)
     pieces = _pieces(logs, configs)
-    pod_nodes = _pod_nodes(pieces, pods, names, hints, by_name)
+    pod_nodes = _pod_nodes(pod_tables, pods, names, hints)
     owners: dict[ArtefactKey, Owner] = {}
     warnings: list[InputWarning] = []
     for piece in pieces:
@@ -250,24 +251,21 @@ def _pods_named(piece: Piece, hints: AttributionHints, pod_nodes: dict[str, str]
 
 
 def _pod_nodes(
-    pieces: list[Piece],
+    tables: list[PodTable],
     pods: list[PodFacts],
     names: list[str],
     hints: AttributionHints,
-    by_name: regex.Pattern,
 ) -> dict[str, str]:
     """Pod name -> node of the bundle, from pod objects and describes (`Node: n1/10.0.0.1`)
-    and from pod tables (a row naming a pod and one node of the bundle; in collect's
+    and from pod tables (a row whose NODE is a node of the bundle; in collect's
     `nodes/NODE/pods.txt`, a row naming no node is that folder's node)."""
     out: dict[str, str] = {}
     for p in pods:
         node = (p.node or "").split("/")[0]
         if p.name and node in names:
             out[p.name] = node
-    for piece in pieces:
-        if piece.kind != POD_TABLE_KIND:
-            continue
-        path = piece.path
+    for table in tables:
+        path = _inner_path(table.file)
         folder = next(
             (
                 n
@@ -276,22 +274,7 @@ def _pod_nodes(
             ),
             None,
         )
-        for pod, row_node in _table_rows(piece.texts.to_list(), by_name):
-            if owner := row_node or folder:
-                out.setdefault(pod, owner)
+        for row in table.rows:
+            if owner := (row.node if row.node in names else None) or folder:
+                out.setdefault(row.name, owner)
     return out
-
-
-def _table_rows(lines: list[str], by_name: regex.Pattern) -> Iterable[tuple[str, str | None]]:
-    """(pod, node named in the row or None) of each row under a `NAME ...` header."""
-    name_col: int | None = None
-    for text in lines:
-        tokens = (text or "").split()
-        if "NAME" in tokens and ("READY" in tokens or "STATUS" in tokens):
-            name_col = tokens.index("NAME")
-            continue
-        if name_col is None or len(tokens) <= name_col:
-            name_col = None if not tokens else name_col
-            continue
-        nodes = {n for t in tokens for n in by_name.findall(t) if n == t}
-        yield tokens[name_col], (nodes.pop() if len(nodes) == 1 else None)

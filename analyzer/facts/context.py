@@ -226,7 +226,15 @@ def build_contexts(
     index = collect_matches(logs, bundle.kinds, inputs.signatures, inputs.catalogue)
     names = {n.name for n in nodes if n.name}
     stated = {(a.file, a.first_line): a.node for a in index.artefacts if a.node}
-    owners = attribute(logs, bundle.configs, sorted(names), bundle.pods, stated, inputs.catalogue)
+    owners = attribute(
+        logs,
+        bundle.configs,
+        sorted(names),
+        bundle.pods,
+        bundle.pod_tables,
+        stated,
+        inputs.catalogue,
+    )
     targets: list[NodeFacts | None] = list(nodes)
     if node_name:
         targets = [n for n in nodes if n.name == node_name]

@@ -16,6 +16,7 @@ from analyzer.facts.attribution import Attribution, attribute
 from analyzer.facts.clock import Clock, infer_clock, parse_time, stamp_logs
 from analyzer.facts.matches import SignatureIndex, collect_matches
 from analyzer.facts.model import FactSet, Match
+from analyzer.facts.namespace import DEFAULT as DEFAULT_NAMESPACE
 from analyzer.facts.producers import Sources
 from analyzer.kinds import Catalogue
 from analyzer.parse.annotations import AnnotationSpec, Handshake, RegisterAnnotation
@@ -54,12 +55,14 @@ class NodeContext:
         return self.index.matches.get(sig, [])
 
     def shell_values(self) -> dict[str, str | None]:
-        """What the bundle tells of the node and the failing pod, for commands ($NODE, ...)."""
+        """What the bundle tells of the node, the failing pod and HAMi's namespace, for commands
+        ($NODE, ...): the namespace the bundle states, else the chart's usual one."""
         pod = self.facts.value("pod.name")
         return {
             "NODE": self.name,
             "POD": pod,
             "POD_NS": self.facts.value("pod.namespace") or ("default" if pod else None),
+            "NS": self.facts.value("hami.namespace") or DEFAULT_NAMESPACE,
         }
 
     def count(self, sig: str) -> int:

@@ -23,6 +23,7 @@ from analyzer.report.model import (
     HandshakeInfo,
     LinkState,
     LogStatsRow,
+    NamespaceInfo,
     NodeReport,
     NotEvaluated,
     RegisterInfo,
@@ -307,6 +308,7 @@ def build_node(
         clock=ClockInfo(
             ctx.clock.collected_at, ctx.clock.year, ctx.clock.source, ctx.clock.missing
         ),
+        namespace=_namespace_info(ctx, lang),
         register=_register_info(ctx),
         handshake=_handshake_info(ctx),
         decisions=build_decisions(ctx, ruleset.decisions),
@@ -315,6 +317,16 @@ def build_node(
         episodes=timeline.episodes,
         clock_issues=timeline.clock_issues,
     )
+
+
+def _namespace_info(ctx: NodeContext, lang: str) -> NamespaceInfo:
+    name = ctx.shell_values()["NS"] or ""
+    where = ctx.facts.where("hami.namespace")
+    if ctx.facts.value("hami.namespace") is None:
+        return NamespaceInfo(name, False, message("namespace-assumed", lang, namespace=name))
+    how = ctx.facts.value("hami.namespace_from", "")
+    text = message("namespace-stated", lang, namespace=name, how=how, where=str(where))
+    return NamespaceInfo(name, True, text, str(where) if where else None)
 
 
 def _badness(n: NodeReport) -> tuple:

@@ -7,6 +7,8 @@ import datetime as dt
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
+import regex
+
 from analyzer.bundle.model import InputWarning
 from analyzer.confidence import RANK
 from analyzer.facts.model import Evidence
@@ -106,6 +108,16 @@ class ClockInfo:
 
 
 @dataclass(frozen=True)
+class NamespaceInfo:
+    """The namespace the printed commands address HAMi in, and whether the bundle states it."""
+
+    name: str
+    stated: bool  # False: nothing in the bundle says; the chart's usual namespace is assumed
+    how: str  # the sentence every output shows
+    where: str | None = None  # file:line of the statement
+
+
+@dataclass(frozen=True)
 class RegisterInfo:
     key: str
     status: str
@@ -201,6 +213,7 @@ class NodeReport:
     collect: tuple[NextStep, ...]  # the next steps (JSON key `collect`, a stable output field)
     version: VersionInfo
     clock: ClockInfo
+    namespace: NamespaceInfo
     register: RegisterInfo | None
     handshake: HandshakeInfo | None
     decisions: tuple[Decision, ...] = ()
@@ -218,6 +231,21 @@ class NodeReport:
     def all_findings(self) -> list[Finding]:
         """Causes and their consequences, flattened."""
         return flatten(self.findings)
+
+    @property
+    def names_namespace(self) -> bool:
+        """Whether a command the report prints (a fix, a next step) names HAMi's namespace: then
+        the report says where that namespace came from (`namespace.how`).
+
+        >>> ns = NamespaceInfo("kube-system", False, "")
+        >>> n = NodeReport(None, None, (), (), (), (), (), (), (), (), None, None, ns, None, None)
+        >>> n.names_namespace
+        False
+        """
+        token = regex.compile(rf"(?<![\w.-]){regex.escape(self.namespace.name)}(?![\w.-])")
+        commands = [s.command for f in self.all_findings() for s in f.remediation if s.command]
+        commands += [c.command for c in self.collect]
+        return any(token.search(c) for c in commands)
 
 
 def flatten(findings) -> list[Finding]:

@@ -21,7 +21,7 @@ import polars as pl
 import regex
 
 from analyzer.bundle.model import InputWarning
-from analyzer.kinds import AttributionHints, Catalogue
+from analyzer.catalogue.kinds import AttributionHints, Catalogue
 from analyzer.parse.configs import ConfigFacts
 from analyzer.parse.logs import ParsedLog
 from analyzer.parse.pod import PodFacts

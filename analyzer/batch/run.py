@@ -29,6 +29,7 @@ from analyzer.atomic import atomic_path, write_text
 from analyzer.progress import Progress
 from analyzer.summary.tickets import report_names, ticket_of
 
+Schema = dict[str, Any]  # column -> polars dtype (a class or an instance such as pl.Datetime)
 PART_ROWS = int(os.environ.get("HAMI_BATCH_PART_ROWS", "200"))  # bundles per part file
 # ... or fewer: a part is also written once its first row is this old, so a kill loses little
 PART_SECONDS = float(os.environ.get("HAMI_BATCH_PART_SECONDS", "10"))
@@ -37,7 +38,7 @@ BUNDLE_TIMEOUT = 300.0  # default seconds one bundle may take before it is recor
 REPORTS = "reports"  # OUT/reports/<ticket>.html with --reports
 Task = tuple[str, str, str | None]  # bundle id, path or URL, report file name or None
 UNEXPLAINED_LINES = 200  # unmatched error lines taken from one bundle
-BUNDLE_SCHEMA = {
+BUNDLE_SCHEMA: Schema = {
     "id": pl.String,
     "ticket": pl.String,
     "path": pl.String,
@@ -61,7 +62,7 @@ BUNDLE_SCHEMA = {
     "duration_s": pl.Float64,
     "error": pl.String,
 }
-NODE_SCHEMA = {
+NODE_SCHEMA: Schema = {
     "bundle_id": pl.String,
     "node": pl.String,
     "category": pl.String,
@@ -70,7 +71,7 @@ NODE_SCHEMA = {
     "confidence": pl.String,
     "n_faults": pl.Int64,
 }
-FINDING_SCHEMA = {
+FINDING_SCHEMA: Schema = {
     "bundle_id": pl.String,
     "node": pl.String,
     "rule_id": pl.String,
@@ -83,7 +84,7 @@ FINDING_SCHEMA = {
 }
 # one row per input warning of a bundle (what its report lists under "Input warnings", and the
 # files no kind matched): `source` is the stage that said it (WARNING_SOURCES)
-WARNING_SCHEMA = {
+WARNING_SCHEMA: Schema = {
     "bundle_id": pl.String,
     "source": pl.String,
     "file": pl.String,
@@ -91,7 +92,7 @@ WARNING_SCHEMA = {
 }
 # the inventory kinds of a file recognition found no kind for (a `text` file is still scanned)
 UNRECOGNISED_KINDS = ("text", "binary", "unrecognised")
-UNEXPLAINED_SCHEMA = {
+UNEXPLAINED_SCHEMA: Schema = {
     "bundle_id": pl.String,
     "template": pl.String,
     "count": pl.Int64,

@@ -52,7 +52,8 @@ def parse_manifest(artefact: Artefact) -> ManifestFacts:
             notes.append(
                 f"`{call.get('command')}` {call['status']}" + (f": {error}" if error else "")
             )
-    hami = doc.get("hami") if isinstance(doc.get("hami"), dict) else {}
+    hami = doc.get("hami")
+    hami = hami if isinstance(hami, dict) else {}
     found = hami.get("found_by") not in (None, NOT_FOUND) and isinstance(hami.get("namespace"), str)
     return ManifestFacts(
         name,

@@ -775,7 +775,7 @@ def rules_test(
     rules: RulesOpt = None,
 ) -> None:
     """Run every rule's own test cases and every signature's examples."""
-    from analyzer.rules.selftest import run_rule_tests
+    from analyzer.dev.selftest import run_rule_tests
 
     rs = _ruleset(rules)
     results = run_rule_tests(rs, rule_id)

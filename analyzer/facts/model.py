@@ -11,9 +11,6 @@ from analyzer.confidence import LEVELS as STRENGTHS
 from analyzer.confidence import lower, strongest, weakest
 
 __all__ = ["STRENGTHS", "lower", "strongest", "weakest"]  # re-exported: evidence strengths
-MATCH_TIMEOUT = (
-    0.25  # seconds per line for Python-side regexes: a catastrophic one becomes an error
-)
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,7 @@ def section_key(values: dict[str, str]) -> str | None:
 
 def produce(node: NodeFacts | None, facts: FactSet, name: str | None = None) -> None:
     """
-    >>> from analyzer.facts.samples import node
+    >>> from analyzer.dev.samples import node
     >>> fs = FactSet()
     >>> produce(node('kind: Node\\nmetadata: {name: n1, labels: {gpu: "on"}}\\nstatus: {allocatable: {nvidia.com/gpu: "10"}}'), fs)
     >>> fs.value("node.labels.gpu"), fs.value("node.allocatable.gpu"), fs.lookup("node.labels.other").value

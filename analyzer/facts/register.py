@@ -51,7 +51,7 @@ def produce(
     from_log: Match | None = None,
 ) -> RegisterAnnotation | None:
     """
-    >>> from analyzer.facts.samples import node, annotation_spec
+    >>> from analyzer.dev.samples import node, annotation_spec
     >>> fs = FactSet()
     >>> r = produce(node('kind: Node\\nmetadata:\\n  name: n1\\n  annotations:\\n    hami.io/node-nvidia-register: \\'[{"id":"GPU-1","count":10,"devmem":24564}]\\''), annotation_spec(), fs)
     >>> fs.value("register.status"), fs.value("register.unhealthy_count"), fs.value("register.health_absent_count")

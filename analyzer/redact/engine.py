@@ -372,3 +372,20 @@ def redact_text_alone(r: Redactor, text: str) -> str:
     learner = Learner([r])
     learner.text(text, "an example")
     return Redaction([r], learner.names, TokenMap()).text(text, "an example")
+
+
+def example_failure(r: Redactor) -> str | None:
+    """Why the redactor fails one of its own examples (None when all pass): a `redact` example
+    must change, a `keep` example must not, each redacted by this redactor alone."""
+    if not r.examples_redact:
+        return "has no 'examples: {redact: [...]}'"
+    for want_change, examples in ((True, r.examples_redact), (False, r.examples_keep)):
+        for ex in examples:
+            try:
+                changed = redact_text_alone(r, ex) != ex
+            except AnalyzerError as exc:
+                return str(exc)
+            if changed != want_change:
+                verb = "did not redact" if want_change else "redacted"
+                return f"{verb} its example {ex[:80]!r}"
+    return None

@@ -258,10 +258,10 @@ class Redaction:
             plan.lines = dict(zip(self.ids, hits[len(gates) :], strict=True))
         run = [r for r in self.whole if r.prefilter is None or r.id in plan.whole]
         if run:
-            before = text = lines.text()
+            original = text = lines.text()
             for r in run:
                 text = self._redact(r, text, where)
-            if text != before:  # rare: a key, a Secret; the lines are selected again
+            if text != original:  # rare: a key, a Secret; the lines are selected again
                 lines, names = Lines(text), None
                 hits = lines.hits([str(r.prefilter) for r in self.per_line])
                 plan = Plan(plan.whole, dict(zip(self.ids, hits, strict=True)))

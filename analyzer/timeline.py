@@ -19,15 +19,17 @@ from analyzer.catalogue.datafiles import EpisodeSpec
 from analyzer.facts.context import NodeContext
 from analyzer.parse.times import parse_time as _parse  # one ISO-time parser for all stages
 
-SCHEMA = {
-    "time": pl.Datetime("us", "UTC"),
-    "source": pl.String,
-    "file": pl.String,
-    "line": pl.Int64,
-    "severity": pl.String,
-    "signature": pl.String,
-    "message": pl.String,
-}
+SCHEMA = pl.Schema(  # instances, not classes: typed as polars' data types
+    {
+        "time": pl.Datetime("us", "UTC"),
+        "source": pl.String(),
+        "file": pl.String(),
+        "line": pl.Int64(),
+        "severity": pl.String(),
+        "signature": pl.String(),
+        "message": pl.String(),
+    }
+)
 SEVERITY_ORDER = {"I": 0, "W": 1, "E": 2, "F": 3}
 
 
@@ -129,18 +131,19 @@ def episodes(
         out.append(Episode(kind, time, text, file, line, source))
 
     for source, sid in ep.starts.items():
-        ms = [m for m in ctx.matches(sid) if m.ts is not None]
-        for m in ms[1:]:
-            add("restart", m.ts, f"{source} restarted", m.file, m.line, source)
+        starts = [(m.ts, m) for m in ctx.matches(sid) if m.ts is not None]
+        for ts, m in starts[1:]:
+            add("restart", ts, f"{source} restarted", m.file, m.line, source)
         n, window = ep.restart_count, ep.restart_within
-        for i in range(len(ms) - n + 1):
-            if _secs(ms[i].ts, ms[i + n - 1].ts) <= window:
+        for i in range(len(starts) - n + 1):
+            (first, m), (nth, _) = starts[i], starts[i + n - 1]
+            if _secs(first, nth) <= window:
                 add(
                     "restart-loop",
-                    ms[i].ts,
+                    first,
                     f"{source}: {n} starts within {int(window)}s",
-                    ms[i].file,
-                    ms[i].line,
+                    m.file,
+                    m.line,
                     source,
                 )
                 break
@@ -245,6 +248,8 @@ def write_timeline(frame: pl.DataFrame, fmt: str, output: Path | None) -> None:
     import sys
 
     if fmt == "parquet":
+        if output is None:  # the command line asks for -o first
+            raise ValueError("a parquet timeline needs an output file")
         with atomic_path(output) as tmp:
             frame.write_parquet(tmp)
         return

@@ -84,7 +84,7 @@ def produce(
     facts: FactSet,
 ) -> None:
     """
-    >>> from analyzer.facts.samples import config, pod
+    >>> from analyzer.dev.samples import config, pod
     >>> from analyzer.parse.pod_table import pod_rows, PodTable
     >>> rows = "NAMESPACE  NAME  READY  STATUS  RESTARTS  AGE\\ndefault  app-1  1/1  Running  0  1d\\nhami-system  hami-device-plugin-7xk2p  2/2  Running  0  9d\\n"
     >>> table = PodTable("pods.txt", 1, tuple(pod_rows(rows.splitlines(), "pods.txt")))

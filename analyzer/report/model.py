@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, fields, is_dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import regex
 
@@ -14,6 +14,10 @@ from analyzer.confidence import RANK
 from analyzer.facts.model import Evidence
 from analyzer.parse.annotations import GpuDevice
 from analyzer.rules.model import SEVERITIES, Step
+
+if TYPE_CHECKING:  # the stages below build these rows; the report only carries them
+    from analyzer.decisions import Decision
+    from analyzer.timeline import Episode
 
 SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
 CONFIDENCE_RANK = RANK
@@ -140,17 +144,6 @@ class HandshakeInfo:
 
 
 @dataclass(frozen=True)
-class Decision:
-    pod: str
-    node: str
-    fit: bool
-    reason: str
-    count: int
-    file: str
-    line: int
-
-
-@dataclass(frozen=True)
 class TimelineRow:
     time: dt.datetime | None
     source: str
@@ -160,16 +153,6 @@ class TimelineRow:
     signature: str | None
     message: str
     findings: str | None = None
-
-
-@dataclass(frozen=True)
-class Episode:
-    kind: str
-    time: dt.datetime
-    text: str
-    file: str | None = None
-    line: int | None = None
-    source: str | None = None
 
 
 @dataclass(frozen=True)

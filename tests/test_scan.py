@@ -44,7 +44,9 @@ def _mixed_log() -> str:
             )
         if i in (17, 2222):  # found by case-insensitive literals
             lines.append(f"I0815 {clock}.000005  1 notes.go:1] running HAMI V2.7.1 on this node")
-            lines.append(f"I0815 {clock}.000006  1 notes.go:2] the Device Plugin keeps RESTARTING")
+            lines.append(f"I0815 {clock}.000006  1 notes.go:2] NVIDIA DRIVER Version: 535.104.05")
+            # a reporter's phrasing (a symptom searched in prose only): no match in a log
+            lines.append(f"I0815 {clock}.000007  1 notes.go:3] the Device Plugin keeps RESTARTING")
         if i % 97 == 0:
             lines.append(f"E0815 {clock}.000007  412873 other.go:1] unmatched error {i}")
     return "\n".join(lines) + "\n"
@@ -68,7 +70,8 @@ def test_hot_and_case_insensitive_signatures_stream_like_the_small_path(ruleset,
     counts = big.stats.sig_counts
     assert counts["dp-annotation-updated"] == 1000 + 14  # the "no device(s)" lines do not count
     assert counts["dp-nvml-init-error"] == counts["nvml-library-not-found"] == 14
-    assert counts["txt-hami-version"] == 2 and counts["sym-plugin-restarts"] == 2
+    assert counts["txt-hami-version"] == 2 and counts["txt-nvidia-driver-version"] == 2
+    assert "sym-plugin-restarts" not in counts
     # each kept line carries every signature it matches, hot or not
     both = big.frame.filter(pl.col("text").str.contains("ERROR_LIBRARY_NOT_FOUND"))
     assert both.height >= 2
@@ -80,6 +83,35 @@ def test_hot_and_case_insensitive_signatures_stream_like_the_small_path(ruleset,
     )
     assert unmatched["line"].to_list() == sorted(unmatched["line"].to_list())
     assert unmatched.height == 42 + 80
+
+
+def test_a_signature_is_searched_only_in_the_kinds_it_is_scanned_in(ruleset):
+    """A symptom (`scanned_in: [issue-text, text]`) matches the reporter's words, not a log line
+    with the same words; a signature without `scanned_in` is searched everywhere."""
+    sig = ruleset.signatures["sym-plugin-restarts"]
+    assert (
+        set(sig.scanned_in) == {"issue-text", "text"}
+        and not ruleset.signatures["dp-nvml-init-error"].scanned_in
+    )
+    said = "the device plugin keeps restarting"
+    klog = f"I0815 10:00:00.000001  1 notes.go:2] {said}; nvml Init err: ERROR_LIBRARY_NOT_FOUND"
+    log = parse_texts(ruleset, {"dp.log": "\n".join([klog] * 3) + "\n"}).logs[0]
+    prose = parse_texts(ruleset, {"notes.txt": f"{said} since the upgrade\n"}).logs[0]
+    assert log.artefact.kind == "device-plugin-log" and prose.artefact.kind == "text"
+    assert log.stats.sig_counts == {"dp-nvml-init-error": 3, "nvml-library-not-found": 3}
+    assert prose.stats.sig_counts == {"sym-plugin-restarts": 1}
+
+
+def test_scanned_in_names_scanned_kinds_that_hold_the_sources(ruleset):
+    from analyzer.rules.fields import Context
+    from analyzer.rules.schema import _scanned_in
+
+    problems: list[str] = []
+    ctx = Context("x.yaml:1", problems, "x.yaml", 1, catalogue=ruleset.catalogue)
+    ctx.values["sources"] = ("issue-text",)
+    assert _scanned_in(["issue-text", "text"], ctx) == ("issue-text", "text") and not problems
+    _scanned_in(["node", "no-such-kind", "text"], ctx)
+    assert len(problems) == 3, problems  # node is not scanned; unknown kind; issue-text missing
 
 
 def test_case_insensitive_patterns_keep_their_literals():

@@ -105,10 +105,13 @@ class Matcher:
         sigs: list[SigSpec],
         prefilters: dict[str, list[str] | None] | None = None,
         compile: Callable[[str], regex.Pattern] | None = None,
+        scanned_in: dict[str, tuple[str, ...]] | None = None,
     ):
         self.sigs = sigs
         self.pattern = dict(sigs)
         self._compile = compile or (lambda sid: regex.compile(self.pattern[sid]))
+        # the kinds a signature is searched in, when not all (a signature's `scanned_in`)
+        self.scanned_in = {sid: kinds for sid, kinds in (scanned_in or {}).items() if kinds}
         self._keep: pl.Expr | None = None
         self._without: dict[frozenset[str], Matcher] = {}
         prefilters = prefilters or {}
@@ -148,6 +151,11 @@ class Matcher:
                 [(sid, pat) for sid, pat in self.sigs if sid not in key], self.lits, self._compile
             )
         return self._without[key]
+
+    def for_kind(self, kind: str) -> Matcher:
+        """The scan of an artefact of this kind: without the signatures searched in other kinds
+        only (a reporter's phrasing is not looked for in every line of a plugin's log)."""
+        return self.without({sid for sid, kinds in self.scanned_in.items() if kind not in kinds})
 
     def adapted(self, sample: list[str]) -> Matcher:
         """The same scan with each signature's literals chosen for this log: among the sets its
@@ -472,6 +480,7 @@ def _is_plain(pattern: str) -> bool:
 
 
 def parse_log(artefact: Artefact, matcher: Matcher) -> ParsedLog:
+    matcher = matcher.for_kind(artefact.kind)
     if artefact.text is not None:
         return _parse_small(artefact, matcher)
     return _parse_streamed(artefact, matcher)

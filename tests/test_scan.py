@@ -85,6 +85,26 @@ def test_hot_and_case_insensitive_signatures_stream_like_the_small_path(ruleset,
     assert unmatched.height == 42 + 80
 
 
+def test_a_prefixed_log_streams_like_the_small_path(ruleset, monkeypatch):
+    """`kubectl logs --prefix --timestamps` lines: the streamed scan strips the prefixes for the
+    signatures and keeps each kept line's raw text and container, as the small path does."""
+    prefix = "[pod/hami-device-plugin-x7k2p/device-plugin] 2024-08-15T10:00:00.000000000Z "
+    text = "".join(prefix + line + "\n" for line in _mixed_log().splitlines())
+    small = parse_texts(ruleset, {"dp.log": text}).logs[0]
+    monkeypatch.setattr(recognise_mod, "SMALL_FILE", 1000)
+    monkeypatch.setattr(logs_mod, "BATCH_ROWS", 900)
+    monkeypatch.setattr(logs_mod, "POOL_BYTES", 20_000)
+    big = parse_texts(ruleset, {"dp.log": text}).logs[0]
+    assert big.artefact.text is None
+    assert big.stats.sig_counts == small.stats.sig_counts
+    assert big.stats.severities == small.stats.severities and big.stats.lines == small.stats.lines
+    assert big.stats.sig_counts["dp-nvml-init-error"] == 14
+    kept = big.frame.filter(pl.col("sigs").list.contains("dp-nvml-init-error"))
+    assert kept["raw"].str.starts_with(prefix).all() and not kept["text"].str.contains(r"^\[").any()
+    assert kept["container"].unique().to_list() == ["device-plugin"]
+    assert big.stats.pods == small.stats.pods == ["hami-device-plugin-x7k2p"]
+
+
 def test_a_signature_is_searched_only_in_the_kinds_it_is_scanned_in(ruleset):
     """A symptom (`scanned_in: [issue-text, text]`) matches the reporter's words, not a log line
     with the same words; a signature without `scanned_in` is searched everywhere."""

@@ -215,6 +215,8 @@ def test_the_benchmarks_doubled_catalogue_loads_and_never_matches(ruleset, tmp_p
     doubled = load_ruleset([tmp_path / "rules"], use_cache=False)
     assert len(ids) == len(ruleset.signatures)
     assert len(doubled.signatures) == 2 * len(ruleset.signatures)
+    for sig in ruleset.signatures.values():  # searched where the real one is
+        assert doubled.signatures[f"synthetic-{sig.id}"].scanned_in == sig.scanned_in
     sample_dir = str(REPO / "sample_bundles" / sample / "bundle")
     bundle = analyze([sample_dir], AnalyzeOptions(ruleset=doubled)).bundle
     assert not {sid for log in bundle.logs for sid in log.stats.sig_counts} & set(ids)

@@ -123,7 +123,7 @@ def test_a_signature_is_searched_only_in_the_kinds_it_is_scanned_in(ruleset):
 
 
 def test_scanned_in_names_scanned_kinds_that_hold_the_sources(ruleset):
-    from analyzer.rules.fields import Context
+    from analyzer.catalogue.fields import Context
     from analyzer.rules.schema import _scanned_in
 
     problems: list[str] = []

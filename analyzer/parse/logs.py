@@ -682,6 +682,11 @@ class _Samples:
         return [f for fs in self.head.values() for f in fs] + list(self.tail.values())
 
 
+def _total(batch: pl.DataFrame) -> Callable[[str], int]:
+    """The sum of a numeric or boolean column of the batch."""
+    return lambda name: int(batch.get_column(name).sum())
+
+
 def _rows(batch: pl.DataFrame, cols: list[str], mask: pl.Series) -> pl.DataFrame:
     """`cols` of the rows of `batch` where `mask` is true (views of the batch's strings)."""
     return pl.DataFrame([batch.get_column(c).filter(mask) for c in cols])
@@ -772,15 +777,16 @@ def _stream(
     # which waits for the thread pool that the streaming engine keeps busy
     for batch in lf.collect_batches(chunk_size=profile.batch_rows):
         column = batch.get_column
+        total = _total(batch)
         if progress:
-            progress.advance(column("_bytes").sum() + batch.height)  # the text and its newlines
+            progress.advance(total("_bytes") + batch.height)  # the text and its newlines
         stats.lines += batch.height
-        stats.klog_lines += column("_klog").sum()
+        stats.klog_lines += total("_klog")
         for letter in "EWF":
-            k = column(f"_{letter.lower()}").sum()
+            k = total(f"_{letter.lower()}")
             stats.severities[letter] = stats.severities.get(letter, 0) + k
         for f, sid in zip(flags, hot, strict=True):
-            k = column(f).sum()
+            k = total(f)
             if k:
                 samples.add(sid, _rows(batch, cols, column(f)), k)
         if n_errors < ERROR_LINE_CAP and column("_loose").any():

@@ -44,7 +44,9 @@ def _mixed_log() -> str:
             )
         if i in (17, 2222):  # found by case-insensitive literals
             lines.append(f"I0815 {clock}.000005  1 notes.go:1] running HAMI V2.7.1 on this node")
-            lines.append(f"I0815 {clock}.000006  1 notes.go:2] the Device Plugin keeps RESTARTING")
+            lines.append(f"I0815 {clock}.000006  1 notes.go:2] NVIDIA DRIVER Version: 535.104.05")
+            # a reporter's phrasing (a symptom searched in prose only): no match in a log
+            lines.append(f"I0815 {clock}.000007  1 notes.go:3] the Device Plugin keeps RESTARTING")
         if i % 97 == 0:
             lines.append(f"E0815 {clock}.000007  412873 other.go:1] unmatched error {i}")
     return "\n".join(lines) + "\n"
@@ -68,7 +70,8 @@ def test_hot_and_case_insensitive_signatures_stream_like_the_small_path(ruleset,
     counts = big.stats.sig_counts
     assert counts["dp-annotation-updated"] == 1000 + 14  # the "no device(s)" lines do not count
     assert counts["dp-nvml-init-error"] == counts["nvml-library-not-found"] == 14
-    assert counts["txt-hami-version"] == 2 and counts["sym-plugin-restarts"] == 2
+    assert counts["txt-hami-version"] == 2 and counts["txt-nvidia-driver-version"] == 2
+    assert "sym-plugin-restarts" not in counts
     # each kept line carries every signature it matches, hot or not
     both = big.frame.filter(pl.col("text").str.contains("ERROR_LIBRARY_NOT_FOUND"))
     assert both.height >= 2
@@ -80,6 +83,55 @@ def test_hot_and_case_insensitive_signatures_stream_like_the_small_path(ruleset,
     )
     assert unmatched["line"].to_list() == sorted(unmatched["line"].to_list())
     assert unmatched.height == 42 + 80
+
+
+def test_a_prefixed_log_streams_like_the_small_path(ruleset, monkeypatch):
+    """`kubectl logs --prefix --timestamps` lines: the streamed scan strips the prefixes for the
+    signatures and keeps each kept line's raw text and container, as the small path does."""
+    prefix = "[pod/hami-device-plugin-x7k2p/device-plugin] 2024-08-15T10:00:00.000000000Z "
+    text = "".join(prefix + line + "\n" for line in _mixed_log().splitlines())
+    small = parse_texts(ruleset, {"dp.log": text}).logs[0]
+    monkeypatch.setattr(recognise_mod, "SMALL_FILE", 1000)
+    monkeypatch.setattr(logs_mod, "BATCH_ROWS", 900)
+    monkeypatch.setattr(logs_mod, "POOL_BYTES", 20_000)
+    big = parse_texts(ruleset, {"dp.log": text}).logs[0]
+    assert big.artefact.text is None
+    assert big.stats.sig_counts == small.stats.sig_counts
+    assert big.stats.severities == small.stats.severities and big.stats.lines == small.stats.lines
+    assert big.stats.sig_counts["dp-nvml-init-error"] == 14
+    kept = big.frame.filter(pl.col("sigs").list.contains("dp-nvml-init-error"))
+    assert kept["raw"].str.starts_with(prefix).all() and not kept["text"].str.contains(r"^\[").any()
+    assert kept["container"].unique().to_list() == ["device-plugin"]
+    assert big.stats.pods == small.stats.pods == ["hami-device-plugin-x7k2p"]
+
+
+def test_a_signature_is_searched_only_in_the_kinds_it_is_scanned_in(ruleset):
+    """A symptom (`scanned_in: [issue-text, text]`) matches the reporter's words, not a log line
+    with the same words; a signature without `scanned_in` is searched everywhere."""
+    sig = ruleset.signatures["sym-plugin-restarts"]
+    assert (
+        set(sig.scanned_in) == {"issue-text", "text"}
+        and not ruleset.signatures["dp-nvml-init-error"].scanned_in
+    )
+    said = "the device plugin keeps restarting"
+    klog = f"I0815 10:00:00.000001  1 notes.go:2] {said}; nvml Init err: ERROR_LIBRARY_NOT_FOUND"
+    log = parse_texts(ruleset, {"dp.log": "\n".join([klog] * 3) + "\n"}).logs[0]
+    prose = parse_texts(ruleset, {"notes.txt": f"{said} since the upgrade\n"}).logs[0]
+    assert log.artefact.kind == "device-plugin-log" and prose.artefact.kind == "text"
+    assert log.stats.sig_counts == {"dp-nvml-init-error": 3, "nvml-library-not-found": 3}
+    assert prose.stats.sig_counts == {"sym-plugin-restarts": 1}
+
+
+def test_scanned_in_names_scanned_kinds_that_hold_the_sources(ruleset):
+    from analyzer.catalogue.fields import Context
+    from analyzer.rules.schema import _scanned_in
+
+    problems: list[str] = []
+    ctx = Context("x.yaml:1", problems, "x.yaml", 1, catalogue=ruleset.catalogue)
+    ctx.values["sources"] = ("issue-text",)
+    assert _scanned_in(["issue-text", "text"], ctx) == ("issue-text", "text") and not problems
+    _scanned_in(["node", "no-such-kind", "text"], ctx)
+    assert len(problems) == 3, problems  # node is not scanned; unknown kind; issue-text missing
 
 
 def test_case_insensitive_patterns_keep_their_literals():
@@ -163,6 +215,8 @@ def test_the_benchmarks_doubled_catalogue_loads_and_never_matches(ruleset, tmp_p
     doubled = load_ruleset([tmp_path / "rules"], use_cache=False)
     assert len(ids) == len(ruleset.signatures)
     assert len(doubled.signatures) == 2 * len(ruleset.signatures)
+    for sig in ruleset.signatures.values():  # searched where the real one is
+        assert doubled.signatures[f"synthetic-{sig.id}"].scanned_in == sig.scanned_in
     sample_dir = str(REPO / "sample_bundles" / sample / "bundle")
     bundle = analyze([sample_dir], AnalyzeOptions(ruleset=doubled)).bundle
     assert not {sid for log in bundle.logs for sid in log.stats.sig_counts} & set(ids)

@@ -38,6 +38,9 @@ class Signature:
     version_of: str = "hami"  # whose version the capture is: hami, toolkit, gpu-operator, ...
     prefilter: tuple[str, ...] = ()  # literals for the fast scan (default: derived from regex)
     symptom: bool = False  # a described symptom, not a printed line: weak evidence
+    # kinds whose lines are searched for it; empty: every scanned kind (a prose phrasing need not
+    # cost every line of a 1 GB log)
+    scanned_in: tuple[str, ...] = ()
     references: tuple[str, ...] = ()
     category: str = ""  # the diagnosis the line points to; "context" (or none): no cause
 

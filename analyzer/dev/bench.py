@@ -230,6 +230,7 @@ def doubled_rules(dest: Path) -> list[str]:
             {
                 "id": sid,
                 "source": list(sig.sources),
+                **({"scanned_in": list(sig.scanned_in)} if sig.scanned_in else {}),
                 "regex": pattern,
                 "meaning": "A synthetic signature of the benchmark: never printed by anything.",
                 "examples": {"match": [f"{phrase} x"]},

@@ -105,10 +105,13 @@ class Matcher:
         sigs: list[SigSpec],
         prefilters: dict[str, list[str] | None] | None = None,
         compile: Callable[[str], regex.Pattern] | None = None,
+        scanned_in: dict[str, tuple[str, ...]] | None = None,
     ):
         self.sigs = sigs
         self.pattern = dict(sigs)
         self._compile = compile or (lambda sid: regex.compile(self.pattern[sid]))
+        # the kinds a signature is searched in, when not all (a signature's `scanned_in`)
+        self.scanned_in = {sid: kinds for sid, kinds in (scanned_in or {}).items() if kinds}
         self._keep: pl.Expr | None = None
         self._without: dict[frozenset[str], Matcher] = {}
         prefilters = prefilters or {}
@@ -148,6 +151,11 @@ class Matcher:
                 [(sid, pat) for sid, pat in self.sigs if sid not in key], self.lits, self._compile
             )
         return self._without[key]
+
+    def for_kind(self, kind: str) -> Matcher:
+        """The scan of an artefact of this kind: without the signatures searched in other kinds
+        only (a reporter's phrasing is not looked for in every line of a plugin's log)."""
+        return self.without({sid for sid, kinds in self.scanned_in.items() if kind not in kinds})
 
     def adapted(self, sample: list[str]) -> Matcher:
         """The same scan with each signature's literals chosen for this log: among the sets its
@@ -472,6 +480,7 @@ def _is_plain(pattern: str) -> bool:
 
 
 def parse_log(artefact: Artefact, matcher: Matcher) -> ParsedLog:
+    matcher = matcher.for_kind(artefact.kind)
     if artefact.text is not None:
         return _parse_small(artefact, matcher)
     return _parse_streamed(artefact, matcher)
@@ -673,6 +682,16 @@ class _Samples:
         return [f for fs in self.head.values() for f in fs] + list(self.tail.values())
 
 
+def _total(batch: pl.DataFrame) -> Callable[[str], int]:
+    """The sum of a numeric or boolean column of the batch."""
+    return lambda name: int(batch.get_column(name).sum())
+
+
+def _rows(batch: pl.DataFrame, cols: list[str], mask: pl.Series) -> pl.DataFrame:
+    """`cols` of the rows of `batch` where `mask` is true (views of the batch's strings)."""
+    return pl.DataFrame([batch.get_column(c).filter(mask) for c in cols])
+
+
 def _own(frame: pl.DataFrame) -> pl.DataFrame:
     """A compact copy: the string views of a slice or filter share the whole batch's buffers
     and would keep it alive. Concatenation writes new strings (casts and rechunks do not). Small
@@ -711,27 +730,29 @@ def _stream(
     rest = matcher.without(hot)  # the prefilter and attribution of every other signature
     flags = [f"_h{i}" for i in range(len(hot))]
     cols = ["line", "raw", "text"] if needs_raw else ["line", "text"]
-    lf = (base.with_columns(text.alias("text")) if needs_raw else base).select(
-        pl.col("line").cast(pl.Int64),
-        *cols[1:],
-        klog.alias("_klog"),
-        (klog & t.str.starts_with("E")).alias("_e"),
-        (klog & t.str.starts_with("W")).alias("_w"),
-        (klog & t.str.starts_with("F")).alias("_f"),
-        rest.keep_expr(profile.lines).alias("_keep"),
-        *(t.str.contains(matcher.pattern[sid]).alias(f) for sid, f in zip(hot, flags, strict=True)),
-    )
     # E/F lines of no hot signature (those are matched); without a candidate literal they cannot
     # match any other one either: unmatched (batch analysis wants them)
     err = (pl.col("_e") | pl.col("_f")) & ~pl.any_horizontal(pl.lit(False), *flags)
-    loose = err & ~pl.col("_keep")
+    lf = (
+        (base.with_columns(text.alias("text")) if needs_raw else base)
+        .select(
+            pl.col("line").cast(pl.Int64),
+            *cols[1:],
+            pl.col(cols[1]).str.len_bytes().alias("_bytes"),  # for the progress line
+            klog.alias("_klog"),
+            (klog & t.str.starts_with("E")).alias("_e"),
+            (klog & t.str.starts_with("W")).alias("_w"),
+            (klog & t.str.starts_with("F")).alias("_f"),
+            rest.keep_expr(profile.lines).alias("_keep"),
+            *(t.str.contains(matcher.pattern[s]).alias(f) for s, f in zip(hot, flags, strict=True)),
+        )
+        .with_columns(err.alias("_err"))
+        .with_columns((pl.col("_err") & ~pl.col("_keep")).alias("_loose"))
+    )
     stats = LogStats(all_lines_kept=False)
     samples = _Samples()
     errors: list[pl.DataFrame] = []
     n_errors = 0
-    sums = [pl.len(), *(pl.col(c).sum() for c in ("_klog", "_e", "_w", "_f", "_keep"))]
-    sums += [loose.sum().alias("_loose"), *(pl.col(f).sum() for f in flags)]
-    sums.append(pl.col(cols[1]).str.len_bytes().sum().alias("_bytes"))  # for the progress line
     pool: list[pl.DataFrame] = []  # candidate lines of the other signatures, not yet attributed
     pooled = 0
 
@@ -752,39 +773,28 @@ def _stream(
         if sum(f.height for f in errors) > 2 * ERROR_LINE_CAP:  # keep the first ones only
             errors[:] = [pl.concat(errors).sort("line").head(ERROR_LINE_CAP)]
 
+    # per batch, Series operations only: a DataFrame's filter or select is a query of its own,
+    # which waits for the thread pool that the streaming engine keeps busy
     for batch in lf.collect_batches(chunk_size=profile.batch_rows):
-        n, n_klog, n_e, n_w, n_f, n_keep, n_loose, *counts, n_bytes = batch.select(sums).row(0)
+        column = batch.get_column
+        total = _total(batch)
         if progress:
-            progress.advance(n_bytes + n)  # the text and its newlines
-        stats.lines += n
-        stats.klog_lines += n_klog
-        for letter, k in zip("EWF", (n_e, n_w, n_f), strict=True):
+            progress.advance(total("_bytes") + batch.height)  # the text and its newlines
+        stats.lines += batch.height
+        stats.klog_lines += total("_klog")
+        for letter in "EWF":
+            k = total(f"_{letter.lower()}")
             stats.severities[letter] = stats.severities.get(letter, 0) + k
-        # one filter per batch picks every row kept from it: the first and last occurrences of
-        # each hot signature, candidates of the others, unmatched errors
-        present = [(f, sid, k) for f, sid, k in zip(flags, hot, counts, strict=True) if k]
-        want = []
-        for f, sid, k in present:
-            flag = pl.col(f)
-            first = samples.wanted(sid, k)
-            last = flag.cum_sum(reverse=True) <= SIG_TAIL_CAP
-            want.append(flag & ((flag.cum_sum() <= first) | last if first else last))
-        take_errors = n_loose and n_errors < ERROR_LINE_CAP
-        if take_errors:
-            want.append(loose)
-        if n_keep:
-            want.append(pl.col("_keep"))
-        if not want:
-            continue
-        rows = _own(batch.filter(pl.any_horizontal(want)))
-        for f, sid, k in present:
-            samples.add(sid, rows.filter(pl.col(f)).select(cols), k)
-        if take_errors:
-            e = _own(rows.filter(loose).select(cols).head(ERROR_LINE_CAP - n_errors))
+        for f, sid in zip(flags, hot, strict=True):
+            k = total(f)
+            if k:
+                samples.add(sid, _rows(batch, cols, column(f)), k)
+        if n_errors < ERROR_LINE_CAP and column("_loose").any():
+            e = _own(_rows(batch, cols, column("_loose")).head(ERROR_LINE_CAP - n_errors))
             n_errors += e.height
             errors.append(e)
-        if n_keep:
-            pool.append(rows.filter(pl.col("_keep")).select(*cols, err.alias("_err")))
+        if column("_keep").any():
+            pool.append(_own(_rows(batch, [*cols, "_err"], column("_keep"))))
             pooled += pool[-1].estimated_size()
             if pooled >= POOL_BYTES:
                 flush()

@@ -82,6 +82,22 @@ def _sources(value: Any, ctx: Context) -> tuple[str, ...]:
     return kinds
 
 
+def _scanned_in(value: Any, ctx: Context) -> tuple[str, ...]:
+    """Kinds whose lines are searched for the signature (none: every scanned kind). Each is a
+    scanned kind, and the kinds where the line is expected are among them (its absence is judged
+    there)."""
+    kinds = tuple(str(x) for x in as_list(value))
+    for kind in kinds:
+        if kind not in ctx.catalogue:
+            ctx.problem(f"unknown scanned_in kind {kind!r}")
+        elif not ctx.catalogue[kind].scanned:
+            ctx.problem(f"scanned_in kind {kind!r} is not scanned (kinds.yaml)")
+    unsearched = [k for k in ctx.values.get("sources") or () if kinds and k not in kinds]
+    if unsearched:
+        ctx.problem(f"source {', '.join(unsearched)} is not in scanned_in")
+    return kinds
+
+
 def _capture(value: Any, ctx: Context) -> Any:
     compiled = ctx.values.get("compiled")
     if value and compiled is not None and value not in compiled.groupindex:
@@ -171,6 +187,14 @@ SIGNATURE_FIELDS: dict[str, Field] = {
         _sources,
         ("text",),
         attr="sources",
+    ),
+    "scanned_in": Field(
+        {
+            **_STR_OR_STRS,
+            "description": "kinds whose lines are searched for it (default: every scanned kind)",
+        },
+        _scanned_in,
+        (),
     ),
     "component": Field(
         {**_STR, "description": "who prints it (hami-device-plugin, containerd, ...)"},

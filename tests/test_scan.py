@@ -185,6 +185,25 @@ def test_the_rules_cache_keeps_only_the_newest_sets(tmp_path, monkeypatch):
     assert loader.load_ruleset().version == ruleset.version  # and reads it back
 
 
+def test_the_rules_cache_keeps_the_signatures_compiled(tmp_path, monkeypatch):
+    """A rule set read from the cache brings its signatures' patterns compiled (none is compiled
+    again at start-up), and they match what the freshly validated ones match."""
+    from analyzer.rules import loader
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    fresh = loader.load_ruleset()  # validates and writes the cache
+    cached = loader.load_ruleset()
+    assert cached is not fresh and cached.signatures.keys() == fresh.signatures.keys()
+    for sid, sig in cached.signatures.items():
+        assert "compiled" in sig.__dict__, sid
+        assert sig.compiled.pattern == fresh.signatures[sid].compiled.pattern
+        assert sig.compiled.groupindex == fresh.signatures[sid].compiled.groupindex
+        for ex in sig.examples_match:
+            assert sig.compiled.search(ex) is not None, (sid, ex)
+        for ex in sig.examples_no_match:
+            assert sig.compiled.search(ex) is None, (sid, ex)
+
+
 def test_case_insensitive_literals_join_the_first_pass_through_a_windows_case_variants(ruleset):
     """Given a sample of the log, every case-insensitive literal is found by the case variants
     of its rarest window, in the one literal pass; a line that matches ignoring case is still a

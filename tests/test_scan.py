@@ -204,6 +204,34 @@ def test_the_rules_cache_keeps_the_signatures_compiled(tmp_path, monkeypatch):
             assert sig.compiled.search(ex) is None, (sid, ex)
 
 
+def test_the_command_line_runs_no_collection_before_its_rules_are_loaded(tmp_path):
+    """The real entry point: no pass of the cyclic collector over start-up's objects (imports,
+    the cached rule set), which all live as long as the process; then they are frozen and the
+    usual thresholds are back."""
+    import gc
+
+    code = (
+        "import gc, os, runpy, sys\n"
+        "def seen(phase, info):\n"
+        "    if phase == 'start':\n"
+        "        os.write(2, f'pass frozen={gc.get_freeze_count()} t={gc.get_threshold()[0]}\\n'.encode())\n"
+        "gc.callbacks.append(seen)\n"
+        "sys.argv = ['hami-analyzer', 'analyze', sys.argv[1], '--format', 'json']\n"
+        "runpy.run_module('analyzer', run_name='__main__')\n"
+    )
+    bundle = str(REPO / "sample_bundles" / "healthy-single-gpu" / "bundle")
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
+    for run in ("validates the rules", "reads them from the cache"):
+        proc = subprocess.run(
+            [sys.executable, "-c", code, bundle], capture_output=True, text=True, env=env
+        )
+        assert proc.returncode == 0, (run, proc.stderr)
+        passes = [line for line in proc.stderr.splitlines() if line.startswith("pass ")]
+        assert passes, run  # the analysis itself still collects
+        assert all(not line.startswith("pass frozen=0 ") for line in passes), (run, passes[:3])
+        assert all(line.endswith(f"t={gc.get_threshold()[0]}") for line in passes), run
+
+
 def test_case_insensitive_literals_join_the_first_pass_through_a_windows_case_variants(ruleset):
     """Given a sample of the log, every case-insensitive literal is found by the case variants
     of its rarest window, in the one literal pass; a line that matches ignoring case is still a

@@ -3,6 +3,7 @@ A leaf definition, shared by the scan, the facts stage and the rule engine."""
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -45,7 +46,15 @@ class Signature:
 
     @cached_property
     def compiled(self) -> regex.Pattern:
-        """Compiled on first use. The loader seeds it, and the cached rule set keeps it: regex
-        unpickles a compiled pattern from its compiled code (all ~300 in ~4 ms), where compiling
-        the two dozen a small bundle needs takes ~30 ms."""
-        return regex.compile(self.pattern)
+        """Compiled once: the loader seeds it, and the cached rule set keeps it as regex's
+        compiled code, read back on first use. A small bundle needs two dozen of the ~300
+        patterns: compiling them takes ~15 ms, reading all of them back ~5 ms, reading back
+        those two dozen well under 1 ms."""
+        packed = self.__dict__.pop("_compiled", None)
+        return pickle.loads(packed) if packed is not None else regex.compile(self.pattern)
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        if "compiled" in state:
+            state["_compiled"] = pickle.dumps(state.pop("compiled"))
+        return state

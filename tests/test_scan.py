@@ -188,7 +188,7 @@ def test_the_rules_cache_keeps_only_the_newest_sets(tmp_path, monkeypatch):
 def test_the_rules_cache_keeps_the_signatures_compiled(tmp_path, monkeypatch):
     """A rule set read from the cache brings its signatures' patterns compiled (none is compiled
     again), and they match what the freshly validated ones match."""
-    from analyzer import signatures
+    from analyzer.catalogue import signatures
     from analyzer.rules import loader
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))

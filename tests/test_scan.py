@@ -209,6 +209,15 @@ def test_the_rules_cache_keeps_the_signatures_compiled(tmp_path, monkeypatch):
             assert sig.compiled.search(ex) is None, (sid, ex)
 
 
+def test_a_cached_signature_whose_compiled_code_is_damaged_is_compiled_again(ruleset):
+    import pickle
+
+    sig = pickle.loads(pickle.dumps(ruleset.signatures["go-stack-frame"]))
+    assert "_compiled" in sig.__dict__
+    sig.__dict__["_compiled"] = b"not a pickle"
+    assert sig.compiled.pattern == sig.pattern and sig.compiled.search("main.go:12") is None
+
+
 def test_the_command_line_runs_no_collection_before_its_rules_are_loaded(tmp_path):
     """The real entry point: no pass of the cyclic collector over start-up's objects (imports,
     the cached rule set), which all live as long as the process; then they are frozen and the

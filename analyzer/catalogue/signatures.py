@@ -3,6 +3,7 @@ A leaf definition, shared by the scan, the facts stage and the rule engine."""
 
 from __future__ import annotations
 
+import contextlib
 import pickle
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -51,7 +52,10 @@ class Signature:
         patterns: compiling them takes ~15 ms, reading all of them back ~5 ms, reading back
         those two dozen well under 1 ms."""
         packed = self.__dict__.pop("_compiled", None)
-        return pickle.loads(packed) if packed is not None else regex.compile(self.pattern)
+        if packed is not None:
+            with contextlib.suppress(Exception):  # a damaged cache costs a compile, not a run
+                return pickle.loads(packed)
+        return regex.compile(self.pattern)
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)

@@ -1,3 +1,10 @@
-from analyzer.cli import main
+"""`python -m analyzer`, and the `hami-analyzer` console script (pyproject.toml)."""
 
-main()
+from analyzer import startup
+
+startup.begin()  # before the command line's modules are imported
+
+from analyzer.cli import main  # noqa: E402
+
+if __name__ == "__main__":
+    main()

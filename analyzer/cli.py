@@ -9,7 +9,6 @@ Exit codes of `analyze`: 0 no fault (at or above --fail-on), 1 a fault, 2 usage 
 # No `from __future__ import annotations` here: typer would evaluate every string annotation of
 # every command at each start (typing.get_type_hints), 20-30 ms of a small bundle's analysis.
 import contextlib
-import gc
 import os
 import signal
 import sys
@@ -21,7 +20,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from analyzer import __version__
+from analyzer import __version__, startup
 from analyzer.bundle.text import printable
 from analyzer.errors import AnalyzerError, RuleLoadError
 from analyzer.progress import shown as progress_shown
@@ -210,7 +209,7 @@ def _ruleset(extra: list[Path] | None, use_cache: bool = True):
         raise typer.Exit(EXIT_INPUT) from None
     # the modules and the rules live as long as the process: keep the collector off them (a
     # full collection over polars' and jinja2's objects costs a small bundle ~20 ms)
-    gc.freeze()
+    startup.done()
     return rules
 
 

@@ -239,6 +239,67 @@ def test_the_rules_cache_keeps_only_the_newest_sets(tmp_path, monkeypatch):
     assert loader.load_ruleset().version == ruleset.version  # and reads it back
 
 
+def test_the_rules_cache_keeps_the_signatures_compiled(tmp_path, monkeypatch):
+    """A rule set read from the cache brings its signatures' patterns compiled (none is compiled
+    again), and they match what the freshly validated ones match."""
+    from analyzer.catalogue import signatures
+    from analyzer.rules import loader
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    fresh = loader.load_ruleset()  # validates and writes the cache
+    cached = loader.load_ruleset()
+    assert cached is not fresh and cached.signatures.keys() == fresh.signatures.keys()
+
+    def no_compiling(*_a, **_k):
+        raise AssertionError("a cached signature was compiled again")
+
+    monkeypatch.setattr(signatures.regex, "compile", no_compiling)
+    for sid, sig in cached.signatures.items():
+        assert sig.compiled.pattern == fresh.signatures[sid].compiled.pattern
+        assert sig.compiled.groupindex == fresh.signatures[sid].compiled.groupindex
+        for ex in sig.examples_match:
+            assert sig.compiled.search(ex) is not None, (sid, ex)
+        for ex in sig.examples_no_match:
+            assert sig.compiled.search(ex) is None, (sid, ex)
+
+
+def test_a_cached_signature_whose_compiled_code_is_damaged_is_compiled_again(ruleset):
+    import pickle
+
+    sig = pickle.loads(pickle.dumps(ruleset.signatures["go-stack-frame"]))
+    assert "_compiled" in sig.__dict__
+    sig.__dict__["_compiled"] = b"not a pickle"
+    assert sig.compiled.pattern == sig.pattern and sig.compiled.search("main.go:12") is None
+
+
+def test_the_command_line_runs_no_collection_before_its_rules_are_loaded(tmp_path):
+    """The real entry point: no pass of the cyclic collector over start-up's objects (imports,
+    the cached rule set), which all live as long as the process; then they are frozen and the
+    usual thresholds are back."""
+    import gc
+
+    code = (
+        "import gc, os, runpy, sys\n"
+        "def seen(phase, info):\n"  # from the entry point on (before it: Python's own start)
+        "    if phase == 'start' and 'analyzer.startup' in sys.modules:\n"
+        "        os.write(2, f'pass frozen={gc.get_freeze_count()} t={gc.get_threshold()[0]}\\n'.encode())\n"
+        "gc.callbacks.append(seen)\n"
+        "sys.argv = ['hami-analyzer', 'analyze', sys.argv[1], '--format', 'json']\n"
+        "runpy.run_module('analyzer', run_name='__main__')\n"
+    )
+    bundle = str(REPO / "sample_bundles" / "healthy-single-gpu" / "bundle")
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
+    for run in ("validates the rules", "reads them from the cache"):
+        proc = subprocess.run(
+            [sys.executable, "-c", code, bundle], capture_output=True, text=True, env=env
+        )
+        assert proc.returncode == 0, (run, proc.stderr)
+        passes = [line for line in proc.stderr.splitlines() if line.startswith("pass ")]
+        assert passes, run  # the analysis itself still collects
+        assert all(not line.startswith("pass frozen=0 ") for line in passes), (run, passes[:3])
+        assert all(line.endswith(f"t={gc.get_threshold()[0]}") for line in passes), run
+
+
 def test_case_insensitive_literals_join_the_first_pass_through_a_windows_case_variants(ruleset):
     """Given a sample of the log, every case-insensitive literal is found by the case variants
     of its rarest window, in the one literal pass; a line that matches ignoring case is still a

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ctypes
 import datetime as dt
-import gc
 import hashlib
 import os
 import sys
@@ -25,6 +24,7 @@ from typing import Any, Protocol
 import polars as pl
 import regex
 
+from analyzer import startup
 from analyzer.atomic import atomic_path, write_text
 from analyzer.progress import Progress
 from analyzer.summary.tickets import report_names, ticket_of
@@ -194,7 +194,7 @@ def load_rules():
         from analyzer.rules.loader import load_ruleset
 
         _RULESET = load_ruleset()
-        gc.freeze()  # modules and rules live as long as the worker: keep the collector off them
+        startup.done()  # modules and rules live as long as the worker: keep the collector off them
     return _RULESET
 
 

@@ -28,7 +28,7 @@ from analyzer.report.build import build_node, build_report
 from analyzer.report.model import NodeReport, Report
 from analyzer.rules.engine import evaluate
 from analyzer.rules.model import RuleSet
-from analyzer.timeline import NodeTimeline, node_timeline
+from analyzer.timeline import NodeTimeline, Shown, node_timeline
 
 if TYPE_CHECKING:
     from analyzer.bundle.thread import Post, ThreadFiles
@@ -203,9 +203,22 @@ def node_timelines(
     bundle: ParsedBundle, ruleset: RuleSet, node: str | None = None
 ) -> Iterator[tuple[str | None, NodeTimeline]]:
     """Each node's timeline (facts and timeline stages; no rule is evaluated), in the order
-    the bundle holds the nodes."""
-    for ctx in build_contexts(bundle, ruleset.fact_inputs, node).contexts:
+    the bundle holds the nodes; a node's facts are built when its turn comes."""
+    facts = build_contexts(bundle, ruleset.fact_inputs, node)
+    for target in facts.targets:
+        ctx = facts.context(target)
         yield ctx.name, node_timeline(ctx, ruleset.episodes)
+
+
+def first_timeline(
+    bundle: ParsedBundle, ruleset: RuleSet, node: str | None = None
+) -> tuple[Shown, NodeTimeline]:
+    """The timeline the `timeline` command prints: `node`'s, or the first node's, built from
+    that node's facts alone; and the other nodes it leaves out."""
+    facts = build_contexts(bundle, ruleset.fact_inputs, node)
+    ctx = facts.context(facts.targets[0])
+    others = tuple(n for n in facts.names[1:] if n)
+    return Shown(ctx.name, others), node_timeline(ctx, ruleset.episodes)
 
 
 def analyze_parsed(

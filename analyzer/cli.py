@@ -415,7 +415,7 @@ def timeline(
     rules: RulesOpt = None,
 ) -> None:
     """The events of the node's logs (and the shared ones) and of its object, in time order."""
-    from analyzer.analyze import load_bundle, node_timelines
+    from analyzer.analyze import first_timeline, load_bundle
     from analyzer.timeline import filter_timeline, write_timeline
 
     if format is TimelineFormat.parquet and output is None:
@@ -433,13 +433,15 @@ def timeline(
     try:
         with progress_shown():
             bundle = load_bundle(inputs, ruleset)
-        _name, tl = next(node_timelines(bundle, ruleset, node))
+        shown, tl = first_timeline(bundle, ruleset, node)
         frame = filter_timeline(tl.frame, source, severity, since, until)
     except (AnalyzerError, ValueError) as exc:
         _fail(str(exc))
         return
+    if shown.note and (format is not TimelineFormat.text or output is not None):
+        _say(f"note: {shown.note}", err=True)  # text on stdout says it in its first line
     try:
-        write_timeline(frame, format.value, output)
+        write_timeline(frame, format.value, output, shown)
     except OSError as exc:
         _fail(f"cannot write {output}: {exc.strerror or exc}")
 
@@ -535,8 +537,9 @@ def batch(
         _fail(str(exc))
         return
     _say(
-        f"{counts['bundles']} bundles, {counts['findings']} findings -> {out}/bundles.parquet, "
-        f"{out}/findings.parquet, {out}/summary.html"
+        f"{counts['bundles']} bundles, {counts['findings']} findings, {counts['warnings']} input "
+        f"warnings -> {out}/bundles.parquet, {out}/findings.parquet, {out}/warnings.parquet, "
+        f"{out}/summary.html"
     )
 
 

@@ -9,7 +9,7 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from analyzer.bundle.model import Artefact, Inventory
+from analyzer.bundle.model import Artefact, InputWarning, Inventory
 from analyzer.bundle.reader import Limits, open_bundle
 from analyzer.bundle.recognise import recognise
 from analyzer.bundle.text import diff_after_side
@@ -19,6 +19,7 @@ from analyzer.parse.logs import Matcher, ParsedLog, parse_log
 from analyzer.parse.manifest import ManifestFacts
 from analyzer.parse.node import NodeFacts, keep_nodes
 from analyzer.parse.pod import PodFacts
+from analyzer.parse.pod_table import PodTable
 from analyzer.parse.registry import PARSERS
 
 
@@ -30,16 +31,22 @@ class ParsedBundle:
     inventory: Inventory
     artefacts: list[Artefact] = field(default_factory=list)  # recognised (and selected) pieces
     # the reader's warnings, then recognition's and the parsers' (each naming its file)
-    warnings: list[str] = field(default_factory=list)
+    input_warnings: list[InputWarning] = field(default_factory=list)
     nodes: list[NodeFacts] = field(default_factory=list)
     pods: list[PodFacts] = field(default_factory=list)
     configs: list[ConfigFacts] = field(default_factory=list)
     logs: list[ParsedLog] = field(default_factory=list)  # every scanned (line-oriented) artefact
     member_mtimes: list[float] = field(default_factory=list)
     manifests: list[ManifestFacts] = field(default_factory=list)  # of `hami-analyzer collect`
+    pod_tables: list[PodTable] = field(default_factory=list)  # `kubectl get pods` rows
     digest: str = ""  # of the file fingerprints: the same bundle gives the same digest
     content_digest: str = ""  # if asked: every file's whole content, names/times/container ignored
     analysable: bool = False  # some artefact is more than junk (binary, empty, unreadable...)
+
+    @property
+    def warnings(self) -> list[str]:
+        """The warnings' texts, as every output prints them."""
+        return [w.text for w in self.input_warnings]
 
     @property
     def kinds(self) -> list[str]:
@@ -85,9 +92,12 @@ def parse_files(
     the newest of a kind), noting what it left out in `warnings`."""
     inv = reader.inventory
     artefacts, recognition_warnings = recognise(inv.files, catalogue)
-    warnings = [*inv.warnings, *recognition_warnings]
+    warnings = [InputWarning.naming("read", w) for w in inv.warnings]
+    warnings += [InputWarning.naming("recognise", w) for w in recognition_warnings]
     if select is not None:
-        artefacts = select(artefacts, warnings=warnings)
+        left_out: list[str] = []
+        artefacts = select(artefacts, warnings=left_out)
+        warnings += [InputWarning.naming("select", w) for w in left_out]
     out = ParsedBundle(inv, artefacts, warnings)
     out.member_mtimes = [f.mtime for f in inv.files if f.mtime and "!" in f.name]
     h = hashlib.sha256()
@@ -107,10 +117,10 @@ def parse_files(
             parsed = parser.parse(a)
             if parser.into:
                 getattr(out, parser.into).extend(parsed.items)
-            warnings.extend(parsed.warnings)
+            warnings.extend(InputWarning("parse", w, a.file.name) for w in parsed.warnings)
         if kind is not None and kind.scanned:
             out.logs.append(parse_log(a, matcher))
     out.nodes, note = keep_nodes(out.nodes)
     if note:
-        warnings.append(note)
+        warnings.append(InputWarning("nodes", note))
     return out

@@ -244,21 +244,55 @@ def node_timeline(ctx: NodeContext, spec: EpisodeSpec) -> NodeTimeline:
     return NodeTimeline(frame, tuple(eps), tuple(issues))
 
 
-def write_timeline(frame: pl.DataFrame, fmt: str, output: Path | None) -> None:
+@dataclass(frozen=True)
+class Shown:
+    """Whose timeline the `timeline` command prints, and the bundle's nodes it leaves out."""
+
+    node: str | None
+    others: tuple[str, ...] = ()
+
+    @property
+    def note(self) -> str | None:
+        """What a reader of one node's timeline must know of the others, and how to see them.
+
+        >>> Shown("n1", ("n2", "n3")).note.split("; ")
+        ["timeline of node n1, the first of the bundle's 3 nodes", 'not shown: n2, n3 (see one with --node NAME, e.g. --node n2)']
+        >>> Shown("n1").note is None
+        True
+        """
+        if not self.others:
+            return None
+        return (
+            f"timeline of node {self.node}, the first of the bundle's {len(self.others) + 1} "
+            f"nodes; not shown: {', '.join(self.others)} (see one with --node NAME, e.g. "
+            f"--node {self.others[0]})"
+        )
+
+
+def write_timeline(
+    frame: pl.DataFrame, fmt: str, output: Path | None, shown: Shown | None = None
+) -> None:
+    """Text: one event a line, after a `# ` line naming the nodes left out. CSV, JSON and
+    parquet: each row names its `node`; parquet also keeps `node` and `nodes_not_shown` in the
+    file's metadata (a row format has no place for a note: the command says it on stderr)."""
     import sys
 
+    shown = shown or Shown(None)
+    if fmt != "text":
+        frame = frame.with_columns(pl.lit(shown.node, pl.String).alias("node"))
     if fmt == "parquet":
         if output is None:  # the command line asks for -o first
             raise ValueError("a parquet timeline needs an output file")
+        meta = {"node": shown.node or "", "nodes_not_shown": ",".join(shown.others)}
         with atomic_path(output) as tmp:
-            frame.write_parquet(tmp)
+            frame.write_parquet(tmp, metadata=meta)
         return
     if fmt == "csv":
         text = frame.write_csv()
     elif fmt == "json":
         text = frame.write_json()
     else:
-        lines = []
+        lines = [f"# {shown.note}"] if shown.note else []
         for row in frame.iter_rows(named=True):
             t, src, file, line = row["time"], row["source"], row["file"], row["line"]
             sev, sig, msg, fnd = (

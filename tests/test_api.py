@@ -92,7 +92,7 @@ def test_an_open_reader_is_analysed_as_it_is(ruleset):
 # the stages below `analyze` that callers outside analyze.py may still use, and why
 STAGE_USERS = {
     ("analyzer/cli.py", "load_bundle"): "`timeline` reads the bundle, then its timeline stage",
-    ("analyzer/cli.py", "node_timelines"): "`timeline`: the per-node timeline stage, no rules",
+    ("analyzer/cli.py", "first_timeline"): "`timeline`: one node's timeline stage, no rules",
     ("analyzer/dev/samples.py", "matcher_for"): "docstring fixtures scan pasted lines",
 }
 API = {"analyze", "AnalyzeOptions", "Analysis", "Issue", "Thread", "RedactOptions", "Inputs"}

@@ -25,7 +25,7 @@ pytest.importorskip("distributed", reason="the [dask] extra is not installed")
 fsspec = pytest.importorskip("fsspec", reason="the [dask] extra is not installed")
 
 DASK = Path(sys.executable).with_name("dask")
-TABLES = ("bundles", "nodes", "findings", "unexplained")
+TABLES = ("bundles", "nodes", "findings", "warnings", "unexplained")
 N = 120
 runner = CliRunner()
 

@@ -20,7 +20,7 @@ def test_analyze_json_and_exit_codes():
     )
     assert res.exit_code == 1
     doc = json.loads(res.stdout)
-    assert doc["schema_version"] == "2.0"
+    assert doc["schema_version"] == "2.1"
     assert doc["primary"]["rule_id"] == "rbac-patch-forbidden"
     assert doc["primary"]["category"] == "rbac-patch-forbidden"
     f = next(f for f in doc["findings"] if f["rule_id"] == "rbac-patch-forbidden")

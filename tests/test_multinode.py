@@ -145,7 +145,7 @@ def test_json_top_level_is_the_worst_node(tmp_path, layout):
     """Schema 2.0: the top-level verdict is the faulty node's, whatever the file order or form."""
     code, doc = analyze_json(str(write_bundle(tmp_path / "t", layout)))
     assert code == 1
-    assert doc["schema_version"] == "2.0"
+    assert doc["schema_version"] == "2.1"
     assert doc["node"] == BAD_NODE
     assert doc["primary"]["category"] == "device-unhealthy"
     assert doc["primary"]["rule_id"] == "unhealthy-gpu-in-annotation"

@@ -29,6 +29,7 @@ from analyzer.atomic import atomic_path, write_text
 from analyzer.progress import Progress
 from analyzer.summary.tickets import report_names, ticket_of
 
+Schema = dict[str, Any]  # column -> polars dtype (a class or an instance such as pl.Datetime)
 PART_ROWS = int(os.environ.get("HAMI_BATCH_PART_ROWS", "200"))  # bundles per part file
 # ... or fewer: a part is also written once its first row is this old, so a kill loses little
 PART_SECONDS = float(os.environ.get("HAMI_BATCH_PART_SECONDS", "10"))
@@ -37,7 +38,7 @@ BUNDLE_TIMEOUT = 300.0  # default seconds one bundle may take before it is recor
 REPORTS = "reports"  # OUT/reports/<ticket>.html with --reports
 Task = tuple[str, str, str | None]  # bundle id, path or URL, report file name or None
 UNEXPLAINED_LINES = 200  # unmatched error lines taken from one bundle
-BUNDLE_SCHEMA = {
+BUNDLE_SCHEMA: Schema = {
     "id": pl.String,
     "ticket": pl.String,
     "path": pl.String,
@@ -53,6 +54,7 @@ BUNDLE_SCHEMA = {
     "n_faults": pl.Int64,
     "n_findings": pl.Int64,
     "n_not_evaluated": pl.Int64,
+    "n_warnings": pl.Int64,  # its rows in warnings.parquet
     "collected_at": pl.Datetime("us", "UTC"),
     "undated_reason": pl.String,
     "unversioned_reason": pl.String,
@@ -60,7 +62,7 @@ BUNDLE_SCHEMA = {
     "duration_s": pl.Float64,
     "error": pl.String,
 }
-NODE_SCHEMA = {
+NODE_SCHEMA: Schema = {
     "bundle_id": pl.String,
     "node": pl.String,
     "category": pl.String,
@@ -69,7 +71,7 @@ NODE_SCHEMA = {
     "confidence": pl.String,
     "n_faults": pl.Int64,
 }
-FINDING_SCHEMA = {
+FINDING_SCHEMA: Schema = {
     "bundle_id": pl.String,
     "node": pl.String,
     "rule_id": pl.String,
@@ -80,7 +82,17 @@ FINDING_SCHEMA = {
     "line": pl.Int64,
     "evidence": pl.String,
 }
-UNEXPLAINED_SCHEMA = {
+# one row per input warning of a bundle (what its report lists under "Input warnings", and the
+# files no kind matched): `source` is the stage that said it (WARNING_SOURCES)
+WARNING_SCHEMA: Schema = {
+    "bundle_id": pl.String,
+    "source": pl.String,
+    "file": pl.String,
+    "message": pl.String,
+}
+# the inventory kinds of a file recognition found no kind for (a `text` file is still scanned)
+UNRECOGNISED_KINDS = ("text", "binary", "unrecognised")
+UNEXPLAINED_SCHEMA: Schema = {
     "bundle_id": pl.String,
     "template": pl.String,
     "count": pl.Int64,
@@ -223,7 +235,13 @@ def analyze_one(task: Task, timeout: float = BUNDLE_TIMEOUT) -> dict[str, Any]:
     bundle_id, path, report_name = (*task, None)[:3]
     start = time.perf_counter()
     row: dict[str, Any] = {"id": bundle_id, "ticket": ticket_of(path), "path": path}
-    result: dict[str, Any] = {"row": row, "nodes": [], "findings": [], "unexplained": []}
+    result: dict[str, Any] = {
+        "row": row,
+        "nodes": [],
+        "findings": [],
+        "warnings": [],
+        "unexplained": [],
+    }
     try:
         with time_limit(timeout):
             result.update(_analyze_rows(bundle_id, path, row, report_name))
@@ -251,6 +269,7 @@ def failed_result(row: dict[str, Any], error: str) -> dict[str, Any]:
         },
         "nodes": [],
         "findings": [],
+        "warnings": [],
         "unexplained": [],
     }
 
@@ -262,6 +281,7 @@ def _check_types(result: dict[str, Any]) -> None:
     for key, schema in (
         ("nodes", NODE_SCHEMA),
         ("findings", FINDING_SCHEMA),
+        ("warnings", WARNING_SCHEMA),
         ("unexplained", UNEXPLAINED_SCHEMA),
     ):
         _frame(result[key], schema)
@@ -289,6 +309,7 @@ def _rows(bundle_id: str, row: dict[str, Any], bundle, report) -> dict[str, Any]
     nodes: list[dict[str, Any]] = []
     findings: list[dict[str, Any]] = []
     unexplained: list[dict[str, Any]] = []
+    warnings = warning_rows(bundle_id, report)
     d = report.worst
     row.update(
         nodes=",".join(x.node or "" for x in report.nodes),
@@ -300,6 +321,7 @@ def _rows(bundle_id: str, row: dict[str, Any], bundle, report) -> dict[str, Any]
         n_faults=sum(len(n.faults()) for n in report.nodes),
         n_findings=sum(len(n.all_findings()) for n in report.nodes),
         n_not_evaluated=len(d.not_evaluated),
+        n_warnings=len(warnings),
         collected_at=d.clock.collected_at,
         undated_reason=d.clock.missing if d.clock.collected_at is None else None,
         unversioned_reason=d.version.missing if d.version.range is None else None,
@@ -334,7 +356,30 @@ def _rows(bundle_id: str, row: dict[str, Any], bundle, report) -> dict[str, Any]
             )
     if not any(n.faults() for n in report.nodes):
         unexplained = _unexplained(bundle_id, bundle)
-    return {"nodes": nodes, "findings": findings, "unexplained": unexplained}
+    return {"nodes": nodes, "findings": findings, "warnings": warnings, "unexplained": unexplained}
+
+
+def warning_rows(bundle_id: str, report) -> list[dict[str, Any]]:
+    """The report's input warnings, then one row per file no kind matched: a table keyed by
+    bundle (not a column of lists) so that a batch of thousands is grouped by source or file
+    with one filter, and the CSV export holds it."""
+    rows = [
+        {"bundle_id": bundle_id, "source": w.source, "file": w.file, "message": w.text}
+        for w in report.input_warnings
+    ]
+    rows += [
+        {
+            "bundle_id": bundle_id,
+            "source": "unrecognised",
+            "file": a.file,
+            "message": f"{a.file}: no kind recognised ({a.kind}: {a.reason}); not read as evidence"
+            if a.kind != "text"
+            else f"{a.file}: no kind recognised ({a.reason}); only scanned for known log lines",
+        }
+        for a in report.inventory
+        if a.kind in UNRECOGNISED_KINDS
+    ]
+    return rows
 
 
 def _unexplained(bundle_id: str, bundle) -> list[dict[str, Any]]:
@@ -473,6 +518,7 @@ class _PartWriter:
         self.rows: list[dict] = []
         self.nodes: list[dict] = []
         self.findings: list[dict] = []
+        self.warnings: list[dict] = []
         self.unexplained: list[dict] = []
         self.since = time.monotonic()
 
@@ -488,6 +534,7 @@ class _PartWriter:
                 self.rows.append(row)
                 self.nodes.extend(res["nodes"])
                 self.findings.extend(res["findings"])
+                self.warnings.extend(res["warnings"])
                 self.unexplained.extend(res["unexplained"])
                 if "report_html" in res:
                     self._write_report(row["report"], res["report_html"])
@@ -514,6 +561,7 @@ class _PartWriter:
         for name, rows, schema in (
             ("findings", self.findings, FINDING_SCHEMA),
             ("nodes", self.nodes, NODE_SCHEMA),
+            ("warnings", self.warnings, WARNING_SCHEMA),
             ("unexplained", self.unexplained, UNEXPLAINED_SCHEMA),
             ("bundles", self.rows, BUNDLE_SCHEMA),
         ):
@@ -523,6 +571,7 @@ class _PartWriter:
         self.push(written)
         self.part_no += 1
         self.rows, self.nodes, self.findings, self.unexplained = [], [], [], []
+        self.warnings = []
 
 
 def assemble(out: Path, csv: bool = False) -> dict[str, Any]:
@@ -535,6 +584,7 @@ def assemble(out: Path, csv: bool = False) -> dict[str, Any]:
         ("bundles", BUNDLE_SCHEMA),
         ("nodes", NODE_SCHEMA),
         ("findings", FINDING_SCHEMA),
+        ("warnings", WARNING_SCHEMA),
         ("unexplained", UNEXPLAINED_SCHEMA),
     ):
         files = [
@@ -593,8 +643,12 @@ def write_summary(out: Path) -> Path:
     )
     findings = pl.read_parquet(out / "findings.parquet")
     unexplained = pl.read_parquet(out / "unexplained.parquet")
+    warned = out / "warnings.parquet"  # absent in the tables of a run before it existed
+    warnings = pl.read_parquet(warned) if warned.is_file() else _frame([], WARNING_SCHEMA)
     meta = pl.read_parquet(out / TICKETS) if (out / TICKETS).is_file() else None
-    html = render_summary(bundles, findings, unexplained, sorted(load_ruleset().rules), meta)
+    html = render_summary(
+        bundles, findings, unexplained, sorted(load_ruleset().rules), meta, warnings
+    )
     path = out / "summary.html"
     write_text(path, html)
     return path

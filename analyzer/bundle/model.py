@@ -30,6 +30,30 @@ class Artefact:
     container: str | None = None  # from `kubectl logs --prefix` or a pasted command
 
 
+@dataclass(frozen=True)
+class InputWarning:
+    """Something about the inputs the user should know (a file not read whole, not parsed, a log
+    of no node), said by the stage that found it. Reports print `text`; batch tables keep all
+    three, so thousands of bundles can be grouped by `source` and `file`."""
+
+    source: str  # the stage: one of WARNING_SOURCES
+    text: str  # the message as every output prints it, naming its file first when it has one
+    file: str | None = None  # the file it is about (display name inside the bundle)
+
+    @classmethod
+    def naming(cls, source: str, text: str) -> InputWarning:
+        """A warning of a stage whose messages read `FILE: what` (the reader, recognition,
+        selection): its file is the text before the first ": "."""
+        head, sep, _ = text.partition(": ")
+        return cls(source, text, head if sep and head else None)
+
+
+# read: the reader (unreadable, skipped or truncated members, cut lines); recognise: decoding;
+# select: an issue thread's older paste left out; parse: a parser; nodes: Node objects left out;
+# attribution: a per-node log of no node; unrecognised: a file no kind matched (batch tables only)
+WARNING_SOURCES = ("read", "recognise", "select", "parse", "nodes", "attribution", "unrecognised")
+
+
 @dataclass
 class Inventory:
     """Everything the reader saw, including what it could not use. Built by the reader alone:

@@ -24,15 +24,15 @@ from analyzer.catalogue.kinds import Catalogue
 from analyzer.collect import discover, helm, nodedebug, plan, select
 from analyzer.collect.runner import Call, Runner
 from analyzer.errors import AnalyzerError
-from analyzer.parse.manifest import MANIFEST_API, MANIFEST_KIND
-from analyzer.report.next_steps import DEFAULT_NAMESPACE, DEFAULT_RELEASE
+from analyzer.facts.namespace import DEFAULT as DEFAULT_NAMESPACE
+from analyzer.parse.manifest import MANIFEST_API, MANIFEST_KIND, NOT_FOUND
+from analyzer.report.next_steps import DEFAULT_RELEASE
 
 MAX_NODES = 10  # nodes collected when none is named (those running the HAMi device plugin)
 MAX_PODS = 10  # pending or failing pods described
 TAIL_LINES = 5000
 VERSION_TIMEOUT = 10.0  # seconds for the first call, which tells whether the cluster answers
 NOT_RUNNING = "status.phase!=Running,status.phase!=Succeeded"
-NOT_FOUND = "not found by pod labels"
 
 
 class CollectError(AnalyzerError):

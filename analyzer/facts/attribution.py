@@ -20,13 +20,14 @@ from dataclasses import dataclass, field
 import polars as pl
 import regex
 
+from analyzer.bundle.model import InputWarning
 from analyzer.catalogue.kinds import AttributionHints, Catalogue
 from analyzer.parse.configs import ConfigFacts
 from analyzer.parse.logs import ParsedLog
 from analyzer.parse.pod import PodFacts
+from analyzer.parse.pod_table import PodTable
 
 ArtefactKey = tuple[str, int]  # (file name, first line): how matches and evidence name a piece
-POD_TABLE_KIND = "pods-list"
 _NAME_CHARS = r"[A-Za-z0-9]"
 
 
@@ -67,7 +68,7 @@ class Attribution:
     """The owner of every artefact that is not shared by all nodes, and what to tell the user."""
 
     owners: dict[ArtefactKey, Owner] = field(default_factory=dict)
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[InputWarning, ...] = ()
 
     def keeps(self, key: ArtefactKey, node: str | None) -> bool:
         """Whether the artefact is evidence for `node` (shared ones are for every node)."""
@@ -89,6 +90,7 @@ def attribute(
     configs: list[ConfigFacts],
     names: list[str],
     pods: list[PodFacts],
+    pod_tables: list[PodTable],
     stated: dict[ArtefactKey, str],
     catalogue: Catalogue,
 ) -> Attribution:
@@ -99,9 +101,9 @@ def attribute(
     hints = catalogue.attribution
     by_name = _name_pattern(names)
     pieces = _pieces(logs, configs)
-    pod_nodes = _pod_nodes(pieces, pods, names, hints, by_name)
+    pod_nodes = _pod_nodes(pod_tables, pods, names, hints)
     owners: dict[ArtefactKey, Owner] = {}
-    warnings: list[str] = []
+    warnings: list[InputWarning] = []
     for piece in pieces:
         kind = catalogue.get(piece.kind)
         per_node = kind is not None and kind.per_node
@@ -110,12 +112,13 @@ def attribute(
             continue
         owners[piece.key] = owner
         if owner.node is None:
-            warnings.append(
+            text = (
                 f"{piece.key[0]}: a {piece.kind} of none of the bundle's "
                 f"{len(names)} nodes ({_listed(names)}): {owner.how}; not used as evidence for "
                 "any node (name the file or its folder after its node, or analyse it with that "
                 "node's object alone)"
             )
+            warnings.append(InputWarning("attribution", text, piece.key[0]))
     return Attribution(owners, tuple(warnings))
 
 
@@ -248,24 +251,21 @@ def _pods_named(piece: Piece, hints: AttributionHints, pod_nodes: dict[str, str]
 
 
 def _pod_nodes(
-    pieces: list[Piece],
+    tables: list[PodTable],
     pods: list[PodFacts],
     names: list[str],
     hints: AttributionHints,
-    by_name: regex.Pattern,
 ) -> dict[str, str]:
     """Pod name -> node of the bundle, from pod objects and describes (`Node: n1/10.0.0.1`)
-    and from pod tables (a row naming a pod and one node of the bundle; in collect's
+    and from pod tables (a row whose NODE is a node of the bundle; in collect's
     `nodes/NODE/pods.txt`, a row naming no node is that folder's node)."""
     out: dict[str, str] = {}
     for p in pods:
         node = (p.node or "").split("/")[0]
         if p.name and node in names:
             out[p.name] = node
-    for piece in pieces:
-        if piece.kind != POD_TABLE_KIND:
-            continue
-        path = piece.path
+    for table in tables:
+        path = _inner_path(table.file)
         folder = next(
             (
                 n
@@ -274,22 +274,7 @@ def _pod_nodes(
             ),
             None,
         )
-        for pod, row_node in _table_rows(piece.texts.to_list(), by_name):
-            if owner := row_node or folder:
-                out.setdefault(pod, owner)
+        for row in table.rows:
+            if owner := (row.node if row.node in names else None) or folder:
+                out.setdefault(row.name, owner)
     return out
-
-
-def _table_rows(lines: list[str], by_name: regex.Pattern) -> Iterable[tuple[str, str | None]]:
-    """(pod, node named in the row or None) of each row under a `NAME ...` header."""
-    name_col: int | None = None
-    for text in lines:
-        tokens = (text or "").split()
-        if "NAME" in tokens and ("READY" in tokens or "STATUS" in tokens):
-            name_col = tokens.index("NAME")
-            continue
-        if name_col is None or len(tokens) <= name_col:
-            name_col = None if not tokens else name_col
-            continue
-        nodes = {n for t in tokens for n in by_name.findall(t) if n == t}
-        yield tokens[name_col], (nodes.pop() if len(nodes) == 1 else None)

@@ -8,13 +8,15 @@ import datetime as dt
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from analyzer.bundle.model import InputWarning
 from analyzer.errors import AnalyzerError
 from analyzer.facts import handshake as handshake_facts
 from analyzer.facts import producers
-from analyzer.facts.attribution import attribute
+from analyzer.facts.attribution import Attribution, attribute
 from analyzer.facts.clock import Clock, infer_clock, stamp_logs
 from analyzer.facts.matches import SignatureIndex, collect_matches
 from analyzer.facts.model import FactSet, Match
+from analyzer.facts.namespace import DEFAULT as DEFAULT_NAMESPACE
 from analyzer.facts.producers import FactInputs, Sources
 from analyzer.parse.annotations import Handshake, RegisterAnnotation
 from analyzer.parse.logs import ParsedLog
@@ -52,12 +54,14 @@ class NodeContext:
         return self.index.matches.get(sig, [])
 
     def shell_values(self) -> dict[str, str | None]:
-        """What the bundle tells of the node and the failing pod, for commands ($NODE, ...)."""
+        """What the bundle tells of the node, the failing pod and HAMi's namespace, for commands
+        ($NODE, ...): the namespace the bundle states, else the chart's usual one."""
         pod = self.facts.value("pod.name")
         return {
             "NODE": self.name,
             "POD": pod,
             "POD_NS": self.facts.value("pod.namespace") or ("default" if pod else None),
+            "NS": self.facts.value("hami.namespace") or DEFAULT_NAMESPACE,
         }
 
     def count(self, sig: str) -> int:
@@ -158,16 +162,55 @@ def _clock(
 
 @dataclass(frozen=True)
 class BundleFacts:
-    """What the facts stage returns: one context per node, and what it tells the user about the
-    inputs (logs it could attribute to no node)."""
+    """What the facts stage returns: the nodes to diagnose in bundle order, what it tells the
+    user about the inputs (logs it could attribute to no node), and each node's context, built
+    from that node's attributed inputs when asked for (`timeline` builds only the one it prints)."""
 
-    contexts: list[NodeContext]
-    warnings: tuple[str, ...] = ()
+    targets: tuple[NodeFacts | None, ...]
+    warnings: tuple[InputWarning, ...]
+    _bundle: ParsedBundle
+    _inputs: FactInputs
+    _shared: _Shared
+
+    @property
+    def names(self) -> tuple[str | None, ...]:
+        """The nodes' names, in bundle order (None: a bundle without a named Node object)."""
+        return tuple(n.name if n is not None else None for n in self.targets)
+
+    @property
+    def contexts(self) -> list[NodeContext]:
+        return [self.context(n) for n in self.targets]
+
+    def context(self, n: NodeFacts | None) -> NodeContext:
+        """One node's context: the bundle's matches and inputs as that node sees them."""
+        sh, bundle = self._shared, self._bundle
+        name = n.name if n is not None else None
+        excluded = sh.owners.excluded(name)
+        held = {a.kind for a in bundle.artefacts if (a.file.name, a.first_line) not in excluded}
+        view = sh.index.for_node(name, sh.names, excluded, held)
+        mine = sh.owners.logs_of(sh.logs, name)
+        configs = sh.owners.configs_of(bundle.configs, name)
+        decoded = sh.decoded.get(id(n), {})
+        return _context(bundle, self._inputs, n, sh.clock, view, mine, configs, decoded)
+
+
+@dataclass(frozen=True)
+class _Shared:
+    """What every node's context starts from: built once per bundle."""
+
+    names: set[str]
+    clock: Clock
+    logs: list[ParsedLog]
+    index: SignatureIndex
+    owners: Attribution
+    decoded: dict[int, dict[str, Handshake]]
 
 
 def build_contexts(
     bundle: ParsedBundle, inputs: FactInputs, node_name: str | None = None
 ) -> BundleFacts:
+    """The bundle's facts: the clock, the signature matches and which node each log is about,
+    once; the node contexts on demand. `node_name`: only that node (NodeNotFound otherwise)."""
     nodes = _merge_fragments(list(bundle.nodes))
     spec = inputs.annotations
     decoded = {id(n): handshake_facts.decode_all(n, spec) for n in nodes}
@@ -176,7 +219,15 @@ def build_contexts(
     index = collect_matches(logs, bundle.kinds, inputs.signatures, inputs.catalogue)
     names = {n.name for n in nodes if n.name}
     stated = {(a.file, a.first_line): a.node for a in index.artefacts if a.node}
-    owners = attribute(logs, bundle.configs, sorted(names), bundle.pods, stated, inputs.catalogue)
+    owners = attribute(
+        logs,
+        bundle.configs,
+        sorted(names),
+        bundle.pods,
+        bundle.pod_tables,
+        stated,
+        inputs.catalogue,
+    )
     targets: list[NodeFacts | None] = list(nodes)
     if node_name:
         targets = [n for n in nodes if n.name == node_name]
@@ -185,17 +236,8 @@ def build_contexts(
             raise NodeNotFound(f"--node {node_name}: no such node in the bundle (nodes: {known})")
     if not targets:
         targets = [None]
-    contexts = []
-    for n in targets:
-        name = n.name if n is not None else None
-        excluded = owners.excluded(name)
-        held = {a.kind for a in bundle.artefacts if (a.file.name, a.first_line) not in excluded}
-        view = index.for_node(name, names, excluded, held)
-        mine = owners.logs_of(logs, name)
-        configs = owners.configs_of(bundle.configs, name)
-        ctx = _context(bundle, inputs, n, clock, view, mine, configs, decoded.get(id(n), {}))
-        contexts.append(ctx)
-    return BundleFacts(contexts, owners.warnings)
+    shared = _Shared(names, clock, logs, index, owners, decoded)
+    return BundleFacts(tuple(targets), owners.warnings, bundle, inputs, shared)
 
 
 def _guess_name(index: SignatureIndex, bundle: ParsedBundle) -> str | None:

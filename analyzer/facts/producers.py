@@ -19,6 +19,7 @@ from analyzer.facts import hamicore as hamicore_facts
 from analyzer.facts import handshake as handshake_facts
 from analyzer.facts import lease as lease_facts
 from analyzer.facts import logs as log_facts
+from analyzer.facts import namespace as namespace_facts
 from analyzer.facts import node as node_facts
 from analyzer.facts import panics as panic_facts
 from analyzer.facts import pod as pod_facts
@@ -144,6 +145,11 @@ def _workloads(src: Sources, facts: FactSet) -> None:
     workload_facts.produce(src.logs, facts)
 
 
+def _namespace(src: Sources, facts: FactSet) -> None:
+    b = src.bundle
+    namespace_facts.produce(b.manifests, src.configs, b.pods, b.pod_tables, facts)
+
+
 def _stated(src: Sources, facts: FactSet) -> None:
     stated_facts.produce(src.view, facts)
 
@@ -192,6 +198,7 @@ PRODUCERS: tuple[Producer, ...] = (
     Producer("logs", (), ("logs.",), _logs),
     Producer("panic", (), ("panic.",), _panic),
     Producer("workloads", (), ("device_plugin_ds.", "device_plugin_pods."), _workloads),
+    Producer("namespace", (), ("hami.namespace", "hami.namespace_from"), _namespace),
     Producer("stated", (), ("stated.",), _stated),
     Producer("hamicore", (), ("hami_core.",), _hamicore),
     Producer(

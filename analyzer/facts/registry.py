@@ -390,6 +390,16 @@ FACTS: tuple[FactSpec, ...] = (
         (),
         "0 when a kubectl get of device-plugin pods or DaemonSets answered 'No resources found'",
     ),
+    # where HAMi runs (analyzer/facts/namespace.py); absent: nothing in the bundle states it
+    _f(
+        "hami.namespace",
+        "str",
+        "namespace",
+        (),
+        "HAMi's namespace as the bundle states it (collect's manifest, helm namespaceOverride, "
+        "HAMi's objects, its pods' describes or a get pods -A row); printed commands use it",
+    ),
+    _f("hami.namespace_from", "str", "namespace", (), "which statement gave hami.namespace"),
     # HAMi-core in the workload's output
     _f(
         "hami_core.stops_at_banner",

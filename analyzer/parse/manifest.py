@@ -14,6 +14,7 @@ from analyzer.parse.times import parse_time
 MANIFEST_KIND = "CollectManifest"  # its `kind:`, by which kinds.yaml recognises it
 MANIFEST_API = "hami-analyzer/v1"
 NOTED = ("forbidden", "not-found", "failed", "timeout", "skipped")  # call statuses worth a note
+NOT_FOUND = "not found by pod labels"  # `hami.found_by` when collect found no HAMi pod
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,7 @@ class ManifestFacts:
     file: str
     collected_at: dt.datetime | None
     notes: tuple[str, ...]
+    namespace: str | None = None  # where collect found HAMi's pods (None: not found)
 
 
 def parse_manifest(artefact: Artefact) -> ManifestFacts:
@@ -30,8 +32,11 @@ def parse_manifest(artefact: Artefact) -> ManifestFacts:
     >>> text = '{"kind": "CollectManifest", "collected_at": "2026-08-15T10:20:00Z", "calls": ['
     >>> text += '{"command": "kubectl get lease -n hami", "status": "forbidden", "error": "no"}]}'
     >>> m = parse_manifest(Artefact(BundleFile("manifest.json", Path("m"), 1), "m", "", 1, text))
-    >>> m.collected_at.isoformat(), m.notes
-    ('2026-08-15T10:20:00+00:00', ('`kubectl get lease -n hami` forbidden: no',))
+    >>> m.collected_at.isoformat(), m.notes, m.namespace
+    ('2026-08-15T10:20:00+00:00', ('`kubectl get lease -n hami` forbidden: no',), None)
+    >>> text = '{"kind": "CollectManifest", "hami": {"namespace": "gpu", "found_by": "labels"}}'
+    >>> parse_manifest(Artefact(BundleFile("manifest.json", Path("m"), 1), "m", "", 1, text)).namespace
+    'gpu'
     """
     name = artefact.file.name
     try:
@@ -47,4 +52,12 @@ def parse_manifest(artefact: Artefact) -> ManifestFacts:
             notes.append(
                 f"`{call.get('command')}` {call['status']}" + (f": {error}" if error else "")
             )
-    return ManifestFacts(name, parse_time(doc.get("collected_at")), tuple(notes))
+    hami = doc.get("hami")
+    hami = hami if isinstance(hami, dict) else {}
+    found = hami.get("found_by") not in (None, NOT_FOUND) and isinstance(hami.get("namespace"), str)
+    return ManifestFacts(
+        name,
+        parse_time(doc.get("collected_at")),
+        tuple(notes),
+        hami["namespace"] if found else None,
+    )

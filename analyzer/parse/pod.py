@@ -160,6 +160,7 @@ def _parse_describe(artefact: Artefact) -> PodFacts:
                 p.name = value
             elif low == "namespace":
                 p.namespace = value
+                p.line_of.setdefault("namespace", lineno)  # cited where a fact names it
             elif low == "node":
                 p.node = value.split("/")[0] or None
             elif low == "status":

@@ -16,6 +16,7 @@ from analyzer.parse.configs import parse_config
 from analyzer.parse.manifest import parse_manifest
 from analyzer.parse.node import parse_node
 from analyzer.parse.pod import parse_pod
+from analyzer.parse.pod_table import parse_pod_table
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,9 @@ class Parser:
 
 def _node(a: Artefact) -> Parsed:
     nodes = parse_node(a)
-    return Parsed(nodes, [f"{a.file.name}: {w}" for n in nodes for w in n.warnings])
+    # a document's YAML error is every node's of that document: said once
+    said = dict.fromkeys(w for n in nodes for w in n.warnings)
+    return Parsed(nodes, [f"{a.file.name}: {w}" for w in said])
 
 
 def _pod(a: Artefact) -> Parsed:
@@ -54,6 +57,10 @@ def _manifest(a: Artefact) -> Parsed:
     return Parsed([m], [f"{m.file}: {note}" for note in m.notes])
 
 
+def _pod_table(a: Artefact) -> Parsed:
+    return Parsed([parse_pod_table(a)])
+
+
 def _scan_only(_a: Artefact) -> Parsed:
     return Parsed()
 
@@ -63,6 +70,7 @@ PARSERS: dict[str, Parser] = {
     "pod": Parser("pods", _pod, structured=True),
     "config": Parser("configs", _config, structured=True),
     "manifest": Parser("manifests", _manifest),
+    "pods-table": Parser("pod_tables", _pod_table),
     "log": Parser("", _scan_only),
 }
 

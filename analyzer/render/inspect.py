@@ -44,6 +44,7 @@ def render_inspect(report: Report) -> str:
         out.append("")
         out.append(f"Node: {clean(n.node or '(none)')}")
         out.append(f"Clock: {clean(n.clock.how)}")
+        out.append(f"HAMi namespace: {clean(n.namespace.how)}")
         out.append(f"HAMi version: {clean(n.version.summary)}")
         for e in n.version.evidence:
             out.append(f"  - {e.range}: {clean(e.reason)} ({clean(e.where)})")

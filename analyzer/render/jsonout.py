@@ -11,7 +11,7 @@ from typing import Any
 
 from analyzer.report.model import NodeReport, Report, plain
 
-SCHEMA_VERSION = "2.0"
+SCHEMA_VERSION = "2.1"  # 2.1: `namespace` (where the printed commands address HAMi)
 NODE_KEYS = (
     "node",
     "primary",
@@ -25,6 +25,7 @@ NODE_KEYS = (
     "collect",
     "version",
     "clock",
+    "namespace",
     "register",
     "handshake",
     "decisions",

@@ -284,6 +284,9 @@ def render_markdown(
         )
         details.append("")
     details.append(safe_text(d.clock.how, 300))
+    if d.names_namespace:
+        details.append("")
+        details.append(safe_text(d.namespace.how, 300))
     footer = [
         "",
         f"<details><summary>{message('details', lang)}</summary>",

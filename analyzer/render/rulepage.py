@@ -45,6 +45,7 @@ _PREVIEW = {
     "node": _Hole("node"),
     "pod": _Hole("pod"),
     "pod_ns": _Hole("namespace"),
+    "namespace": _Hole("hami-namespace"),
     "fact": lambda path, default=None: _Hole(path),
     "captures": _Captures(),
     "count": lambda sid: _Hole("count"),

@@ -85,7 +85,9 @@ def render_summary(
     unexplained: pl.DataFrame,
     all_rules: list[str],
     meta: pl.DataFrame | None = None,
+    warnings: pl.DataFrame | None = None,
 ) -> str:
+    """`warnings`: warnings.parquet (None: a batch without it)."""
     analysed = bundles.filter(pl.col("duplicate_of").is_null())
     tickets, matched = _with_metadata(grids.ticket_frame(bundles), meta)
     by_month = grids.category_grid(tickets, "month", "cm", "Primary category by collection month")
@@ -136,6 +138,14 @@ def render_summary(
     )
     undated = lists.reasons(tickets, "undated_reason", "ud")
     unversioned = lists.reasons(tickets, "unversioned_reason", "uv")
+    warned = lists.warned(warnings, tickets) if warnings is not None else ()
+    n_warned = (
+        warnings.join(tickets.select(pl.col("id").alias("bundle_id")), on="bundle_id")[
+            "bundle_id"
+        ].n_unique()
+        if warnings is not None
+        else 0
+    )
     env = Environment(
         loader=PackageLoader("analyzer", "render/templates"),
         autoescape=select_autoescape(default=True),
@@ -156,6 +166,8 @@ def render_summary(
         unversioned=unversioned,
         n_undated=sum(r.drill.total for r in undated),
         n_unversioned=sum(r.drill.total for r in unversioned),
+        warned=warned,
+        n_warned=n_warned,
         rule_anchor=rule_anchor,
         by_rule=_rows(by_rule),
         never=[r for r in all_rules if r not in fired],
@@ -167,6 +179,7 @@ def render_summary(
         customers=_customers(tickets, by_customer),
         drills=[d for g in [*grid_list, by_customer] if g for d in g.drills]
         + [r.drill for r in undated + unversioned]
+        + [w.drill for w in warned]
         + template_drills,
         refs=_ticket_refs(tickets),
         ranked=_rows(ranked),

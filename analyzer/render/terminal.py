@@ -345,6 +345,8 @@ class TerminalReport:
             # diagnostics are quoted whole, one a line (searchable, copyable)
             out += ["", "Rule errors:"] + [f"  ! {self.s.text(x)}" for x in n.rule_errors]
         out += [""] + self.s.wrap(n.clock.how, "")
+        if n.names_namespace:
+            out += self.s.wrap(n.namespace.how, "")
         return out
 
     def render(self) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import polars as pl
 
 from analyzer import __version__
+from analyzer.bundle.model import InputWarning
 from analyzer.catalogue.messages import message
 from analyzer.decisions import build_decisions
 from analyzer.facts.context import NodeContext
@@ -24,6 +25,7 @@ from analyzer.report.model import (
     HandshakeInfo,
     LinkState,
     LogStatsRow,
+    NamespaceInfo,
     NodeReport,
     NotEvaluated,
     RegisterInfo,
@@ -312,6 +314,7 @@ def build_node(
         clock=ClockInfo(
             ctx.clock.collected_at, ctx.clock.year, ctx.clock.source, ctx.clock.missing
         ),
+        namespace=_namespace_info(ctx, lang),
         register=_register_info(ctx),
         handshake=_handshake_info(ctx),
         decisions=build_decisions(ctx, ruleset.decisions),
@@ -320,6 +323,16 @@ def build_node(
         episodes=timeline.episodes,
         clock_issues=timeline.clock_issues,
     )
+
+
+def _namespace_info(ctx: NodeContext, lang: str) -> NamespaceInfo:
+    name = ctx.shell_values()["NS"] or ""
+    where = ctx.facts.where("hami.namespace")
+    if ctx.facts.value("hami.namespace") is None:
+        return NamespaceInfo(name, False, message("namespace-assumed", lang, namespace=name))
+    how = ctx.facts.value("hami.namespace_from", "")
+    text = message("namespace-stated", lang, namespace=name, how=how, where=str(where))
+    return NamespaceInfo(name, True, text, str(where) if where else None)
 
 
 def cited_rows(
@@ -387,7 +400,7 @@ def build_report(
     bundle: ParsedBundle,
     nodes: list[NodeReport],
     ruleset: RuleSet,
-    warnings: tuple[str, ...] = (),
+    warnings: tuple[InputWarning, ...] = (),
 ) -> Report:
     """`warnings`: the facts stage's about the inputs (logs of no node), shown before the
     reader's and the parsers'."""
@@ -397,7 +410,7 @@ def build_report(
             ArtefactRow(a.file.name, a.kind, a.reason, a.first_line, a.file.size)
             for a in bundle.artefacts
         ),
-        warnings=(*warnings, *bundle.warnings),
+        input_warnings=(*warnings, *bundle.input_warnings),
         log_stats=tuple(_log_stats(log, ruleset.episodes.starts) for log in bundle.logs),
         analyzer_version=__version__,
         rules_version=ruleset.version,

@@ -7,6 +7,9 @@ import datetime as dt
 from dataclasses import dataclass, fields, is_dataclass
 from typing import TYPE_CHECKING, Any
 
+import regex
+
+from analyzer.bundle.model import InputWarning
 from analyzer.confidence import RANK
 from analyzer.facts.model import Evidence
 from analyzer.parse.annotations import GpuDevice
@@ -109,6 +112,16 @@ class ClockInfo:
 
 
 @dataclass(frozen=True)
+class NamespaceInfo:
+    """The namespace the printed commands address HAMi in, and whether the bundle states it."""
+
+    name: str
+    stated: bool  # False: nothing in the bundle says; the chart's usual namespace is assumed
+    how: str  # the sentence every output shows
+    where: str | None = None  # file:line of the statement
+
+
+@dataclass(frozen=True)
 class RegisterInfo:
     key: str
     status: str
@@ -183,6 +196,7 @@ class NodeReport:
     collect: tuple[NextStep, ...]  # the next steps (JSON key `collect`, a stable output field)
     version: VersionInfo
     clock: ClockInfo
+    namespace: NamespaceInfo
     register: RegisterInfo | None
     handshake: HandshakeInfo | None
     decisions: tuple[Decision, ...] = ()
@@ -201,6 +215,21 @@ class NodeReport:
         """Causes and their consequences, flattened."""
         return flatten(self.findings)
 
+    @property
+    def names_namespace(self) -> bool:
+        """Whether a command the report prints (a fix, a next step) names HAMi's namespace: then
+        the report says where that namespace came from (`namespace.how`).
+
+        >>> ns = NamespaceInfo("kube-system", False, "")
+        >>> n = NodeReport(None, None, (), (), (), (), (), (), (), (), None, None, ns, None, None)
+        >>> n.names_namespace
+        False
+        """
+        token = regex.compile(rf"(?<![\w.-]){regex.escape(self.namespace.name)}(?![\w.-])")
+        commands = [s.command for f in self.all_findings() for s in f.remediation if s.command]
+        commands += [c.command for c in self.collect]
+        return any(token.search(c) for c in commands)
+
 
 def flatten(findings) -> list[Finding]:
     """Causes followed by their consequences."""
@@ -211,11 +240,16 @@ def flatten(findings) -> list[Finding]:
 class Report:
     nodes: tuple[NodeReport, ...]  # the worst node first
     inventory: tuple[ArtefactRow, ...]
-    warnings: tuple[str, ...]
+    input_warnings: tuple[InputWarning, ...]  # the facts stage's first, then the parse stage's
     log_stats: tuple[LogStatsRow, ...]
     analyzer_version: str
     rules_version: str
     digest: str = ""
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The input warnings' texts, as every output prints them."""
+        return tuple(w.text for w in self.input_warnings)
 
     @property
     def worst(self) -> NodeReport:

@@ -15,7 +15,6 @@ from analyzer.facts.context import NodeContext
 from analyzer.report.model import NextStep, Verdict
 from analyzer.rules.engine import FIRED, NOT_EVALUATED, RuleResult
 
-DEFAULT_NAMESPACE = "kube-system"
 DEFAULT_RELEASE = "hami"  # the chart's documented release name
 VARIABLES = ("NODE", "NS", "RELEASE", "POD", "POD_NS")
 INSTALL = "pipx install git+https://github.com/Project-HAMi/hami-bundle-analyzer"
@@ -46,7 +45,7 @@ def _quote(value: str) -> str:
 
 
 def values_of(ctx: NodeContext) -> dict[str, str | None]:
-    return {**ctx.shell_values(), "NS": DEFAULT_NAMESPACE, "RELEASE": DEFAULT_RELEASE}
+    return {**ctx.shell_values(), "RELEASE": DEFAULT_RELEASE}
 
 
 def choose(

@@ -51,6 +51,7 @@ def _template_context(ctx: NodeContext) -> dict:
         "node": shell["NODE"] or "$NODE",
         "pod": shell["POD"] or "$POD",
         "pod_ns": shell["POD_NS"] or "$POD_NS",
+        "namespace": shell["NS"],  # HAMi's: stated by the bundle, else the chart's usual one
         "fact": lambda path, default=None: ctx.facts.value(path, default),
         "captures": caps,
         "count": ctx.index.count,

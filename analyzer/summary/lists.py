@@ -1,5 +1,6 @@
 """The tickets a grid column alone would not explain: undated and unversioned bundles grouped by
-the clue they lacked, and duplicates with the copy they repeat."""
+the clue they lacked, bundles whose inputs were not all used (input warnings by source), and
+duplicates with the copy they repeat."""
 
 from __future__ import annotations
 
@@ -14,6 +15,49 @@ from analyzer.summary.grids import DRILL_CAP, Drill, drill
 class Reason:
     reason: str
     drill: Drill
+
+
+@dataclass(frozen=True)
+class Warned:
+    source: str
+    what: str
+    warnings: int
+    example: str
+    drill: Drill
+
+
+# what each `source` of warnings.parquet means, in the order the summary lists them
+WARNING_TITLES = {
+    "attribution": "a per-node log of none of the bundle's nodes: evidence for no node",
+    "read": "files or archive members not read whole (corrupt, skipped, lines cut)",
+    "parse": "files a parser could read only in part (YAML errors, cut sections)",
+    "recognise": "files that could not be decoded cleanly",
+    "nodes": "Node objects left out (more nodes than are analysed)",
+    "select": "older pastes of an issue thread replaced by newer ones",
+    "unrecognised": "files no kind matched (scanned for known log lines only, or not read)",
+}
+
+
+def warned(warnings: pl.DataFrame, tickets: pl.DataFrame) -> tuple[Warned, ...]:
+    """Analysed bundles with input warnings, grouped by the stage that raised them, the
+    sources that cost evidence first."""
+    order = {s: i for i, s in enumerate(WARNING_TITLES)}
+    groups = (
+        warnings.join(tickets.select(pl.col("id").alias("bundle_id")), on="bundle_id")
+        .group_by("source")
+        .agg(pl.len().alias("n"), pl.col("message").min().alias("example"), "bundle_id")
+        .sort(pl.col("source").replace_strict(order, default=len(order)), "source")
+    )
+    return tuple(
+        Warned(
+            source,
+            WARNING_TITLES.get(source, source),
+            n,
+            example,
+            drill(f"iw-{i}", f"input warnings: {source}", ids),
+        )
+        for i, (source, n, example, ids) in enumerate(groups.iter_rows())
+    )
 
 
 @dataclass(frozen=True)

@@ -106,3 +106,28 @@ def test_an_unreadable_node_object_says_nothing_about_the_node(ruleset):
     node = r.nodes[0]
     assert not {"no-gpu-label", "gpu-resource-absent-from-capacity"} & set(fired(node))
     assert r.primary.confidence != "high"
+
+
+def test_json_printed_after_a_prompt_is_read():
+    text = '$ kubectl get node gpu-07 -o json\n{"kind": "Node", "metadata": {"name": "gpu-07"}}\n'
+    docs, warnings = load_documents(text)
+    assert (docs, warnings) == ([{"kind": "Node", "metadata": {"name": "gpu-07"}}], [])
+
+
+# ---- the DaemonSet's state in the reporter's words --------------------------------------------
+def test_a_device_plugin_daemonset_with_0_desired_in_words_is_no_plugin_pod(ruleset):
+    p = _issue(ruleset, "# device plugin daemonset has 0 desired\n\nNothing else to add.\n")
+    assert (p.rule_id, p.category, p.confidence) == (
+        "plugin-pod-missing-described",
+        "no-device-plugin-pod",
+        "low",
+    )
+
+
+def test_a_named_taint_is_why_no_plugin_pod_runs(ruleset):
+    text = (
+        "# no device plugin pod on the GPU node\n\nThe nvidia-device-plugin DaemonSet does not"
+        " tolerate the taint of our GPU nodes, so 0 desired.\n"
+    )
+    p = _issue(ruleset, text)
+    assert (p.rule_id, p.category) == ("plugin-taint-described", "no-device-plugin-pod")

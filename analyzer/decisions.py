@@ -3,9 +3,9 @@ rules/decisions.yaml (which signature, which captures hold pod, node, reason).""
 
 from __future__ import annotations
 
+from analyzer.catalogue.datafiles import DecisionSpec
 from analyzer.facts.context import NodeContext
 from analyzer.report.model import Decision
-from analyzer.rules.model import DecisionSpec
 
 
 def _first(caps: dict[str, str], names: tuple[str, ...]) -> str | None:

@@ -13,7 +13,7 @@ from analyzer.bundle.model import Artefact, Inventory
 from analyzer.bundle.reader import Limits, open_bundle
 from analyzer.bundle.recognise import recognise
 from analyzer.bundle.text import diff_after_side
-from analyzer.kinds import Catalogue
+from analyzer.catalogue.kinds import Catalogue
 from analyzer.parse.configs import ConfigFacts
 from analyzer.parse.logs import Matcher, ParsedLog, parse_log
 from analyzer.parse.manifest import ManifestFacts

@@ -15,10 +15,10 @@ import regex
 
 from analyzer.atomic import atomic_path, write_text
 from analyzer.bundle.text import printable
+from analyzer.catalogue.datafiles import EpisodeSpec
 from analyzer.facts.clock import parse_time as _parse  # one ISO-time parser for all stages
 from analyzer.facts.context import NodeContext
 from analyzer.report.model import Episode, Finding, TimelineRow
-from analyzer.rules.model import EpisodeSpec
 
 SCHEMA = {
     "time": pl.Datetime("us", "UTC"),

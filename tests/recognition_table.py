@@ -19,7 +19,7 @@ from analyzer.bundle.recognise import HEAD_BYTES, SMALL_FILE, recognise
 from analyzer.bundle.sniff import sniff
 from analyzer.bundle.text import clean, decode, looks_binary
 from analyzer.bundle.thread import Post, read_thread
-from analyzer.kinds import Catalogue
+from analyzer.catalogue.kinds import Catalogue
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "sample_bundles"

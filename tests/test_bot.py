@@ -29,7 +29,7 @@ from analyzer.bot.decide import (
 )
 from analyzer.bot.run import input_digest, read_event, run_bot
 from analyzer.bundle.thread import Attachment, Post, digest_source
-from analyzer.messages import MESSAGES_PATH
+from analyzer.catalogue.messages import MESSAGES_PATH
 from analyzer.render.markdown import render_markdown
 from analyzer.rules import builtin_rules_dir
 from conftest import SAMPLES, run_cli

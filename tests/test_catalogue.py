@@ -16,8 +16,8 @@ from analyzer.analyze import matcher_for
 from analyzer.bundle.probes import MarkerStep, ObjectStep, compile_recognition, recognition_of
 from analyzer.bundle.reader import BundleReader, open_bundle
 from analyzer.bundle.sniff import sniff
+from analyzer.catalogue.kinds import load_catalogue
 from analyzer.errors import RuleLoadError
-from analyzer.kinds import load_catalogue
 from analyzer.parse.registry import PARSERS, check_parsers
 from analyzer.pipeline import parse_files
 from analyzer.rules.loader import load_ruleset

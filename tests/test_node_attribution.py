@@ -371,8 +371,8 @@ def test_a_journal_by_its_host_name(ruleset, tmp_path):
 
 def test_attribution_hints_are_checked_on_load(tmp_path):
     """A hint without the capture its list needs, or a bad regex, names its file and list."""
+    from analyzer.catalogue.kinds import load_catalogue
     from analyzer.errors import RuleLoadError
-    from analyzer.kinds import load_catalogue
 
     path = tmp_path / "kinds.yaml"
     path.write_text(

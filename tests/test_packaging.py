@@ -104,8 +104,8 @@ def test_wheel_ships_rules_templates_and_schema(tmp_path):
     assert again.stdout == run.stdout
     assert sorted((tmp_path / "cache").rglob("rules-*.pickle")) == cached
     # the GitHub Action installs the same way (pip install "$GITHUB_ACTION_PATH"): the bot, its
-    # data (rules/bot.yaml) and the comment's phrases (analyzer/messages.yaml) come with it
-    assert {"analyzer/bot/run.py", "analyzer/messages.yaml"} <= names
+    # data (rules/bot.yaml) and the comment's phrases (analyzer/catalogue/messages.yaml) come with it
+    assert {"analyzer/bot/run.py", "analyzer/catalogue/messages.yaml"} <= names
     event = tmp_path / "event.json"
     body = "```\nE0815 09:06:21.709851  412873 register.go:96] nvml Init err:  ERROR_LIBRARY_NOT_FOUND\n```"
     event.write_text(json.dumps({"issue": {"number": 1, "title": "显卡插件崩溃", "body": body}}))

@@ -1,6 +1,6 @@
 """timeline.yaml, decisions.yaml and annotations.yaml are validated like rule files: a defect
 stops the load with one `file:line: message` naming what is wrong, and `hami-analyzer rules lint`
-prints it and exits 2 (analyzer/rules/datafiles.py)."""
+prints it and exits 2 (analyzer/catalogue/datafiles.py)."""
 
 from __future__ import annotations
 

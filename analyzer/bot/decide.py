@@ -16,9 +16,9 @@ import yaml
 
 from analyzer.confidence import at_least
 from analyzer.errors import AnalyzerError
-from analyzer.parse.structured import load_yaml
 from analyzer.report.model import CONFIDENCE_RANK, Report
 from analyzer.rules import builtin_rules_dir
+from analyzer.structured import load_yaml
 
 COMMENT_WHEN = ("fault", "fault-or-inconclusive", "always")
 _CJK = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]")

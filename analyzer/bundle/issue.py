@@ -16,7 +16,7 @@ from urllib.parse import quote, unquote
 import regex
 
 from analyzer.errors import BundleError
-from analyzer.parse.structured import load_json
+from analyzer.structured import load_json
 
 _FENCE_OPEN = regex.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`\n]*)$")
 _PRE_OPEN = regex.compile(r"<pre\b[^>\n]{0,200}>(?:\s{0,200}<code\b[^>\n]{0,200}>)?", regex.I)

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
 from analyzer.bundle.text import KLOG_HEADER_PATTERN, PREFIX_RE, SCRIPT_RE, diff_after_side
+from analyzer.catalogue.kinds import Catalogue, unknown_keys
 from analyzer.errors import RuleLoadError
-from analyzer.kinds import Catalogue, unknown_keys
 
 # a pattern written `@name` is one the analyzer defines once for every reader of logs
 NAMED_PATTERNS = {"klog": KLOG_HEADER_PATTERN}

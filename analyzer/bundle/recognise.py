@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from analyzer.bundle.model import Artefact, BundleFile
 from analyzer.bundle.sniff import sniff
 from analyzer.bundle.text import clean, decode, looks_binary
-from analyzer.kinds import Catalogue
+from analyzer.catalogue.kinds import Catalogue
 
 SMALL_FILE = 16 << 20  # read whole and segment below this size; stream logs above it
 HEAD_BYTES = 256 << 10

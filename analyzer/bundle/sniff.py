@@ -7,7 +7,7 @@ this module only tries the catalogue's steps in their order on the text's head."
 from __future__ import annotations
 
 from analyzer.bundle.probes import Text, recognition_of
-from analyzer.kinds import Catalogue
+from analyzer.catalogue.kinds import Catalogue
 
 
 def sniff(text: str, catalogue: Catalogue) -> tuple[str, str]:

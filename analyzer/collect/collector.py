@@ -20,10 +20,10 @@ from typing import Any
 from analyzer import __version__
 from analyzer.atomic import atomic_path
 from analyzer.bundle.text import printable
+from analyzer.catalogue.kinds import Catalogue
 from analyzer.collect import discover, helm, nodedebug, plan, select
 from analyzer.collect.runner import Call, Runner
 from analyzer.errors import AnalyzerError
-from analyzer.kinds import Catalogue
 from analyzer.parse.manifest import MANIFEST_API, MANIFEST_KIND
 from analyzer.report.next_steps import DEFAULT_NAMESPACE, DEFAULT_RELEASE
 

@@ -18,7 +18,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from analyzer.kinds import Catalogue
+from analyzer.catalogue.kinds import Catalogue
 
 DEFAULT_IMAGE = "busybox:1.36"
 SECTION_BYTES = 3 << 20  # per file: the container's log is rotated at 10 MiB by default
@@ -51,7 +51,7 @@ class Part:
 def sections(catalogue: Catalogue) -> list[Section]:
     """The node kinds whose command is `COMMAND > FILE`, in catalogue order.
 
-    >>> from analyzer.kinds import Kind
+    >>> from analyzer.catalogue.kinds import Kind
     >>> cat = Catalogue({"kubelet-log": Kind("kubelet-log", "k", "log", where="node",
     ...     collect='journalctl -u kubelet --since "-2h" --no-pager > kubelet.log')})
     >>> sections(cat)

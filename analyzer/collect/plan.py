@@ -9,7 +9,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from analyzer.kinds import Catalogue, Kind
+from analyzer.catalogue.kinds import Catalogue, Kind
 from analyzer.report.next_steps import fill
 
 PROGRAMS = ("kubectl", "helm")
@@ -32,7 +32,7 @@ def step_of(kind: Kind, values: dict[str, str | None], folder: str = "") -> Step
     """The catalogue command as a step, when it is one kubectl/helm call redirected to a file
     and every placeholder is known.
 
-    >>> from analyzer.kinds import Kind
+    >>> from analyzer.catalogue.kinds import Kind
     >>> k = Kind("lease", "Lease", "config", collect='kubectl get lease -n "$NS" x -o yaml > lease.yaml')
     >>> step_of(k, {"NS": "gpu"}, "c/")
     Step(kind='lease', program='kubectl', args=('get', 'lease', '-n', 'gpu', 'x', '-o', 'yaml'), file='c/lease.yaml')

@@ -16,8 +16,8 @@ from pathlib import Path
 from analyzer import confidence
 from analyzer.confidence import confident
 from analyzer.errors import AnalyzerError
-from analyzer.parse.structured import load_yaml
 from analyzer.rules.model import RuleSet
+from analyzer.structured import load_yaml
 
 FORMS = ("files", "issue")
 LEVELS = (*confidence.LEVELS, "none")  # none: the analysis failed

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import polars as pl
 import regex
 
-from analyzer.kinds import AttributionHints, Catalogue
+from analyzer.catalogue.kinds import AttributionHints, Catalogue
 from analyzer.parse.configs import ConfigFacts
 from analyzer.parse.logs import ParsedLog
 from analyzer.parse.pod import PodFacts

@@ -8,6 +8,8 @@ import datetime as dt
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from analyzer.catalogue.kinds import Catalogue
+from analyzer.catalogue.signatures import Signature
 from analyzer.errors import AnalyzerError
 from analyzer.facts import handshake as handshake_facts
 from analyzer.facts import producers
@@ -16,12 +18,10 @@ from analyzer.facts.clock import Clock, infer_clock, parse_time, stamp_logs
 from analyzer.facts.matches import SignatureIndex, collect_matches
 from analyzer.facts.model import FactSet, Match
 from analyzer.facts.producers import Sources
-from analyzer.kinds import Catalogue
 from analyzer.parse.annotations import AnnotationSpec, Handshake, RegisterAnnotation
 from analyzer.parse.logs import ParsedLog
 from analyzer.parse.node import NodeFacts
 from analyzer.pipeline import ParsedBundle
-from analyzer.signatures import Signature
 from analyzer.versions import VersionInference
 
 

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from analyzer.bundle.text import LOG_LINE_RE, SCRIPT_RE
+from analyzer.catalogue.kinds import Catalogue
+from analyzer.catalogue.signatures import Signature
 from analyzer.facts.model import MATCH_TIMEOUT, Match
-from analyzer.kinds import Catalogue
 from analyzer.parse.logs import ParsedLog
-from analyzer.signatures import Signature
 
 PROSE_KINDS = ("text", "issue-text")
 

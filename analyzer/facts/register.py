@@ -10,7 +10,7 @@ import json
 from analyzer.facts.model import UNKNOWN, FactSet, Match, Where
 from analyzer.parse.annotations import AnnotationSpec, RegisterAnnotation
 from analyzer.parse.node import NodeFacts
-from analyzer.parse.structured import load_json
+from analyzer.structured import load_json
 
 NVIDIA = "nvidia"
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import re
 
+from analyzer.catalogue.signatures import Signature
 from analyzer.facts.model import FactSet, Match
 from analyzer.parse.annotations import Handshake, RegisterAnnotation
-from analyzer.signatures import Signature
 from analyzer.versions import Range, VersionEvidence, VersionInference
 
 # only HAMi's own images say which HAMi runs (a kube-scheduler tag of v1.32 does not)

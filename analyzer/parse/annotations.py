@@ -10,7 +10,7 @@ from typing import Any
 
 import regex
 
-from analyzer.parse.structured import load_json, load_yaml
+from analyzer.structured import load_json, load_yaml
 from analyzer.versions import Range
 
 MAX_DEVICES = 4096
@@ -70,7 +70,7 @@ class AnnotationSpec:
 
     @classmethod
     def from_doc(cls, doc: dict) -> AnnotationSpec:
-        """From annotations.yaml as validated by the rule loader (analyzer/rules/datafiles.py)."""
+        """From annotations.yaml as validated by the rule loader (analyzer/catalogue/datafiles.py)."""
         reg, hs = doc["register"], doc["handshake"]
         for f in reg["formats"]:
             if "detect" in f:

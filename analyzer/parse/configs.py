@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import Any
 
 from analyzer.bundle.model import Artefact
-from analyzer.parse.structured import load_documents, load_prefix
+from analyzer.structured import load_documents, load_prefix
 
 MAX_KEYS = 20_000
 _TOML_LINE_RE = re.compile(r"at line (\d+)")

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from analyzer.bundle.model import Artefact
 from analyzer.parse import shape
 from analyzer.parse.shape import conform
-from analyzer.parse.structured import load_documents
+from analyzer.structured import load_documents
 
 NODE_SECTIONS = frozenset(
     {

@@ -9,7 +9,7 @@ from typing import Any
 from analyzer.bundle.model import Artefact
 from analyzer.parse import shape
 from analyzer.parse.shape import conform
-from analyzer.parse.structured import load_documents
+from analyzer.structured import load_documents
 
 _EVENT_RE = re.compile(
     r"^\s*(?P<type>Normal|Warning)\s+(?P<reason>\S+)\s+(?P<age>\S.*?)\s{2,}(?P<src>\S+)\s{2,}(?P<msg>.*)$"

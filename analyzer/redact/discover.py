@@ -146,7 +146,7 @@ def _shortest(prefix: str, redactors: list[Redactor]) -> float:
 def parsed_node_names(sources: list[SourceFile]) -> set[str]:
     """Node names as the analysis itself reads them (so every node it reports gets a token)."""
     from analyzer.bundle.recognise import recognise
-    from analyzer.kinds import load_catalogue
+    from analyzer.catalogue.kinds import load_catalogue
     from analyzer.parse.node import parse_node
     from analyzer.parse.pod import parse_pod
     from analyzer.redact.redactors import builtin_file

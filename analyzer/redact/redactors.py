@@ -14,8 +14,8 @@ import yaml
 
 from analyzer.errors import AnalyzerError
 from analyzer.parse.literals import required_literals
-from analyzer.parse.structured import load_yaml
 from analyzer.rules import builtin_rules_dir
+from analyzer.structured import load_yaml
 
 MODES = ("find", "keys", "pattern", "block")
 KEYS = {

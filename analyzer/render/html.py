@@ -16,8 +16,8 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 
+from analyzer.catalogue.messages import message
 from analyzer.facts.model import Evidence
-from analyzer.messages import message
 from analyzer.render.evidence import fresh, grouped
 from analyzer.report.model import NodeReport, Report
 from analyzer.rules.conditions import human_duration

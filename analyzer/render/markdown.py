@@ -13,8 +13,8 @@ from collections.abc import Sequence
 import regex
 
 from analyzer import __version__
+from analyzer.catalogue.messages import message
 from analyzer.facts.model import STRENGTHS, Evidence
-from analyzer.messages import message
 from analyzer.report.model import NodeReport, Report
 from analyzer.report.next_steps import COLLECTED
 

@@ -14,8 +14,8 @@ import unicodedata
 from dataclasses import dataclass
 
 from analyzer.bundle.text import printable
+from analyzer.catalogue.messages import message
 from analyzer.facts.model import Evidence
-from analyzer.messages import message
 from analyzer.render.evidence import fresh, grouped
 from analyzer.report.model import Finding, NodeReport, Report
 

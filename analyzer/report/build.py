@@ -5,11 +5,11 @@ confidence, what to collect next, and each node's timeline."""
 from __future__ import annotations
 
 from analyzer import __version__
+from analyzer.catalogue.messages import message
 from analyzer.decisions import build_decisions
 from analyzer.facts.context import NodeContext
 from analyzer.facts.model import lower
 from analyzer.facts.registry import cited
-from analyzer.messages import message
 from analyzer.parse.logs import ParsedLog
 from analyzer.pipeline import ParsedBundle
 from analyzer.report import next_steps

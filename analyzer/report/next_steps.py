@@ -9,9 +9,9 @@ configs, nvidia-smi) are among those listed, which it then fetches through a deb
 
 from __future__ import annotations
 
+from analyzer.catalogue.kinds import Catalogue
+from analyzer.catalogue.messages import message
 from analyzer.facts.context import NodeContext
-from analyzer.kinds import Catalogue
-from analyzer.messages import message
 from analyzer.report.model import NextStep, Verdict
 from analyzer.rules.engine import FIRED, NOT_EVALUATED, RuleResult
 

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 import regex
 
+from analyzer.catalogue.fields import LINE_KEY
 from analyzer.facts.model import (
     MATCH_TIMEOUT,
     STRENGTHS,
@@ -47,7 +48,6 @@ from analyzer.rules.compare import (
     operand_problems,
     parse_duration,
 )
-from analyzer.rules.fields import LINE_KEY
 from analyzer.rules.issues import Issue
 from analyzer.rules.node import (
     FALSE,

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import regex
 
+from analyzer.catalogue.messages import message
 from analyzer.facts.context import NodeContext
 from analyzer.facts.model import STRENGTHS, Evidence, lower, weakest
-from analyzer.messages import message
 from analyzer.rules.conditions import Tri, human_duration
 from analyzer.rules.model import Rule, RuleSet, Step
 from analyzer.rules.templates import TemplateProblem, render

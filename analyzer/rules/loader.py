@@ -15,14 +15,14 @@ from analyzer import __version__
 from analyzer.atomic import atomic_path
 from analyzer.bundle.probes import compile_recognition
 from analyzer.cache import cache_dir
+from analyzer.catalogue.datafiles import check_annotations, load_decisions, load_episodes
+from analyzer.catalogue.fields import LINE_KEY, Context, read_fields, read_yaml
+from analyzer.catalogue.kinds import load_catalogue
 from analyzer.errors import RuleLoadError
-from analyzer.kinds import load_catalogue
 from analyzer.parse.annotations import AnnotationSpec
 from analyzer.parse.literals import required_literals
 from analyzer.parse.registry import check_parsers
 from analyzer.rules import builtin_rules_dir
-from analyzer.rules.datafiles import check_annotations, load_decisions, load_episodes
-from analyzer.rules.fields import LINE_KEY, Context, read_fields, read_yaml
 from analyzer.rules.model import Rule, RuleSet, Signature
 from analyzer.rules.schema import RULE_FIELDS, SIGNATURE_FIELDS
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from analyzer.catalogue.datafiles import DecisionSpec, EpisodeSpec
+from analyzer.catalogue.kinds import Catalogue
+from analyzer.catalogue.signatures import Signature
 from analyzer.confidence import LEVELS as STRENGTHS
-from analyzer.kinds import Catalogue
 from analyzer.rules.conditions import Cond
-from analyzer.signatures import Signature
 from analyzer.versions import Range
 
 SEVERITIES = ("critical", "error", "warning", "info")
@@ -95,30 +96,6 @@ class Rule:
             Step(t, s.command) for t, s in zip(tr.remediation, self.remediation, strict=True)
         )
         return tr.title, tr.explanation, steps
-
-
-@dataclass(frozen=True)
-class EpisodeSpec:
-    """Which signatures mark episodes on the timeline (rules/timeline.yaml)."""
-
-    starts: dict[str, str] = field(default_factory=dict)  # log kind -> start signature
-    healthy: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()  # (sig, where pairs)
-    annotation_update: str | None = None
-    leader: str | None = None
-    restart_count: int = 3
-    restart_within: float = 900.0
-    gap_seconds: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class DecisionSpec:
-    """How one signature's captures become rows of the pod x node decision table."""
-
-    signature: str
-    fit: bool
-    pod: tuple[str, ...] = ()
-    node: tuple[str, ...] = ()
-    reason: tuple[str, ...] = ()
 
 
 @dataclass

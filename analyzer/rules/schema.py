@@ -1,5 +1,5 @@
 """The rule-file format, declared once: the fields a signature and a rule accept, each with its
-schema, default and reader (analyzer/rules/fields.py); the loader builds Signature and Rule from
+schema, default and reader (analyzer/catalogue/fields.py); the loader builds Signature and Rule from
 these tables, and the JSON Schema generated from them is shipped as
 analyzer/schema/rules.schema.json for editors and CI (`hami-analyzer rules schema` prints it)."""
 
@@ -11,9 +11,7 @@ from typing import Any
 
 import regex
 
-from analyzer.parse.literals import ignores_case
-from analyzer.rules.conditions import ParseProblems, condition_schema, parse_condition
-from analyzer.rules.fields import (
+from analyzer.catalogue.fields import (
     Context,
     Field,
     as_list,
@@ -32,6 +30,8 @@ from analyzer.rules.fields import (
     version_ranges,
     versions,
 )
+from analyzer.parse.literals import ignores_case
+from analyzer.rules.conditions import ParseProblems, condition_schema, parse_condition
 from analyzer.rules.model import (
     CATEGORIES,
     CONFIDENCES,

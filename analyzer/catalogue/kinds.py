@@ -11,7 +11,7 @@ import regex
 import yaml
 
 from analyzer.errors import RuleLoadError
-from analyzer.parse.structured import FastLoader
+from analyzer.structured import FastLoader
 
 FAMILIES = ("object", "log", "config", "table", "text", "meta", "junk")
 NOT_EVIDENCE = ("meta", "junk")  # about the bundle (a collection manifest) or unusable

@@ -1,4 +1,4 @@
-"""The fixed phrases of what a user reads (analyzer/messages.yaml), by language.
+"""The fixed phrases of what a user reads (analyzer/catalogue/messages.yaml), by language.
 
 >>> message("verdict-expected", "zh", title="x")
 'Issue 中描述的是预期行为：x'
@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from analyzer.parse.structured import load_yaml
+from analyzer.structured import load_yaml
 
 MESSAGES_PATH = Path(__file__).resolve().parent / "messages.yaml"
 

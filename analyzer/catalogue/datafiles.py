@@ -5,10 +5,11 @@ node decision table) and annotations.yaml (how HAMi encodes its node annotations
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analyzer.rules.fields import (
+from analyzer.catalogue.fields import (
     LINE_KEY,
     Context,
     Field,
@@ -28,7 +29,30 @@ from analyzer.rules.fields import (
     text,
     versions,
 )
-from analyzer.rules.model import DecisionSpec, EpisodeSpec
+
+
+@dataclass(frozen=True)
+class EpisodeSpec:
+    """Which signatures mark episodes on the timeline (rules/timeline.yaml)."""
+
+    starts: dict[str, str] = field(default_factory=dict)  # log kind -> start signature
+    healthy: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()  # (sig, where pairs)
+    annotation_update: str | None = None
+    leader: str | None = None
+    restart_count: int = 3
+    restart_within: float = 900.0
+    gap_seconds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DecisionSpec:
+    """How one signature's captures become rows of the pod x node decision table."""
+
+    signature: str
+    fit: bool
+    pod: tuple[str, ...] = ()
+    node: tuple[str, ...] = ()
+    reason: tuple[str, ...] = ()
 
 
 # ---- readers ---------------------------------------------------------------------------------

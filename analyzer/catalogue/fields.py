@@ -14,7 +14,7 @@ from typing import Any
 import regex
 import yaml
 
-from analyzer.parse.structured import FastLoader
+from analyzer.structured import FastLoader
 from analyzer.versions import Range
 
 LINE_KEY = "__line__"  # the YAML loader records each mapping's line under this key

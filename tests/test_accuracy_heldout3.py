@@ -6,7 +6,7 @@ shell prompt before the object it printed, and a node object nothing of which co
 from __future__ import annotations
 
 from analyzer.analyze import AnalyzeOptions, Issue, analyze
-from analyzer.parse.structured import load_documents
+from analyzer.structured import load_documents
 from conftest import diagnose_texts, fired, parse_texts
 
 # a node as NVIDIA's own device plugin leaves it: nvidia.com/gpu advertised, no hami.io key

@@ -131,3 +131,27 @@ def test_a_named_taint_is_why_no_plugin_pod_runs(ruleset):
     )
     p = _issue(ruleset, text)
     assert (p.rule_id, p.category) == ("plugin-taint-described", "no-device-plugin-pod")
+
+
+# ---- a hardware fault named in the reporter's words -------------------------------------------
+def test_an_uncorrectable_ecc_error_in_words_is_a_faulty_gpu(ruleset):
+    text = (
+        "# jobs on one GPU always fail\n\nThe second GPU has an uncorrectable ECC error but the"
+        " device plugin still reports it healthy, so pods keep landing on it.\n"
+    )
+    p = _issue(ruleset, text)
+    assert (p.rule_id, p.category, p.confidence) == (
+        "gpu-hardware-fault",
+        "device-unhealthy",
+        "low",
+    )
+    assert "uncorrectable ECC error" in p.title
+
+
+def test_the_ecc_column_of_nvidia_smi_is_no_fault(ruleset):
+    text = (
+        "# which GPU is free?\n\n```\n+------------------------------------------------------+\n"
+        "| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |\n"
+        "|   0  Tesla T4            Off  | 00000000:00:1E.0 Off |                    0 |\n```\n"
+    )
+    assert _issue(ruleset, text).rule_id != "gpu-hardware-fault"

@@ -155,3 +155,21 @@ def test_the_ecc_column_of_nvidia_smi_is_no_fault(ruleset):
         "|   0  Tesla T4            Off  | 00000000:00:1E.0 Off |                    0 |\n```\n"
     )
     assert _issue(ruleset, text).rule_id != "gpu-hardware-fault"
+
+
+# ---- Volcano's GPU-share plugin, not HAMi's, behind the kubelet's admission error --------------
+def test_volcanos_gpu_share_allocate_error_is_its_own_cause(ruleset):
+    describe = (
+        "Events:\n  Type     Reason                    Age   From     Message\n"
+        "  ----     ------                    ----  ----     -------\n"
+        "  Warning  UnexpectedAdmissionError  9s    kubelet  Allocate failed due to rpc error:"
+        " code = Unknown desc = failed to find gpu id, which is unexpected\n"
+    )
+    r = diagnose_texts(ruleset, {"describe.txt": describe})
+    assert (r.primary.rule_id, r.primary.category) == (
+        "volcano-gpushare-allocation-missing",
+        "scheduling-other",
+    )
+    top = next(f for f in r.nodes[0].findings if f.rule_id == r.primary.rule_id)
+    assert "allocate-failed-at-admission" in [c.rule_id for c in top.consequences]
+    assert "HAMi" not in top.explanation

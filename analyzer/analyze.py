@@ -242,6 +242,11 @@ def thread_bundle(
 
     from analyzer.bundle.thread import newest_per_kind, read_thread
 
-    with read_thread(posts, limits, redact) as files:
+    with ExitStack() as stack:
+        files = stack.enter_context(read_thread(posts, limits))
+        if redact:  # a reader over the redacted copies, below the analysis
+            from analyzer.redact.bundle import redacted_thread
+
+            files = stack.enter_context(redacted_thread(files, limits))
         select = partial(newest_per_kind, accumulate=accumulate)
         return parse_files(files, ruleset.catalogue, matcher_for(ruleset), select=select), files

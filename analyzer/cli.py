@@ -17,7 +17,7 @@ import threading
 from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -182,7 +182,7 @@ def _say(text: object, err: bool = False) -> None:
     typer.echo(printable(text), err=err)
 
 
-def _fail(msg: str) -> None:
+def _fail(msg: str) -> NoReturn:
     _say(f"error: {msg}", err=True)
     raise typer.Exit(EXIT_INPUT)
 
@@ -775,7 +775,7 @@ def rules_test(
     rules: RulesOpt = None,
 ) -> None:
     """Run every rule's own test cases and every signature's examples."""
-    from analyzer.rules.selftest import run_rule_tests
+    from analyzer.dev.selftest import run_rule_tests
 
     rs = _ruleset(rules)
     results = run_rule_tests(rs, rule_id)
@@ -909,14 +909,15 @@ def version() -> None:
 def _cli_error(exc: Exception) -> tuple[str, int] | None:
     """A command-line error raised by click (typer vendors it from 0.2x, earlier it is click
     itself, so it is recognised by its interface): its message on one line and exit code."""
-    if not (hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int)):
+    code = getattr(exc, "exit_code", None)
+    if not (hasattr(exc, "format_message") and isinstance(code, int)):
         return None
     msg = " ".join(str(exc.format_message()).split())
     ctx = getattr(exc, "ctx", None)
-    if ctx is not None and exc.exit_code == 2:
+    if ctx is not None and code == 2:
         path = ctx.command_path.replace("hami-analyzer", "").strip()
         msg += f" (see: hami-analyzer {path + ' ' if path else ''}--help)"
-    return f"error: {msg}", exc.exit_code
+    return f"error: {msg}", code
 
 
 def run(args: list[str] | None = None) -> int:

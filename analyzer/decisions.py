@@ -3,9 +3,23 @@ rules/decisions.yaml (which signature, which captures hold pod, node, reason).""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from analyzer.catalogue.datafiles import DecisionSpec
 from analyzer.facts.context import NodeContext
-from analyzer.report.model import Decision
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One row of the pod x node table: how often the scheduler decided so, first seen where."""
+
+    pod: str
+    node: str
+    fit: bool
+    reason: str
+    count: int
+    file: str
+    line: int
 
 
 def _first(caps: dict[str, str], names: tuple[str, ...]) -> str | None:

@@ -14,7 +14,7 @@ import math
 import re
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 
@@ -42,7 +42,12 @@ _FLOAT_RE = re.compile(
 )
 
 
-def _without_base60(cls: type) -> type:
+_Loader = TypeVar(
+    "_Loader", "type[yaml.SafeLoader]", "type[yaml.CSafeLoader]"
+)  # strings: no libyaml, no CSafeLoader
+
+
+def _without_base60(cls: _Loader) -> _Loader:
     """The loader class with int/float resolvers that do not take base-60, and explicit `!!int`
     and `!!float` tags that refuse it."""
     cls.yaml_implicit_resolvers = {
@@ -73,9 +78,15 @@ class SafeLoader(yaml.SafeLoader):
     """PyYAML's SafeLoader (pure Python) without base-60 numbers."""
 
 
+if TYPE_CHECKING or hasattr(yaml, "CSafeLoader"):  # noqa: SIM108 (a ternary is no base class to mypy)
+    _FastBase = yaml.CSafeLoader  # libyaml's parser: 9x faster
+else:  # PyYAML built without libyaml
+    _FastBase = yaml.SafeLoader
+
+
 @_without_base60
-class FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's parser: 9x faster
-    """PyYAML's CSafeLoader without base-60 numbers."""
+class FastLoader(_FastBase):
+    """PyYAML's CSafeLoader (SafeLoader without libyaml) without base-60 numbers."""
 
 
 def load_yaml(text: str):

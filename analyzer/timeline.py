@@ -1,6 +1,6 @@
 """The timeline stage: one node's time-ordered events (its logs, the shared ones, its Node
 object) and the episodes read from them. It evaluates no rule: the report marks the rows its
-findings cite (`cited_rows`); the `timeline` command prints the events as they are."""
+findings cite (report/build.py); the `timeline` command prints the events as they are."""
 
 from __future__ import annotations
 
@@ -16,21 +16,33 @@ import regex
 from analyzer.atomic import atomic_path, write_text
 from analyzer.bundle.text import printable
 from analyzer.catalogue.datafiles import EpisodeSpec
-from analyzer.facts.clock import parse_time as _parse  # one ISO-time parser for all stages
 from analyzer.facts.context import NodeContext
-from analyzer.report.model import Episode, Finding, TimelineRow
+from analyzer.parse.times import parse_time as _parse  # one ISO-time parser for all stages
 
-SCHEMA = {
-    "time": pl.Datetime("us", "UTC"),
-    "source": pl.String,
-    "file": pl.String,
-    "line": pl.Int64,
-    "severity": pl.String,
-    "signature": pl.String,
-    "message": pl.String,
-}
+SCHEMA = pl.Schema(  # instances, not classes: typed as polars' data types
+    {
+        "time": pl.Datetime("us", "UTC"),
+        "source": pl.String(),
+        "file": pl.String(),
+        "line": pl.Int64(),
+        "severity": pl.String(),
+        "signature": pl.String(),
+        "message": pl.String(),
+    }
+)
 SEVERITY_ORDER = {"I": 0, "W": 1, "E": 2, "F": 3}
-DIAGNOSIS_ROWS = 3000  # rows carried in the diagnosis (the `timeline` command has them all)
+
+
+@dataclass(frozen=True)
+class Episode:
+    """A moment the timeline stage read from the events: a start, a restart loop, a gap."""
+
+    kind: str
+    time: dt.datetime
+    text: str
+    file: str | None = None
+    line: int | None = None
+    source: str | None = None
 
 
 def _node_rows(ctx: NodeContext) -> list[dict[str, Any]]:
@@ -119,18 +131,19 @@ def episodes(
         out.append(Episode(kind, time, text, file, line, source))
 
     for source, sid in ep.starts.items():
-        ms = [m for m in ctx.matches(sid) if m.ts is not None]
-        for m in ms[1:]:
-            add("restart", m.ts, f"{source} restarted", m.file, m.line, source)
+        starts = [(m.ts, m) for m in ctx.matches(sid) if m.ts is not None]
+        for ts, m in starts[1:]:
+            add("restart", ts, f"{source} restarted", m.file, m.line, source)
         n, window = ep.restart_count, ep.restart_within
-        for i in range(len(ms) - n + 1):
-            if _secs(ms[i].ts, ms[i + n - 1].ts) <= window:
+        for i in range(len(starts) - n + 1):
+            (first, m), (nth, _) = starts[i], starts[i + n - 1]
+            if _secs(first, nth) <= window:
                 add(
                     "restart-loop",
-                    ms[i].ts,
+                    first,
                     f"{source}: {n} starts within {int(window)}s",
-                    ms[i].file,
-                    ms[i].line,
+                    m.file,
+                    m.line,
                     source,
                 )
                 break
@@ -231,41 +244,12 @@ def node_timeline(ctx: NodeContext, spec: EpisodeSpec) -> NodeTimeline:
     return NodeTimeline(frame, tuple(eps), tuple(issues))
 
 
-def cited_rows(
-    timeline: NodeTimeline, findings: list[Finding]
-) -> tuple[tuple[TimelineRow, ...], int]:
-    """The bounded copy of the events the report carries, each marked with the findings that
-    cite it, and how many events there are in all."""
-    cites: dict[tuple[str, int], list[str]] = {}
-    for f in findings:
-        for e in f.evidence:
-            if e.file and e.line:
-                cites.setdefault((e.file, e.line), []).append(f.rule_id)
-    keys = pl.DataFrame(
-        [(k[0], k[1], ",".join(v)) for k, v in cites.items()],
-        schema={"file": pl.String, "line": pl.Int64, "findings": pl.String},
-        orient="row",
-    )
-    frame = timeline.frame.join(keys, on=["file", "line"], how="left", maintain_order="left")
-    interesting = frame.filter(
-        pl.col("signature").is_not_null()
-        | pl.col("severity").is_in(["W", "E", "F"])
-        | (pl.col("source") == "node")
-        | pl.col("findings").is_not_null()
-    )
-    rows = (
-        interesting
-        if interesting.height > DIAGNOSIS_ROWS or frame.height > DIAGNOSIS_ROWS
-        else frame
-    )
-    kept = tuple(TimelineRow(**r) for r in rows.head(DIAGNOSIS_ROWS).to_dicts())
-    return kept, frame.height
-
-
 def write_timeline(frame: pl.DataFrame, fmt: str, output: Path | None) -> None:
     import sys
 
     if fmt == "parquet":
+        if output is None:  # the command line asks for -o first
+            raise ValueError("a parquet timeline needs an output file")
         with atomic_path(output) as tmp:
             frame.write_parquet(tmp)
         return

@@ -57,7 +57,7 @@ def ruleset():
 @pytest.fixture(scope="session")
 def rule_test_results(ruleset):
     """Every rule's own cases and every signature's examples, run once per session."""
-    from analyzer.rules.selftest import run_rule_tests
+    from analyzer.dev.selftest import run_rule_tests
 
     return run_rule_tests(ruleset)
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from analyzer.bundle.text import printable
+from analyzer.dev.selftest import CaseResult
 from analyzer.facts.model import Evidence
 from analyzer.report.model import Finding, NodeReport, Report
 from analyzer.rules.model import Rule
-from analyzer.rules.selftest import CaseResult
 
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots" / "rules"
 TEXT_WIDTH = 100

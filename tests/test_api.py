@@ -93,7 +93,7 @@ def test_an_open_reader_is_analysed_as_it_is(ruleset):
 STAGE_USERS = {
     ("analyzer/cli.py", "load_bundle"): "`timeline` reads the bundle, then its timeline stage",
     ("analyzer/cli.py", "node_timelines"): "`timeline`: the per-node timeline stage, no rules",
-    ("analyzer/facts/samples.py", "matcher_for"): "docstring fixtures scan pasted lines",
+    ("analyzer/dev/samples.py", "matcher_for"): "docstring fixtures scan pasted lines",
 }
 API = {"analyze", "AnalyzeOptions", "Analysis", "Issue", "Thread", "RedactOptions", "Inputs"}
 

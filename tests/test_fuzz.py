@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, note, seed, settings
 from hypothesis import strategies as st
 
 from analyzer.analyze import analyze_parsed
+from analyzer.dev.samples import annotation_spec
 from analyzer.errors import AnalyzerError
-from analyzer.facts.samples import annotation_spec
 from conftest import parse_texts
 from contract import assert_contract
 from fuzzing import RUNS, fuzz_cases

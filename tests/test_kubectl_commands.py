@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from analyzer.dev.selftest import _run_case
 from analyzer.report.next_steps import fill
-from analyzer.rules.selftest import _run_case
 from conftest import KUBECTL
 
 USAGE_ERRORS = re.compile(

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from analyzer.analyze import AnalyzeOptions, RedactOptions, analyze
 from analyzer.errors import AnalyzerError
 from analyzer.redact import redact_tree
-from analyzer.redact.engine import Learner, Redaction
-from analyzer.redact.redactors import example_failure, load_redactors
+from analyzer.redact.engine import Learner, Redaction, example_failure
+from analyzer.redact.redactors import load_redactors
 from analyzer.redact.tokens import TokenMap
 from conftest import SAMPLES, run_cli
 from contract import RSS_LIMIT_MIB, assert_bounded_contract, run_bounded, tree_digest

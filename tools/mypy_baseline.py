@@ -4,7 +4,8 @@ The baseline (tools/mypy-baseline.txt) lists the errors mypy reported when it wa
 `path: message  [code]` per line, without line numbers, so that edits elsewhere in a file do not
 move them. The check fails on any error not in the baseline (a new one), and on any baseline line
 mypy no longer reports (a fixed one: run with `--update` so that it cannot come back).
-`analyzer/facts/`, `analyzer/rules/` and `analyzer/report/` are meant to reach 0.
+`analyzer/facts/`, `analyzer/rules/` and `analyzer/report/` have none and may have none: the
+check fails on any baseline line in them (`CLEAN`), so an error there is fixed, not accepted.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 BASELINE = REPO / "tools" / "mypy-baseline.txt"
+CLEAN = ("analyzer/facts/", "analyzer/rules/", "analyzer/report/")  # no baseline line may name them
 _ERROR = re.compile(r"^(?P<path>[^:]+):\d+(?::\d+)?: error: (?P<message>.*)$")
 
 
@@ -62,6 +64,9 @@ def main(argv: list[str]) -> int:
         print(f"mypy baseline: {sum(found.values())} errors")
         return 0
     base = read_baseline()
+    unclean = sorted(e for e in base if e.startswith(CLEAN))
+    for e in unclean:
+        print(f"baseline line in a package that must stay clean: {e}", file=sys.stderr)
     new, fixed = found - base, base - found
     for e in sorted(new.elements()):
         print(f"new mypy error: {e}", file=sys.stderr)
@@ -72,7 +77,7 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
     print(f"mypy: {sum(found.values())} errors, baseline {sum(base.values())}")
-    return 1 if new or fixed else 0
+    return 1 if new or fixed or unclean else 0
 
 
 if __name__ == "__main__":

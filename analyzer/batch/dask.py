@@ -17,10 +17,13 @@ import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analyzer.batch.run import TICK, Task, analyze_one, bundle_digest, failed_result
 from analyzer.errors import AnalyzerError
+
+if TYPE_CHECKING:
+    from dask.distributed import Client
 
 DIGEST_CHUNK = 100  # paths per digest task: one task per tiny digest would cost more than it
 _END = object()
@@ -66,6 +69,13 @@ class DaskExecutor:
                 f"cannot reach the Dask scheduler {self.scheduler}: {exc}"
             ) from None
 
+    @property
+    def client(self) -> Client:
+        """The connected client (set by __post_init__, which raises when it cannot connect)."""
+        if self._client is None:
+            raise AnalyzerError("the Dask executor is closed")
+        return self._client
+
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
@@ -80,15 +90,15 @@ class DaskExecutor:
 
     def digests(self, paths: list[str]) -> list[str]:
         chunks = [paths[i : i + DIGEST_CHUNK] for i in range(0, len(paths), DIGEST_CHUNK)]
-        futures = self._client.map(_digest_chunk, chunks, pure=False)
-        return [d for chunk in self._client.gather(futures) for d in chunk]
+        futures = self.client.map(_digest_chunk, chunks, pure=False)
+        return [d for chunk in self.client.gather(futures) for d in chunk]
 
     def results(self, tasks: list[Task], timeout: float) -> Iterator[dict | None]:
         from dask.distributed import as_completed
 
         run = uuid.uuid4().hex[:12]  # keys of this run only: a shared scheduler keeps others
         by_key = {f"hami-bundle-{run}-{i}": task for i, task in enumerate(tasks)}
-        futures = self._client.map(
+        futures = self.client.map(
             analyze_one, list(by_key.values()), key=list(by_key), timeout=timeout
         )
         pending = as_completed(futures)  # holds each future until it is yielded, then lets go

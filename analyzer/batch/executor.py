@@ -145,6 +145,7 @@ class LocalExecutor:
                 waits = [w.conn for w in workers] + [w.proc.sentinel for w in workers]
                 if not wait(waits, TICK):
                     yield None
+                retired: set[int] = set()  # stopped with no work left for a fresh one
                 for i, w in enumerate(workers):
                     done, dead = self._answers(w)
                     yield from done
@@ -164,8 +165,11 @@ class LocalExecutor:
                         self._feed(w, pending)  # idle: its next chunk, if any is left
                         continue
                     self._stop(w)  # dead, stuck or served its share: a fresh one if work is left
-                    workers[i] = self._start(timeout, root) if pending else None
-                workers = [w for w in workers if w is not None]
+                    if pending:
+                        workers[i] = self._start(timeout, root)
+                    else:
+                        retired.add(i)
+                workers = [w for i, w in enumerate(workers) if i not in retired]
         finally:
             for w in workers:
                 self._stop(w)

@@ -14,6 +14,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
@@ -83,7 +84,7 @@ def url_digest(url: str) -> str:
     fs, root = _fs(url)
     if fs.isdir(root):
         names = sorted(fs.find(root))
-        return hash_files((posixpath.relpath(n, root), lambda n=n: fs.open(n, "rb")) for n in names)
+        return hash_files((posixpath.relpath(n, root), partial(fs.open, n, "rb")) for n in names)
     return hash_files([("", lambda: fs.open(root, "rb"))])  # an archive's bytes, not its name
 
 
@@ -112,7 +113,10 @@ class OutDir:
     def __init__(self, out: str):
         self.url = out if is_url(out) else None
         self.local = Path(tempfile.mkdtemp(prefix="hami-batch-out-")) if self.url else Path(out)
-        self._fs, self._root = _fs(out) if self.url else (None, "")
+        self._fs: Any = None  # the store's file system (fsspec), for a URL only
+        self._root = ""
+        if self.url:
+            self._fs, self._root = _fs(out)
 
     def __enter__(self) -> OutDir:
         try:

@@ -15,6 +15,7 @@ import json
 import re
 import subprocess
 import tempfile
+from collections.abc import Set
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -53,7 +54,8 @@ class Comment:
     @classmethod
     def from_api(cls, doc: dict) -> Comment:
         """A comment as the REST API (and an issue_comment event) gives it."""
-        user = doc.get("user") if isinstance(doc.get("user"), dict) else {}
+        user = doc.get("user")
+        user = user if isinstance(user, dict) else {}
         return cls(
             int(doc["id"]),
             str(doc.get("body") or ""),
@@ -135,7 +137,7 @@ def update_comment(issue: Issue, comment_id: int, body: str) -> None:
     gh_api("PATCH", f"{issue.api}/repos/{issue.repo}/issues/comments/{comment_id}", {"body": body})
 
 
-def add_labels(issue: Issue, names: set[str]) -> None:
+def add_labels(issue: Issue, names: Set[str]) -> None:
     gh_api("POST", f"{issue.url}/labels", {"labels": sorted(names)})
 
 

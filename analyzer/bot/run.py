@@ -108,7 +108,8 @@ def read_event(path: Path, api: str, repo: str | None, server: str = "https://gi
         comment = github.Comment.from_api(comment) if isinstance(comment, dict) else None
     except (KeyError, TypeError, ValueError):
         raise BotInputError(f"{path}: the event's comment has no id") from None
-    user = issue.get("user") if isinstance(issue.get("user"), dict) else {}
+    user = issue.get("user")
+    user = user if isinstance(user, dict) else {}
     return Event(
         issue_from_payload(raw),
         github.Issue(api.rstrip("/"), repo, issue["number"], server.rstrip("/")),

@@ -90,7 +90,9 @@ def _unfence(text: str) -> tuple[list[tuple[str, str]], list[str]]:
 
 def _indented(prose_lines: list[str]) -> tuple[list[str], list[str]]:
     """Indented code blocks (4 spaces or a tab after a blank line) out of the prose."""
-    blocks, rest, cur = [], [], []
+    blocks: list[str] = []
+    rest: list[str] = []
+    cur: list[str] = []
     prev_blank = True
     for line in prose_lines:
         is_code = (line.startswith("    ") or line.startswith("\t")) and (prev_blank or cur)

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO, Protocol
 
 from analyzer.bundle.model import BundleFile, Inventory
 from analyzer.bundle.text import printable
@@ -104,7 +104,7 @@ def _sniff_container(head: bytes) -> str | None:
     return None
 
 
-_CORRUPT = (
+_CORRUPT: tuple[type[BaseException], ...] = (
     OSError,
     EOFError,
     zlib.error,
@@ -135,7 +135,13 @@ def _read_head(path: Path, n: int = 512) -> bytes:
         return fh.read(n)
 
 
-def _copy_limited(src: BinaryIO, dst: Path, budget: _Budget, name: str) -> int:
+class _Readable(Protocol):
+    """What copying a stream needs of it: a file, stdin, an archive member, a decompressor."""
+
+    def read(self, size: int = ..., /) -> bytes: ...
+
+
+def _copy_limited(src: _Readable, dst: Path, budget: _Budget, name: str) -> int:
     total = 0
     with _writing(dst, name) as out:
         while True:
@@ -277,15 +283,20 @@ class _Decompressing(io.RawIOBase):
         return self._d.decompress(data)
 
 
-class _RatioGuard:
-    """A decompressed stream that stops once it has grown BOMB_RATIO times its file."""
+class _RatioGuard(io.BufferedIOBase):
+    """A decompressed stream that stops once it has grown BOMB_RATIO times its file. A read-only
+    binary stream as tarfile's stream mode takes it (write and seek are unsupported)."""
 
-    def __init__(self, stream: BinaryIO, compressed: int, fmt: str):
+    def __init__(self, stream: _Readable, compressed: int, fmt: str):
+        super().__init__()
         self._stream, self._fmt = stream, fmt
         self._left = max(BOMB_FLOOR, BOMB_RATIO * compressed)
 
-    def read(self, n: int = -1) -> bytes:
-        data = self._stream.read(n)
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int | None = -1, /) -> bytes:
+        data = self._stream.read(-1 if n is None else n)
         self._left -= len(data)
         if self._left < 0:
             raise _Unreadable(
@@ -294,17 +305,14 @@ class _RatioGuard:
             )
         return data
 
-    def close(self) -> None:
-        self._stream.close()
-
 
 @contextmanager
-def _decompressed(path: Path, fmt: str) -> Iterator[BinaryIO]:
+def _decompressed(path: Path, fmt: str) -> Iterator[_RatioGuard]:
     """The decompressed bytes of a gzip, bzip2, xz or zstd file, as a stream (one that stops
     when it expands like a bomb)."""
     with open_regular(path) as raw:
         if fmt == "gzip":
-            stream: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb")
+            stream: io.BufferedIOBase = gzip.GzipFile(fileobj=raw, mode="rb")
         elif fmt == "bzip2":
             stream = io.BufferedReader(_Decompressing(raw, bz2.BZ2Decompressor), COPY_CHUNK)
         elif fmt == "xz":
@@ -324,7 +332,7 @@ def _decompressed(path: Path, fmt: str) -> Iterator[BinaryIO]:
             stream.close()
 
 
-def _zstd_stream(raw: BinaryIO) -> BinaryIO:
+def _zstd_stream(raw: BinaryIO) -> io.BufferedReader:
     try:
         import zstandard
     except ImportError:
@@ -502,7 +510,7 @@ class BundleReader:
             self.budget.add_bytes(size, name)
         self._register(path, name, path.stat().st_mtime, depth, head)
 
-    def _add_stream(self, stream: BinaryIO, name: str, mtime: float | None, depth: int) -> None:
+    def _add_stream(self, stream: _Readable, name: str, mtime: float | None, depth: int) -> None:
         dst = self._tmpfile()
         _copy_limited(stream, dst, self.budget, name)
         self._register(dst, name, mtime, depth)
@@ -539,7 +547,7 @@ class BundleReader:
                 raise BundleError(f"{name}: {exc}") from None
             self.inventory.warnings.append(f"{name}: {exc}")
             return
-        except (*_CORRUPT, *_zstd_errors()) as exc:
+        except _CORRUPT + _zstd_errors() as exc:
             detail = " ".join(str(exc).split())[:200]
             problem = f"{name}: truncated or corrupt {kind} archive ({detail})"
             if depth == 0:  # the bundle itself: analysing part of it would mislead
@@ -595,7 +603,7 @@ class BundleReader:
             _copy_limited(src, dst, self.budget, name)
         self._register(dst, plain, mtime, depth)
 
-    def _add_tar(self, fileobj: BinaryIO, name: str, depth: int) -> None:
+    def _add_tar(self, fileobj: IO[bytes] | _RatioGuard, name: str, depth: int) -> None:
         guarded = _guarded_tarinfo(name)
         with tarfile.open(fileobj=fileobj, mode="r|", tarinfo=guarded) as tf:
             for member in tf:

@@ -214,6 +214,7 @@ def _split(f: BundleFile, text: str, catalogue: Catalogue) -> list[Artefact]:
         return [Artefact(f, whole_kind, whole_reason, 1, text)]
     segments = _explicit_segments(lines, split_headers=not _structured(whole_kind, catalogue))
     out: list[Artefact] = []
+    texts: list[str] = []  # each artefact's text, as built (Artefact.text may be None elsewhere)
     whole = len(segments) == 1 and segments[0].lines == lines
     for seg in segments:
         for part, kind, reason in _regions(
@@ -232,12 +233,13 @@ def _split(f: BundleFile, text: str, catalogue: Catalogue) -> list[Artefact]:
                 and not _structured(kind, catalogue)
                 and out[-1].container == cont
             ):
-                prev = out[-1]
-                gap = part.first - (prev.first_line + prev.text.count("\n") + 1)
-                merged = prev.text + "\n" * (gap + 1) + part_text
-                out[-1] = Artefact(f, kind, prev.reason, prev.first_line, merged, cont)
+                prev, prev_text = out[-1], texts[-1]
+                gap = part.first - (prev.first_line + prev_text.count("\n") + 1)
+                texts[-1] = prev_text + "\n" * (gap + 1) + part_text
+                out[-1] = Artefact(f, kind, prev.reason, prev.first_line, texts[-1], cont)
                 continue
             out.append(Artefact(f, kind, reason, part.first, part_text, cont))
+            texts.append(part_text)
     if not out:
         return [Artefact(f, "empty", "empty or only white space", 1, "")]
     return out

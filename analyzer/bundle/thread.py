@@ -77,12 +77,9 @@ def where(order: int) -> str:
 
 
 @contextmanager
-def read_thread(
-    posts: list[Post], limits: Limits | None = None, redact: bool = False
-) -> Iterator[ThreadFiles]:
-    """The posts' blocks and prose and their attachments' files, on disk until the block ends.
-    `redact`: every file is redacted in one run (one token map for the whole thread) and only
-    the redacted copies are kept."""
+def read_thread(posts: list[Post], limits: Limits | None = None) -> Iterator[ThreadFiles]:
+    """The posts' blocks and prose and their attachments' files, on disk until the block ends
+    (`redact.bundle.redacted_thread` turns them into their redacted copies)."""
     limits = limits or Limits()
     readers = [BundleReader(limits)]
     out = ThreadFiles()
@@ -96,9 +93,6 @@ def read_thread(
         for post in posts:
             for att in post.attachments:
                 _read_attachment(out, readers, limits, post.label, att)
-        if redact:
-            readers.append(BundleReader(limits))
-            _redact(out, readers[-1])
         yield out
     finally:
         for reader in readers:
@@ -176,31 +170,6 @@ def _place(path: Path, name: str, label: str, reader: BundleReader) -> Path:
     except OSError:  # another file system
         shutil.copyfile(path, folder / label / name)
     return folder
-
-
-def _redact(out: ThreadFiles, reader: BundleReader) -> None:
-    """Replace the thread's files by their redacted copies, held by `reader` (binary files are
-    left out)."""
-    import tempfile
-
-    from analyzer.redact.discover import SourceFile
-    from analyzer.redact.tree import redact_files
-
-    declared = {f.name: f.declared_kind for f in out.inventory.files}
-    result = redact_files(
-        [SourceFile(f.name, f.path, f.mtime) for f in out.inventory.files],
-        Path(tempfile.mkdtemp(dir=reader.tmp)) / "redacted",
-    )
-    for f in result.files:
-        kind = declared.get(f.name)
-        if kind is not None:  # the prose: its kind is declared, not guessed from content
-            reader.add_bytes(f.name, f.path.read_bytes(), kind=kind)
-        else:
-            reader.add_local(f.path, f.name, f.mtime)
-    warnings = [result.run.text(w, "a warning") for w in out.inventory.warnings]
-    out.inventory = Inventory(warnings=[*warnings, *result.skipped])
-    out.problems = [(result.run.text(n, "a file name"), why) for n, why in out.problems]
-    _take(out, reader)
 
 
 def newest_per_kind(

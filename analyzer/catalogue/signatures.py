@@ -10,6 +10,9 @@ import regex
 
 from analyzer.versions import Range
 
+MATCH_TIMEOUT = 0.25  # seconds per line for the catalogue's Python-side regexes on bundle text:
+# a catastrophic one becomes an error, not a hang
+
 
 @dataclass(frozen=True)
 class Signature:

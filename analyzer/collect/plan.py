@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from analyzer.catalogue.kinds import Catalogue, Kind
@@ -64,7 +65,7 @@ def safe(name: str) -> str:
 
 
 def cluster_steps(
-    catalogue: Catalogue, values: dict[str, str | None], nodes: list[str], covered: set[str]
+    catalogue: Catalogue, values: Mapping[str, str | None], nodes: list[str], covered: set[str]
 ) -> list[Step]:
     """Every cluster-side catalogue command that can run as it is: once, or once per node when
     it names $NODE. Logs of containers in `covered` are collected from their pods instead,
@@ -116,7 +117,7 @@ def log_steps(
     >>> [s.file for s in log_steps("log", "gpu", "dp-1", "device-plugin", True, "2h", 1024)]
     ['logs/dp-1/device-plugin.log', 'logs/dp-1/device-plugin.previous.log']
     """
-    base = ("logs", "-n", namespace, "-c", container, "--timestamps")
+    base: tuple[str, ...] = ("logs", "-n", namespace, "-c", container, "--timestamps")
     base += (f"--limit-bytes={limit_bytes}",) + ((f"--since={since}",) if since else ())
     file = f"logs/{safe(pod)}/{safe(container)}"
     out = [Step(kind, "kubectl", (*base, "--", pod), f"{file}.log")]

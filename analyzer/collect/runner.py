@@ -180,7 +180,8 @@ class Runner:
                     argv,
                     stdout=out,
                     stderr=subprocess.PIPE,
-                    **({"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}),
+                    input=stdin,
+                    stdin=subprocess.DEVNULL if stdin is None else None,
                     timeout=(timeout or self.timeout) + GRACE,
                     env=self.env,
                 )

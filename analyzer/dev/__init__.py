@@ -1,8 +1,13 @@
-"""Developer tools, shipped in the wheel but needed by no user command except `dev score`.
+"""Developer tools, shipped in the wheel but needed by no user command except `dev score` and
+`rules test`.
 
 - `score`: the corpus scorer behind `hami-analyzer dev score CORPUS`;
+- `selftest`: every rule's own cases and every signature's examples, behind `hami-analyzer
+  rules test` (each case is a whole analysis, so it sits above `analyze`, with the commands);
 - `synth`: synthetic ticket folders for batch tests and the batch benchmark;
 - `bench`: the benchmark (`python -m analyzer.dev.bench`, `make bench`);
+- `samples`: tiny in-memory inputs for the facts producers' docstring examples, which load the
+  rules and scan, so they sit above the stages they illustrate;
 
 `synth` and `bench` build on the checkout's `sample_bundles/`, which a wheel does not carry:
 `sample_bundles()` finds them or says so in one line.

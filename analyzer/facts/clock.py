@@ -7,8 +7,9 @@ from dataclasses import dataclass, replace
 
 import polars as pl
 
+from analyzer.parse.times import MAX_YEAR, MIN_YEAR
+
 PLACEHOLDER_YEAR = 2000  # leap year, used for ordering only when no year can be inferred
-MIN_YEAR, MAX_YEAR = 2000, 2100  # a clue outside this is junk, not a collection time
 
 
 @dataclass(frozen=True)
@@ -19,25 +20,6 @@ class Clock:
     year: int | None
     source: str  # human sentence: how the year / collection time were inferred
     missing: str | None = None  # undated: which clues the bundle lacked (batch summary lists it)
-
-
-def parse_time(value: object) -> dt.datetime | None:
-    """An ISO 8601 time as an aware UTC datetime; None for anything else (never raises).
-
-    >>> parse_time("2026-08-16T10:00:00Z").isoformat()
-    '2026-08-16T10:00:00+00:00'
-    >>> parse_time("0000-01-01T00:00:00Z") is None
-    True
-    """
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-        t = t if t.tzinfo else t.replace(tzinfo=dt.UTC)
-        t = t.astimezone(dt.UTC)
-    except (ValueError, OverflowError):
-        return None
-    return t if MIN_YEAR <= t.year < MAX_YEAR else None
 
 
 def infer_clock(

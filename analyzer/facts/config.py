@@ -17,7 +17,7 @@ _MINOR_RE = re.compile(r"v?1\.(\d+)(?:\.\d+)?")
 
 def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
     """
-    >>> from analyzer.facts.samples import config
+    >>> from analyzer.dev.samples import config
     >>> fs = FactSet()
     >>> produce([config("helm-values", "devicePlugin:\\n  deviceSplitCount: 5\\nscheduler:\\n  leaderElect: true")], fs)
     >>> fs.value("config.helm-values.devicePlugin.deviceSplitCount"), str(fs.where("config.helm-values.devicePlugin.deviceSplitCount"))

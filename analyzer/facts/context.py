@@ -8,19 +8,18 @@ import datetime as dt
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from analyzer.catalogue.kinds import Catalogue
-from analyzer.catalogue.signatures import Signature
 from analyzer.errors import AnalyzerError
 from analyzer.facts import handshake as handshake_facts
 from analyzer.facts import producers
 from analyzer.facts.attribution import attribute
-from analyzer.facts.clock import Clock, infer_clock, parse_time, stamp_logs
+from analyzer.facts.clock import Clock, infer_clock, stamp_logs
 from analyzer.facts.matches import SignatureIndex, collect_matches
 from analyzer.facts.model import FactSet, Match
-from analyzer.facts.producers import Sources
-from analyzer.parse.annotations import AnnotationSpec, Handshake, RegisterAnnotation
+from analyzer.facts.producers import FactInputs, Sources
+from analyzer.parse.annotations import Handshake, RegisterAnnotation
 from analyzer.parse.logs import ParsedLog
 from analyzer.parse.node import NodeFacts
+from analyzer.parse.times import parse_time
 from analyzer.pipeline import ParsedBundle
 from analyzer.versions import VersionInference
 
@@ -155,15 +154,6 @@ def _clock(
         ((m.collected_at, m.file) for m in bundle.manifests if m.collected_at is not None), None
     )
     return infer_clock(beats, stamps, bundle.member_mtimes, klog, stated)
-
-
-@dataclass(frozen=True)
-class FactInputs:
-    """The parts of the rule set the facts stage needs (not the rules themselves)."""
-
-    signatures: dict[str, Signature]
-    catalogue: Catalogue
-    annotations: AnnotationSpec
 
 
 @dataclass(frozen=True)

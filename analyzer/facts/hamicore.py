@@ -36,7 +36,7 @@ def stops_at_banner(lines: list[str]) -> int | None:
 
 def produce(logs: list[ParsedLog], facts: FactSet) -> None:
     """
-    >>> from analyzer.facts.samples import parsed
+    >>> from analyzer.dev.samples import parsed
     >>> fs = FactSet(); produce([parsed("# python train.py\\n[HAMI-core Msg(7:1:libvgpu.c:871)]: Initializing.....")], fs)
     >>> fs.value("hami_core.stops_at_banner"), str(fs.where("hami_core.stops_at_banner"))
     (True, 'sample.txt:2')

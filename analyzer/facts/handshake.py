@@ -29,7 +29,7 @@ def produce(
     collected_at: dt.datetime | None,
 ) -> Handshake | None:
     """
-    >>> from analyzer.facts.samples import node, annotation_spec
+    >>> from analyzer.dev.samples import node, annotation_spec
     >>> import datetime as dt
     >>> n = node('kind: Node\\nmetadata:\\n  name: n1\\n  annotations:\\n    hami.io/node-handshake: Requesting_2026-08-15 09:12:44\\n    hami.io/node-handshake-dcu: Deleted_2025-08-01 08:13:35')
     >>> fs = FactSet(); spec = annotation_spec()

@@ -9,7 +9,7 @@ from analyzer.parse.configs import ConfigFacts
 
 def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
     """
-    >>> from analyzer.facts.samples import config
+    >>> from analyzer.dev.samples import config
     >>> fs = FactSet(); produce([config("lease", "kind: Lease\\nmetadata: {name: hami-scheduler}\\nspec:\\n  holderIdentity: hami-scheduler-7d9f_1")], fs)
     >>> fs.value("lease.holder")
     'hami-scheduler-7d9f_1'

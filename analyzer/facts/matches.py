@@ -14,8 +14,8 @@ import polars as pl
 
 from analyzer.bundle.text import LOG_LINE_RE, SCRIPT_RE
 from analyzer.catalogue.kinds import Catalogue
-from analyzer.catalogue.signatures import Signature
-from analyzer.facts.model import MATCH_TIMEOUT, Match
+from analyzer.catalogue.signatures import MATCH_TIMEOUT, Signature
+from analyzer.facts.model import Match
 from analyzer.parse.logs import ParsedLog
 
 PROSE_KINDS = ("text", "issue-text")

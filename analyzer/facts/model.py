@@ -4,16 +4,14 @@ the artefact they were found in, and the evidence a rule cites."""
 from __future__ import annotations
 
 import datetime as dt
+import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from analyzer.confidence import LEVELS as STRENGTHS
 from analyzer.confidence import lower, strongest, weakest
 
 __all__ = ["STRENGTHS", "lower", "strongest", "weakest"]  # re-exported: evidence strengths
-MATCH_TIMEOUT = (
-    0.25  # seconds per line for Python-side regexes: a catastrophic one becomes an error
-)
 
 
 @dataclass(frozen=True)
@@ -34,15 +32,12 @@ class Fact:
     where: Where | None = None
 
 
-class _Unknown:
-    """The source that would tell this fact is not in the bundle."""
+class _Unknown(enum.Enum):
+    """The source that would tell this fact is not in the bundle. One member, so that
+    `f is UNKNOWN` tells the type checker that `f` is a Fact when it is not (and it survives
+    pickling as the same object)."""
 
-    _instance = None
-
-    def __new__(cls):
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
+    UNKNOWN = "UNKNOWN"
 
     def __repr__(self) -> str:
         return "UNKNOWN"
@@ -51,7 +46,7 @@ class _Unknown:
         return False
 
 
-UNKNOWN = _Unknown()
+UNKNOWN: Final = _Unknown.UNKNOWN
 
 
 @dataclass

@@ -56,7 +56,7 @@ def section_key(values: dict[str, str]) -> str | None:
 
 def produce(node: NodeFacts | None, facts: FactSet, name: str | None = None) -> None:
     """
-    >>> from analyzer.facts.samples import node
+    >>> from analyzer.dev.samples import node
     >>> fs = FactSet()
     >>> produce(node('kind: Node\\nmetadata: {name: n1, labels: {gpu: "on"}}\\nstatus: {allocatable: {nvidia.com/gpu: "10"}}'), fs)
     >>> fs.value("node.labels.gpu"), fs.value("node.allocatable.gpu"), fs.lookup("node.labels.other").value
@@ -95,10 +95,10 @@ def produce(node: NodeFacts | None, facts: FactSet, name: str | None = None) -> 
         facts.put("node.hami_annotation_keys", keys, at())
     if "taints" in node.sections:
         facts.put("node.taints", node.taints, at("taints"))
-        keys = {
+        blocking = {
             t.get("key", "") for t in node.taints if t.get("effect") in ("NoSchedule", "NoExecute")
         }
-        facts.put("node.taint_keys", sorted(keys), at("taints"))
+        facts.put("node.taint_keys", sorted(blocking), at("taints"))
     if "spec" in node.sections:
         facts.put("node.unschedulable", node.unschedulable, at())
     if "system" in node.sections:

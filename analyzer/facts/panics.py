@@ -50,7 +50,7 @@ def _by_frames(index: SignatureIndex, stack: list[Match]) -> tuple[str, str] | N
 def produce(index: SignatureIndex, facts: FactSet) -> None:
     """`panic.<kind>`: the panic line of that component's first panic and why it is its own.
 
-    >>> from analyzer.facts.samples import index_of
+    >>> from analyzer.dev.samples import index_of
     >>> stack = "panic: boom\\n\\ngoroutine 7 [running]:\\nvolcano.sh/volcano/pkg/scheduler/actions/allocate.(*Action).Execute(0xc0)\\n"
     >>> fs = FactSet(); produce(index_of({"dp.log": stack}, "device-plugin-log"), fs)
     >>> fs.value("panic.volcano-scheduler-log"), fs.value("panic.device-plugin-log")

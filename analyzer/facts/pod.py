@@ -56,7 +56,7 @@ def relevant(pods: list[PodFacts], node: str | None) -> list[PodFacts]:
 
 def produce(pods: list[PodFacts], facts: FactSet, node: str | None = None) -> None:
     """
-    >>> from analyzer.facts.samples import pod
+    >>> from analyzer.dev.samples import pod
     >>> fs = FactSet()
     >>> produce([pod('kind: Pod\\nmetadata: {name: p}\\nspec:\\n  schedulerName: default-scheduler\\n  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: "3000"}}}]')], fs)
     >>> fs.value("pod.scheduler_name"), fs.value("pod.limits.nvidia.com/gpumem"), fs.lookup("pod.runtime_class").value

@@ -33,10 +33,11 @@ from analyzer.facts.model import FactSet, Match
 from analyzer.facts.registry import FACTS
 
 if TYPE_CHECKING:
+    from analyzer.catalogue.kinds import Catalogue
+    from analyzer.catalogue.signatures import Signature
     from analyzer.facts.clock import Clock
-    from analyzer.facts.context import FactInputs
     from analyzer.facts.matches import SignatureIndex
-    from analyzer.parse.annotations import Handshake
+    from analyzer.parse.annotations import AnnotationSpec, Handshake
     from analyzer.parse.configs import ConfigFacts
     from analyzer.parse.logs import ParsedLog
     from analyzer.parse.node import NodeFacts
@@ -45,6 +46,15 @@ if TYPE_CHECKING:
 
 class ProducerGraphError(AnalyzerError):
     """The producers' declarations do not make an order: a cycle, or a read nobody writes."""
+
+
+@dataclass(frozen=True)
+class FactInputs:
+    """The parts of the rule set the facts stage needs (not the rules themselves)."""
+
+    signatures: dict[str, Signature]
+    catalogue: Catalogue
+    annotations: AnnotationSpec
 
 
 @dataclass

@@ -44,6 +44,29 @@ def _normalised(value: str) -> str:
     return v
 
 
+# (annotation key, its text, where it came from: "annotation" | "log", where, cut by kubectl)
+_Found = tuple[str, str, str, Where, bool]
+
+
+def _from_annotation(node: NodeFacts, spec: AnnotationSpec) -> _Found | None:
+    """The node's NVIDIA register annotation, and whether kubectl describe cut its value."""
+    key = next((k for k in node.annotations if spec.register_vendor(k) == NVIDIA), None)
+    if key is None:
+        return None
+    value = node.annotations[key]
+    cut = key in node.elided or (node.form != "yaml" and _cut_off(value))
+    return key, value, "annotation", Where(*node.source_of(key)), cut
+
+
+def _from_log(match: Match, spec: AnnotationSpec) -> _Found | None:
+    """The register value a device plugin logged, when it decodes."""
+    candidate = _normalised(match.captures.get("register") or match.captures.get("devices") or "")
+    decoded = spec.decode_register("hami.io/node-nvidia-register", candidate)
+    if decoded.status not in ("ok", "empty"):
+        return None
+    return decoded.key, candidate, "log", Where(match.file, match.line), False
+
+
 def produce(
     node: NodeFacts | None,
     spec: AnnotationSpec,
@@ -51,7 +74,7 @@ def produce(
     from_log: Match | None = None,
 ) -> RegisterAnnotation | None:
     """
-    >>> from analyzer.facts.samples import node, annotation_spec
+    >>> from analyzer.dev.samples import node, annotation_spec
     >>> fs = FactSet()
     >>> r = produce(node('kind: Node\\nmetadata:\\n  name: n1\\n  annotations:\\n    hami.io/node-nvidia-register: \\'[{"id":"GPU-1","count":10,"devmem":24564}]\\''), annotation_spec(), fs)
     >>> fs.value("register.status"), fs.value("register.unhealthy_count"), fs.value("register.health_absent_count")
@@ -60,36 +83,25 @@ def produce(
     >>> fs.value("register.status")
     'elided'
     """
-    known = node is not None and "annotations" in node.sections
-    value = where = origin = key = None
-    if known:
+    annotated = node if node is not None and "annotations" in node.sections else None
+    found = None
+    if annotated is not None:
         others = sorted(
-            k for k in node.annotations if spec.register_vendor(k) not in (None, NVIDIA)
+            k for k in annotated.annotations if spec.register_vendor(k) not in (None, NVIDIA)
         )
-        facts.put("register.other_vendor_keys", others, Where(node.file, node.first_line))
-        key = next((k for k in node.annotations if spec.register_vendor(k) == NVIDIA), None)
-        if key is not None:
-            value, origin = node.annotations[key], "annotation"
-            where = Where(*node.source_of(key))
-    if value is None and from_log is not None:
-        candidate = _normalised(
-            from_log.captures.get("register") or from_log.captures.get("devices") or ""
-        )
-        decoded = spec.decode_register("hami.io/node-nvidia-register", candidate)
-        if decoded.status in ("ok", "empty"):
-            value, origin, key = candidate, "log", decoded.key
-            where = Where(from_log.file, from_log.line)
-    if value is None:
-        if known:
-            at = Where(node.file, node.first_line)
+        facts.put("register.other_vendor_keys", others, Where(annotated.file, annotated.first_line))
+        found = _from_annotation(annotated, spec)
+    if found is None and from_log is not None:
+        found = _from_log(from_log, spec)
+    if found is None:
+        if annotated is not None:
+            at = Where(annotated.file, annotated.first_line)
             facts.put("register.present", False, at)
             facts.put("register.status", "absent", at)
             for path in ("format", "error", "text", "from"):
                 facts.put(f"register.{path}", None, at)
         return None
-    cut = origin == "annotation" and (
-        key in node.elided or (node.form != "yaml" and _cut_off(value))
-    )
+    key, value, origin, where, cut = found
     reg = spec.decode_register(key, value, cut)
     if cut and reg.status != "ok":
         reg = spec.decode_register(key, value, True)

@@ -14,7 +14,7 @@ _RUNTIME_RE = re.compile(r"\.runtimes\.([\w.-]+)\.runtime_type$")
 
 def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
     """
-    >>> from analyzer.facts.samples import config
+    >>> from analyzer.dev.samples import config
     >>> fs = FactSet()
     >>> produce([config("containerd-config", '[plugins."io.containerd.grpc.v1.cri".containerd]\\n  default_runtime_name = "nvidia"\\n[plugins.')], fs)
     >>> fs.value("containerd.default_runtime"), str(fs.where("containerd.default_runtime"))

@@ -42,7 +42,7 @@ def number(word: str) -> int | None:
 
 def produce(index: SignatureIndex, facts: FactSet) -> None:
     """
-    >>> from analyzer.facts.samples import index_of
+    >>> from analyzer.dev.samples import index_of
     >>> fs = FactSet(); produce(index_of({"i.md": "pending, and there is only one GPU"}, "issue-text"), fs)
     >>> fs.value("stated.gpu_count"), str(fs.where("stated.gpu_count"))
     (1, 'i.md:1')

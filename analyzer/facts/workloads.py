@@ -91,7 +91,7 @@ def empty_listing(log: ParsedLog) -> Where | None:
 
 def produce(logs: list[ParsedLog], facts: FactSet) -> None:
     """
-    >>> from analyzer.facts.samples import parsed
+    >>> from analyzer.dev.samples import parsed
     >>> fs = FactSet(); produce([parsed("$ kubectl get ds -n gpu\\nNAME  DESIRED  CURRENT  READY  UP-TO-DATE  AVAILABLE  NODE SELECTOR  AGE\\nnvdp-nvidia-device-plugin  0  0  0  0  0  <none>  3m\\n")], fs)
     >>> fs.value("device_plugin_ds.desired"), fs.value("device_plugin_ds.name"), str(fs.where("device_plugin_ds.desired"))
     (0, 'nvdp-nvidia-device-plugin', 'sample.txt:3')

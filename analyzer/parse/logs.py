@@ -30,7 +30,7 @@ from analyzer.bundle.text import (
     printable,
     rejoin_hard_wraps,
 )
-from analyzer.facts.model import MATCH_TIMEOUT
+from analyzer.catalogue.signatures import MATCH_TIMEOUT
 from analyzer.parse.literals import (
     ignores_case,
     least_common,

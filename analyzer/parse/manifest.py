@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass
 
 from analyzer.bundle.model import Artefact
-from analyzer.facts.clock import parse_time
+from analyzer.parse.times import parse_time
 
 MANIFEST_KIND = "CollectManifest"  # its `kind:`, by which kinds.yaml recognises it
 MANIFEST_API = "hami-analyzer/v1"

@@ -247,8 +247,8 @@ def parse_node(artefact: Artefact) -> list[NodeFacts]:
         obj = conform(raw, shape.NODE, problems)
         meta, spec, status = (obj.get(k, {}) for k in ("metadata", "spec", "status"))
         name = meta.get("name") or None
-        own = spans.get(name) or [None]
-        span = own.pop(0) if own[0] is not None else None
+        own = spans.get(name) or []
+        located = own.pop(0) if own else None
         if name is not None and name in seen:
             seen[name] += 1  # the same node again: the first document is the state shown
             continue
@@ -277,10 +277,12 @@ def parse_node(artefact: Artefact) -> list[NodeFacts]:
         n.taints = spec.get("taints", [])
         n.conditions = status.get("conditions", [])
         n.images = [name for img in status.get("images", []) for name in img.get("names", [])]
-        if span is None and len(objs) == 1:
-            span = Span(0, len(lines), name)
-        if span is not None:
-            _locate_lines(n, lines[span.start : span.end], artefact.first_line + span.start)
+        if located is None and len(objs) == 1:
+            located = Span(0, len(lines), name)
+        if located is not None:
+            _locate_lines(
+                n, lines[located.start : located.end], artefact.first_line + located.start
+            )
         n.label_managers = _label_managers(meta.get("managedFields", []))
         nodes.append(n)
     repeated = {k: v for k, v in seen.items() if v}
@@ -304,7 +306,7 @@ def parse_node(artefact: Artefact) -> list[NodeFacts]:
 def _locate_lines(n: NodeFacts, lines: list[str], first_line: int) -> None:
     """The lines that cite the node's annotations, resources, labels, taints and conditions."""
     n.line_of = _locate(lines, first_line, list(n.annotations))
-    paths = [
+    paths: list[tuple[str, ...]] = [
         ("status", sec, res)
         for sec in ("allocatable", "capacity")
         for res in (n.allocatable if sec == "allocatable" else n.capacity)

@@ -81,6 +81,8 @@ def _conform(value: Any, shape: Shape, problems: list[str], path: str) -> Any:
             (str(k), _conform(v, shape.value, problems, _join(path, k))) for k, v in value.items()
         )
         return {k: v for k, v in pairs if v is not _DROP}
+    if isinstance(shape, type):  # a leaf class without its branch above
+        raise TypeError(f"no conformance for the shape {shape.__name__}")
     out = {}
     for key, sub in shape.items():
         if key in value and value[key] is not None:

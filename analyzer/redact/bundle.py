@@ -11,7 +11,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from analyzer.atomic import atomic_dir, atomic_path
+from analyzer.bundle.model import Inventory
 from analyzer.bundle.reader import BundleReader, Limits, open_bundle
+from analyzer.bundle.thread import ThreadFiles
 from analyzer.errors import AnalyzerError, BundleError
 from analyzer.redact.discover import SourceFile
 from analyzer.redact.output import ArchiveSink, FolderSink
@@ -113,6 +115,37 @@ def redacted_reader(
             yield reader, result
         finally:
             reader.close()
+
+
+@contextmanager
+def redacted_thread(files: ThreadFiles, limits: Limits | None) -> Iterator[ThreadFiles]:
+    """An issue thread's files replaced by their redacted copies (one run, so one token map for
+    the whole thread; binary files are left out), held by a reader of their own until the block
+    ends. The prose is kept as written: it only chooses the language of the answer."""
+    reader = BundleReader(limits)
+    try:
+        declared = {f.name: f.declared_kind for f in files.inventory.files}
+        result = redact_files(
+            [SourceFile(f.name, f.path, f.mtime) for f in files.inventory.files],
+            Path(tempfile.mkdtemp(dir=reader.tmp)) / "redacted",
+        )
+        for f in result.files:
+            kind = declared.get(f.name)
+            if kind is not None:  # the prose: its kind is declared, not guessed from content
+                reader.add_bytes(f.name, f.path.read_bytes(), kind=kind)
+            else:
+                reader.add_local(f.path, f.name, f.mtime)
+        warnings = [result.run.text(w, "a warning") for w in files.inventory.warnings]
+        yield ThreadFiles(
+            Inventory(
+                files=list(reader.inventory.files),
+                warnings=[*warnings, *result.skipped, *reader.inventory.warnings],
+            ),
+            files.prose,
+            [(result.run.text(n, "a file name"), why) for n, why in files.problems],
+        )
+    finally:
+        reader.close()
 
 
 def redact_issue(raw: bytes, redactors: list[Path], map_file: Path | None) -> bytes:

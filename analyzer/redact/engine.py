@@ -258,10 +258,10 @@ class Redaction:
             plan.lines = dict(zip(self.ids, hits[len(gates) :], strict=True))
         run = [r for r in self.whole if r.prefilter is None or r.id in plan.whole]
         if run:
-            before = text = lines.text()
+            original = text = lines.text()
             for r in run:
                 text = self._redact(r, text, where)
-            if text != before:  # rare: a key, a Secret; the lines are selected again
+            if text != original:  # rare: a key, a Secret; the lines are selected again
                 lines, names = Lines(text), None
                 hits = lines.hits([str(r.prefilter) for r in self.per_line])
                 plan = Plan(plan.whole, dict(zip(self.ids, hits, strict=True)))
@@ -372,3 +372,20 @@ def redact_text_alone(r: Redactor, text: str) -> str:
     learner = Learner([r])
     learner.text(text, "an example")
     return Redaction([r], learner.names, TokenMap()).text(text, "an example")
+
+
+def example_failure(r: Redactor) -> str | None:
+    """Why the redactor fails one of its own examples (None when all pass): a `redact` example
+    must change, a `keep` example must not, each redacted by this redactor alone."""
+    if not r.examples_redact:
+        return "has no 'examples: {redact: [...]}'"
+    for want_change, examples in ((True, r.examples_redact), (False, r.examples_keep)):
+        for ex in examples:
+            try:
+                changed = redact_text_alone(r, ex) != ex
+            except AnalyzerError as exc:
+                return str(exc)
+            if changed != want_change:
+                verb = "did not redact" if want_change else "redacted"
+                return f"{verb} its example {ex[:80]!r}"
+    return None

@@ -19,17 +19,17 @@ import tempfile
 import threading
 import zlib
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-Write = Callable[[bytes], None]
+Write = Callable[[bytes], object]  # what it returns (a byte count, or nothing) is not used
 LEVEL = 1  # zlib level: 6 is 3.4x slower on a klog log for a fifth less size
 QUEUED = 2  # pieces waiting for the compressor: bounds memory
 
 
 class Sink(Protocol):
-    def file(self, rel: str, mtime: float | None) -> Iterator[Write]: ...
+    def file(self, rel: str, mtime: float | None) -> AbstractContextManager[Write]: ...
 
 
 class FolderSink:

@@ -16,7 +16,7 @@ import regex
 from analyzer.errors import AnalyzerError
 from analyzer.progress import Progress
 from analyzer.redact.discover import SourceFile, discover, is_binary, prepared
-from analyzer.redact.engine import Redaction
+from analyzer.redact.engine import Redaction, example_failure
 from analyzer.redact.output import FolderSink, Sink
 from analyzer.redact.redactors import load_redactors
 from analyzer.redact.tokens import TokenMap
@@ -99,7 +99,7 @@ def redact_into(
 ) -> RedactionResult:
     """Redact `sources` into `sink` (a folder or an archive at `root`); the token map, loaded
     from `map_file` when it exists and extended, is written back there only on success."""
-    catalogue = load_redactors(list(redactors))
+    catalogue = load_redactors(list(redactors), check=example_failure)
     tokens = TokenMap.load(map_file) if map_file is not None else TokenMap()
     found = discover(sources, catalogue, tokens)
     tokens.reserved |= found.reserved

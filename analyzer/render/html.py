@@ -136,11 +136,11 @@ def _chart(d: NodeReport, prefix: str = "") -> dict[str, Any] | None:
     # lines of a signature that a "looks wrong but is normal" finding cites are not alarming
     benign = {e.signature for f in d.normals() for e in f.evidence if e.signature}
     points = []
-    for i, r in enumerate(rows):
+    for i, (t, r) in enumerate(timed):
         citing = [findings[x] for x in (r.findings or "").split(",") if x in findings]
         if i % step and not citing and r.severity not in ("E", "F"):
             continue
-        x = left + (width - left - 10) * (r.time - t0).total_seconds() / span
+        x = left + (width - left - 10) * (t - t0).total_seconds() / span
         y = 20 + lane_h * lanes.index(r.source) + lane_h / 2
         faults = [f for f in citing if f.kind == "fault"]
         if faults:  # coloured as the worst fault citing it
@@ -157,7 +157,7 @@ def _chart(d: NodeReport, prefix: str = "") -> dict[str, Any] | None:
                 "y": y,
                 "r": 5 if citing else 3 if r.severity in ("E", "F") else 2,
                 "colour": colour,
-                "title": f"{_fmt_time(r.time, True)} {r.file.replace(prefix, '') if prefix else r.file}:{r.line} {str(r.message or '')[:200]}",
+                "title": f"{_fmt_time(t, True)} {r.file.replace(prefix, '') if prefix else r.file}:{r.line} {str(r.message or '')[:200]}",
             }
         )
     marks = []

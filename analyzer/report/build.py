@@ -4,6 +4,8 @@ confidence, what to collect next, and each node's timeline."""
 
 from __future__ import annotations
 
+import polars as pl
+
 from analyzer import __version__
 from analyzer.catalogue.messages import message
 from analyzer.decisions import build_decisions
@@ -26,6 +28,7 @@ from analyzer.report.model import (
     NotEvaluated,
     RegisterInfo,
     Report,
+    TimelineRow,
     Verdict,
     VersionClue,
     VersionInfo,
@@ -41,10 +44,13 @@ from analyzer.rules.engine import (
     RuleResult,
 )
 from analyzer.rules.model import RuleSet
-from analyzer.timeline import NodeTimeline, cited_rows
+from analyzer.timeline import NodeTimeline
 
 REGISTRATION_LINKS = ("count", "spec", "liveness")
 KIND_RANK = {"fault": 0, "normal": 1, "ok": 2}
+DIAGNOSIS_ROWS = (
+    3000  # timeline rows carried in the diagnosis (the `timeline` command has them all)
+)
 
 
 def rank(f: Finding) -> tuple:
@@ -314,6 +320,37 @@ def build_node(
         episodes=timeline.episodes,
         clock_issues=timeline.clock_issues,
     )
+
+
+def cited_rows(
+    timeline: NodeTimeline, findings: list[Finding]
+) -> tuple[tuple[TimelineRow, ...], int]:
+    """The bounded copy of the events the report carries, each marked with the findings that
+    cite it, and how many events there are in all."""
+    cites: dict[tuple[str, int], list[str]] = {}
+    for f in findings:
+        for e in f.evidence:
+            if e.file and e.line:
+                cites.setdefault((e.file, e.line), []).append(f.rule_id)
+    keys = pl.DataFrame(
+        [(k[0], k[1], ",".join(v)) for k, v in cites.items()],
+        schema={"file": pl.String, "line": pl.Int64, "findings": pl.String},
+        orient="row",
+    )
+    frame = timeline.frame.join(keys, on=["file", "line"], how="left", maintain_order="left")
+    interesting = frame.filter(
+        pl.col("signature").is_not_null()
+        | pl.col("severity").is_in(["W", "E", "F"])
+        | (pl.col("source") == "node")
+        | pl.col("findings").is_not_null()
+    )
+    rows = (
+        interesting
+        if interesting.height > DIAGNOSIS_ROWS or frame.height > DIAGNOSIS_ROWS
+        else frame
+    )
+    kept = tuple(TimelineRow(**r) for r in rows.head(DIAGNOSIS_ROWS).to_dicts())
+    return kept, frame.height
 
 
 def _badness(n: NodeReport) -> tuple:

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, fields, is_dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analyzer.confidence import RANK
 from analyzer.facts.model import Evidence
 from analyzer.parse.annotations import GpuDevice
 from analyzer.rules.model import SEVERITIES, Step
+
+if TYPE_CHECKING:  # the stages below build these rows; the report only carries them
+    from analyzer.decisions import Decision
+    from analyzer.timeline import Episode
 
 SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
 CONFIDENCE_RANK = RANK
@@ -127,17 +131,6 @@ class HandshakeInfo:
 
 
 @dataclass(frozen=True)
-class Decision:
-    pod: str
-    node: str
-    fit: bool
-    reason: str
-    count: int
-    file: str
-    line: int
-
-
-@dataclass(frozen=True)
 class TimelineRow:
     time: dt.datetime | None
     source: str
@@ -147,16 +140,6 @@ class TimelineRow:
     signature: str | None
     message: str
     findings: str | None = None
-
-
-@dataclass(frozen=True)
-class Episode:
-    kind: str
-    time: dt.datetime
-    text: str
-    file: str | None = None
-    line: int | None = None
-    source: str | None = None
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any
 
 import regex
 
-from analyzer.facts.model import MATCH_TIMEOUT
+from analyzer.catalogue.signatures import MATCH_TIMEOUT
 
 COMPARATORS = (
     "eq",

@@ -30,8 +30,8 @@ from typing import Any, ClassVar
 import regex
 
 from analyzer.catalogue.fields import LINE_KEY
+from analyzer.catalogue.signatures import MATCH_TIMEOUT
 from analyzer.facts.model import (
-    MATCH_TIMEOUT,
     STRENGTHS,
     Evidence,
     Fact,

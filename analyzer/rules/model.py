@@ -117,6 +117,6 @@ class RuleSet:
     @property
     def fact_inputs(self):
         """What the facts stage needs: signatures, kinds and annotation formats."""
-        from analyzer.facts.context import FactInputs
+        from analyzer.facts.producers import FactInputs
 
         return FactInputs(self.signatures, self.catalogue, self.annotations)

@@ -64,7 +64,8 @@ def stacked_bars(grid: Grid) -> Plot | None:
     slot = (WIDTH - LEFT - 8) / len(grid.columns)
     bars = []
     for j, col in enumerate(grid.columns):
-        y, segments = base, []
+        y: float = base
+        segments = []
         for r in shown:
             c = r.cells[j]
             if c.count:

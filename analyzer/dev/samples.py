@@ -1,5 +1,6 @@
 """Tiny in-memory inputs for the producers' docstring examples (insights-core style): each
-producer shows a sample input and the facts it yields, and the examples run as tests."""
+producer shows a sample input and the facts it yields, and the examples run as tests. They load
+the rules and run the scan, so they live here, above the stages, not in facts/."""
 
 from __future__ import annotations
 

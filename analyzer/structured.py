@@ -159,8 +159,20 @@ def load_json(text: str) -> Any:
         raise ValueError(f"an integer longer than {sys.get_int_max_str_digits()} digits") from None
 
 
+# a pasted shell command before the object's text: `$ kubectl get node -o yaml`,
+# `root@host:~# kubectl ...`, or bash's default Red Hat/CentOS prompt `[root@host dir]# kubectl ...`
+# (which YAML would read as a flow sequence followed by a comment, and JSON rejects)
+_COMMAND_LINE_RE = re.compile(
+    r"^\s*(?:\[[\w.-]+@[\w.-]+(?:\s[^\]\n]*)?\][$#]|[\w.-]+@[\w.:~/-]*[$#]|[$#])\s*"
+    r"(?:sudo\s+)?(?:kubectl|k|oc|helm|cat|crictl|docker|nvidia-ctk)\b[^\n]*(?:\n|$)"
+)
+
+
 def load_documents(text: str) -> tuple[list[Any], list[str]]:
     """Return the documents in text (JSON or YAML) and warnings; never raises."""
+    command = _COMMAND_LINE_RE.match(text)
+    if command:
+        text = text[command.end() :]
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
         try:

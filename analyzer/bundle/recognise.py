@@ -22,7 +22,8 @@ PARAGRAPH_SPLIT_MAX = 1 << 20  # split blank-line separated parts only in pastes
 
 _FENCE_RE = re.compile(r"^\s*(?:```|~~~)")
 _PROMPT_RE = re.compile(
-    r"^\s*(?:(?P<prompt>[\w.-]+@[\w.:~/-]*[$#]|@?[\w.-]*@?cloudshell:[^$]*\$|\$|#|PS [^>]+>)\s*)?"
+    r"^\s*(?:(?P<prompt>[\w.-]+@[\w.:~/-]*[$#]|\[[\w.-]+@[\w.-]+(?:\s[^\]]*)?\][$#]"
+    r"|@?[\w.-]*@?cloudshell:[^$]*\$|\$|#|PS [^>]+>)\s*)?"
     r"(?P<cmd>(?:sudo\s+)?(?P<prog>kubectl|k|helm|cat|nvidia-smi|journalctl|containerd|crictl"
     r"|docker|nvidia-ctk|ls|grep|tail|less|dmesg)(?:\s+\S.*)?)\s*$"
 )

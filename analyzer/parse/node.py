@@ -293,7 +293,11 @@ def parse_node(artefact: Artefact) -> list[NodeFacts]:
             f"node {name} is shown {times + 1} times{more}; the first document is read"
         )
     if not nodes:
-        n = NodeFacts(None, artefact.file.name, artefact.first_line, "yaml", warnings=warnings)
+        # nothing of the object was read: every section is unknown, not empty (an empty one
+        # would read as "no GPU resource, no gpu=on label" and convict the node)
+        n = NodeFacts(
+            None, artefact.file.name, artefact.first_line, "yaml", frozenset(), warnings=warnings
+        )
         n.warnings.append("no Node object could be read")
         nodes.append(n)
     return nodes

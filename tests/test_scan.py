@@ -134,6 +134,29 @@ def test_scanned_in_names_scanned_kinds_that_hold_the_sources(ruleset):
     assert len(problems) == 3, problems  # node is not scanned; unknown kind; issue-text missing
 
 
+def test_a_symptom_must_say_where_it_is_searched(tmp_path):
+    """A reporter's words left unscoped would be searched in every log line (a pods table's
+    CrashLoopBackOff row read as the reporter saying the plugin crashes): lint refuses it."""
+    from typer.testing import CliRunner
+
+    from analyzer.cli import app
+
+    sig = tmp_path / "signatures"
+    sig.mkdir()
+    body = (
+        "signatures:\n  - id: sym-test-unscoped\n    component: issue\n    origin: test\n"
+        "    source: [issue-text]\n    symptom: true\n{scope}    regex: 'the plugin keeps dying'\n"
+        "    meaning: test\n    examples:\n      match: ['the plugin keeps dying']\n"
+    )
+    (sig / "x.yaml").write_text(body.format(scope=""))
+    unscoped = CliRunner().invoke(app, ["rules", "lint", "--rules", str(tmp_path)])
+    assert unscoped.exit_code == 2
+    assert "x.yaml:2: signature sym-test-unscoped: a symptom needs scanned_in" in unscoped.output
+    (sig / "x.yaml").write_text(body.format(scope="    scanned_in: [issue-text, text]\n"))
+    scoped = CliRunner().invoke(app, ["rules", "lint", "--rules", str(tmp_path)])
+    assert "sym-test-unscoped" not in scoped.output, scoped.output
+
+
 def test_case_insensitive_patterns_keep_their_literals():
     assert ignores_case(r"(?i)\bhami\b") and not ignores_case(r"hami(?i:x)")
     assert required_literals(r"(?i)nvidia-smi failed") == ["nvidia-smi failed"]

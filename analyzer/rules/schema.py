@@ -74,6 +74,14 @@ def _scanner_pattern(value: Any, ctx: Context) -> regex.Pattern:
     return compiled
 
 
+def _symptom(value: Any, ctx: Context) -> bool:
+    """A symptom is a reporter's words: without `scanned_in` it would be searched in every log
+    line, where a component's own output can read like prose (a pods table's CrashLoopBackOff)."""
+    if value and not ctx.values.get("scanned_in"):
+        ctx.problem("a symptom needs scanned_in (the prose kinds: issue-text, text)")
+    return bool(value)
+
+
 def _sources(value: Any, ctx: Context) -> tuple[str, ...]:
     kinds = tuple(as_list(value)) or ("text",)
     for kind in kinds:
@@ -252,7 +260,7 @@ SIGNATURE_FIELDS: dict[str, Field] = {
     ),
     "symptom": Field(
         {"type": "boolean", "description": "words describing a symptom: weak evidence"},
-        boolean,
+        _symptom,
         False,
     ),
     "references": Field({**_STRS, "description": "issues and documents"}, strings, ()),

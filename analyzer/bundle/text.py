@@ -183,3 +183,11 @@ def diff_after_side(text: str) -> str | None:
         else:
             out.append(line)
     return "\n".join(out)
+
+
+def line_prefix(line: str) -> re.Match[str]:
+    """The line's kubectl/CRI prefix: every part of the pattern is optional, so it matches every
+    line (an empty match when there is no prefix)."""
+    m = PREFIX_RE.match(line)
+    assert m is not None  # an all-optional pattern anchored at ^ always matches
+    return m

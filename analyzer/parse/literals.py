@@ -66,7 +66,8 @@ def _per_alternative(op, av, each) -> list[str] | None:
     if op is C.SUBPATTERN and not av[1] & C.SRE_FLAG_IGNORECASE:
         items = list(av[-1])
         if len(items) == 1 and items[0][0] is not C.LITERAL:
-            return _per_alternative(*items[0], each)
+            inner_op, inner_av = items[0]
+            return _per_alternative(inner_op, inner_av, each)
         return each(items)
     if op is C.BRANCH:
         out: list[str] = []

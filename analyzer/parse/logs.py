@@ -27,6 +27,7 @@ from analyzer.bundle.text import (
     LINE_PREFIX_PATTERN,
     PREFIX_RE,
     decode,
+    line_prefix,
     printable,
     rejoin_hard_wraps,
 )
@@ -482,7 +483,7 @@ def _is_plain(pattern: str) -> bool:
 def parse_log(artefact: Artefact, matcher: Matcher) -> ParsedLog:
     matcher = matcher.for_kind(artefact.kind)
     if artefact.text is not None:
-        return _parse_small(artefact, matcher)
+        return _parse_small(artefact, artefact.text, matcher)
     return _parse_streamed(artefact, matcher)
 
 
@@ -516,15 +517,15 @@ def _prefix_pods(frame: pl.DataFrame) -> list[str]:
     return sorted(pods.unique().to_list())[:20]
 
 
-def _parse_small(artefact: Artefact, matcher: Matcher) -> ParsedLog:
-    raw_lines = artefact.text.split("\n")
+def _parse_small(artefact: Artefact, text: str, matcher: Matcher) -> ParsedLog:
+    raw_lines = text.split("\n")
     while raw_lines and not raw_lines[-1].strip():
         raw_lines.pop()
     stripped: list[str] = []
     containers: list[str | None] = []
     rfcs: list[str | None] = []
     for raw in raw_lines:
-        m = PREFIX_RE.match(raw)
+        m = line_prefix(raw)
         stripped.append(raw[m.end() :].rstrip())
         containers.append(m.group("container") or artefact.container)
         rfcs.append(m.group("rfc"))
@@ -579,7 +580,7 @@ def _profile(path) -> _Profile:
         head = fh.read(1 << 20)
     text, _warns = decode(head)
     lines = text.split("\n")[:-1] or [text]
-    has_prefix = any(PREFIX_RE.match(x).end() for x in lines[:2000])
+    has_prefix = any(line_prefix(x).end() for x in lines[:2000])
     mean_len = max(1, len(head) // max(1, text.count("\n")))
     rows = max(1, min(BATCH_ROWS, BATCH_BYTES // mean_len))
     return _Profile(has_prefix, bool(ANSI_RE.search(text)), rows, lines)
@@ -795,7 +796,7 @@ def _stream(
             errors.append(e)
         if column("_keep").any():
             pool.append(_own(_rows(batch, [*cols, "_err"], column("_keep"))))
-            pooled += pool[-1].estimated_size()
+            pooled += int(pool[-1].estimated_size())
             if pooled >= POOL_BYTES:
                 flush()
     flush()

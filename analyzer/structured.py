@@ -159,11 +159,18 @@ def load_json(text: str) -> Any:
         raise ValueError(f"an integer longer than {sys.get_int_max_str_digits()} digits") from None
 
 
-# a pasted shell command before the object's text: `$ kubectl get node -o yaml`,
-# `root@host:~# kubectl ...`, or bash's default Red Hat/CentOS prompt `[root@host dir]# kubectl ...`
-# (which YAML would read as a flow sequence followed by a comment, and JSON rejects)
+# The shell prompts users paste before a command, one pattern for every reader of pastes:
+# `root@host:~#`, bash's default Red Hat/CentOS `[root@host dir]#`, Cloud Shell's
+# `user@cloudshell:~ (project)$`, PowerShell's `PS C:\>`, a bare `$` or `#`.
+SHELL_PROMPT = (
+    r"(?:[\w.-]+@[\w.:~/-]*[$#]|\[[\w.-]+@[\w.-]+(?:\s[^\]\n]*)?\][$#]"
+    r"|@?[\w.-]*@?cloudshell:[^$\n]*\$|[$#]|PS [^>\n]+>)"
+)
+
+# a pasted shell command before the object's text: `$ kubectl get node -o yaml` (a Red Hat prompt
+# is what YAML would read as a flow sequence followed by a comment, and JSON rejects)
 _COMMAND_LINE_RE = re.compile(
-    r"^\s*(?:\[[\w.-]+@[\w.-]+(?:\s[^\]\n]*)?\][$#]|[\w.-]+@[\w.:~/-]*[$#]|[$#])\s*"
+    rf"^\s*{SHELL_PROMPT}\s*"
     r"(?:sudo\s+)?(?:kubectl|k|oc|helm|cat|crictl|docker|nvidia-ctk)\b[^\n]*(?:\n|$)"
 )
 

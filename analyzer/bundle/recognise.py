@@ -15,6 +15,7 @@ from analyzer.bundle.model import Artefact, BundleFile
 from analyzer.bundle.sniff import sniff
 from analyzer.bundle.text import clean, decode, looks_binary
 from analyzer.catalogue.kinds import Catalogue
+from analyzer.structured import SHELL_PROMPT
 
 SMALL_FILE = 16 << 20  # read whole and segment below this size; stream logs above it
 HEAD_BYTES = 256 << 10
@@ -22,8 +23,7 @@ PARAGRAPH_SPLIT_MAX = 1 << 20  # split blank-line separated parts only in pastes
 
 _FENCE_RE = re.compile(r"^\s*(?:```|~~~)")
 _PROMPT_RE = re.compile(
-    r"^\s*(?:(?P<prompt>[\w.-]+@[\w.:~/-]*[$#]|\[[\w.-]+@[\w.-]+(?:\s[^\]]*)?\][$#]"
-    r"|@?[\w.-]*@?cloudshell:[^$]*\$|\$|#|PS [^>]+>)\s*)?"
+    rf"^\s*(?:(?P<prompt>{SHELL_PROMPT})\s*)?"
     r"(?P<cmd>(?:sudo\s+)?(?P<prog>kubectl|k|helm|cat|nvidia-smi|journalctl|containerd|crictl"
     r"|docker|nvidia-ctk|ls|grep|tail|less|dmesg)(?:\s+\S.*)?)\s*$"
 )

@@ -10,11 +10,12 @@ import re
 
 from analyzer.facts.model import FactSet, Where
 from analyzer.parse.logs import ParsedLog
+from analyzer.structured import SHELL_PROMPT
 
 _BANNER_RE = re.compile(r"\[(?:HAMI-core|4pdvGPU) Msg\(\d+:\d+:[\w.]+:\d+\)\]: Initializing\.+\s*$")
 _HAMI_CORE_RE = re.compile(r"\[(?:HAMI-core|4pdvGPU) \w+[ (]")
 # a shell prompt running a command: user@host:dir# cmd, $ cmd, # cmd
-_PROMPT_RE = re.compile(r"^\s*(?:[\w.-]+@[\w.:~/-]*[#$]|[$#])\s*\S")
+_PROMPT_RE = re.compile(rf"^\s*{SHELL_PROMPT}\s*\S")
 
 
 def stops_at_banner(lines: list[str]) -> int | None:

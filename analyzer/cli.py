@@ -1017,4 +1017,5 @@ def main() -> None:
         sys.stderr.flush()
     except (BrokenPipeError, OSError):  # a closed pipe (`| head`) is not our failure
         pass
+    startup.end()  # after the output: a reader of it need not wait for the cache
     os._exit(code)

@@ -34,6 +34,7 @@ USUAL = gc.get_threshold()
 STARTING = 200_000
 
 CODE_FILE = f"dataclass-code-{MAGIC_NUMBER.hex()}.marshal"
+MAX_CODES = 2000  # every command together uses ~800 (a small bundle's analysis ~620)
 
 
 class CodeCache:
@@ -46,7 +47,7 @@ class CodeCache:
         self.used: dict[str, CodeType] = {}
         self.missed = 0
 
-    def exec(self, source: Any, globals: Any = None, locals: Any = None, /) -> None:
+    def exec(self, source: Any, scope: Any = None, names: Any = None, /) -> None:
         """`exec` as dataclasses calls it, with the compiled text from the cache when there."""
         if isinstance(source, str):
             code = self.cached.get(source)
@@ -55,13 +56,13 @@ class CodeCache:
                 self.missed += 1
             self.used[source] = code
             source = code
-        exec(source, globals, locals)
+        exec(source, scope, names)
 
     def to_keep(self) -> dict[str, CodeType]:
-        """The cached texts and this run's, unless the cache has grown to more than twice what
-        one run uses (classes edited or removed): then only this run's."""
+        """The cached texts and this run's (each command uses its own classes), unless that is
+        more than MAX_CODES (texts of classes since edited or removed): then only this run's."""
         merged = {**self.cached, **self.used}
-        return merged if len(merged) <= 2 * len(self.used) else dict(self.used)
+        return merged if len(merged) <= MAX_CODES else dict(self.used)
 
 
 def read_codes(data: bytes) -> dict[str, CodeType]:

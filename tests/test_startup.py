@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from analyzer import startup
 from analyzer.startup import CODE_FILE, CodeCache, read_codes, write_codes
 
 REPO = Path(__file__).resolve().parents[1]
@@ -79,13 +80,14 @@ def test_a_cache_file_holding_anything_but_code_is_not_used():
     assert read_codes(write_codes([compile("1", "<string>", "eval")])) == {}  # type: ignore[arg-type]
 
 
-def test_the_cache_keeps_what_other_runs_used_until_it_grows_past_twice_a_run():
+def test_the_cache_keeps_what_other_commands_used_up_to_its_bound(monkeypatch):
+    monkeypatch.setattr(startup, "MAX_CODES", 6)
     code = compile("pass", "<string>", "exec")
     cache = CodeCache({f"old {i}": code for i in range(3)})
-    cache.used = {f"new {i}": code for i in range(2)}
-    assert set(cache.to_keep()) == {f"new {i}" for i in range(2)}  # 5 > 2 * 2
     cache.used = {f"new {i}": code for i in range(3)}
-    assert len(cache.to_keep()) == 6  # 6 <= 2 * 3
+    assert len(cache.to_keep()) == 6
+    cache.used["new 3"] = code  # 7 > 6: the texts of classes since edited go
+    assert set(cache.to_keep()) == {f"new {i}" for i in range(4)}
 
 
 def _analyze(cache_home: Path) -> subprocess.CompletedProcess[str]:

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from analyzer.facts.model import FactSet, Where
-from analyzer.parse.configs import ConfigFacts
-from analyzer.parse.manifest import ManifestFacts
-from analyzer.parse.pod import PodFacts
-from analyzer.parse.pod_table import PodTable
+
+if TYPE_CHECKING:  # imported when a bundle holds their kinds (parse/registry.py)
+    from analyzer.parse.configs import ConfigFacts
+    from analyzer.parse.manifest import ManifestFacts
+    from analyzer.parse.pod import PodFacts
+    from analyzer.parse.pod_table import PodTable
 
 DEFAULT = "kube-system"  # where HAMi's install guide puts it (`helm install hami -n kube-system`)
 # HAMi's pods and objects: <fullname>-device-plugin / -scheduler, fullname "hami" by default

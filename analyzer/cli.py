@@ -21,7 +21,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from analyzer import __version__, startup
+from analyzer import __version__, codecache, startup
 from analyzer.bundle.text import printable
 from analyzer.errors import AnalyzerError, RuleLoadError
 from analyzer.progress import shown as progress_shown
@@ -1039,5 +1039,5 @@ def main() -> None:
         sys.stderr.flush()
     except (BrokenPipeError, OSError):  # a closed pipe (`| head`) is not our failure
         pass
-    startup.end()  # after the output: a reader of it need not wait for the cache
+    codecache.save()  # after the output: a reader of it need not wait for the cache
     os._exit(code)

@@ -1,4 +1,4 @@
-"""Start-up (analyzer/startup.py): the cached dataclass code is the code Python would compile,
+"""Start-up (analyzer/startup.py, analyzer/codecache.py): the cached dataclass code is the code Python would compile,
 a damaged cache file is never used, and a warm run compiles nothing."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzer import startup
-from analyzer.startup import CODE_FILE, CodeCache, read_codes, write_codes
+from analyzer import codecache
+from analyzer.codecache import CODE_FILE, CodeCache, read_codes, write_codes
 
 REPO = Path(__file__).resolve().parents[1]
 BUNDLE = REPO / "sample_bundles" / "healthy-single-gpu" / "bundle"
@@ -81,7 +81,7 @@ def test_a_cache_file_holding_anything_but_code_is_not_used():
 
 
 def test_the_cache_keeps_what_other_commands_used_up_to_its_bound(monkeypatch):
-    monkeypatch.setattr(startup, "MAX_CODES", 6)
+    monkeypatch.setattr(codecache, "MAX_CODES", 6)
     code = compile("pass", "<string>", "exec")
     cache = CodeCache({f"old {i}": code for i in range(3)})
     cache.used = {f"new {i}": code for i in range(3)}

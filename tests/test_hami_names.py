@@ -151,3 +151,12 @@ def test_analyze_names_the_namespace_of_a_myhami_release(tmp_path, ruleset):
             "Commands use HAMi's namespace gpu: NAMESPACE of pod myhami-scheduler-5d9f7-abcde (pods.txt:2)",
         )
     ]
+
+
+def test_collect_takes_an_object_holding_a_hami_name_as_a_word(ruleset):
+    """collect's object choice reads the same names: any of them as a dash-separated word (it
+    knew `4pd` only as a prefix, and no name alone); a word inside another is not one."""
+    hami = ruleset.catalogue.hami
+    names = ["hami", "vgpu", "stack-4pd-scheduler-newversion", "hami-webhook", "shamir", "aws-auth"]
+    taken = [select.is_hami(select.Listed("gpu", n, {}), None, hami) for n in names]
+    assert taken == [True, True, True, True, False, False]

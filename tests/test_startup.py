@@ -1,5 +1,5 @@
-"""Start-up (analyzer/startup.py, analyzer/codecache.py): the cached dataclass code is the code Python would compile,
-a damaged cache file is never used, and a warm run compiles nothing."""
+"""The dataclass code cache of the command line (analyzer/codecache.py): the cached code is the
+code Python would compile, a damaged cache file is never used, and a warm run compiles nothing."""
 
 from __future__ import annotations
 

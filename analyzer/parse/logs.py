@@ -12,7 +12,7 @@ import codecs
 import itertools
 import re
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -88,6 +88,8 @@ class ParsedLog:
 
 
 SigSpec = tuple[str, str]  # (signature id, Rust-compatible pattern)
+# per alternative of a pattern, the sets of literals one of which each match holds
+LiteralChoices = Sequence[Sequence[Sequence[str]]]
 BATCH_ROWS = 100_000  # per streamed batch: memory vs. per-batch overhead (1 GB: 80 batches)
 BATCH_BYTES = 16 << 20  # and about this much text, so that long lines do not blow memory up
 SMALL_FRAME = 20_000  # below this many rows signatures are attributed line by line
@@ -116,8 +118,11 @@ class Matcher:
         prefilters: dict[str, list[str] | None] | None = None,
         compile: Callable[[str], regex.Pattern] | None = None,
         scanned_in: dict[str, tuple[str, ...]] | None = None,
+        choices: dict[str, LiteralChoices | None] | None = None,
     ):
         self.sigs = sigs
+        # per signature, the literal sets `adapted` chooses from (worked out when not given)
+        self._choices = choices
         self.pattern = dict(sigs)
         self._compile = compile or (lambda sid: regex.compile(self.pattern[sid]))
         # the kinds a signature is searched in, when not all (a signature's `scanned_in`)
@@ -158,7 +163,10 @@ class Matcher:
             return self
         if key not in self._without:
             self._without[key] = Matcher(
-                [(sid, pat) for sid, pat in self.sigs if sid not in key], self.lits, self._compile
+                [(sid, pat) for sid, pat in self.sigs if sid not in key],
+                self.lits,
+                self._compile,
+                choices=self._choices,
             )
         return self._without[key]
 
@@ -173,12 +181,10 @@ class Matcher:
         least. A literal set that most lines hold makes every line a candidate: 'device' is in
         most of a plugin's lines. Literals a signature names itself (`prefilter:`) stay."""
         choices = {}
-        for sid, pat in self.sigs:
-            options = literal_options(pat)
+        for sid, _pat in self.sigs:
+            options = self._literal_choices(sid)
             if options is None or all(len(o) == 1 for o in options):
-                continue  # nothing to choose
-            if self.lits[sid] is not None and self.lits[sid] != required_literals(pat):
-                continue  # named by the signature
+                continue  # named by the signature, or nothing to choose
             choices[sid] = options
         if not choices or not sample:
             return self
@@ -195,6 +201,9 @@ class Matcher:
                     for x in s
                 }
             )
+            if not candidates:
+                counts[fold] = {}
+                continue
             found = col.str.extract_many(candidates, ascii_case_insensitive=fold, overlapping=True)
             held = found.list.eval(pl.element().str.to_lowercase() if fold else pl.element())
             counts[fold] = dict(
@@ -209,7 +218,15 @@ class Matcher:
                 return seen.get(x.lower() if fold else x, 0)
 
             lits[sid] = least_common(options, frequency)
-        return Matcher(self.sigs, lits, self._compile)
+        return Matcher(self.sigs, lits, self._compile, choices=self._choices)
+
+    def _literal_choices(self, sid: str) -> LiteralChoices | None:
+        if self._choices is not None:
+            return self._choices.get(sid)
+        pat = self.pattern[sid]
+        if self.lits[sid] is not None and self.lits[sid] != required_literals(pat):
+            return None  # named by the signature
+        return literal_options(pat)
 
     def folded_pattern(self, sid: str) -> str:
         return "(?i:" + "|".join(re.escape(x) for x in sorted(self.lits[sid] or ())) + ")"

@@ -176,6 +176,7 @@ def matcher_for(ruleset: RuleSet) -> Matcher:
             {s.id: list(s.prefilter) or None for s in sigs},
             lambda sid: by_id[sid].compiled,
             {s.id: s.scanned_in for s in sigs},
+            {s.id: s.literal_choices for s in sigs},
         )
         if len(_MATCHERS) > 8:
             _MATCHERS.clear()

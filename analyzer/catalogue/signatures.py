@@ -39,6 +39,9 @@ class Signature:
     version_capture: str | None = None  # capture holding a version (evidence)
     version_of: str = "hami"  # whose version the capture is: hami, toolkit, gpu-operator, ...
     prefilter: tuple[str, ...] = ()  # literals for the fast scan (default: derived from regex)
+    # the literal sets a big log's scan chooses from (parse.literals.literal_options), worked out
+    # when the rules are loaded (and cached with them); None: `prefilter` is the signature's own
+    literal_choices: tuple[tuple[tuple[str, ...], ...], ...] | None = None
     symptom: bool = False  # a described symptom, not a printed line: weak evidence
     # kinds whose lines are searched for it; empty: every scanned kind (a prose phrasing need not
     # cost every line of a 1 GB log)

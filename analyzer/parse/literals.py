@@ -11,7 +11,7 @@ run on every line of a big log.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 try:  # Python 3.11+
     import re._constants as C  # type: ignore[import-not-found]
@@ -31,7 +31,7 @@ def _size(text: str) -> int:
     return len(text.encode())
 
 
-def _score(lits: list[str]) -> tuple[int, int]:
+def _score(lits: Sequence[str]) -> tuple[int, int]:
     """A set of literals is as selective as its shortest one; fewer literals scan faster."""
     return (min(_size(x) for x in lits), -len(lits))
 
@@ -188,7 +188,9 @@ def required_literals(
     return None if options is None else least_common(options, commonness)
 
 
-def least_common(options: list[list[list[str]]], commonness: Callable[[str], int]) -> list[str]:
+def least_common(
+    options: Sequence[Sequence[Sequence[str]]], commonness: Callable[[str], int]
+) -> list[str]:
     """Per alternative, the set of literals whose lines are fewest (then the longest)."""
     out: list[str] = []
     for usable in options:

@@ -12,9 +12,10 @@ import codecs
 import itertools
 import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 import regex
@@ -32,6 +33,13 @@ from analyzer.bundle.text import (
     rejoin_hard_wraps,
 )
 from analyzer.catalogue.signatures import MATCH_TIMEOUT
+from analyzer.parse.batch import (
+    ERROR_EXAMINED,
+    ERROR_LINE_CAP,
+    SIG_HEAD_CAP,
+    SIG_TAIL_CAP,
+    Batch,
+)
 from analyzer.parse.literals import (
     ignores_case,
     least_common,
@@ -40,9 +48,12 @@ from analyzer.parse.literals import (
 )
 from analyzer.progress import Progress, progress_for
 
-ERROR_LINE_CAP = 5_000  # unmatched E/F lines kept from a big log (batch analysis wants them)
+if TYPE_CHECKING:
+    from analyzer.parse.bytescan import ByteScan
+
 ANSI_PATTERN = r"\x1b\[[0-9;?]*[ -/]*[@-~]"
-KLOG_START = r"^[IWEF]\d{4} \d\d:\d\d:\d\d"
+# a big log's klog line (bytescan.HEADER): severity, month, day and a space; not the clock
+KLOG_START = r"^[IWEF][0-9]{4} "
 
 LINE_SCHEMA = {
     "line": pl.Int64,
@@ -77,8 +88,8 @@ class ParsedLog:
 
 
 SigSpec = tuple[str, str]  # (signature id, Rust-compatible pattern)
-SIG_HEAD_CAP = 300  # per signature, first occurrences kept from a big log
-SIG_TAIL_CAP = 300  # and last occurrences
+# per alternative of a pattern, the sets of literals one of which each match holds
+LiteralChoices = Sequence[Sequence[Sequence[str]]]
 BATCH_ROWS = 100_000  # per streamed batch: memory vs. per-batch overhead (1 GB: 80 batches)
 BATCH_BYTES = 16 << 20  # and about this much text, so that long lines do not blow memory up
 SMALL_FRAME = 20_000  # below this many rows signatures are attributed line by line
@@ -89,6 +100,7 @@ HOT_MAX = 8  # is flagged by its own regex in the scan (at most this many: one p
 # as its own prefilter: then its regex costs as much per line as the whole literal pass
 HOT_SHARE_SLOW = 0.05
 CASE_VARIANTS = 64
+FREQUENT = 0.05  # a severity letter of this share of a big log's first lines is counted in bytes
 FALLBACK_PER_SCAN = 8  # literal-less patterns joined into one regex scan
 
 
@@ -107,8 +119,11 @@ class Matcher:
         prefilters: dict[str, list[str] | None] | None = None,
         compile: Callable[[str], regex.Pattern] | None = None,
         scanned_in: dict[str, tuple[str, ...]] | None = None,
+        choices: dict[str, LiteralChoices | None] | None = None,
     ):
         self.sigs = sigs
+        # per signature, the literal sets `adapted` chooses from (worked out when not given)
+        self._choices = choices
         self.pattern = dict(sigs)
         self._compile = compile or (lambda sid: regex.compile(self.pattern[sid]))
         # the kinds a signature is searched in, when not all (a signature's `scanned_in`)
@@ -149,7 +164,10 @@ class Matcher:
             return self
         if key not in self._without:
             self._without[key] = Matcher(
-                [(sid, pat) for sid, pat in self.sigs if sid not in key], self.lits, self._compile
+                [(sid, pat) for sid, pat in self.sigs if sid not in key],
+                self.lits,
+                self._compile,
+                choices=self._choices,
             )
         return self._without[key]
 
@@ -164,12 +182,10 @@ class Matcher:
         least. A literal set that most lines hold makes every line a candidate: 'device' is in
         most of a plugin's lines. Literals a signature names itself (`prefilter:`) stay."""
         choices = {}
-        for sid, pat in self.sigs:
-            options = literal_options(pat)
+        for sid, _pat in self.sigs:
+            options = self._literal_choices(sid)
             if options is None or all(len(o) == 1 for o in options):
-                continue  # nothing to choose
-            if self.lits[sid] is not None and self.lits[sid] != required_literals(pat):
-                continue  # named by the signature
+                continue  # named by the signature, or nothing to choose
             choices[sid] = options
         if not choices or not sample:
             return self
@@ -186,6 +202,9 @@ class Matcher:
                     for x in s
                 }
             )
+            if not candidates:
+                counts[fold] = {}
+                continue
             found = col.str.extract_many(candidates, ascii_case_insensitive=fold, overlapping=True)
             held = found.list.eval(pl.element().str.to_lowercase() if fold else pl.element())
             counts[fold] = dict(
@@ -200,7 +219,15 @@ class Matcher:
                 return seen.get(x.lower() if fold else x, 0)
 
             lits[sid] = least_common(options, frequency)
-        return Matcher(self.sigs, lits, self._compile)
+        return Matcher(self.sigs, lits, self._compile, choices=self._choices)
+
+    def _literal_choices(self, sid: str) -> LiteralChoices | None:
+        if self._choices is not None:
+            return self._choices.get(sid)
+        pat = self.pattern[sid]
+        if self.lits[sid] is not None and self.lits[sid] != required_literals(pat):
+            return None  # named by the signature
+        return literal_options(pat)
 
     def folded_pattern(self, sid: str) -> str:
         return "(?i:" + "|".join(re.escape(x) for x in sorted(self.lits[sid] or ())) + ")"
@@ -573,6 +600,8 @@ class _Profile:
     has_ansi: bool
     batch_rows: int  # rows per streamed batch: about BATCH_BYTES of text, at most BATCH_ROWS
     lines: list[str]  # the first lines, as read
+    klog_share: float  # of those lines, the share that are klog lines
+    severity_share: dict[str, float]  # and of E, W and F klog lines
 
 
 def _profile(path) -> _Profile:
@@ -583,7 +612,10 @@ def _profile(path) -> _Profile:
     has_prefix = any(line_prefix(x).end() for x in lines[:2000])
     mean_len = max(1, len(head) // max(1, text.count("\n")))
     rows = max(1, min(BATCH_ROWS, BATCH_BYTES // mean_len))
-    return _Profile(has_prefix, bool(ANSI_RE.search(text)), rows, lines)
+    heads = pl.Series(lines, dtype=pl.String).str.extract(f"({KLOG_START})", 1).str.head(1)
+    shares = {x: n / len(lines) for x, n in heads.drop_nulls().value_counts().iter_rows()}
+    klog, severities = sum(shares.values()), {x: shares.get(x, 0.0) for x in "EWF"}
+    return _Profile(has_prefix, bool(ANSI_RE.search(text)), rows, lines, klog, severities)
 
 
 def hot_signatures(matcher: Matcher, lines: list[str]) -> list[str]:
@@ -705,15 +737,39 @@ def _own(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(pl.col(pl.String) + "")
 
 
-def _stream(
-    artefact, path, matcher: Matcher, profile: _Profile, progress: Progress | None
-) -> ParsedLog:
-    """One streaming pass over the file; only cheap expressions run per line.
+def _byte_scan(matcher: Matcher, hot: list[str], profile: _Profile) -> ByteScan | None:
+    """The byte scan of this matcher's signatures (the hot ones it can count itself), or None
+    where it cannot stand in for the line reader. Imported here: only big logs need Hyperscan."""
+    from analyzer.parse.bytescan import ByteScan, Counting, line_counter
 
-    Per line: klog flags, one prefilter regex for all signatures but the hot ones (few lines
-    pass it: they are pooled and attributed with the regexes), and one regex per hot signature
-    (counted from its flags and sampled by position). Sampled rows keep their text, so nothing
-    is read twice."""
+    few_klog = profile.klog_share < 0.5
+    shares = profile.severity_share.items()
+
+    plain = {sid: matcher.pattern[sid] for sid in hot if _is_plain(matcher.pattern[sid])}
+    counters = {sid: line_counter(matcher.pattern[sid]) for sid in hot if sid not in plain}
+    reported = [sid for sid, counter in counters.items() if counter is not None]
+    rest = matcher.without([*plain, *reported])
+    if any(not rest._ascii_folded(sid) for sid in rest.folded):
+        return None  # Hyperscan ignores ASCII case only
+    caseless = sorted(rest._by_folded_literal())
+    folds = {FOLDS_TO_ASCII[c] for x in caseless for c in x if c in FOLDS_TO_ASCII}
+    return ByteScan.build(
+        [(sid, counters[sid] or "") for sid in reported],
+        list(plain.items()),
+        rest.literals + sorted(folds),
+        caseless,
+        [rest.pattern[sid] for sid in rest.fallback],
+        Counting(few_klog, "" if few_klog else "".join(x for x, n in shares if n >= FREQUENT)),
+    )
+
+
+def _line_batches(
+    path, matcher: Matcher, hot: list[str], profile: _Profile
+) -> tuple[list[str], Iterator[Batch]]:
+    """The big log's lines through polars' streaming engine: the reader for logs whose lines
+    carry prefixes or colours to remove (and wherever the byte scan is not available). Per line
+    only cheap expressions run: klog flags, one prefilter regex for all signatures but the hot
+    ones, and one regex per hot signature."""
     has_prefix, has_ansi = profile.has_prefix, profile.has_ansi
     needs_raw = has_prefix or has_ansi
     base = pl.scan_lines(
@@ -726,9 +782,7 @@ def _stream(
         text = text.str.replace(LINE_PREFIX_PATTERN, "")
     t = pl.col("text")
     klog = t.str.contains(KLOG_START)
-    matcher = matcher.adapted(profile.lines)
-    hot = hot_signatures(matcher, profile.lines)
-    rest = matcher.without(hot)  # the prefilter and attribution of every other signature
+    rest = matcher.without(hot)
     flags = [f"_h{i}" for i in range(len(hot))]
     cols = ["line", "raw", "text"] if needs_raw else ["line", "text"]
     # E/F lines of no hot signature (those are matched); without a candidate literal they cannot
@@ -750,6 +804,53 @@ def _stream(
         .with_columns(err.alias("_err"))
         .with_columns((pl.col("_err") & ~pl.col("_keep")).alias("_loose"))
     )
+
+    def batches() -> Iterator[Batch]:
+        # Series operations only: a DataFrame's filter or select is a query of its own, which
+        # waits for the thread pool that the streaming engine keeps busy
+        examined = 0  # E/F lines before the batch
+        for batch in lf.collect_batches(chunk_size=profile.batch_rows):
+            column = batch.get_column
+            total = _total(batch)
+            ef = column("_e") | column("_f")
+            loose = column("_loose") & (ef.cum_sum() + examined <= ERROR_EXAMINED)
+            examined += int(ef.sum())
+            yield Batch(
+                lines=batch.height,
+                bytes=total("_bytes") + batch.height,  # the text and its newlines
+                klog_lines=total("_klog"),
+                severities={x: total(f"_{x.lower()}") for x in "EWF"},
+                hot=[
+                    (sid, _rows(batch, cols, column(f)), total(f))
+                    for f, sid in zip(flags, hot, strict=True)
+                    if column(f).any()
+                ],
+                loose=_rows(batch, cols, loose) if loose.any() else None,
+                candidates=_own(_rows(batch, [*cols, "_err"], column("_keep")))
+                if column("_keep").any()
+                else None,
+            )
+
+    return cols, batches()
+
+
+def _stream(
+    artefact, path, matcher: Matcher, profile: _Profile, progress: Progress | None
+) -> ParsedLog:
+    """One pass over the file by the byte scan (plain logs) or polars' line reader, then the
+    pooled candidates attributed with the signatures' regexes. Sampled rows keep their text, so
+    nothing is read twice."""
+    matcher = matcher.adapted(profile.lines)
+    hot = hot_signatures(matcher, profile.lines)
+    byte_scan = (
+        None if profile.has_prefix or profile.has_ansi else _byte_scan(matcher, hot, profile)
+    )
+    if byte_scan is not None:
+        hot = byte_scan.hot
+        cols, batches = ["line", "text"], byte_scan.batches(path)
+    else:
+        cols, batches = _line_batches(path, matcher, hot, profile)
+    rest = matcher.without(hot)  # the prefilter and attribution of every other signature
     stats = LogStats(all_lines_kept=False)
     samples = _Samples()
     errors: list[pl.DataFrame] = []
@@ -774,29 +875,22 @@ def _stream(
         if sum(f.height for f in errors) > 2 * ERROR_LINE_CAP:  # keep the first ones only
             errors[:] = [pl.concat(errors).sort("line").head(ERROR_LINE_CAP)]
 
-    # per batch, Series operations only: a DataFrame's filter or select is a query of its own,
-    # which waits for the thread pool that the streaming engine keeps busy
-    for batch in lf.collect_batches(chunk_size=profile.batch_rows):
-        column = batch.get_column
-        total = _total(batch)
+    for batch in batches:
         if progress:
-            progress.advance(total("_bytes") + batch.height)  # the text and its newlines
-        stats.lines += batch.height
-        stats.klog_lines += total("_klog")
-        for letter in "EWF":
-            k = total(f"_{letter.lower()}")
+            progress.advance(batch.bytes)
+        stats.lines += batch.lines
+        stats.klog_lines += batch.klog_lines
+        for letter, k in batch.severities.items():
             stats.severities[letter] = stats.severities.get(letter, 0) + k
-        for f, sid in zip(flags, hot, strict=True):
-            k = total(f)
-            if k:
-                samples.add(sid, _rows(batch, cols, column(f)), k)
-        if n_errors < ERROR_LINE_CAP and column("_loose").any():
-            e = _own(_rows(batch, cols, column("_loose")).head(ERROR_LINE_CAP - n_errors))
+        for sid, rows, k in batch.hot:
+            samples.add(sid, rows, k)
+        if batch.loose is not None and n_errors < ERROR_LINE_CAP:
+            e = _own(batch.loose.head(ERROR_LINE_CAP - n_errors))
             n_errors += e.height
             errors.append(e)
-        if column("_keep").any():
-            pool.append(_own(_rows(batch, [*cols, "_err"], column("_keep"))))
-            pooled += int(pool[-1].estimated_size())
+        if batch.candidates is not None:
+            pool.append(batch.candidates)
+            pooled += int(batch.candidates.estimated_size())
             if pooled >= POOL_BYTES:
                 flush()
     flush()

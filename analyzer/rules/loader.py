@@ -23,7 +23,7 @@ from analyzer.catalogue.fields import LINE_KEY, Context, read_fields, read_yaml
 from analyzer.catalogue.kinds import load_catalogue
 from analyzer.errors import RuleLoadError
 from analyzer.parse.annotations import AnnotationSpec
-from analyzer.parse.literals import required_literals
+from analyzer.parse.literals import literal_options, required_literals
 from analyzer.parse.registry import check_parsers
 from analyzer.rules import builtin_rules_dir
 from analyzer.rules.model import Rule, RuleSet, Signature
@@ -220,7 +220,8 @@ def _load_signature(path: str, s: Any, catalogue, problems: list[str]) -> Signat
     if not values["id"] or compiled is None:
         return None
     matches, no_matches = values.pop("examples")
-    lits = values.pop("prefilter") or tuple(required_literals(compiled.pattern) or ())
+    named = values.pop("prefilter")
+    choices = None if named else literal_options(compiled.pattern)
     sig = Signature(
         **values,
         pattern=compiled.pattern,
@@ -228,7 +229,10 @@ def _load_signature(path: str, s: Any, catalogue, problems: list[str]) -> Signat
         line=line,
         examples_match=matches,
         examples_no_match=no_matches,
-        prefilter=lits,
+        prefilter=named or tuple(required_literals(compiled.pattern) or ()),
+        literal_choices=None
+        if choices is None
+        else tuple(tuple(tuple(lits) for lits in option) for option in choices),
     )
     sig.__dict__["compiled"] = compiled  # already compiled for validation: seed the cache
     return sig

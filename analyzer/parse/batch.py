@@ -1,0 +1,30 @@
+"""What one stretch of a big log contributes to its scan, whichever reader produced it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+SIG_HEAD_CAP = 300  # per signature, first occurrences kept from a big log
+SIG_TAIL_CAP = 300  # and last occurrences
+ERROR_LINE_CAP = 5_000  # unmatched E/F lines kept from a big log (batch analysis wants them)
+ERROR_EXAMINED = 20_000  # ... from among its first E/F lines (each is checked on its own)
+
+
+@dataclass
+class Batch:
+    """One stretch of a big log, reduced to counts and the few rows worth keeping.
+
+    Rows are frames of the log's kept columns (`line`, `text`, and `raw` when the text had a
+    prefix removed), in line order."""
+
+    lines: int
+    bytes: int  # the stretch's bytes with their newlines (for the progress line)
+    klog_lines: int
+    severities: dict[str, int]  # "E", "W", "F" klog lines
+    # per frequent signature: (id, rows, how many lines it matched): the rows hold at least the
+    # first ones the sample still wants and the last SIG_TAIL_CAP, in line order
+    hot: list[tuple[str, pl.DataFrame, int]]
+    loose: pl.DataFrame | None  # E/F lines no signature can match (the first ones)
+    candidates: pl.DataFrame | None  # lines another signature may match, with an `_err` column

@@ -1,0 +1,485 @@
+"""A big plain log scanned as bytes: one Hyperscan pass per chunk finds every line worth a look.
+
+The patterns of one Hyperscan database find, in a chunk of the file, the lines holding a
+signature's literal (candidates, attributed later with the signatures' own regexes), the lines of
+each frequent ("hot") signature, the E/W/F klog headers and the lines that are not klog (or, in a
+log of few klog lines, those that are). Hyperscan runs without Python's lock, so the chunks are
+scanned on every core; Python works per found line, never per line of the file.
+
+Hyperscan matches bytes: where a frequent signature's count is concerned, `\\d`, `\\w`, `\\b` and
+case-insensitivity are ASCII and a character class or `.` reads one byte of a multi-byte
+character (every row kept from the scan is checked again with the signature's own regex). A
+pattern that byte mode cannot read the same way (non-ASCII, Unicode classes, look-arounds...) is
+not hot: its lines are candidates like any other signature's.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import os
+import re
+import threading
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import polars as pl
+
+from analyzer.parse.batch import (
+    ERROR_EXAMINED,
+    ERROR_LINE_CAP,
+    SIG_HEAD_CAP,
+    SIG_TAIL_CAP,
+    Batch,
+)
+
+hyperscan: ModuleType | None
+try:  # a binary wheel on the usual platforms; without it the line reader scans every log
+    import hyperscan
+except ImportError:  # pragma: no cover - exercised on platforms without a wheel
+    hyperscan = None
+
+CHUNK_BYTES = 16 << 20  # per scanned chunk (the workers hold one each, plus one being read)
+# a big log's klog line starts with a severity letter, month, day and a space ("I0815 "): the
+# rest of its header is not checked (checking the clock too would double Hyperscan's time)
+HEADER = ["[IWEF]", *["[0-9]"] * 4, " "]
+SEVERITY_PATTERN = "^{}" + "".join(HEADER[1:])
+_NOT = {"[IWEF]": "[^IWEF]", "[0-9]": "[^0-9]", " ": "[^ ]"}
+# a line that does not start with HEADER: the first byte that differs (a newline included) ends
+# its one match
+NOT_KLOG_PATTERN = "^(?:" + "|".join("".join(HEADER[:k]) + _NOT[HEADER[k]] for k in range(6)) + ")"
+KLOG_PATTERN = "^" + "".join(HEADER)
+_ERROR_HEAD = re.compile(rb"[EF][0-9]{4} ")
+_ERROR_LINE = re.compile(rb"(?m)^[EF][0-9]{4} ")
+
+
+SPACE = r"\t\x0b\x0c\r "  # \s without the newline
+_UNSUPPORTED_ESCAPES = set("pPXRhHvVKkgGQEzZAN0123456789xuUc")
+_COMPILED: dict[tuple, Any] = {}  # Hyperscan databases (None: refused)
+
+
+def line_pattern(pattern: str) -> str | None:
+    """A signature's regex for Hyperscan's byte mode, where nothing may cross a line's end:
+    negated classes and `\\s` leave the newline out. None when the byte mode cannot read it the
+    same way: non-ASCII characters, Unicode classes, back-references, dot-all or verbose mode, or
+    a set inside a set.
+
+    >>> line_pattern(r'"Scheduling pod" podName="(?P<pod>[^"]+)" \\S+\\s+x')
+    '"Scheduling pod" podName="(?:[^\\\\n"]+)" \\\\S+[\\\\t\\\\x0b\\\\x0c\\\\r ]+x'
+    >>> line_pattern(r"GPU\\p{L}") is None
+    True
+    """
+    if not pattern.isascii():
+        return None
+    out: list[str] = []
+    i, in_class = 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            nxt = pattern[i + 1 : i + 2]
+            if not nxt or nxt in _UNSUPPORTED_ESCAPES:
+                return None
+            if nxt == "s":
+                out.append(SPACE if in_class else f"[{SPACE}]")
+            elif nxt in "DW" and not in_class:
+                out.append(rf"[^\n\{nxt.lower()}]")
+            elif nxt in "SDW" and in_class:
+                return None  # the class would take the newline
+            else:
+                out.append(c + nxt)
+            i += 2
+            continue
+        if in_class:
+            if c == "[":
+                return None
+            if c == "]":
+                in_class = False
+            out.append(c)
+            i += 1
+            continue
+        if c == "[":
+            negated = pattern.startswith("[^", i)
+            out.append(r"[^\n" if negated else "[")
+            i += 2 if negated else 1
+            if pattern.startswith("]", i):  # a leading ] is a member
+                out.append(r"\]")
+                i += 1
+            in_class = True
+            continue
+        if pattern.startswith("(?", i):
+            rest = pattern[i + 2 :]
+            if rest.startswith(("P<", "<")) and not rest.startswith(("<=", "<!")):
+                i = pattern.index(">", i) + 1
+                out.append("(?:")
+                continue
+            flags = rest.split(")", 1)[0].split(":", 1)[0]
+            if rest.startswith("P=") or "s" in flags or "x" in flags:
+                return None
+        out.append(c)
+        i += 1
+    return None if in_class else "".join(out)
+
+
+def line_counter(pattern: str) -> str | None:
+    """A pattern with one match per line that a signature's regex matches (at the line's end),
+    or None when Hyperscan's byte mode cannot take the regex."""
+    line = line_pattern(pattern)
+    if hyperscan is None or line is None:
+        return None
+    counter = f"(?:{line})[^\\n]*\\n"
+    return counter if _database([counter], [hyperscan.HS_FLAG_MULTILINE]) is not None else None
+
+
+def _bytes_literal(text: str) -> str:
+    """A literal as a Hyperscan pattern: every byte that is not a letter or digit as \\xHH."""
+    return "".join(
+        chr(b) if chr(b).isascii() and chr(b).isalnum() else f"\\x{b:02x}"
+        for b in text.encode("utf-8")
+    )
+
+
+@dataclass(frozen=True)
+class _Found:
+    """One chunk's findings, with line numbers counted from the chunk's start (0 = its first)."""
+
+    lines: int
+    klog_lines: int
+    severities: dict[str, int]
+    hot: list[tuple[str, list[int], list[str], int]]  # (signature, lines, texts, count)
+    # unmatched E/F lines: (their rank among the chunk's E/F lines, line, text)
+    loose: list[tuple[int, int, str]]
+    candidates: tuple[list[int], list[str], list[bool]]
+
+
+@dataclass(frozen=True)
+class Counting:
+    """What the first lines of a log show about all of it. Every line Hyperscan reports costs a
+    call into Python, and two workers then take turns at Python's lock: what most lines are is
+    counted by difference or by `bytes.count` instead."""
+
+    few_klog: bool = False  # few klog lines: they are reported, not the others
+    letters: str = ""  # severity letters of many lines: their `\\nE` counted by `bytes.count`
+
+
+class ByteScan:
+    """The Hyperscan database of one matcher's scan of a big log, and its pass over a file."""
+
+    def __init__(
+        self,
+        database,
+        size: int,
+        reported: list[str],
+        counted: list[tuple[str, str]],
+        counting: Counting,
+    ):
+        self.database = database
+        self.size = size  # its patterns
+        self.reported = reported  # hot signatures whose lines Hyperscan reports
+        self.counted = counted  # (hot signature, its plain text) counted by `bytes.count`
+        self.hot = reported + [sid for sid, _ in counted]
+        self.counting = counting
+        self.reported_letters = [x for x in "EWF" if x not in counting.letters]
+        self._local = threading.local()
+
+    @classmethod
+    def build(
+        cls,
+        reported: list[tuple[str, str]],
+        counted: list[tuple[str, str]],
+        literals: list[str],
+        caseless: list[str],
+        prefilters: list[str],
+        counting: Counting,
+    ) -> ByteScan | None:
+        """The hot signatures: `reported`, (signature, `line_counter`) whose lines Hyperscan
+        reports, and `counted`, (signature, text) of plain ones that `bytes.count` counts (a
+        line reported costs a call into Python, a quarter of a microsecond: a periodic line is
+        a third of some logs). `literals` and `caseless` (ASCII case ignored): what makes a line
+        a candidate, with `prefilters`, the regexes of signatures without a literal (found by a
+        superset of their matches). None when a pattern cannot be taken or Hyperscan is
+        missing."""
+        if hyperscan is None or (counting.letters and counting.few_klog):
+            return None
+        prefilter_lines = [line_pattern(p) for p in prefilters]
+        if any(p is None for p in prefilter_lines):
+            return None
+        multiline = hyperscan.HS_FLAG_MULTILINE
+        expressions = [p for _, p in reported]
+        # a second occurrence of a counted text in one line, which `bytes.count` counted too
+        expressions += [f"{_bytes_literal(x)}[^\\n]*{_bytes_literal(x)}" for _, x in counted]
+        expressions += [SEVERITY_PATTERN.format(x) for x in "EWF" if x not in counting.letters]
+        expressions.append(KLOG_PATTERN if counting.few_klog else NOT_KLOG_PATTERN)
+        flags = [multiline] * len(expressions)
+        expressions += [_bytes_literal(x) for x in literals]
+        flags += [0] * len(literals)
+        expressions += [_bytes_literal(x) for x in caseless]
+        flags += [hyperscan.HS_FLAG_CASELESS] * len(caseless)
+        expressions += [p for p in prefilter_lines if p is not None]
+        flags += [multiline | hyperscan.HS_FLAG_PREFILTER] * len(prefilters)
+        database = _database(expressions, flags)
+        if database is None:
+            return None
+        return cls(database, len(expressions), [sid for sid, _ in reported], counted, counting)
+
+    def batches(self, path, workers: int | None = None) -> Iterator[Batch]:
+        """The file's batches in order, one per chunk, scanned `workers` at a time."""
+        workers = workers or max(1, min(4, os.cpu_count() or 1))
+        seen = dict.fromkeys(self.hot, 0)
+        errors = 0  # loose E/F lines kept
+        examined = 0  # E/F lines before the next chunk to merge
+        base = 0
+        pending: deque = deque()
+        free: list[bytearray] = []  # buffers of chunks done with
+
+        def done() -> Batch:
+            nonlocal errors, examined, base
+            chunk, future = pending.popleft()
+            found = future.result()
+            free.append(chunk)
+            for sid, _lines, _texts, n in found.hot:
+                seen[sid] += n
+            loose = [(n, t) for rank, n, t in found.loose if examined + rank < ERROR_EXAMINED]
+            errors += len(loose)
+            examined += found.severities["E"] + found.severities["F"]
+            batch = _batch(found, loose, base, len(chunk))
+            base += found.lines
+            return batch
+
+        with ThreadPoolExecutor(workers) as pool:
+            for chunk in _chunks(path, free):
+                heads = {sid: max(0, SIG_HEAD_CAP - n) for sid, n in seen.items()}
+                wanted = (ERROR_LINE_CAP - errors, ERROR_EXAMINED - examined)
+                pending.append((chunk, pool.submit(self._scan, chunk, heads, *wanted)))
+                while len(pending) > workers or (pending and pending[0][1].done()):
+                    yield done()
+            while pending:
+                yield done()
+
+    def _scratch(self):
+        """Each thread's own scratch space (one scan at a time may use one)."""
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = hyperscan.Scratch(self.database)
+        return scratch
+
+    def _scan(self, chunk: bytearray, heads: dict[str, int], errors: int, examine: int) -> _Found:
+        """One chunk (whole lines, the last one ending with a newline): `heads`, how many first
+        rows each hot signature still wants; at most `errors` loose E/F lines among its first
+        `examine` E/F lines (bounds: the chunks before may not be merged yet)."""
+        n_reported, n_counted = len(self.reported), len(self.counted)
+        n_bins = n_reported + n_counted + len(self.reported_letters) + 1
+        candidate_ends: list[int] = []
+        bins: list[list[int]] = [[] for _ in range(n_bins)]
+        bins += [candidate_ends] * (self.size - n_bins)
+
+        def on_match(pattern: int, _start: int, end: int, _flags: int, _context: object) -> None:
+            bins[pattern].append(end)
+
+        self.database.scan(chunk, match_event_handler=on_match, scratch=self._scratch())
+        reported_ends = bins[:n_reported]
+        seconds = bins[n_reported : n_reported + n_counted]
+        letter_ends = dict(zip(self.reported_letters, bins[n_reported + n_counted :], strict=False))
+        klog_or_not = bins[n_bins - 1]
+        severities = {x: len(ends) for x, ends in letter_ends.items()}
+        severities.update(self._counted_letters(chunk, klog_or_not))
+        lines_of = _Lines(chunk, reported_ends, [x for _, x in self.counted])
+
+        starts = sorted({chunk.rfind(b"\n", 0, e) + 1 for e in candidate_ends})
+        rows: dict[int, int] = dict.fromkeys(starts, 0)  # line start -> its line number
+        hot_picks = []
+        for sid, ends in zip(self.reported, reported_ends, strict=True):
+            head = heads[sid]
+            picked = ends[:head] + ends[max(head, len(ends) - SIG_TAIL_CAP) :]
+            hot_picks.append((sid, [chunk.rfind(b"\n", 0, e - 1) + 1 for e in picked], len(ends)))
+        for (sid, text), repeats in zip(self.counted, seconds, strict=True):
+            needle = text.encode()
+            picked = lines_of.holding(needle, heads[sid], SIG_TAIL_CAP)
+            hot_picks.append((sid, picked, chunk.count(needle) - lines_of.extra(needle, repeats)))
+        for _sid, picked, _n in hot_picks:
+            rows.update(dict.fromkeys(picked, 0))
+        loose: list[tuple[int, int]] = []  # (rank among the E/F lines, line start)
+        if errors > 0 and examine > 0:
+            taken = set(starts)
+            err_starts = self._error_starts(chunk, letter_ends, examine)
+            for rank, s in enumerate(err_starts):
+                if s not in taken and not lines_of.is_hot(s):
+                    loose.append((rank, s))
+                    if len(loose) == errors:
+                        break
+            rows.update(dict.fromkeys((s for _, s in loose), 0))
+        lines = _number(chunk, rows)
+        return _Found(
+            lines=lines,
+            klog_lines=len(klog_or_not) if self.counting.few_klog else lines - len(klog_or_not),
+            severities=severities,
+            hot=[
+                (sid, [rows[s] for s in ss], [_text(chunk, s) for s in ss], n)
+                for sid, ss, n in hot_picks
+            ],
+            loose=[(rank, rows[s], _text(chunk, s)) for rank, s in loose],
+            candidates=(
+                [rows[s] for s in starts],
+                [_text(chunk, s) for s in starts],
+                [lines_of.is_error(s) and not lines_of.is_hot(s) for s in starts],
+            ),
+        )
+
+    def _counted_letters(self, chunk: bytearray, not_klog: list[int]) -> dict[str, int]:
+        """The severities `bytes.count` counts: the lines after a newline that start with the
+        letter, the first line if it does, less the lines that are not klog (reported: few)."""
+        if not self.counting.letters:
+            return {}
+        firsts = [chunk[chunk.rfind(b"\n", 0, e - 1) + 1] for e in not_klog]
+        return {
+            x: chunk.count(b"\n" + x.encode()) + (chunk[0] == ord(x)) - firsts.count(ord(x))
+            for x in self.counting.letters
+        }
+
+    def _error_starts(
+        self, chunk: bytearray, letter_ends: dict[str, list[int]], examine: int
+    ) -> list[int]:
+        """The starts of the chunk's first `examine` E/F lines."""
+        if "E" in self.counting.letters or "F" in self.counting.letters:
+            found = _ERROR_LINE.finditer(chunk)
+            return [m.start() for m in itertools.islice(found, examine)]
+        ends = letter_ends["E"] + letter_ends["F"]
+        return sorted(e - len(HEADER) for e in ends)[:examine]
+
+
+class _Lines:
+    """Questions about one chunk's lines, answered from the bytes around a line start."""
+
+    def __init__(self, chunk: bytearray, matched_ends: list[list[int]], literals: list[str]):
+        self.chunk = chunk
+        self.matched_ends = matched_ends  # per hot signature Hyperscan reports: its lines' ends
+        self.needles = [x.encode() for x in literals]
+
+    def end(self, start: int) -> int:
+        return self.chunk.find(b"\n", start) + 1
+
+    def is_hot(self, start: int) -> bool:
+        """The line holds a hot signature's match."""
+        end = self.end(start)
+        if any(self.chunk.find(x, start, end) >= 0 for x in self.needles):
+            return True
+        return any(_holds(ends, end) for ends in self.matched_ends)
+
+    def extra(self, needle: bytes, seconds: list[int]) -> int:
+        """How many more times than once `bytes.count` counted `needle` in the lines where a
+        second occurrence ends at one of `seconds`."""
+        starts = {self.chunk.rfind(b"\n", 0, e - 1) + 1 for e in seconds}
+        return sum(self.chunk.count(needle, s, self.end(s)) - 1 for s in starts)
+
+    def is_error(self, start: int) -> bool:
+        return _ERROR_HEAD.match(self.chunk, start) is not None
+
+    def holding(self, needle: bytes, head: int, tail: int) -> list[int]:
+        """The starts of the first `head` and the last `tail` lines holding `needle`."""
+        chunk, out = self.chunk, list[int]()
+        at = 0
+        while len(out) < head and (i := chunk.find(needle, at)) >= 0:
+            out.append(chunk.rfind(b"\n", 0, i) + 1)
+            at = self.end(i)
+        last: list[int] = []
+        at = len(chunk)
+        while len(last) < tail and (i := chunk.rfind(needle, 0, at)) >= 0:
+            at = chunk.rfind(b"\n", 0, i) + 1
+            last.append(at)
+        return sorted(set(out + last))
+
+
+def _holds(ends: list[int], end: int) -> bool:
+    i = bisect.bisect_left(ends, end)
+    return i < len(ends) and ends[i] == end
+
+
+def _number(chunk: bytearray, rows: dict[int, int]) -> int:
+    """Fill in each line start's line number (0 = the chunk's first line) in one sweep of the
+    chunk, and return how many lines it has."""
+    n, at = 0, 0
+    for start in sorted(rows):
+        n += chunk.count(b"\n", at, start)
+        at = start
+        rows[start] = n
+    return n + chunk.count(b"\n", at)
+
+
+def _text(chunk: bytearray, start: int) -> str:
+    end = chunk.find(b"\n", start)
+    line = chunk[start:end]
+    if line.endswith(b"\r"):
+        line = line[:-1]
+    return line.decode("utf-8", errors="replace")
+
+
+def _frame(lines: list[int], texts: list[str], base: int, **extra: list) -> pl.DataFrame:
+    return pl.DataFrame(
+        {"line": [base + n + 1 for n in lines], "text": texts, **extra},
+        schema={"line": pl.Int64, "text": pl.String, **{k: pl.Boolean for k in extra}},
+    )
+
+
+def _batch(found: _Found, loose: list[tuple[int, str]], base: int, size: int) -> Batch:
+    lines, texts, errs = found.candidates
+    return Batch(
+        lines=found.lines,
+        bytes=size,
+        klog_lines=found.klog_lines,
+        severities=found.severities,
+        hot=[(sid, _frame(ls, ts, base), n) for sid, ls, ts, n in found.hot if n],
+        loose=_frame([n for n, _ in loose], [t for _, t in loose], base) if loose else None,
+        candidates=_frame(lines, texts, base, _err=errs) if lines else None,
+    )
+
+
+def _chunks(path, free: list[bytearray]) -> Iterator[bytearray]:
+    """The file in chunks of whole lines, about CHUNK_BYTES each (the line under way at a chunk's
+    end is read to its end); the last ends with a newline even when the file does not. A chunk
+    is read into a buffer of `free` when there is one (a new buffer costs a page fault per 4 KiB,
+    as much as reading into it)."""
+    with open(path, "rb") as fh:
+        while True:
+            chunk = free.pop() if free else bytearray(CHUNK_BYTES)
+            if len(chunk) > CHUNK_BYTES:
+                del chunk[CHUNK_BYTES:]  # keeps its memory
+            elif len(chunk) < CHUNK_BYTES:
+                chunk.extend(bytes(CHUNK_BYTES - len(chunk)))
+            n = fh.readinto(chunk)
+            if not n:
+                return
+            del chunk[n:]
+            if not chunk.endswith(b"\n"):
+                chunk += fh.readline()
+                if not chunk.endswith(b"\n"):
+                    chunk += b"\n"
+            yield chunk
+
+
+def _database(expressions: list[str], flags: list[int]) -> Any:
+    """The compiled block-mode database, or None when Hyperscan refuses a pattern (kept per
+    pattern set: a batch worker scans many big logs with one catalogue)."""
+    key = (tuple(expressions), tuple(flags))
+    if key not in _COMPILED:
+        if len(_COMPILED) > 32:
+            _COMPILED.clear()
+        _COMPILED[key] = _compile(expressions, flags)
+    return _COMPILED[key]
+
+
+def _compile(expressions: list[str], flags: list[int]) -> Any:
+    assert hyperscan is not None
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    try:
+        database.compile(
+            expressions=[x.encode() for x in expressions],
+            ids=list(range(len(expressions))),
+            elements=len(expressions),
+            flags=flags,
+        )
+    except hyperscan.error:  # CompilerError and the like
+        return None
+    return database

@@ -1,0 +1,191 @@
+"""The byte scan of big plain logs (Hyperscan over chunks) against the line reader (polars over
+lines): the same counts, severities, kept rows and signatures on every shape of log, whatever the
+chunk size; the translation of signature regexes into Hyperscan's byte mode."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from analyzer.bundle import recognise as recognise_mod
+from analyzer.parse import bytescan
+from analyzer.parse import logs as logs_mod
+from conftest import parse_texts
+
+NUMA = '"failed to get numa information from sysfs"'
+VOCABULARY = [
+    f"E0815 10:00:00.000001  412873 register.go:168] {NUMA} idx=0",
+    f"E0815 10:00:00.000001  412873 register.go:168] {NUMA} idx=0 again {NUMA}",  # two in a line
+    "I0815 10:00:00.000002  412873 register.go:302] Updating node annotations with 2 device(s)",
+    "E0815 10:00:00.000003  412873 register.go:302] Updating node annotations with no device(s)",
+    "I0815 10:00:00.000004  412873 register.go:96] nvml Init err:  ERROR_LIBRARY_NOT_FOUND",
+    "I0815 10:00:00.000005  1 notes.go:1] running HAMI V2.7.1 on this node",
+    "W0815 10:00:00.000006  1 plugin.go:9] Device info unchanged, skipping annotation update",
+    "E0815 10:00:00.000007  412873 other.go:1] unmatched error",
+    "F0815 10:00:00.000008  1 main.go:1] fatal: nothing matches this",
+    "E0815 10:00:00.0000",  # cut off after the header
+    "E08",  # too short to be klog
+    "",
+    "goroutine 1 [running]:",
+    "k8s.io/kubernetes/pkg/kubelet.(*Kubelet).Run(0xc000)",
+    "\t/go/src/k8s.io/kubernetes/pkg/kubelet/kubelet.go:1500 +0x1a5",
+    "plain text without a header, HAMi v2.6.0 mentioned",
+    "I0815 10:00:00.000009  1 x.go:1] caf\u00e9 \u00fcber \u4e2d\u6587 unicode text",
+    "I0815 10:00:00.000010  1 x.go:1] a very long line " + "x" * 3000,
+]
+
+
+def _scan_both(ruleset, monkeypatch, content: bytes, chunk: int):
+    """The same big log through the byte scan and through the line reader (the patches undone
+    on return: hypothesis runs many examples in one test)."""
+    with monkeypatch.context() as patch:
+        patch.setattr(recognise_mod, "SMALL_FILE", 1)
+        patch.setattr(logs_mod, "BATCH_ROWS", 700)
+        patch.setattr(logs_mod, "POOL_BYTES", 20_000)
+        patch.setattr(bytescan, "CHUNK_BYTES", chunk)
+        used = []
+        real = logs_mod._byte_scan
+
+        def spy(*args):
+            scan = real(*args)
+            used.append(scan is not None)
+            return scan
+
+        patch.setattr(logs_mod, "_byte_scan", spy)
+        by_bytes = parse_texts(ruleset, {"device-plugin.log": content}).logs[0]
+        patch.setattr(logs_mod, "_byte_scan", lambda *args: None)
+        by_lines = parse_texts(ruleset, {"device-plugin.log": content}).logs[0]
+    assert by_bytes.artefact.text is None and by_lines.artefact.text is None
+    return by_bytes, by_lines, used
+
+
+def _same(a, b) -> None:
+    for key in ("lines", "klog_lines", "severities", "sig_counts", "first_clock", "last_clock"):
+        assert getattr(a.stats, key) == getattr(b.stats, key), key
+    cols = ["line", "text", "sigs", "sev", "msg"]
+    assert a.frame.select(cols).equals(b.frame.select(cols))
+
+
+def _log(lines: list[str], repeat: int, ending: str = "\n", last_newline: bool = True) -> bytes:
+    text = ending.join(lines * repeat)
+    return (text + (ending if last_newline else "")).encode()
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        "klog",
+        "rare-errors",
+        "crlf",
+        "no-final-newline",
+        "mostly-prose",
+        "invalid-utf8",
+        "long-lines",
+    ],
+)
+@pytest.mark.parametrize("chunk", [4 << 10, 64 << 10])
+def test_the_byte_scan_reads_a_log_as_the_line_reader_does(ruleset, monkeypatch, shape, chunk):
+    lines = VOCABULARY
+    content = {
+        "klog": lambda: _log(lines, 40),  # E, W and F on many lines: counted in bytes
+        # E, W and F on few lines: each reported by Hyperscan
+        "rare-errors": lambda: _log([lines[2]] * 200 + lines, 10),
+        "crlf": lambda: _log(lines, 40, ending="\r\n"),
+        "no-final-newline": lambda: _log(lines, 40, last_newline=False),
+        # a log of few klog lines: the klog lines are counted, not the others
+        "mostly-prose": lambda: _log(["plain prose line"] * 30 + lines[:3], 30),
+        "invalid-utf8": lambda: _log(lines, 40) + b"E0815 10:00:00.1  1 x.go:1] bad \xff\xfe\n",
+        "long-lines": lambda: _log([*lines, "I0815 10:00:00.1  1 x.go:1] " + "y" * 9000], 20),
+    }[shape]()
+    by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, content, chunk)
+    assert used == [True]  # the path under test
+    _same(by_bytes, by_lines)
+    counts = by_bytes.stats.sig_counts
+    if shape not in ("mostly-prose", "rare-errors"):
+        assert counts["dp-numa-sysfs-benign"] == 80 if shape != "long-lines" else 40
+        assert by_bytes.stats.severities["F"] > 0
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    picks=st.lists(st.integers(0, len(VOCABULARY) - 1), min_size=1, max_size=400),
+    chunk=st.sampled_from([512, 4 << 10, 32 << 10]),
+)
+def test_any_mix_of_lines_reads_the_same_both_ways(ruleset, monkeypatch, picks, chunk):
+    head = [VOCABULARY[0], VOCABULARY[2], VOCABULARY[6]]  # a device plugin's log, recognised
+    content = _log(head + [VOCABULARY[i] for i in picks], 3)
+    by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, content, chunk)
+    assert used == [True]
+    _same(by_bytes, by_lines)
+
+
+def test_without_hyperscan_the_line_reader_scans_every_log(ruleset, monkeypatch):
+    monkeypatch.setattr(bytescan, "hyperscan", None)
+    content = _log(VOCABULARY, 40)
+    by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, content, 64 << 10)
+    assert used == [False]
+    _same(by_bytes, by_lines)
+
+
+def test_loose_errors_are_the_unmatched_among_the_first_error_lines(ruleset, monkeypatch):
+    """Each E/F line is checked on its own: only the file's first ERROR_EXAMINED are (both
+    readers), and of those the first ERROR_LINE_CAP unmatched are kept."""
+    monkeypatch.setattr(logs_mod, "ERROR_EXAMINED", 30)
+    monkeypatch.setattr(bytescan, "ERROR_EXAMINED", 30)
+    lines = [f"E0815 10:00:00.000001  1 x.go:1] {NUMA}"] * 5
+    lines += ["E0815 10:00:00.000002  1 y.go:2] unmatched error"]
+    content = _log(lines, 20)  # 120 E lines, of which 20 unmatched
+    by_bytes, by_lines, _used = _scan_both(ruleset, monkeypatch, content, 4 << 10)
+    _same(by_bytes, by_lines)
+    loose = by_bytes.frame.filter(pl.col("msg") == "unmatched error")
+    assert loose["line"].to_list() == [6, 12, 18, 24, 30]  # among the first 30 E lines
+
+
+@pytest.mark.parametrize(
+    ("pattern", "translated"),
+    [
+        (r"podName=\"(?P<pod>[^\"]+)\"", r"podName=\"(?:[^\n\"]+)\""),
+        (r"a\s+b\S", r"a[\t\x0b\x0c\r ]+b\S"),
+        (r"[\s:]x", r"[\t\x0b\x0c\r :]x"),
+        (r"x\D\W", r"x[^\n\d][^\n\w]"),
+        (r"[]a]", r"[\]a]"),
+        (r"(?i)\bhami\b", r"(?i)\bhami\b"),
+    ],
+)
+def test_regexes_are_read_line_by_line_in_byte_mode(pattern, translated):
+    assert bytescan.line_pattern(pattern) == translated
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"caf\u00e9",
+        "caf\u00e9",
+        r"\p{L}",
+        r"(a)\1",
+        r"(?s)a.b",
+        r"(?x) a",
+        r"[[:alpha:]]",
+        r"[^\S]",
+        r"a\Z",
+    ],
+)
+def test_what_byte_mode_cannot_read_the_same_way_is_refused(pattern):
+    assert bytescan.line_pattern(pattern) is None
+
+
+def test_a_hot_signature_byte_mode_cannot_take_is_a_candidate_like_any_other(ruleset, monkeypatch):
+    """A look-behind (which Hyperscan refuses) in a frequent signature: its lines are candidates
+    attributed by its own regex, and counted the same."""
+    assert bytescan.line_counter(r"(?<=x)numa") is None
+    monkeypatch.setattr(bytescan, "line_counter", lambda pattern: None)
+    content = _log(VOCABULARY, 40)
+    by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, content, 64 << 10)
+    assert used == [True]
+    _same(by_bytes, by_lines)

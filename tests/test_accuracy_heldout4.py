@@ -105,3 +105,22 @@ def test_hamis_scheduler_cleanup_line_is_not_a_gpu_marked_unhealthy(ruleset):
         " cleaning up node gpu-3\n```\n",
     )
     assert "gpu-unhealthy-described" not in fired(r)
+
+
+# ---- HAMi's filter verdict quoted in prose ------------------------------------------------------
+def test_a_quoted_card_shortage_reason_is_resource_insufficient(ruleset):
+    r = _issue(
+        ruleset,
+        "# cannot share the T4\n\nThe first pod runs fine; a second pod for the same card fails with"
+        " `CardInsufficientCore` even though the GPU is idle.\n",
+    )
+    assert (r.primary.rule_id, r.primary.category) == (
+        "hami-filter-shortage-described",
+        "resource-insufficient",
+    )
+    assert "CardInsufficientCore" in r.primary.title
+
+
+def test_a_card_type_mismatch_is_not_a_shortage(ruleset):
+    r = _issue(ruleset, "# type filter\n\nAll nodes answer CardTypeMismatch for my pod.\n")
+    assert "hami-filter-shortage-described" not in fired(r)

@@ -124,3 +124,22 @@ def test_a_quoted_card_shortage_reason_is_resource_insufficient(ruleset):
 def test_a_card_type_mismatch_is_not_a_shortage(ruleset):
     r = _issue(ruleset, "# type filter\n\nAll nodes answer CardTypeMismatch for my pod.\n")
     assert "hami-filter-shortage-described" not in fired(r)
+
+
+# ---- the webhook server's side of a refused certificate ---------------------------------------
+def test_the_api_server_refusing_the_webhooks_certificate_is_webhook_call_failed(ruleset):
+    log = (
+        "I0301 08:00:00.000000       1 route.go:131] Start to handle webhook request on /webhook\n"
+        "2025/03/01 08:00:01 http: TLS handshake error from 10.96.0.1:51020: remote error: tls:"
+        " unknown certificate authority\n"
+    )
+    r = diagnose_texts(ruleset, {"vgpu-scheduler-extender.log": log})
+    assert (r.primary.rule_id, r.primary.category) == ("webhook-call-failed", "scheduling-other")
+    assert "unknown certificate authority" in r.primary.title
+
+
+def test_a_plain_tcp_probe_on_the_webhook_port_is_not_a_refused_certificate(ruleset):
+    log = "2025/03/01 08:00:01 http: TLS handshake error from 10.0.0.5:40100: EOF\n"
+    assert "webhook-call-failed" not in fired(
+        diagnose_texts(ruleset, {"vgpu-scheduler-extender.log": log})
+    )

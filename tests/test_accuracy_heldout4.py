@@ -143,3 +143,23 @@ def test_a_plain_tcp_probe_on_the_webhook_port_is_not_a_refused_certificate(rule
     assert "webhook-call-failed" not in fired(
         diagnose_texts(ruleset, {"vgpu-scheduler-extender.log": log})
     )
+
+
+# ---- HAMi-core skipped by the container's loader ------------------------------------------------
+def test_a_libvgpu_the_loader_ignored_means_no_vgpu_limits(ruleset):
+    out = (
+        "$ nvidia-smi\n"
+        "ERROR: ld.so: object '/usr/local/vgpu/libvgpu.so' from /etc/ld.so.preload cannot be preloaded"
+        " (cannot open shared object file): ignored.\n"
+    )
+    r = diagnose_texts(ruleset, {"app.log": out})
+    assert (r.primary.rule_id, r.primary.category) == ("hami-core-not-preloaded", "runtime-other")
+    assert "cannot open shared object file" in r.primary.title
+
+
+def test_another_preloaded_library_is_not_hami_core(ruleset):
+    out = (
+        "ERROR: ld.so: object 'libtcmalloc.so.4' from LD_PRELOAD cannot be preloaded"
+        " (cannot open shared object file): ignored.\n"
+    )
+    assert "hami-core-not-preloaded" not in fired(diagnose_texts(ruleset, {"app.log": out}))

@@ -163,3 +163,35 @@ def test_another_preloaded_library_is_not_hami_core(ruleset):
         " (cannot open shared object file): ignored.\n"
     )
     assert "hami-core-not-preloaded" not in fired(diagnose_texts(ruleset, {"app.log": out}))
+
+
+# ---- containerd 2.x config, and a plugin whose log shows NVML at work --------------------------
+V3_CONFIG = """version = 3
+[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.'nvidia'.options]
+  BinaryName = "/usr/bin/nvidia-container-runtime"
+"""
+
+
+def test_a_containerd_2_config_is_recognised(ruleset):
+    r = diagnose_texts(ruleset, {"config.toml": V3_CONFIG})
+    assert "containerd-default-runtime-not-nvidia" in fired(r)  # runc by containerd's default
+
+
+def test_a_plugin_that_reads_its_gpus_is_not_missing_the_nvidia_runtime(ruleset):
+    dp = (
+        "I0301 08:00:05.000000    4127 register.go:197] Discovered 2 device(s) for registration\n"
+        + V29_LOG
+    )
+    r = diagnose_texts(ruleset, {"config.toml": V3_CONFIG, "dp.log": dp})
+    assert "containerd-default-runtime-not-nvidia" not in fired(r)
+
+
+def test_libvgpu_named_as_hanging_is_hami_core_hangs(ruleset):
+    r = _issue(
+        ruleset,
+        "# render app never starts\n\nWith HAMi the libvgpu.so hangs our renderer at its first CUDA"
+        " call; with an empty /etc/ld.so.preload it starts.\n",
+    )
+    assert (r.primary.rule_id, r.primary.category) == ("hami-core-hangs-at-start", "runtime-other")

@@ -195,3 +195,15 @@ def test_libvgpu_named_as_hanging_is_hami_core_hangs(ruleset):
         " call; with an empty /etc/ld.so.preload it starts.\n",
     )
     assert (r.primary.rule_id, r.primary.category) == ("hami-core-hangs-at-start", "runtime-other")
+
+
+# ---- a device node missing under the GPU Operator's driver root --------------------------------
+def test_a_missing_device_node_under_the_driver_root_is_device_spec_path_missing(ruleset):
+    ev = (
+        "  Warning  Failed  5s (x3 over 30s)  kubelet  Error: failed to generate container"
+        ' "" spec: failed to generate spec: lstat /run/nvidia/driver/dev/nvidia-uvm: no such file'
+        " or directory\n"
+    )
+    r = diagnose_texts(ruleset, {"events.txt": ev})
+    assert (r.primary.rule_id, r.primary.category) == ("device-spec-path-missing", "runtime-other")
+    assert "/run/nvidia/driver/dev/nvidia-uvm" in r.primary.title

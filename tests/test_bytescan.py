@@ -189,3 +189,18 @@ def test_a_hot_signature_byte_mode_cannot_take_is_a_candidate_like_any_other(rul
     by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, content, 64 << 10)
     assert used == [True]
     _same(by_bytes, by_lines)
+
+
+def test_a_line_longer_than_the_cap_is_read_as_several(ruleset, monkeypatch):
+    """Memory stays bounded by the chunk and the line cap whatever the file: a 100 KiB line read
+    with a 16 KiB cap is several lines, and the lines around it are counted as before."""
+    monkeypatch.setattr(bytescan, "LINE_CAP", 16 << 10)
+    long = "I0815 10:00:00.1  1 x.go:1] " + "z" * (100 << 10)
+    content = _log([VOCABULARY[0], long, VOCABULARY[0]], 5)
+    with monkeypatch.context() as patch:
+        patch.setattr(recognise_mod, "SMALL_FILE", 1)
+        patch.setattr(bytescan, "CHUNK_BYTES", 4 << 10)
+        log = parse_texts(ruleset, {"device-plugin.log": content}).logs[0]
+    assert log.artefact.text is None
+    assert log.stats.sig_counts["dp-numa-sysfs-benign"] == 10
+    assert log.stats.lines > 15  # each long line is several

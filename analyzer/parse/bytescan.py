@@ -44,6 +44,7 @@ except ImportError:  # pragma: no cover - exercised on platforms without a wheel
     hyperscan = None
 
 CHUNK_BYTES = 16 << 20  # per scanned chunk (the workers hold one each, plus one being read)
+LINE_CAP = 64 << 20  # a line longer than this is read as several (memory stays bounded)
 # a big log's klog line starts with a severity letter, month, day and a space ("I0815 "): the
 # rest of its header is not checked (checking the clock too would double Hyperscan's time)
 HEADER = ["[IWEF]", *["[0-9]"] * 4, " "]
@@ -438,9 +439,10 @@ def _batch(found: _Found, loose: list[tuple[int, str]], base: int, size: int) ->
 
 def _chunks(path, free: list[bytearray]) -> Iterator[bytearray]:
     """The file in chunks of whole lines, about CHUNK_BYTES each (the line under way at a chunk's
-    end is read to its end); the last ends with a newline even when the file does not. A chunk
-    is read into a buffer of `free` when there is one (a new buffer costs a page fault per 4 KiB,
-    as much as reading into it)."""
+    end is read to its end, up to LINE_CAP bytes: a longer one is read as several lines); the
+    last ends with a newline even when the file does not. A chunk is read into a buffer of
+    `free` when there is one (a new buffer costs a page fault per 4 KiB, as much as reading into
+    it)."""
     with open(path, "rb") as fh:
         while True:
             chunk = free.pop() if free else bytearray(CHUNK_BYTES)
@@ -453,7 +455,7 @@ def _chunks(path, free: list[bytearray]) -> Iterator[bytearray]:
                 return
             del chunk[n:]
             if not chunk.endswith(b"\n"):
-                chunk += fh.readline()
+                chunk += fh.readline(LINE_CAP)
                 if not chunk.endswith(b"\n"):
                     chunk += b"\n"
             yield chunk

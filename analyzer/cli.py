@@ -9,6 +9,7 @@ Exit codes of `analyze`: 0 no fault (at or above --fail-on), 1 a fault, 2 usage 
 # No `from __future__ import annotations` here: typer would evaluate every string annotation of
 # every command at each start (typing.get_type_hints), 20-30 ms of a small bundle's analysis.
 import contextlib
+import copy
 import os
 import signal
 import sys
@@ -20,7 +21,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from analyzer import __version__, startup
+from analyzer import __version__, codecache, startup
 from analyzer.bundle.text import printable
 from analyzer.errors import AnalyzerError, RuleLoadError
 from analyzer.progress import shown as progress_shown
@@ -922,10 +923,31 @@ def _cli_error(exc: Exception) -> tuple[str, int] | None:
     return f"error: {msg}", code
 
 
+def _app_for(args: Sequence[str]) -> typer.Typer:
+    """The app with only the command or group that `args` name first: typer builds every
+    command's options when it makes the command line (~10 ms of each start) and a run uses one.
+    Anything else (no command, an option first, a word that is no command) gets the whole app,
+    so that help and errors read as they always did."""
+    if not args:
+        return app
+    name = typer.main.get_command_name
+    commands = [
+        c
+        for c in app.registered_commands
+        if (c.name or name(getattr(c.callback, "__name__", ""))) == args[0]
+    ]
+    groups = [g for g in app.registered_groups if g.name == args[0]]
+    if not commands and not groups:
+        return app
+    one = copy.copy(app)
+    one.registered_commands, one.registered_groups = commands, groups
+    return one
+
+
 def run(args: list[str] | None = None) -> int:
     """The command line, as an exit status. Usage errors are one line too (click would print
     the usage and a box), so a bot or CI log shows the reason, not a screenful."""
-    command = typer.main.get_command(app)
+    command = typer.main.get_command(_app_for(sys.argv[1:] if args is None else args))
     previous = signal.getsignal(signal.SIGTERM)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
@@ -1017,4 +1039,5 @@ def main() -> None:
         sys.stderr.flush()
     except (BrokenPipeError, OSError):  # a closed pipe (`| head`) is not our failure
         pass
+    codecache.save()  # after the output: a reader of it need not wait for the cache
     os._exit(code)

@@ -8,19 +8,22 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from analyzer.bundle.model import Artefact, InputWarning, Inventory
 from analyzer.bundle.reader import Limits, open_bundle
 from analyzer.bundle.recognise import recognise
 from analyzer.bundle.text import diff_after_side
 from analyzer.catalogue.kinds import Catalogue
-from analyzer.parse.configs import ConfigFacts
 from analyzer.parse.logs import Matcher, ParsedLog, parse_log
-from analyzer.parse.manifest import ManifestFacts
 from analyzer.parse.node import NodeFacts, keep_nodes
-from analyzer.parse.pod import PodFacts
-from analyzer.parse.pod_table import PodTable
 from analyzer.parse.registry import PARSERS
+
+if TYPE_CHECKING:  # imported when a bundle holds their kinds (parse/registry.py)
+    from analyzer.parse.configs import ConfigFacts
+    from analyzer.parse.manifest import ManifestFacts
+    from analyzer.parse.pod import PodFacts
+    from analyzer.parse.pod_table import PodTable
 
 
 @dataclass

@@ -147,6 +147,14 @@ def _broken(tmp_path, entry: str) -> list[str]:
             "unknown recognise key 'lines'",
         ),
         ("      - order: 20\n        line: '^(cdi'\n        reason: r\n", "bad regex '^(cdi'"),
+        (  # a list's bad part is named, not the alternation
+            "      - order: 20\n        line: ['^ok', '^(cdi']\n        reason: r\n",
+            "bad regex '^(cdi'",
+        ),
+        (  # parts that compile alone but not joined: a global flag not at the start
+            "      - order: 20\n        line: ['^ok', '(?i)^cdi']\n        reason: r\n",
+            "bad regex '^ok|(?i)^cdi'",
+        ),
         ("      - order: 20\n        reason: r\n", "states no condition"),
         ("      - line: x\n        reason: r\n", "needs an order"),
         (

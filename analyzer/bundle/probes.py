@@ -229,7 +229,9 @@ class Recognition:
 
 
 def _pattern(raw, where: str, problems: list[str], flags: int = re.MULTILINE) -> re.Pattern | None:
-    """One pattern, or a list of them as one alternation; `@name` is a named pattern."""
+    """One pattern, or a list of them as one alternation; `@name` is a named pattern. The
+    alternation is compiled once (every run compiles recognition); its parts one by one only to
+    name the bad one when it does not compile."""
     items = raw if isinstance(raw, list) else [raw]
     parts = []
     for p in items:
@@ -243,12 +245,26 @@ def _pattern(raw, where: str, problems: list[str], flags: int = re.MULTILINE) ->
                 )
                 continue
             p = NAMED_PATTERNS[p[1:]]
+        parts.append(p)
+    try:
+        return _compiled(parts, flags)
+    except re.error:
+        pass
+    good = []
+    for p in parts:
         try:
             re.compile(p, flags)
+            good.append(p)
         except re.error as exc:
             problems.append(f"{where}: bad regex {p!r}: {exc}")
-            continue
-        parts.append(p)
+    try:
+        return _compiled(good, flags)
+    except re.error as exc:  # parts that compile alone but not together: (?i) not at the start
+        problems.append(f"{where}: bad regex {'|'.join(good)!r}: {exc}")
+        return None
+
+
+def _compiled(parts: list[str], flags: int) -> re.Pattern | None:
     if not parts:
         return None
     return re.compile(parts[0] if len(parts) == 1 else "|".join(f"(?:{p})" for p in parts), flags)

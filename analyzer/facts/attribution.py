@@ -16,16 +16,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import polars as pl
 import regex
 
 from analyzer.bundle.model import InputWarning
 from analyzer.catalogue.kinds import AttributionHints, Catalogue
-from analyzer.parse.configs import ConfigFacts
 from analyzer.parse.logs import ParsedLog
-from analyzer.parse.pod import PodFacts
-from analyzer.parse.pod_table import PodTable
+
+if TYPE_CHECKING:  # imported when a bundle holds their kinds (parse/registry.py)
+    from analyzer.parse.configs import ConfigFacts
+    from analyzer.parse.pod import PodFacts
+    from analyzer.parse.pod_table import PodTable
 
 ArtefactKey = tuple[str, int]  # (file name, first line): how matches and evidence name a piece
 _NAME_CHARS = r"[A-Za-z0-9]"

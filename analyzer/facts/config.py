@@ -4,9 +4,12 @@ DaemonSet, ... objects), citing the line of the key."""
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from analyzer.facts.model import FactSet, Where
-from analyzer.parse.configs import ConfigFacts
+
+if TYPE_CHECKING:  # imported when a bundle holds their kinds (parse/registry.py)
+    from analyzer.parse.configs import ConfigFacts
 
 KUBE_SCHEDULER_TAG_KEYS = (
     "config.helm-values.scheduler.kubeScheduler.image.tag",

@@ -3,8 +3,12 @@ when another replica is the holder)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from analyzer.facts.model import FactSet, Where
-from analyzer.parse.configs import ConfigFacts
+
+if TYPE_CHECKING:  # imported when a bundle holds their kinds (parse/registry.py)
+    from analyzer.parse.configs import ConfigFacts
 
 
 def produce(configs: list[ConfigFacts], facts: FactSet) -> None:

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from analyzer.catalogue.hami import HamiNames
 from analyzer.facts.model import FactSet, Where
-from analyzer.parse.configs import ConfigFacts
-from analyzer.parse.manifest import ManifestFacts
-from analyzer.parse.pod import PodFacts
-from analyzer.parse.pod_table import PodTable
+
+if TYPE_CHECKING:  # imported when a bundle holds their kinds (parse/registry.py)
+    from analyzer.parse.configs import ConfigFacts
+    from analyzer.parse.manifest import ManifestFacts
+    from analyzer.parse.pod import PodFacts
+    from analyzer.parse.pod_table import PodTable
 
 DEFAULT = "kube-system"  # where HAMi's install guide puts it (`helm install hami -n kube-system`)
 _NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")  # a DNS label

@@ -3,8 +3,12 @@ and runtime class it names, its HAMi annotations, limits, events and container r
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from analyzer.facts.model import FactSet, Where
-from analyzer.parse.pod import PodFacts
+
+if TYPE_CHECKING:  # imported when a bundle holds their kinds (parse/registry.py)
+    from analyzer.parse.pod import PodFacts
 
 _DECIMAL = {"k": 10**3, "M": 10**6, "G": 10**9}  # kubectl describe prints 40000 as 40k
 GPU = "nvidia.com/gpu"

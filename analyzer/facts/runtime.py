@@ -4,9 +4,12 @@ and default kinds (host and GPU Operator copies), containerd's default runtime a
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from analyzer.facts.model import FactSet, Where
-from analyzer.parse.configs import ConfigFacts
+
+if TYPE_CHECKING:  # imported when a bundle holds their kinds (parse/registry.py)
+    from analyzer.parse.configs import ConfigFacts
 
 _DEVICE_NAME_RE = re.compile(r"(?:^|\.)devices\.\d+\.name$")
 _RUNTIME_RE = re.compile(r"\.runtimes\.([\w.-]+)\.runtime_type$")

@@ -686,7 +686,7 @@ def redact(
         _fail(str(exc))
         return
     for w in [*warnings, *result.skipped]:
-        _say(f"warning: {w}", err=True)
+        _say(f"warning: {w.text}", err=True)
     _say(
         f"{len(result.files)} files, {sum(result.counts.values())} values replaced by "
         f"{len(result.tokens.mapping())} tokens -> {output}"

@@ -89,15 +89,12 @@ def parse_files(
 ) -> ParsedBundle:
     """`content`: also hash every file whole (`content_digest`; one more read, for batches).
     `select(artefacts, warnings=)`: which recognised artefacts to parse (an issue thread keeps
-    the newest of a kind), noting what it left out in `warnings`."""
+    the newest of a kind), adding to `warnings` one for each artefact it left out."""
     inv = reader.inventory
     artefacts, recognition_warnings = recognise(inv.files, catalogue)
-    warnings = [InputWarning.naming("read", w) for w in inv.warnings]
-    warnings += [InputWarning.naming("recognise", w) for w in recognition_warnings]
+    warnings = [*inv.warnings, *recognition_warnings]
     if select is not None:
-        left_out: list[str] = []
-        artefacts = select(artefacts, warnings=left_out)
-        warnings += [InputWarning.naming("select", w) for w in left_out]
+        artefacts = select(artefacts, warnings=warnings)
     out = ParsedBundle(inv, artefacts, warnings)
     out.member_mtimes = [f.mtime for f in inv.files if f.mtime and "!" in f.name]
     h = hashlib.sha256()

@@ -4,9 +4,11 @@ in step with the bot: every input reaches the bot step, every output is one the 
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 import yaml
@@ -101,3 +103,50 @@ def test_outputs_are_the_bots():
     assert set(ACTION["outputs"]) == set(written)
     for name, spec in ACTION["outputs"].items():
         assert spec["value"] == f"${{{{ steps.bot.outputs.{name} }}}}"
+
+
+def _rule_cache_key(action_path, workspace, rules: str) -> dict[str, str]:
+    """The outputs of action.yml's rule-cache key step, run by bash as a runner would."""
+    (step,) = [s for s in ACTION["runs"]["steps"] if s.get("id") == "rule-cache"]
+    out = workspace / "github_output"
+    out.write_text("")
+    env = dict(
+        os.environ,
+        GITHUB_ACTION_PATH=str(action_path),
+        GITHUB_WORKSPACE=str(workspace),
+        GITHUB_OUTPUT=str(out),
+        INPUT_RULES=rules,
+        PATH=f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}",
+    )
+    res = subprocess.run(["bash", "-c", step["run"]], env=env, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    return dict(line.split("=", 1) for line in out.read_text().splitlines())
+
+
+def test_the_rule_cache_follows_the_installed_analyzer_and_the_custom_rules(tmp_path):
+    """The cached rule sets are kept under a key that changes with the analyzer's code or rules
+    and with the custom rules' folder, and with nothing else."""
+    action = tmp_path / "action"
+    for part in ("analyzer/catalogue", "rules/signatures"):
+        (action / part).mkdir(parents=True)
+    (action / "pyproject.toml").write_text('version = "0.1.0"\n')
+    (action / "analyzer/catalogue/kinds.py").write_text("KINDS = 1\n")
+    (action / "rules/signatures/a.yaml").write_text("signatures: []\n")
+    workspace = tmp_path / "ws"
+    (workspace / "my-rules").mkdir(parents=True)
+    (workspace / "my-rules/mine.yaml").write_text("rules: []\n")
+    first = _rule_cache_key(action, workspace, "")
+    assert first["dir"].endswith("/hami-bundle-analyzer")
+    assert _rule_cache_key(action, workspace, "") == first
+    (action / "analyzer/catalogue/__pycache__").mkdir()
+    (action / "analyzer/catalogue/__pycache__/kinds.pyc").write_bytes(b"\0")
+    assert _rule_cache_key(action, workspace, "") == first  # bytecode is no change
+    custom = _rule_cache_key(action, workspace, "my-rules")
+    assert custom["key"] != first["key"]
+    (workspace / "my-rules/mine.yaml").write_text("rules: [] # edited\n")
+    assert _rule_cache_key(action, workspace, "my-rules")["key"] != custom["key"]
+    (action / "rules/signatures/a.yaml").write_text("signatures: [] # a new release\n")
+    assert _rule_cache_key(action, workspace, "")["key"] != first["key"]
+    cache = [s for s in ACTION["runs"]["steps"] if s.get("uses", "").startswith("actions/cache")]
+    assert any("steps.rule-cache.outputs.key" in s["with"]["key"] for s in cache)
+    assert any(s["with"]["path"] == "${{ steps.rule-cache.outputs.dir }}" for s in cache)

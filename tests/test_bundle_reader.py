@@ -92,7 +92,7 @@ def test_links_and_devices_are_not_followed(tmp_path):
         tf.addfile(dev)
     with open_bundle([str(tmp_path / "l.tar")]) as r:
         assert r.inventory.files == []
-        assert len([w for w in r.inventory.warnings if "not followed" in w]) == 3
+        assert len([w for w in r.inventory.warnings if "not followed" in w.text]) == 3
 
 
 def test_member_count_limit(tmp_path):
@@ -128,7 +128,7 @@ def test_nested_archive_depth(tmp_path):
     with open_bundle([str(tmp_path / "outer.tgz")]) as r:
         assert _names(r) == ["outer.tgz!inner.tgz!dp.log"]
     with open_bundle([str(tmp_path / "outer.tgz")], Limits(max_depth=1)) as r:
-        assert any("nested too deep" in w for w in r.inventory.warnings)
+        assert any("nested too deep" in w.text for w in r.inventory.warnings)
 
 
 def test_corrupt_bundle_archive_is_an_input_error(tmp_path):
@@ -145,7 +145,7 @@ def test_corrupt_archive_inside_the_bundle_is_a_warning(tmp_path):
     with tarfile.open(tmp_path / "b.tar", "a") as tf:
         tf.add(tmp_path / "bad.tgz", arcname="inner.tgz")
     with open_bundle([str(tmp_path / "b.tar")]) as r:
-        assert any("inner.tgz: truncated or corrupt gzip" in w for w in r.inventory.warnings)
+        assert any("inner.tgz: truncated or corrupt gzip" in w.text for w in r.inventory.warnings)
         assert [f.name for f in r.inventory.files] == ["b.tar!dp.log"]
 
 

@@ -315,7 +315,7 @@ def test_collect_redact_leaves_no_node_name_and_keeps_the_verdict(ruleset, tmp_p
     assert verdicts[0].rule_id == verdicts[1].rule_id
 
 
-def test_only_the_gpu_operators_namespace_gives_all_its_daemonsets():
+def test_only_the_gpu_operators_namespace_gives_all_its_daemonsets(ruleset):
     """Every DaemonSet of the GPU Operator's namespace is taken, the operator's namespace being
     the one whose DaemonSets the operator labels as its own; a namespace that merely holds an
     nvidia-* DaemonSet (a standalone DCGM exporter beside a log shipper with keys in its env)
@@ -330,7 +330,7 @@ def test_only_the_gpu_operators_namespace_gives_all_its_daemonsets():
         Listed("monitoring", "nvidia-dcgm-exporter", {}),
         Listed("monitoring", "promtail", {}, '{"requests":{"cpu":"50m"}}'),
     ]
-    assert [r.name for r in daemonsets(rows, "kube-system", "hami")] == [
+    assert [r.name for r in daemonsets(rows, "kube-system", "hami", ruleset.catalogue.hami)] == [
         "nvidia-operator-validator",
         "gpu-operator-node-feature-discovery-worker",
         "operator-sidecar-agent",

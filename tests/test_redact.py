@@ -270,7 +270,9 @@ def test_binary_files_are_left_out(tmp_path):
     src = xid_with(tmp_path, "core.bin", b"\x00\x01gpu-node-2\x00" * 100)
     result = redact_tree(src, tmp_path / "out")
     assert not (tmp_path / "out" / "core.bin").exists()
-    assert result.skipped == ["core.bin: binary, left out"]
+    assert [(w.source, w.file, w.text) for w in result.skipped] == [
+        ("read", "core.bin", "core.bin: binary, left out")
+    ]
 
 
 def test_hostile_redactor_times_out(tmp_path):

@@ -41,11 +41,10 @@ class InputWarning:
     file: str | None = None  # the file it is about (display name inside the bundle)
 
     @classmethod
-    def naming(cls, source: str, text: str) -> InputWarning:
-        """A warning of a stage whose messages read `FILE: what` (the reader, recognition,
-        selection): its file is the text before the first ": "."""
-        head, sep, _ = text.partition(": ")
-        return cls(source, text, head if sep and head else None)
+    def about(cls, source: str, file: str, what: str) -> InputWarning:
+        """A warning about one file, worded `FILE: what` as every output prints it (the reader's,
+        recognition's and selection's, built where the warning is raised)."""
+        return cls(source, f"{file}: {what}", file)
 
 
 # read: the reader (unreadable, skipped or truncated members, cut lines); recognise: decoding;
@@ -60,4 +59,4 @@ class Inventory:
     recognition and parsing report in their own results (`ParsedBundle`)."""
 
     files: list[BundleFile] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[InputWarning] = field(default_factory=list)  # the reader's ("read")

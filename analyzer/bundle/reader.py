@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, BinaryIO, Protocol
 
-from analyzer.bundle.model import BundleFile, Inventory
+from analyzer.bundle.model import BundleFile, InputWarning, Inventory
 from analyzer.bundle.text import printable
 from analyzer.errors import BundleError
 
@@ -479,6 +479,10 @@ class BundleReader:
         self._register(path, name, mtime, depth=self.limits.max_depth)
 
     # ---- internals ----------------------------------------------------------------------
+    def _warn(self, name: str, what: str) -> None:
+        """A file of the input not read, or not read whole: a warning naming it."""
+        self.inventory.warnings.append(InputWarning.about("read", name, what))
+
     def _add_dir(self, root: Path) -> None:
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
             dirnames.sort()
@@ -486,12 +490,10 @@ class BundleReader:
                 p = Path(dirpath) / fname
                 rel = printable_name(p.relative_to(root).as_posix())
                 if p.is_symlink():
-                    self.inventory.warnings.append(f"{rel}: symbolic link not followed")
+                    self._warn(rel, "symbolic link not followed")
                     continue
                 if not p.is_file():
-                    self.inventory.warnings.append(
-                        f"{rel}: not a regular file (a FIFO, device or socket); not read"
-                    )
+                    self._warn(rel, "not a regular file (a FIFO, device or socket); not read")
                     continue
                 self._add_path(p, rel, depth=0)
 
@@ -503,7 +505,7 @@ class BundleReader:
                 head = fh.read(512)
                 size = os.fstat(fh.fileno()).st_size
         except OSError as exc:
-            self.inventory.warnings.append(f"{name}: unreadable ({exc.strerror or exc})")
+            self._warn(name, f"unreadable ({exc.strerror or exc})")
             return
         if _sniff_container(head) is None:
             self.budget.add_member(name)
@@ -527,7 +529,7 @@ class BundleReader:
         head = head if head is not None else _read_head(path)
         kind = _sniff_container(head)
         if kind and depth >= self.limits.max_depth:
-            self.inventory.warnings.append(f"{name}: archive nested too deep, not opened")
+            self._warn(name, "archive nested too deep, not opened")
             kind = None
         try:
             if kind == "zip":
@@ -545,14 +547,14 @@ class BundleReader:
         except _Unreadable as exc:
             if depth == 0:
                 raise BundleError(f"{name}: {exc}") from None
-            self.inventory.warnings.append(f"{name}: {exc}")
+            self._warn(name, str(exc))
             return
         except _CORRUPT + _zstd_errors() as exc:
             detail = " ".join(str(exc).split())[:200]
-            problem = f"{name}: truncated or corrupt {kind} archive ({detail})"
+            problem = f"truncated or corrupt {kind} archive ({detail})"
             if depth == 0:  # the bundle itself: analysing part of it would mislead
-                raise BundleError(f"{problem}; re-create or re-download it") from None
-            self.inventory.warnings.append(problem)
+                raise BundleError(f"{name}: {problem}; re-create or re-download it") from None
+            self._warn(name, problem)
             return
         path = self._bounded_lines(path, name)
         size = path.stat().st_size
@@ -577,9 +579,10 @@ class BundleReader:
         first = _cut_copy(path, dst, spans, name)
         if path.parent == self.tmp:
             path.unlink()  # our own extracted copy: the cut one replaces it
-        self.inventory.warnings.append(
-            f"{name}: {len(spans)} line(s) longer than {LINE_LIMIT >> 20} MiB cut to their "
-            f"first {LINE_LIMIT >> 20} MiB (the first at line {first})"
+        self._warn(
+            name,
+            f"{len(spans)} line(s) longer than {LINE_LIMIT >> 20} MiB cut to their "
+            f"first {LINE_LIMIT >> 20} MiB (the first at line {first})",
         )
         return dst
 
@@ -614,7 +617,7 @@ class BundleReader:
                     continue
                 if not member.isreg():
                     what = "link" if member.issym() or member.islnk() else "special file"
-                    self.inventory.warnings.append(f"{display}: {what} member not followed")
+                    self._warn(display, f"{what} member not followed")
                     continue
                 src = tf.extractfile(member)
                 if src is None:
@@ -633,21 +636,20 @@ class BundleReader:
                     continue
                 mode = info.external_attr >> 16
                 if stat.S_IFMT(mode) not in (0, stat.S_IFREG):
-                    self.inventory.warnings.append(
-                        f"{display}: link or special member not followed"
-                    )
+                    self._warn(display, "link or special member not followed")
                     continue
                 if info.flag_bits & 0x1:
-                    self.inventory.warnings.append(f"{display}: encrypted member skipped")
+                    self._warn(display, "encrypted member skipped")
                     continue
                 dst = self._tmpfile()
                 try:
                     with zf.open(info) as src:
                         _copy_limited(src, dst, self.budget, display)
                 except NotImplementedError:  # Deflate64 (Windows Explorer), LZMA variants...
-                    self.inventory.warnings.append(
-                        f"{display}: compression method {info.compress_type} not supported; "
-                        "member skipped (re-create the archive with Deflate or as .tar.gz)"
+                    self._warn(
+                        display,
+                        f"compression method {info.compress_type} not supported; "
+                        "member skipped (re-create the archive with Deflate or as .tar.gz)",
                     )
                     continue
                 ts = _zip_mtime(info)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from analyzer.bundle.model import Artefact, BundleFile
+from analyzer.bundle.model import Artefact, BundleFile, InputWarning
 from analyzer.bundle.sniff import sniff
 from analyzer.bundle.text import clean, decode, looks_binary
 from analyzer.catalogue.kinds import Catalogue
@@ -44,24 +44,28 @@ class _Segment:
     container: str | None
 
 
-def recognise(files: list[BundleFile], catalogue: Catalogue) -> tuple[list[Artefact], list[str]]:
+def recognise(
+    files: list[BundleFile], catalogue: Catalogue
+) -> tuple[list[Artefact], list[InputWarning]]:
     """The artefacts of the files, and what recognition could not read or decode (warnings,
     each naming its file). The reader's inventory is left as the reader built it."""
     out: list[Artefact] = []
-    warnings: list[str] = []
+    warnings: list[InputWarning] = []
     for f in files:
         try:
             with f.path.open("rb") as fh:
                 head = fh.read(HEAD_BYTES if f.size > SMALL_FILE else SMALL_FILE)
         except OSError as exc:
-            warnings.append(f"{f.name}: unreadable ({exc.strerror or exc})")
+            warnings.append(
+                InputWarning.about("recognise", f.name, f"unreadable ({exc.strerror or exc})")
+            )
             out.append(Artefact(f, "unreadable", str(exc.strerror or exc)))
             continue
         if looks_binary(head):
             out.append(Artefact(f, "binary", "binary content (NUL or control bytes)"))
             continue
         text, warns = decode(head)
-        warnings.extend(f"{f.name}: {w}" for w in warns)
+        warnings.extend(InputWarning.about("recognise", f.name, w) for w in warns)
         text = clean(text)
         if f.declared_kind:
             out.append(Artefact(f, f.declared_kind, "declared by the input", 1, text))

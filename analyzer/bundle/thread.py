@@ -21,7 +21,7 @@ from pathlib import Path
 import regex
 
 from analyzer.bundle.issue import parse_issue
-from analyzer.bundle.model import Artefact, Inventory
+from analyzer.bundle.model import Artefact, InputWarning, Inventory
 from analyzer.bundle.reader import BundleReader, Limits
 from analyzer.errors import BundleError
 
@@ -173,7 +173,7 @@ def _place(path: Path, name: str, label: str, reader: BundleReader) -> Path:
 
 
 def newest_per_kind(
-    artefacts: list[Artefact], accumulate: frozenset[str], warnings: list[str]
+    artefacts: list[Artefact], accumulate: frozenset[str], warnings: list[InputWarning]
 ) -> list[Artefact]:
     """Of each kind not in `accumulate`, only the artefacts of the latest post that has it."""
     newest: dict[str, int] = {}
@@ -186,5 +186,6 @@ def newest_per_kind(
         if latest is None or post_order(a.file.name) == latest:
             kept.append(a)
         else:
-            warnings.append(f"{a.file.name}: {a.kind} replaced by the newer one in {where(latest)}")
+            replaced = f"{a.kind} replaced by the newer one in {where(latest)}"
+            warnings.append(InputWarning.about("select", a.file.name, replaced))
     return kept

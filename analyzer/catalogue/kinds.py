@@ -10,6 +10,7 @@ from pathlib import Path
 import regex
 import yaml
 
+from analyzer.catalogue.hami import HamiNames, load_hami_names
 from analyzer.errors import RuleLoadError
 from analyzer.structured import FastLoader
 
@@ -113,6 +114,7 @@ class Catalogue:
     by_k8s_kind: dict[str, str] = field(default_factory=dict)
     recognition: Declared | None = None  # the top-level `recognition:` (shared steps)
     attribution: AttributionHints = field(default_factory=AttributionHints)
+    hami: HamiNames = field(default_factory=HamiNames)  # which names are HAMi's own
 
     def __contains__(self, kind_id: str) -> bool:
         return kind_id in self.kinds
@@ -256,6 +258,7 @@ def load_catalogue(path: Path) -> Catalogue:
     if recognition is None:
         problems.append(f"{path}: the catalogue has no `recognition:` mapping")
     hints = _hints((doc or {}).get("attribution"), f"{path}: attribution", problems)
+    hami = load_hami_names(doc.get("hami"), _where(path, doc.get("hami")) + ": hami", problems)
     if problems:
         raise RuleLoadError(problems)
     return Catalogue(
@@ -264,4 +267,5 @@ def load_catalogue(path: Path) -> Catalogue:
         by_k8s_kind=by_k8s_kind,
         recognition=recognition,
         attribution=hints,
+        hami=hami,
     )

@@ -140,9 +140,10 @@ class Collector:
         scopes = [["-n", self.opts.namespace]] if self.opts.namespace else [["-A"]]
         scopes += [] if self.opts.namespace else [["-n", DEFAULT_NAMESPACE]]
         for scope in scopes:
-            doc = self.kubectl_read("get", "pods", *scope, "-l", discover.SELECTOR, "-o", "json")
+            selector = discover.selector(self.catalogue.hami)
+            doc = self.kubectl_read("get", "pods", *scope, "-l", selector, "-o", "json")
             if doc is not None:
-                install = discover.find_install(doc)
+                install = discover.find_install(doc, self.catalogue.hami)
                 if install.namespace:
                     return install, f"pod labels ({' '.join(scope)})"
         return discover.Install(None, None, ()), NOT_FOUND
@@ -179,14 +180,18 @@ class Collector:
         """HAMi's ConfigMaps, the GPU DaemonSets and HAMi's webhook: chosen from listings of
         names and labels (select.py), then fetched by name, never a whole namespace."""
         cms = self.listing("configmap", "-n", namespace)
-        self.fetch("configmap", select.configmaps(cms or [], release), "configmaps.yaml")
+        hami = self.catalogue.hami
+        self.fetch("configmap", select.configmaps(cms or [], release, hami), "configmaps.yaml")
         dss = self.listing("daemonset", "-A")
         if dss is None:  # listing every namespace is forbidden: HAMi's namespace
             dss = self.listing("daemonset", "-n", namespace)
-        self.fetch("daemonset", select.daemonsets(dss or [], namespace, release), "daemonsets.yaml")
+        dss = select.daemonsets(dss or [], namespace, release, hami)
+        self.fetch("daemonset", dss, "daemonsets.yaml")
         hooks = self.listing("mutatingwebhookconfiguration")
         self.fetch(
-            "mutatingwebhookconfiguration", select.webhooks(hooks or [], namespace), "webhooks.yaml"
+            "mutatingwebhookconfiguration",
+            select.webhooks(hooks or [], namespace, hami),
+            "webhooks.yaml",
         )
 
     def listing(self, resource: str, *scope: str) -> list[select.Listed] | None:

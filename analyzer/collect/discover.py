@@ -1,8 +1,8 @@
 """Where HAMi is installed and which pods matter, from `kubectl get pods -o json` lists.
 
 HAMi is found by its chart's labels wherever it runs (namespace and release are read, never
-assumed): `app.kubernetes.io/component` names the workload (v2.2 and earlier used `4pd-*`),
-`app.kubernetes.io/instance` the helm release."""
+assumed): `app.kubernetes.io/component` names the workload (`HamiNames.roles`, from kinds.yaml
+`hami:`; v2.2 and earlier used `4pd-*`), `app.kubernetes.io/instance` the helm release."""
 
 from __future__ import annotations
 
@@ -11,15 +11,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from analyzer.catalogue.hami import HamiNames
+
 COMPONENT = "app.kubernetes.io/component"
 RELEASE = "app.kubernetes.io/instance"
-ROLES = {
-    "hami-device-plugin": "device-plugin",
-    "4pd-device-plugin": "device-plugin",
-    "hami-scheduler": "scheduler",
-    "4pd-scheduler": "scheduler",
-}
-SELECTOR = f"{COMPONENT} in ({','.join(ROLES)})"
 # what a pod needs besides an extended resource to be none of HAMi's business
 _PLAIN_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
 OTHER_PODS = 2  # pods not running kept per node besides the running one (the latest crashes)
@@ -116,9 +111,20 @@ def pod_ref(item: dict[str, Any], role: str) -> PodRef:
     )
 
 
-def find_install(pod_list: dict[str, Any]) -> Install:
+def selector(hami: HamiNames) -> str:
+    """The label selector of HAMi's pods.
+
+    >>> from analyzer.dev.samples import catalogue
+    >>> selector(catalogue().hami)
+    'app.kubernetes.io/component in (hami-device-plugin,4pd-device-plugin,hami-scheduler,4pd-scheduler)'
+    """
+    return f"{COMPONENT} in ({','.join(hami.roles)})"
+
+
+def find_install(pod_list: dict[str, Any], hami: HamiNames) -> Install:
     """The HAMi install with the most pods in a list of labelled pods.
 
+    >>> from analyzer.dev.samples import catalogue
     >>> pods = {"items": [
     ...   {"metadata": {"name": "dp-1", "namespace": "gpu", "labels": {COMPONENT: "hami-device-plugin",
     ...    RELEASE: "stack"}}, "spec": {"nodeName": "n1", "containers": [{"name": "device-plugin"}]},
@@ -126,10 +132,10 @@ def find_install(pod_list: dict[str, Any]) -> Install:
     ...    "ready": True, "restartCount": 2}]}},
     ...   {"metadata": {"name": "s-1", "namespace": "gpu", "labels": {COMPONENT: "hami-scheduler",
     ...    RELEASE: "stack"}}, "spec": {"containers": [{"name": "kube-scheduler"}]}}]}
-    >>> inst = find_install(pods)
+    >>> inst = find_install(pods, catalogue().hami)
     >>> inst.namespace, inst.release, inst.plugin_nodes(), sorted(inst.pods[0].restarted)
     ('gpu', 'stack', ['n1'], ['device-plugin'])
-    >>> find_install({"items": []}).namespace is None
+    >>> find_install({"items": []}, catalogue().hami).namespace is None
     True
     """
     found: list[tuple[str, str | None, PodRef]] = []
@@ -137,7 +143,7 @@ def find_install(pod_list: dict[str, Any]) -> Install:
         if not named(item):
             continue
         labels = (item.get("metadata") or {}).get("labels") or {}
-        role = ROLES.get(labels.get(COMPONENT, ""))
+        role = hami.roles.get(labels.get(COMPONENT, ""))
         if role:
             ref = pod_ref(item, role)
             found.append((ref.namespace, labels.get(RELEASE), ref))

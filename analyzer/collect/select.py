@@ -10,7 +10,8 @@ import json
 import re
 from dataclasses import dataclass
 
-from analyzer.collect.discover import COMPONENT, RELEASE, ROLES, is_name
+from analyzer.catalogue.hami import HamiNames
+from analyzer.collect.discover import COMPONENT, RELEASE, is_name
 
 NAME_LABEL = "app.kubernetes.io/name"
 CHART_NAMES = ("hami", "vgpu")  # the chart's app.kubernetes.io/name (v2.2 and earlier: vgpu)
@@ -29,7 +30,6 @@ LISTINGS = {
     "mutatingwebhookconfiguration": '{range .items[*]}{.metadata.name}{"\\t"}'
     '{.webhooks[*].name}{"\\t"}{.webhooks[*].clientConfig.service.namespace}{"\\n"}{end}',
 }
-_HAMI_NAME = re.compile(r"^(?:hami|4pd|vgpu)-|-(?:hami|vgpu)(?:-|$)")
 _OPERAND_NAME = re.compile(r"^(?:nvidia-|gpu-feature-discovery|gpu-operator)")
 PART_OF = "app.kubernetes.io/part-of"  # the GPU Operator labels its operands part-of gpu-operator
 _PLUGIN_NAME = re.compile(r"device-plugin")
@@ -74,26 +74,28 @@ def _labels(text: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in doc.items()} if isinstance(doc, dict) else {}
 
 
-def is_hami(row: Listed, release: str | None) -> bool:
+def is_hami(row: Listed, release: str | None, hami: HamiNames) -> bool:
     """HAMi's own object: a component label of the chart, the chart's name label (of this
-    release when it is known), or a name the chart gives (`<release>-...-scheduler`,
-    `hami-*`, `*-hami-*`).
+    release when it is known), or a name the chart gives (`<release>-...-scheduler`, or one
+    holding a name of HAMi's as a word: `hami-*`, `*-hami-*`; kinds.yaml `hami:`).
 
-    >>> is_hami(Listed("kube-system", "kube-proxy", {}), "hami")
+    >>> from analyzer.dev.samples import catalogue
+    >>> hami = catalogue().hami
+    >>> is_hami(Listed("kube-system", "kube-proxy", {}), "hami", hami)
     False
-    >>> is_hami(Listed("gpu", "stack-hami-device-plugin", {}), "stack")
+    >>> is_hami(Listed("gpu", "stack-hami-device-plugin", {}), "stack", hami)
     True
-    >>> is_hami(Listed("gpu", "x", {NAME_LABEL: "hami", RELEASE: "other"}), "stack")
+    >>> is_hami(Listed("gpu", "x", {NAME_LABEL: "hami", RELEASE: "other"}), "stack", hami)
     False
-    >>> is_hami(Listed("gpu", "stack-scheduler", {}), "stack"), is_hami(Listed("gpu", "aws-auth", {}), "stack")
-    (True, False)
+    >>> [is_hami(Listed("gpu", n, {}), "stack", hami) for n in ("stack-scheduler", "aws-auth")]
+    [True, False]
     """
     labels = row.labels
-    if labels.get(COMPONENT) in ROLES:
+    if labels.get(COMPONENT) in hami.roles:
         return True
     if labels.get(NAME_LABEL) in CHART_NAMES and labels.get(RELEASE) in (release, None):
         return True
-    if _HAMI_NAME.search(row.name):
+    if hami.has_word(row.name):
         return True
     return (
         bool(release)
@@ -104,23 +106,26 @@ def is_hami(row: Listed, release: str | None) -> bool:
     )
 
 
-def configmaps(rows: list[Listed], release: str | None) -> list[Listed]:
-    return [r for r in rows if is_hami(r, release)]
+def configmaps(rows: list[Listed], release: str | None, hami: HamiNames) -> list[Listed]:
+    return [r for r in rows if is_hami(r, release, hami)]
 
 
-def daemonsets(rows: list[Listed], namespace: str, release: str | None) -> list[Listed]:
+def daemonsets(
+    rows: list[Listed], namespace: str, release: str | None, hami: HamiNames
+) -> list[Listed]:
     """HAMi's, NVIDIA's (device plugins, GPU Operator operands), those asking for an extended
     resource, and every DaemonSet of the GPU Operator's namespace: one holding a DaemonSet it
     labels as its own (kube-system excepted: it holds everybody's). An nvidia-* name alone does
     not make a namespace the operator's: a standalone DCGM exporter may sit beside anything.
 
+    >>> from analyzer.dev.samples import catalogue
     >>> rows = [Listed("kube-system", "aws-node", {}, '{"requests":{"cpu":"25m"}}'),
     ...         Listed("kube-system", "nvidia-device-plugin-daemonset", {}),
     ...         Listed("gpu-operator", "nvidia-driver-daemonset", {PART_OF: "gpu-operator"}),
     ...         Listed("gpu-operator", "node-exporter", {}),
     ...         Listed("ml", "npu-agent", {}, '{"limits":{"huawei.com/Ascend910":"1"}}'),
     ...         Listed("gpu", "stack-hami-device-plugin", {COMPONENT: "hami-device-plugin"})]
-    >>> [r.name for r in daemonsets(rows, "gpu", "stack")]
+    >>> [r.name for r in daemonsets(rows, "gpu", "stack", catalogue().hami)]
     ['nvidia-device-plugin-daemonset', 'nvidia-driver-daemonset', 'node-exporter', 'npu-agent', 'stack-hami-device-plugin']
     """
     operator = {
@@ -131,7 +136,7 @@ def daemonsets(rows: list[Listed], namespace: str, release: str | None) -> list[
     return [
         r
         for r in rows
-        if (r.namespace == namespace and is_hami(r, release))
+        if (r.namespace == namespace and is_hami(r, release, hami))
         or _OPERAND_NAME.search(r.name)
         or _PLUGIN_NAME.search(r.name)
         or _EXTENDED.search(r.extra)
@@ -139,20 +144,21 @@ def daemonsets(rows: list[Listed], namespace: str, release: str | None) -> list[
     ]
 
 
-def webhooks(rows: list[Listed], namespace: str) -> list[Listed]:
+def webhooks(rows: list[Listed], namespace: str, hami: HamiNames) -> list[Listed]:
     """The configurations holding HAMi's webhook, or one calling a service in HAMi's namespace
     under a HAMi name.
 
+    >>> from analyzer.dev.samples import catalogue
     >>> rows = [Listed("", "hami-webhook", {}, "vgpu.hami.io\\tkube-system"),
     ...         Listed("", "istio-sidecar-injector", {}, "sidecar-injector.istio.io\\tistio-system")]
-    >>> [r.name for r in webhooks(rows, "kube-system")]
+    >>> [r.name for r in webhooks(rows, "kube-system", catalogue().hami)]
     ['hami-webhook']
     """
     out = []
     for r in rows:
         hooks, _, namespaces = r.extra.partition("\t")
         if set(hooks.split()) & set(WEBHOOKS) or (
-            namespace in namespaces.split() and _HAMI_NAME.search(r.name)
+            namespace in namespaces.split() and hami.has_word(r.name)
         ):
             out.append(r)
     return out

@@ -32,6 +32,14 @@ def config(kind: str, text: str):
     return parse_config(artefact(kind, text, f"{kind}.txt"))
 
 
+def catalogue():
+    """The built-in kind catalogue (rules/kinds.yaml)."""
+    from analyzer.catalogue.kinds import load_catalogue
+    from analyzer.rules import builtin_rules_dir
+
+    return load_catalogue(builtin_rules_dir() / "kinds.yaml")
+
+
 def annotation_spec():
     from analyzer.parse.annotations import AnnotationSpec
     from analyzer.rules import builtin_rules_dir

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from analyzer.catalogue.hami import HamiNames
 from analyzer.facts.model import FactSet, Where
 from analyzer.parse.configs import ConfigFacts
 from analyzer.parse.manifest import ManifestFacts
@@ -18,22 +19,8 @@ from analyzer.parse.pod import PodFacts
 from analyzer.parse.pod_table import PodTable
 
 DEFAULT = "kube-system"  # where HAMi's install guide puts it (`helm install hami -n kube-system`)
-# HAMi's pods and objects: <fullname>-device-plugin / -scheduler, fullname "hami" by default
-# (`hami`, `my-hami`, `hami-vgpu`), and the older vgpu / 4pd charts
-HAMI_NAME = re.compile(
-    r"^(?:[\w.-]*-)?(?:hami|vgpu|4pd)(?:-[\w.]+)*?-(?:device-plugin|scheduler)(?:-|$)"
-)
 _NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")  # a DNS label
 OBJECT_KINDS = ("daemonset", "deployment", "configmap", "lease", "webhook")
-
-
-def is_hami(name: str | None) -> bool:
-    """
-    >>> [is_hami(n) for n in ("hami-device-plugin-7xk2p", "my-hami-scheduler-5d9f-abcde",
-    ...  "vgpu-device-plugin", "nvidia-device-plugin-daemonset-x", "volcano-scheduler", None)]
-    [True, True, True, False, False, False]
-    """
-    return bool(name and HAMI_NAME.match(name))
 
 
 def _line(cf: ConfigFacts, key: str, value: str) -> int | None:
@@ -45,7 +32,7 @@ def _line(cf: ConfigFacts, key: str, value: str) -> int | None:
     return cf.line_of(key)
 
 
-def _from_configs(configs: list[ConfigFacts]) -> Iterator[tuple[str, Where, str]]:
+def _from_configs(configs: list[ConfigFacts], hami: HamiNames) -> Iterator[tuple[str, Where, str]]:
     """Helm values' `namespaceOverride` first (the chart renders every object there), then the
     namespace of HAMi's objects."""
     for cf in configs:
@@ -61,18 +48,20 @@ def _from_configs(configs: list[ConfigFacts]) -> Iterator[tuple[str, Where, str]
             ):
                 continue
             owner = cf.values.get(key[: -len("namespace")] + "name")
-            if is_hami(owner if isinstance(owner, str) else None):
+            if hami.is_workload(owner if isinstance(owner, str) else None):
                 yield ns, Where(cf.file, _line(cf, "namespace", ns)), f"namespace of {owner}"
 
 
-def _from_pods(pods: list[PodFacts], tables: list[PodTable]) -> Iterator[tuple[str, Where, str]]:
+def _from_pods(
+    pods: list[PodFacts], tables: list[PodTable], hami: HamiNames
+) -> Iterator[tuple[str, Where, str]]:
     for p in pods:
-        if p.namespace and is_hami(p.name):
+        if p.namespace and hami.is_workload(p.name):
             line = p.line_of.get("namespace") or p.first_line
             yield p.namespace, Where(p.file, line), f"namespace of pod {p.name}"
     for table in tables:
         for row in table.rows:
-            if row.namespace and is_hami(row.name):
+            if row.namespace and hami.is_workload(row.name):
                 yield row.namespace, Where(row.file, row.line), f"NAMESPACE of pod {row.name}"
 
 
@@ -81,31 +70,34 @@ def produce(
     configs: list[ConfigFacts],
     pods: list[PodFacts],
     tables: list[PodTable],
+    hami: HamiNames,
     facts: FactSet,
 ) -> None:
-    """
-    >>> from analyzer.dev.samples import config, pod
+    """HAMi's pods and objects are those `hami` (kinds.yaml `hami:`) names.
+
+    >>> from analyzer.dev.samples import catalogue, config, pod
+    >>> hami = catalogue().hami
     >>> from analyzer.parse.pod_table import pod_rows, PodTable
     >>> rows = "NAMESPACE  NAME  READY  STATUS  RESTARTS  AGE\\ndefault  app-1  1/1  Running  0  1d\\nhami-system  hami-device-plugin-7xk2p  2/2  Running  0  9d\\n"
     >>> table = PodTable("pods.txt", 1, tuple(pod_rows(rows.splitlines(), "pods.txt")))
-    >>> fs = FactSet(); produce([], [], [], [table], fs)
+    >>> fs = FactSet(); produce([], [], [], [table], hami, fs)
     >>> fs.value("hami.namespace"), str(fs.where("hami.namespace")), fs.value("hami.namespace_from")
     ('hami-system', 'pods.txt:3', 'NAMESPACE of pod hami-device-plugin-7xk2p')
     >>> describe = pod("Name:         hami-scheduler-5d9f-abcde\\nNamespace:    gpu\\nNode:  n1/10.0.0.1\\n", "pod-describe")
-    >>> fs = FactSet(); produce([], [], [describe], [table], fs); fs.value("hami.namespace")
+    >>> fs = FactSet(); produce([], [], [describe], [table], hami, fs); fs.value("hami.namespace")
     'gpu'
     >>> values = config("helm-values", "namespaceOverride: hami\\ndevicePlugin:\\n  deviceSplitCount: 4\\n")
-    >>> fs = FactSet(); produce([], [values], [describe], [table], fs)
+    >>> fs = FactSet(); produce([], [values], [describe], [table], hami, fs)
     >>> fs.value("hami.namespace"), str(fs.where("hami.namespace"))
     ('hami', 'helm-values.txt:1')
-    >>> fs = FactSet(); produce([], [], [], [], fs); fs.value("hami.namespace"), fs.lookup("hami.namespace")
+    >>> fs = FactSet(); produce([], [], [], [], hami, fs); fs.value("hami.namespace"), fs.lookup("hami.namespace")
     (None, Fact(path='hami.namespace', value=None, where=None))
     """
     facts.mark_known("hami.namespace", "hami.namespace_from")
     stated = (
         *((m.namespace, Where(m.file), "found by collect") for m in manifests if m.namespace),
-        *_from_configs(configs),
-        *_from_pods(pods, tables),
+        *_from_configs(configs, hami),
+        *_from_pods(pods, tables, hami),
     )
     for ns, where, how in stated:
         if _NAMESPACE.match(ns):

@@ -147,7 +147,8 @@ def _workloads(src: Sources, facts: FactSet) -> None:
 
 def _namespace(src: Sources, facts: FactSet) -> None:
     b = src.bundle
-    namespace_facts.produce(b.manifests, src.configs, b.pods, b.pod_tables, facts)
+    hami = src.inputs.catalogue.hami
+    namespace_facts.produce(b.manifests, src.configs, b.pods, b.pod_tables, hami, facts)
 
 
 def _stated(src: Sources, facts: FactSet) -> None:
@@ -175,6 +176,7 @@ def _version(src: Sources, facts: FactSet) -> dict[str, Any]:
         src.inputs.signatures,
         src.node.images if src.node is not None else [],
         version_facts.hami_helm_tags(facts),
+        src.inputs.catalogue.hami,
     )
     version_facts.produce(version, components, facts)
     return {"version": version, "components": components}

@@ -6,16 +6,12 @@ from __future__ import annotations
 
 import re
 
+from analyzer.catalogue.hami import HamiNames
 from analyzer.catalogue.signatures import Signature
 from analyzer.facts.model import FactSet, Match
 from analyzer.parse.annotations import Handshake, RegisterAnnotation
 from analyzer.versions import Range, VersionEvidence, VersionInference
 
-# only HAMi's own images say which HAMi runs (a kube-scheduler tag of v1.32 does not)
-_HAMI_IMAGE_RE = re.compile(
-    r"(?:^|/)(?:hami|k8s-vgpu-scheduler|vgpu-scheduler|hami-scheduler|hami-device-plugin)"
-    r":v?(\d+\.\d+\.\d+)(?:[-@]|$)"
-)
 _TAG_RE = re.compile(r"v?(\d+)\.(\d+)\.(\d+)$")
 # helm values keys of images that are not HAMi's own: the chart's upstream kube-scheduler (its tag is a
 # Kubernetes release, v1.2x / v1.3x), the webhook's cert generator, the mock plugin
@@ -70,15 +66,6 @@ def tag_evidence(inf: VersionInference, tag: str, where: str, what: str) -> None
         inf.add(VersionEvidence(rng, f"{what} {tag}", where))
 
 
-def hami_image_version(image: str) -> str | None:
-    """
-    >>> hami_image_version("docker.io/projecthami/hami:v2.5.1"), hami_image_version("registry/hami/kube-scheduler:v1.32.0")
-    ('2.5.1', None)
-    """
-    m = _HAMI_IMAGE_RE.search(image)
-    return m.group(1) if m else None
-
-
 def infer(
     register: RegisterAnnotation | None,
     register_where: str | None,
@@ -88,7 +75,10 @@ def infer(
     signatures: dict[str, Signature],
     images: list[str],
     helm_tags: list[tuple[str, str]],
+    names: HamiNames,
 ) -> tuple[VersionInference, dict[str, VersionInference]]:
+    """`images`: the node's; only HAMi's own (`names.images`) say which HAMi runs, a
+    kube-scheduler tag of v1.32 does not."""
     hami = VersionInference()
     components: dict[str, VersionInference] = {}
     if register is not None and register.versions is not None and register_where:
@@ -130,7 +120,7 @@ def infer(
         tag_evidence(hami, tag, where, "helm image tag")
     if not hami.known:  # images cached on a node outlive upgrades: a clue only when nothing else is
         for img in images:
-            v = hami_image_version(img)
+            v = names.image_version(img)
             if v:
                 tag_evidence(hami, v, f"node image {img}", "image tag")
     if not hami.known:

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from analyzer.atomic import atomic_dir, atomic_path
-from analyzer.bundle.model import Inventory
+from analyzer.bundle.model import InputWarning, Inventory
 from analyzer.bundle.reader import BundleReader, Limits, open_bundle
 from analyzer.bundle.thread import ThreadFiles
 from analyzer.errors import AnalyzerError, BundleError
@@ -29,13 +29,13 @@ from analyzer.redact.tree import (
 @contextmanager
 def _sources(
     inputs: list[str], limits: Limits | None
-) -> Iterator[tuple[list[SourceFile], list[str]]]:
+) -> Iterator[tuple[list[SourceFile], list[InputWarning]]]:
     """The files of the inputs as the bundle reader reads them (with its limits), and its
     warnings."""
     with open_bundle(inputs, limits) as reader:
         files = reader.inventory.files
         if not files:
-            why = "; ".join(reader.inventory.warnings[:3]) or "no files"
+            why = "; ".join(w.text for w in reader.inventory.warnings[:3]) or "no files"
             raise BundleError(f"nothing to redact: {why}")
         yield [SourceFile(f.name, f.path, f.mtime) for f in files], list(reader.inventory.warnings)
 
@@ -43,7 +43,7 @@ def _sources(
 @contextmanager
 def _redacted(
     inputs: list[str], limits: Limits | None, redactors: list[Path], map_file: Path | None
-) -> Iterator[tuple[RedactionResult, list[str]]]:
+) -> Iterator[tuple[RedactionResult, list[InputWarning]]]:
     """The inputs redacted into a private temporary folder, with the reader's warnings."""
     with (
         _sources(inputs, limits) as (sources, warnings),
@@ -60,7 +60,7 @@ def redact_bundle(
     redactors: list[Path],
     map_file: Path | None,
     limits: Limits | None = None,
-) -> tuple[RedactionResult, list[str]]:
+) -> tuple[RedactionResult, list[InputWarning]]:
     """Write the redacted bundle to `output`: a .tar.gz/.tgz archive, or else a new folder. Either
     appears whole when done (written beside it under a random private name, then renamed)."""
     for spec in inputs:
@@ -91,6 +91,13 @@ def redact_bundle(
     return result, warnings
 
 
+def _redacted_warning(result: RedactionResult, w: InputWarning) -> InputWarning:
+    """A warning of the original inputs as the redacted copy would say it: its file named as
+    the redacted copy names it."""
+    file = result.run.text(w.file, "a file name") if w.file is not None else None
+    return InputWarning(w.source, result.run.text(w.text, "a warning"), file)
+
+
 def _inside(path: Path, folder: Path) -> bool:
     p, f = path.resolve(), folder.resolve()
     return p == f or f in p.parents
@@ -108,7 +115,7 @@ def redacted_reader(
     with _redacted(inputs, limits, redactors, map_file) as (result, warnings):
         reader = BundleReader(limits)
         try:
-            reader.inventory.warnings.extend(result.run.text(w, "a warning") for w in warnings)
+            reader.inventory.warnings.extend(_redacted_warning(result, w) for w in warnings)
             reader.inventory.warnings.extend(result.skipped)
             for f in result.files:
                 reader.add_local(f.path, f.name, f.mtime)
@@ -135,7 +142,7 @@ def redacted_thread(files: ThreadFiles, limits: Limits | None) -> Iterator[Threa
                 reader.add_bytes(f.name, f.path.read_bytes(), kind=kind)
             else:
                 reader.add_local(f.path, f.name, f.mtime)
-        warnings = [result.run.text(w, "a warning") for w in files.inventory.warnings]
+        warnings = [_redacted_warning(result, w) for w in files.inventory.warnings]
         yield ThreadFiles(
             Inventory(
                 files=list(reader.inventory.files),

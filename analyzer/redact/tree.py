@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 
 import regex
 
+from analyzer.bundle.model import InputWarning
 from analyzer.errors import AnalyzerError
 from analyzer.progress import Progress
 from analyzer.redact.discover import SourceFile, discover, is_binary, prepared
@@ -33,7 +34,7 @@ class RedactionResult:
     run: Redaction
     root: Path
     files: list[SourceFile] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
+    skipped: list[InputWarning] = field(default_factory=list)  # files left out, as the reader says
 
     @property
     def tokens(self) -> TokenMap:
@@ -110,7 +111,7 @@ def redact_into(
     for s in sources:
         name = run.text(s.name, "a file name")
         if is_binary(s.path):
-            result.skipped.append(f"{name}: binary, left out")
+            result.skipped.append(InputWarning.about("read", name, "binary, left out"))
             continue
         plans.append((s, name, _unique(_out_name(name), taken)))
     progress = Progress("redacting", sum(s.path.stat().st_size for s, _, _ in plans), "bytes")

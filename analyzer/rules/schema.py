@@ -63,12 +63,14 @@ def _rust_error(pattern: str) -> str | None:
 
 
 def _scanner_pattern(value: Any, ctx: Context) -> regex.Pattern:
-    """A regex both engines take: Python's for captures, Rust's for the linear-time scan."""
+    """A regex both engines take: Python's for captures, Rust's for the linear-time scan; a
+    `{hami:WORKLOAD}` in it is the catalogue's name of HAMi's workload (kinds.yaml `hami:`)."""
+    text = ctx.catalogue.hami.expand(str(value)) if ctx.catalogue is not None else str(value)
     try:
-        compiled = regex.compile(str(value))
+        compiled = regex.compile(text)
     except regex.error as exc:
         raise ValueError(f"bad regex: {exc}") from None
-    rust = _rust_error(str(value))
+    rust = _rust_error(text)
     if rust:
         raise ValueError(f"regex not supported by the linear-time scanner: {rust}")
     return compiled
@@ -221,7 +223,11 @@ SIGNATURE_FIELDS: dict[str, Field] = {
         {"type": "integer", "minimum": 0, "description": "klog V-level"}, integer, 0
     ),
     "regex": Field(
-        {**_STR, "description": "Python regex and Rust regex compatible; named captures"},
+        {
+            **_STR,
+            "description": "Python regex and Rust regex compatible; named captures; "
+            "{hami:WORKLOAD} is the name of HAMi's workload (kinds.yaml hami:)",
+        },
         _scanner_pattern,
         attr="compiled",
         required="load",

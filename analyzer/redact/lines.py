@@ -13,6 +13,8 @@ from functools import lru_cache
 import polars as pl
 import regex
 
+from analyzer.redact.hyper import line_filter
+
 ENCODING = ("utf-8", "surrogateescape")  # undecodable bytes survive the round trip
 PARALLEL_ROWS = 20_000  # lines from which a scan is split across polars' threads
 SMALL = 8 << 10  # below this many bytes the prefilters are searched in Python (polars costs more)
@@ -61,34 +63,46 @@ class Lines:
         self._series: pl.Series | None = None
         self._new: dict[int, str] = {}
         self._hits: dict[tuple[str, ...], list[list[int]]] = {}
+        self._starts: dict[int, int] = {}  # line number -> offset in `_raw`, where known
         self.exact = True  # `series` holds the lines as they are (no U+FFFD for stray bytes)
         self.small = len(text) < SMALL
         self.size = len(text)  # bytes of the piece it was read from (characters of a text)
 
     @classmethod
     def of_bytes(cls, raw: bytes) -> Lines:
-        """The lines of a piece of a file: split by polars when it is big, valid UTF-8 and free
-        of carriage returns (which polars' line reader drops), else as decoded text."""
-        series = None
-        if b"\r" not in raw and len(raw) >= SMALL:
-            try:
-                series = pl.scan_lines(raw, name="t").collect().get_column("t")
-            except pl.exceptions.PolarsError:
-                series = None
-        if series is None:
+        """The lines of a piece of a file: kept as bytes when it is big, valid UTF-8 and free of
+        carriage returns (which polars' line reader drops; polars splits it only when asked),
+        else as decoded text."""
+        if b"\r" in raw or len(raw) < SMALL or not _utf8(raw):
             lines = cls(raw.decode(*ENCODING))
         else:
             lines = cls.__new__(cls)
             lines._text, lines._raw, lines._list = None, raw, None
-            lines._series, lines._new, lines._hits = series, {}, {}
+            lines._series, lines._new, lines._hits = None, {}, {}
+            lines._starts = {}
             lines.exact, lines.small = True, False
         lines.size = len(raw)
         return lines
 
     @property
+    def raw(self) -> bytes | None:
+        """The piece's bytes, when it is kept as bytes (valid UTF-8)."""
+        return self._raw
+
+    def know(self, starts: dict[int, int]) -> None:
+        """Where some lines start (line number -> offset in the piece's bytes)."""
+        self._starts.update(starts)
+
+    def starts(self, idx: list[int]) -> dict[int, int]:
+        """line number -> offset of those of `idx` whose start is known."""
+        return {i: self._starts[i] for i in idx if i in self._starts}
+
+    @property
     def series(self) -> pl.Series:
         """The lines as a polars column (as they were before any `put`); undecodable bytes,
         kept as surrogates which polars refuses, read as U+FFFD there, line for line."""
+        if self._series is None and self._raw is not None:
+            self._series = pl.scan_lines(self._raw, name="t").collect().get_column("t")
         if self._series is None:
             assert self._list is not None and self._text is not None
             try:
@@ -111,6 +125,12 @@ class Lines:
     def _find(self, prefilters: list[str]) -> list[list[int]]:
         if not prefilters:
             return []
+        if self._raw is not None and self._series is None:
+            fast = line_filter(tuple(prefilters))
+            if fast is not None:
+                found = fast.hits(self._raw)
+                self._starts.update((n, s) for s, n in found.numbers.items())
+                return [[found.numbers[s] for s in starts] for starts in found.starts]
         if self.small and self._list is not None:
             every = list(range(len(self._list)))
             return [every if _may_match(p, str(self._text)) else [] for p in prefilters]
@@ -133,6 +153,12 @@ class Lines:
         """The current text of the lines `idx`."""
         if self._list is not None:
             return [self._list[i] for i in idx]
+        if self._raw is not None and self._series is None and all(i in self._starts for i in idx):
+            raw = self._raw
+            return [
+                self._new[i] if i in self._new else raw[s : line_end(raw, s)].decode(*ENCODING)
+                for i, s in ((i, self._starts[i]) for i in idx)
+            ]
         old = self.series.gather(idx).to_list() if idx else []
         return [self._new.get(i, line) for i, line in zip(idx, old, strict=True)]
 
@@ -152,8 +178,36 @@ class Lines:
             return self.text().encode(*ENCODING)
         if not self._new:
             return self._raw
+        if self._series is None and all(i in self._starts for i in self._new):
+            return self._spliced()
         order = sorted(self._new)
         series = self.series.clone()
         series.scatter(order, [self._new[i] for i in order])
         end = "\n" if self._raw.endswith(b"\n") else ""
         return (series.str.join("\n").item() + end).encode(*ENCODING)
+
+    def _spliced(self) -> bytes:
+        """The piece with the replaced lines spliced in by their known offsets."""
+        assert self._raw is not None
+        raw, out, pos = self._raw, [], 0
+        for i in sorted(self._new):
+            start = self._starts[i]
+            out += (raw[pos:start], self._new[i].encode(*ENCODING))
+            pos = line_end(raw, start)
+        out.append(raw[pos:])
+        return b"".join(out)
+
+
+def line_end(raw: bytes, start: int) -> int:
+    end = raw.find(b"\n", start)
+    return len(raw) if end < 0 else end
+
+
+def _utf8(raw: bytes) -> bool:
+    if raw.isascii():
+        return True
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True

@@ -762,7 +762,10 @@ def test_property_bytes_path_equals_every_line(case, names, rows):
     assert line_filter(tuple(Learner(load_redactors()).prefilters)) is not None
     outputs = []
     for catalogue, small in ((load_redactors(), 0), (every_line(load_redactors()), 1 << 30)):
-        with mock.patch.object(lines_module, "SMALL", small):
+        with (
+            mock.patch.object(lines_module, "SMALL", small),
+            mock.patch.object(lines_module, "HYPERSCAN_MIN", small),
+        ):
             learner = Learner(catalogue)
             plans = [learner.piece(raw, "p") for raw in raws]
             run = Redaction(catalogue, learner.names, TokenMap(learner.reserved))

@@ -247,7 +247,6 @@ class Redaction:
         # a name with the letter or digit it may touch (gpu-1 in gpu-10: the regex is needed)
         self.names_touching = f"[A-Za-z0-9]?(?:{alts})[A-Za-z0-9]?"
         self.names_list = pl.Series(list(self.names), dtype=pl.String)
-        self.ordered = ordered
 
     def text(self, text: str, where: str) -> str:
         return self._run(Lines(text), where, None, None).text()

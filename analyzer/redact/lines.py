@@ -1,10 +1,11 @@
 """A piece of text as lines: which lines prefilters select, and the lines a redaction replaced.
 
-Selection is polars' (Rust's regex crate over a column of lines): one pass with the alternation
-of all the prefilters finds the candidate lines, then each prefilter runs on those few. A piece
-read from a file stays bytes: polars splits it, only the selected lines become Python strings, and
-the output is the input with those lines spliced in, so a big log costs one scan and no Python
-work per line."""
+A big piece read from a file stays bytes: Hyperscan finds the lines the prefilters select
+(`hyper.py`) and where they start, only those become Python strings, and the output is the input
+with the changed ones spliced in by their offsets, so a big log costs one scan and no Python work
+per line. Elsewhere selection is polars' (Rust's regex crate over a column of lines, split from
+the piece when asked): one pass with the alternation of all the prefilters finds the candidate
+lines, then each prefilter runs on those few."""
 
 from __future__ import annotations
 

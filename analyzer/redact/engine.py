@@ -283,7 +283,8 @@ class Redaction:
                 out += (stretch, line)
             out.append(stretches[-1])
             return "".join(out).encode("utf-8")
-        return self._run(prepared.lines, where, plan, cut).bytes()
+        split = cut if isinstance(cut, NamesSplit) else None
+        return self._run(prepared.lines, where, plan, split).bytes()
 
     def _stretches(self, lines: Lines, planned: list[int]) -> Stretches | None:
         """The piece cut for the names (see `Stretches`), or None when a name touches a letter or

@@ -46,6 +46,7 @@ class _Scanner:
 
     def ends(self, raw: bytes, n_patterns: int) -> list[list[int]]:
         """The end offsets of each pattern's matches, in order."""
+        assert hyperscan is not None
         scratch = getattr(self._local, "scratch", None)
         if scratch is None:
             scratch = self._local.scratch = hyperscan.Scratch(self.database)
@@ -102,7 +103,7 @@ class LineFilter:
                 try:
                     picked = series.str.contains(p).arg_true().to_list()
                 except pl.exceptions.PolarsError:
-                    picked = range(len(wide))
+                    picked = list(range(len(wide)))
                 if picked:
                     starts[k] = sorted({*starts[k], *(wide[i] for i in picked)})
         every = sorted({s for found in starts for s in found})

@@ -132,9 +132,9 @@ class Lines:
         if self._raw is not None and self._series is None and self.size >= HYPERSCAN_MIN:
             fast = line_filter(tuple(prefilters))
             if fast is not None:
-                found = fast.hits(self._raw)
-                self._starts.update((n, s) for s, n in found.numbers.items())
-                return [[found.numbers[s] for s in starts] for starts in found.starts]
+                seen = fast.hits(self._raw)
+                self._starts.update((n, s) for s, n in seen.numbers.items())
+                return [[seen.numbers[s] for s in starts] for starts in seen.starts]
         if self.small and self._list is not None:
             every = list(range(len(self._list)))
             return [every if _may_match(p, str(self._text)) else [] for p in prefilters]
@@ -183,23 +183,23 @@ class Lines:
         if not self._new:
             return self._raw
         if self._series is None and all(i in self._starts for i in self._new):
-            return self._spliced()
+            return splice(self._raw, {self._starts[i]: v for i, v in self._new.items()})
         order = sorted(self._new)
         series = self.series.clone()
         series.scatter(order, [self._new[i] for i in order])
         end = "\n" if self._raw.endswith(b"\n") else ""
         return (series.str.join("\n").item() + end).encode(*ENCODING)
 
-    def _spliced(self) -> bytes:
-        """The piece with the replaced lines spliced in by their known offsets."""
-        assert self._raw is not None
-        raw, out, pos = self._raw, [], 0
-        for i in sorted(self._new):
-            start = self._starts[i]
-            out += (raw[pos:start], self._new[i].encode(*ENCODING))
-            pos = line_end(raw, start)
-        out.append(raw[pos:])
-        return b"".join(out)
+
+def splice(raw: bytes, lines: dict[int, str]) -> bytes:
+    """`raw` with the lines starting at the keys of `lines` replaced by their values."""
+    out: list[bytes] = []
+    pos = 0
+    for start in sorted(lines):
+        out += (raw[pos:start], lines[start].encode(*ENCODING))
+        pos = line_end(raw, start)
+    out.append(raw[pos:])
+    return b"".join(out)
 
 
 def line_end(raw: bytes, start: int) -> int:

@@ -124,6 +124,22 @@ class VersionInference:
         """
         return not self.known or versions.overlaps(self.range)
 
+    def splits_at(self, boundary: Version) -> bool:
+        """Whether the clues (kept and conflicting) put HAMi both wholly before and wholly at or
+        after `boundary`: mixed releases on two sides of a change, not just two tags of one side.
+
+        >>> inf = VersionInference()
+        >>> inf.add(VersionEvidence(Range.parse(">=2.9.0"), "log line", "dp.log:3"))
+        >>> inf.add(VersionEvidence(Range.parse("==2.8.2"), "image tag", "issue:21"))
+        >>> bool(inf.conflicts), inf.splits_at((2, 8, 0))
+        (True, False)
+        >>> inf.add(VersionEvidence(Range.parse("==2.7.1"), "image tag", "values.yaml:4"))
+        >>> inf.splits_at((2, 8, 0))
+        True
+        """
+        clues = [ev.range for ev in self.evidence + self.conflicts]
+        return any(r.hi <= boundary for r in clues) and any(r.lo >= boundary for r in clues)
+
     def describe(self) -> str:
         if not self.evidence:
             return "unknown (no version evidence in the bundle)"

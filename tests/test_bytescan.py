@@ -75,13 +75,23 @@ def _log(lines: list[str], repeat: int, ending: str = "\n", last_newline: bool =
 
 @pytest.mark.parametrize(
     "shape",
-    ["klog", "crlf", "no-final-newline", "mostly-prose", "invalid-utf8", "long-lines"],
+    [
+        "klog",
+        "rare-errors",
+        "crlf",
+        "no-final-newline",
+        "mostly-prose",
+        "invalid-utf8",
+        "long-lines",
+    ],
 )
 @pytest.mark.parametrize("chunk", [4 << 10, 64 << 10])
 def test_the_byte_scan_reads_a_log_as_the_line_reader_does(ruleset, monkeypatch, shape, chunk):
     lines = VOCABULARY
     content = {
-        "klog": lambda: _log(lines, 40),
+        "klog": lambda: _log(lines, 40),  # E, W and F on many lines: counted in bytes
+        # E, W and F on few lines: each reported by Hyperscan
+        "rare-errors": lambda: _log([lines[2]] * 200 + lines, 10),
         "crlf": lambda: _log(lines, 40, ending="\r\n"),
         "no-final-newline": lambda: _log(lines, 40, last_newline=False),
         # a log of few klog lines: the klog lines are counted, not the others
@@ -93,7 +103,7 @@ def test_the_byte_scan_reads_a_log_as_the_line_reader_does(ruleset, monkeypatch,
     assert used == [True]  # the path under test
     _same(by_bytes, by_lines)
     counts = by_bytes.stats.sig_counts
-    if shape != "mostly-prose":
+    if shape not in ("mostly-prose", "rare-errors"):
         assert counts["dp-numa-sysfs-benign"] == 80 if shape != "long-lines" else 40
         assert by_bytes.stats.severities["F"] > 0
 
@@ -179,3 +189,18 @@ def test_a_hot_signature_byte_mode_cannot_take_is_a_candidate_like_any_other(rul
     by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, content, 64 << 10)
     assert used == [True]
     _same(by_bytes, by_lines)
+
+
+def test_a_line_longer_than_the_cap_is_read_as_several(ruleset, monkeypatch):
+    """Memory stays bounded by the chunk and the line cap whatever the file: a 100 KiB line read
+    with a 16 KiB cap is several lines, and the lines around it are counted as before."""
+    monkeypatch.setattr(bytescan, "LINE_CAP", 16 << 10)
+    long = "I0815 10:00:00.1  1 x.go:1] " + "z" * (100 << 10)
+    content = _log([VOCABULARY[0], long, VOCABULARY[0]], 5)
+    with monkeypatch.context() as patch:
+        patch.setattr(recognise_mod, "SMALL_FILE", 1)
+        patch.setattr(bytescan, "CHUNK_BYTES", 4 << 10)
+        log = parse_texts(ruleset, {"device-plugin.log": content}).logs[0]
+    assert log.artefact.text is None
+    assert log.stats.sig_counts["dp-numa-sysfs-benign"] == 10
+    assert log.stats.lines > 15  # each long line is several

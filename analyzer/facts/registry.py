@@ -353,6 +353,14 @@ FACTS: tuple[FactSpec, ...] = (
         False,
     ),
     _f(
+        "version.register_format_split",
+        "bool",
+        "version",
+        (),
+        "HAMi version clues fall on both sides of v2.8.0, where the register annotation went from CSV to JSON",
+        False,
+    ),
+    _f(
         "version.toolkit",
         "str",
         "version",

@@ -10,6 +10,13 @@ from analyzer.parse.configs import ConfigFacts
 
 _DEVICE_NAME_RE = re.compile(r"(?:^|\.)devices\.\d+\.name$")
 _RUNTIME_RE = re.compile(r"\.runtimes\.([\w.-]+)\.runtime_type$")
+# The CRI plugin's containerd table (config v2 `grpc.v1.cri`, v3 `cri.v1.runtime`): the only place
+# default_runtime_name lives. A pasted fragment without it says nothing about the default runtime
+# (`runtime = "runc"` under io.containerd.runtime.v1.linux is the old shim's binary, not the default).
+_CRI_CONTAINERD_RE = re.compile(r"\.cri(?:\.v1\.runtime)?\.containerd\.")
+# containerd's own default when the table has no default_runtime_name (containerd
+# internal/cri/config/config_unix.go DefaultRuntimeConfig, pkg/cri/config in 1.x: DefaultRuntimeName "runc").
+_CONTAINERD_DEFAULT_RUNTIME = "runc"
 
 
 def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
@@ -21,6 +28,18 @@ def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
     ('nvidia', 'containerd-config.txt:2')
     >>> fs.lookup("toolkit.modes")
     UNKNOWN
+
+    A CRI containerd table without default_runtime_name runs containerd's default, runc; a
+    fragment without that table leaves the default runtime unknown:
+
+    >>> fs = FactSet()
+    >>> produce([config("containerd-config", '[plugins."io.containerd.grpc.v1.cri".containerd]\\n  snapshotter = "overlayfs"\\n')], fs)
+    >>> fs.value("containerd.default_runtime")
+    'runc'
+    >>> fs = FactSet()
+    >>> produce([config("containerd-config", '[plugins."io.containerd.runtime.v1.linux"]\\n  runtime = "runc"\\n  shim = "containerd-shim"\\n')], fs)
+    >>> fs.lookup("containerd.default_runtime")
+    UNKNOWN
     """
     kinds: dict[str, set[str]] = {}
     kind_where: dict[str, Where] = {}
@@ -30,6 +49,7 @@ def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
     where: dict[str, Where] = {}
     runtimes: set[str] = set()
     default_runtime = enable_cdi = None
+    cri_table: Where | None = None
     for cf in configs:
         v = cf.values
         if cf.kind == "cdi-spec":
@@ -51,8 +71,10 @@ def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
                 if mode == "cdi":
                     cdi_mode_kinds.append(str(dk))
         elif cf.kind == "containerd-config":
-            facts.mark_known("containerd.")
+            facts.mark_known("containerd.enable_cdi", "containerd.runtimes")
             for k, x in v.items():
+                if cri_table is None and _CRI_CONTAINERD_RE.search(k):
+                    cri_table = Where(cf.file, cf.line_of(k))
                 if k.endswith(".default_runtime_name") and default_runtime is None:
                     default_runtime = str(x)
                     where["runtime"] = Where(cf.file, cf.line_of("default_runtime_name"))
@@ -84,6 +106,8 @@ def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
                 len(uuid_names) if has_spec else None,
                 where.get("kind"),
             )
+    if default_runtime is None and cri_table is not None:
+        default_runtime, where["runtime"] = _CONTAINERD_DEFAULT_RUNTIME, cri_table
     if default_runtime is not None:
         facts.put("containerd.default_runtime", default_runtime, where["runtime"])
     if enable_cdi is not None:

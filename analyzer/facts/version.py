@@ -50,6 +50,10 @@ def hami_helm_tags(facts: FactSet) -> list[tuple[str, str]]:
 
 
 _MINOR_RE = re.compile(r"v?(\d+)\.(\d+)$")
+# The register annotation's encoding changed here: v2.8.0's scheduler reads JSON
+# (pkg/device/nvidia/device.go GetNodeDevices -> device.UnMarshalNodeDevices), v2.7.x's the CSV
+# of device.DecodeNodeDevices; a plugin and a scheduler on two sides cannot read each other.
+REGISTER_JSON_SINCE = (2, 8, 0)
 
 
 def tag_evidence(inf: VersionInference, tag: str, where: str, what: str) -> None:
@@ -168,5 +172,6 @@ def produce(
     facts.put("version.known", hami.known)
     facts.put("version.range", hami.label)
     facts.put("version.conflict", bool(hami.conflicts))
+    facts.put("version.register_format_split", hami.splits_at(REGISTER_JSON_SINCE))
     for comp, inf in components.items():
         facts.put(f"version.{comp}", inf.label)

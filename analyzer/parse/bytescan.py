@@ -16,6 +16,7 @@ not hot: its lines are candidates like any other signature's.
 from __future__ import annotations
 
 import bisect
+import itertools
 import os
 import re
 import threading
@@ -43,6 +44,7 @@ except ImportError:  # pragma: no cover - exercised on platforms without a wheel
     hyperscan = None
 
 CHUNK_BYTES = 16 << 20  # per scanned chunk (the workers hold one each, plus one being read)
+LINE_CAP = 64 << 20  # a line longer than this is read as several (memory stays bounded)
 # a big log's klog line starts with a severity letter, month, day and a space ("I0815 "): the
 # rest of its header is not checked (checking the clock too would double Hyperscan's time)
 HEADER = ["[IWEF]", *["[0-9]"] * 4, " "]
@@ -53,6 +55,7 @@ _NOT = {"[IWEF]": "[^IWEF]", "[0-9]": "[^0-9]", " ": "[^ ]"}
 NOT_KLOG_PATTERN = "^(?:" + "|".join("".join(HEADER[:k]) + _NOT[HEADER[k]] for k in range(6)) + ")"
 KLOG_PATTERN = "^" + "".join(HEADER)
 _ERROR_HEAD = re.compile(rb"[EF][0-9]{4} ")
+_ERROR_LINE = re.compile(rb"(?m)^[EF][0-9]{4} ")
 
 
 SPACE = r"\t\x0b\x0c\r "  # \s without the newline
@@ -153,6 +156,16 @@ class _Found:
     candidates: tuple[list[int], list[str], list[bool]]
 
 
+@dataclass(frozen=True)
+class Counting:
+    """What the first lines of a log show about all of it. Every line Hyperscan reports costs a
+    call into Python, and two workers then take turns at Python's lock: what most lines are is
+    counted by difference or by `bytes.count` instead."""
+
+    few_klog: bool = False  # few klog lines: they are reported, not the others
+    letters: str = ""  # severity letters of many lines: their `\\nE` counted by `bytes.count`
+
+
 class ByteScan:
     """The Hyperscan database of one matcher's scan of a big log, and its pass over a file."""
 
@@ -162,14 +175,15 @@ class ByteScan:
         size: int,
         reported: list[str],
         counted: list[tuple[str, str]],
-        count_klog: bool,
+        counting: Counting,
     ):
         self.database = database
         self.size = size  # its patterns
         self.reported = reported  # hot signatures whose lines Hyperscan reports
         self.counted = counted  # (hot signature, its plain text) counted by `bytes.count`
         self.hot = reported + [sid for sid, _ in counted]
-        self.count_klog = count_klog
+        self.counting = counting
+        self.reported_letters = [x for x in "EWF" if x not in counting.letters]
         self._local = threading.local()
 
     @classmethod
@@ -180,17 +194,16 @@ class ByteScan:
         literals: list[str],
         caseless: list[str],
         prefilters: list[str],
-        count_klog: bool,
+        counting: Counting,
     ) -> ByteScan | None:
         """The hot signatures: `reported`, (signature, `line_counter`) whose lines Hyperscan
         reports, and `counted`, (signature, text) of plain ones that `bytes.count` counts (a
         line reported costs a call into Python, a quarter of a microsecond: a periodic line is
         a third of some logs). `literals` and `caseless` (ASCII case ignored): what makes a line
         a candidate, with `prefilters`, the regexes of signatures without a literal (found by a
-        superset of their matches). `count_klog`: the klog lines are counted (a log of few), not
-        the others (a log of many). None when a pattern cannot be taken or Hyperscan is
+        superset of their matches). None when a pattern cannot be taken or Hyperscan is
         missing."""
-        if hyperscan is None:
+        if hyperscan is None or (counting.letters and counting.few_klog):
             return None
         prefilter_lines = [line_pattern(p) for p in prefilters]
         if any(p is None for p in prefilter_lines):
@@ -199,8 +212,8 @@ class ByteScan:
         expressions = [p for _, p in reported]
         # a second occurrence of a counted text in one line, which `bytes.count` counted too
         expressions += [f"{_bytes_literal(x)}[^\\n]*{_bytes_literal(x)}" for _, x in counted]
-        expressions += [SEVERITY_PATTERN.format(x) for x in "EWF"]
-        expressions.append(KLOG_PATTERN if count_klog else NOT_KLOG_PATTERN)
+        expressions += [SEVERITY_PATTERN.format(x) for x in "EWF" if x not in counting.letters]
+        expressions.append(KLOG_PATTERN if counting.few_klog else NOT_KLOG_PATTERN)
         flags = [multiline] * len(expressions)
         expressions += [_bytes_literal(x) for x in literals]
         flags += [0] * len(literals)
@@ -211,7 +224,7 @@ class ByteScan:
         database = _database(expressions, flags)
         if database is None:
             return None
-        return cls(database, len(expressions), [sid for sid, _ in reported], counted, count_klog)
+        return cls(database, len(expressions), [sid for sid, _ in reported], counted, counting)
 
     def batches(self, path, workers: int | None = None) -> Iterator[Batch]:
         """The file's batches in order, one per chunk, scanned `workers` at a time."""
@@ -259,7 +272,7 @@ class ByteScan:
         rows each hot signature still wants; at most `errors` loose E/F lines among its first
         `examine` E/F lines (bounds: the chunks before may not be merged yet)."""
         n_reported, n_counted = len(self.reported), len(self.counted)
-        n_bins = n_reported + n_counted + 4
+        n_bins = n_reported + n_counted + len(self.reported_letters) + 1
         candidate_ends: list[int] = []
         bins: list[list[int]] = [[] for _ in range(n_bins)]
         bins += [candidate_ends] * (self.size - n_bins)
@@ -270,7 +283,10 @@ class ByteScan:
         self.database.scan(chunk, match_event_handler=on_match, scratch=self._scratch())
         reported_ends = bins[:n_reported]
         seconds = bins[n_reported : n_reported + n_counted]
-        e_ends, w_ends, f_ends, klog_or_not = bins[n_reported + n_counted : n_bins]
+        letter_ends = dict(zip(self.reported_letters, bins[n_reported + n_counted :], strict=False))
+        klog_or_not = bins[n_bins - 1]
+        severities = {x: len(ends) for x, ends in letter_ends.items()}
+        severities.update(self._counted_letters(chunk, klog_or_not))
         lines_of = _Lines(chunk, reported_ends, [x for _, x in self.counted])
 
         starts = sorted({chunk.rfind(b"\n", 0, e) + 1 for e in candidate_ends})
@@ -289,7 +305,7 @@ class ByteScan:
         loose: list[tuple[int, int]] = []  # (rank among the E/F lines, line start)
         if errors > 0 and examine > 0:
             taken = set(starts)
-            err_starts = sorted(e - len(HEADER) for e in e_ends + f_ends)[:examine]
+            err_starts = self._error_starts(chunk, letter_ends, examine)
             for rank, s in enumerate(err_starts):
                 if s not in taken and not lines_of.is_hot(s):
                     loose.append((rank, s))
@@ -299,8 +315,8 @@ class ByteScan:
         lines = _number(chunk, rows)
         return _Found(
             lines=lines,
-            klog_lines=len(klog_or_not) if self.count_klog else lines - len(klog_or_not),
-            severities={"E": len(e_ends), "W": len(w_ends), "F": len(f_ends)},
+            klog_lines=len(klog_or_not) if self.counting.few_klog else lines - len(klog_or_not),
+            severities=severities,
             hot=[
                 (sid, [rows[s] for s in ss], [_text(chunk, s) for s in ss], n)
                 for sid, ss, n in hot_picks
@@ -312,6 +328,27 @@ class ByteScan:
                 [lines_of.is_error(s) and not lines_of.is_hot(s) for s in starts],
             ),
         )
+
+    def _counted_letters(self, chunk: bytearray, not_klog: list[int]) -> dict[str, int]:
+        """The severities `bytes.count` counts: the lines after a newline that start with the
+        letter, the first line if it does, less the lines that are not klog (reported: few)."""
+        if not self.counting.letters:
+            return {}
+        firsts = [chunk[chunk.rfind(b"\n", 0, e - 1) + 1] for e in not_klog]
+        return {
+            x: chunk.count(b"\n" + x.encode()) + (chunk[0] == ord(x)) - firsts.count(ord(x))
+            for x in self.counting.letters
+        }
+
+    def _error_starts(
+        self, chunk: bytearray, letter_ends: dict[str, list[int]], examine: int
+    ) -> list[int]:
+        """The starts of the chunk's first `examine` E/F lines."""
+        if "E" in self.counting.letters or "F" in self.counting.letters:
+            found = _ERROR_LINE.finditer(chunk)
+            return [m.start() for m in itertools.islice(found, examine)]
+        ends = letter_ends["E"] + letter_ends["F"]
+        return sorted(e - len(HEADER) for e in ends)[:examine]
 
 
 class _Lines:
@@ -402,9 +439,10 @@ def _batch(found: _Found, loose: list[tuple[int, str]], base: int, size: int) ->
 
 def _chunks(path, free: list[bytearray]) -> Iterator[bytearray]:
     """The file in chunks of whole lines, about CHUNK_BYTES each (the line under way at a chunk's
-    end is read to its end); the last ends with a newline even when the file does not. A chunk
-    is read into a buffer of `free` when there is one (a new buffer costs a page fault per 4 KiB,
-    as much as reading into it)."""
+    end is read to its end, up to LINE_CAP bytes: a longer one is read as several lines); the
+    last ends with a newline even when the file does not. A chunk is read into a buffer of
+    `free` when there is one (a new buffer costs a page fault per 4 KiB, as much as reading into
+    it)."""
     with open(path, "rb") as fh:
         while True:
             chunk = free.pop() if free else bytearray(CHUNK_BYTES)
@@ -417,7 +455,7 @@ def _chunks(path, free: list[bytearray]) -> Iterator[bytearray]:
                 return
             del chunk[n:]
             if not chunk.endswith(b"\n"):
-                chunk += fh.readline()
+                chunk += fh.readline(LINE_CAP)
                 if not chunk.endswith(b"\n"):
                     chunk += b"\n"
             yield chunk

@@ -735,6 +735,49 @@ def test_property_names_by_polars_equal_names_by_regex(names, rows):
     assert results[0] == results[1]
 
 
+WIDE = st.sampled_from(["", "节点 ", "é ", "\u212aey: v ", "\u017fecret=abcdefgh12 "])
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    planted_secrets(),
+    st.lists(NAME_PARTS, min_size=1, max_size=4, unique=True),
+    st.lists(st.tuples(WIDE, st.lists(st.tuples(GLUE, NAME_PARTS), max_size=6)), max_size=40),
+)
+def test_property_bytes_path_equals_every_line(case, names, rows):
+    """Every piece kept as bytes (Hyperscan selecting the lines, read and spliced by offsets, the
+    names replaced over the stretches between the planned lines; lines outside ASCII checked by
+    polars, Unicode case folding included) gives byte for byte what searching every line of the
+    text with every pattern gives: names that touch letters and digits (gpu-1 in gpu-10), a
+    token-shaped word, a name at a piece's edge."""
+    from unittest import mock
+
+    import analyzer.redact.lines as lines_module
+    from analyzer.redact.hyper import line_filter
+
+    files, _ = case
+    raws = [data for data in files.values() if b"\0" not in data]
+    body = "".join(w + "".join(a + b for a, b in row) + " 10.1.2.3\n" for w, row in rows)
+    raws.append(("".join(f"nodeName: {n}\n" for n in names) + body + "node-7 x").encode())
+    assert line_filter(tuple(Learner(load_redactors()).prefilters)) is not None
+    outputs = []
+    for catalogue, small in ((load_redactors(), 0), (every_line(load_redactors()), 1 << 30)):
+        with (
+            mock.patch.object(lines_module, "SMALL", small),
+            mock.patch.object(lines_module, "HYPERSCAN_MIN", small),
+        ):
+            learner = Learner(catalogue)
+            plans = [learner.piece(raw, "p") for raw in raws]
+            run = Redaction(catalogue, learner.names, TokenMap(learner.reserved))
+            for value in sorted(learner.names):
+                run.tokens.token(learner.names[value], value)
+            outputs.append(
+                [run.piece(raw, "p", plan) for raw, plan in zip(raws, plans, strict=True)]
+            )
+            outputs.append(dict(run.counts))
+    assert outputs[0] == outputs[2] and outputs[1] == outputs[3]
+
+
 def test_pieces_end_at_line_ends_and_a_long_line_is_cut_between_values(tmp_path, monkeypatch):
     import analyzer.redact.discover as discover
 

@@ -25,7 +25,7 @@ import regex
 
 from analyzer.errors import AnalyzerError
 from analyzer.redact.blocks import block_spans
-from analyzer.redact.lines import Lines
+from analyzer.redact.lines import Lines, line_end
 from analyzer.redact.redactors import TIMEOUT, TIMEOUT_PER_MIB, Redactor
 from analyzer.redact.tokens import TokenMap
 
@@ -138,6 +138,10 @@ class Plan:
 
     whole: set[str] = field(default_factory=set)
     lines: dict[str, list[int]] = field(default_factory=dict)
+    starts: dict[int, int] = field(default_factory=dict)  # where those lines start in the piece
+
+    def planned(self) -> list[int]:
+        return sorted({i for idx in self.lines.values() for i in idx})
 
 
 @dataclass(frozen=True)
@@ -151,12 +155,24 @@ class NamesSplit:
 
 
 @dataclass(frozen=True)
+class Stretches:
+    """A piece of the second pass cut around the lines a per-line redactor needs: `texts`
+    alternates the stretch before each such line and that line, then the rest; `present`, the
+    names in them, in order, and how many times they occur."""
+
+    lines: list[int]  # the planned lines, in order
+    texts: pl.Series
+    present: list[str]
+    count: int
+
+
+@dataclass(frozen=True)
 class Prepared:
     """A piece of the second pass, split and scanned ahead of its redaction."""
 
     lines: Lines
     plan: Plan | None
-    names: NamesSplit | None
+    names: NamesSplit | Stretches | None
 
 
 class Learner:
@@ -205,6 +221,7 @@ class Learner:
                 found, holding = lines_values(r, lines.get(idx), where)
                 self._add(found)
                 plan.lines[r.id] = [idx[k] for k in holding]  # the second pass needs no other
+        plan.starts = lines.starts(plan.planned())
         return plan
 
     def _add(self, found: dict[str, str]) -> None:
@@ -244,11 +261,67 @@ class Redaction:
         lines = Lines.of_bytes(raw)
         if plan is None or plan.whole & {r.id for r in self.whole if r.prefilter is not None}:
             return Prepared(lines, plan, None)
+        planned = plan.planned()
+        if lines.raw is not None and all(i in plan.starts for i in planned):
+            lines.know(plan.starts)  # the lines the first pass kept: no split, no scan
+            if not self.names:
+                return Prepared(lines, plan, None)
+            if all(r.prefilter is not None for r in self.whole):  # none runs on the whole piece
+                cut = self._stretches(lines, planned)
+                if cut is not None:
+                    return Prepared(lines, plan, cut)
         idx = lines.hits([self.names_prefilter])[0] if self.names_prefilter else []
         return Prepared(lines, plan, self._names_split(lines, idx) if idx else None)
 
     def finish(self, prepared: Prepared, where: str) -> bytes:
-        return self._run(prepared.lines, where, prepared.plan, prepared.names).bytes()
+        cut, plan = prepared.names, prepared.plan
+        if isinstance(cut, Stretches) and plan is not None:
+            stretches = self._names_stretches(prepared.lines, cut)
+            lines = self._per_line(prepared.lines, plan, where)
+            out: list[str] = []
+            for stretch, line in zip(stretches, lines.get(cut.lines), strict=False):
+                out += (stretch, line)
+            out.append(stretches[-1])
+            return "".join(out).encode("utf-8")
+        split = cut if isinstance(cut, NamesSplit) else None
+        return self._run(prepared.lines, where, plan, split).bytes()
+
+    def _stretches(self, lines: Lines, planned: list[int]) -> Stretches | None:
+        """The piece cut for the names (see `Stretches`), or None when a name touches a letter or
+        digit in it (then it is split into lines, see `_names_split`). Where none touches,
+        Aho-Corasick (leftmost-first, longest name first) replaces what the regex would, so the
+        stretches between the planned lines go through polars whole, never split into lines;
+        whether one touches is asked as `_names_split` asks it of each line."""
+        raw = lines.raw
+        assert raw is not None
+        starts = lines.starts(planned)
+        texts: list[str] = []
+        pos = 0
+        for i in planned:
+            texts.append(raw[pos : starts[i]].decode("utf-8"))
+            texts.append(lines.get([i])[0])
+            pos = line_end(raw, starts[i])
+        texts.append(raw[pos:].decode("utf-8"))
+        series = pl.Series(texts, dtype=pl.String)
+        try:
+            found = series.str.extract_all(self.names_touching).explode().drop_nulls()
+            if not found.is_in(self.names_list.implode()).all():
+                return None
+        except pl.exceptions.PolarsError:
+            return None
+        return Stretches(planned, series, found.unique(maintain_order=True).to_list(), len(found))
+
+    def _names_stretches(self, lines: Lines, cut: Stretches) -> list[str]:
+        """The names replaced in the stretches (returned) and in the planned lines (put)."""
+        texts = cut.texts
+        if cut.present:
+            tokens = {v: self.tokens.token(self.names[v], v) for v in cut.present}
+            order = sorted(cut.present, key=len, reverse=True)
+            texts = texts.str.replace_many(order, [tokens[v] for v in order], leftmost=True)
+            self.counts["names"] += cut.count
+        done = texts.to_list()
+        lines.put(cut.lines, done[1::2])
+        return done[0::2]
 
     def _run(self, lines: Lines, where: str, plan: Plan | None, names: NamesSplit | None) -> Lines:
         if plan is None:
@@ -268,7 +341,11 @@ class Redaction:
         if self.names_prefilter is not None:  # first: the lines are still as polars holds them
             idx = lines.hits([self.names_prefilter])[0]
             if idx:
-                self._names_lines(lines, names or self._names_split(lines, idx), where)
+                split = names if isinstance(names, NamesSplit) else None
+                self._names_lines(lines, split or self._names_split(lines, idx), where)
+        return self._per_line(lines, plan, where)
+
+    def _per_line(self, lines: Lines, plan: Plan, where: str) -> Lines:
         for r in self.per_line:
             idx = plan.lines[r.id]
             if idx:

@@ -468,11 +468,13 @@ def _database(expressions: list[str], flags: list[int]) -> Any:
     if key not in _COMPILED:
         if len(_COMPILED) > 32:
             _COMPILED.clear()
-        _COMPILED[key] = _compile(expressions, flags)
+        _COMPILED[key] = compile_database(expressions, flags)
     return _COMPILED[key]
 
 
-def _compile(expressions: list[str], flags: list[int]) -> Any:
+def compile_database(expressions: list[str], flags: list[int]) -> Any:
+    """A block-mode Hyperscan database of these patterns (ids: their positions), or None when
+    Hyperscan refuses one."""
     assert hyperscan is not None
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     try:

@@ -17,24 +17,9 @@ from typing import Any
 
 import polars as pl
 
-from analyzer.parse.bytescan import hyperscan, line_pattern
+from analyzer.parse.bytescan import compile_database, hyperscan, line_pattern
 
 NON_ASCII = r"[\x80-\xff][^\n]*$"  # one report per line holding a byte outside ASCII
-
-
-def _compile(expressions: list[str], flags: list[int]) -> Any:
-    assert hyperscan is not None
-    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    try:
-        database.compile(
-            expressions=[x.encode() for x in expressions],
-            ids=list(range(len(expressions))),
-            elements=len(expressions),
-            flags=flags,
-        )
-    except hyperscan.error:
-        return None
-    return database
 
 
 class _Scanner:
@@ -125,5 +110,5 @@ def line_filter(prefilters: tuple[str, ...]) -> LineFilter | None:
     if any(x is None for x in lines):
         return None
     multiline = hyperscan.HS_FLAG_MULTILINE
-    database = _compile([*lines, NON_ASCII], [multiline] * (len(lines) + 1))  # type: ignore[list-item]
+    database = compile_database([*lines, NON_ASCII], [multiline] * (len(lines) + 1))  # type: ignore[list-item]
     return LineFilter(prefilters, _Scanner(database)) if database is not None else None

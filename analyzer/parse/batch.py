@@ -6,6 +6,10 @@ from dataclasses import dataclass
 
 import polars as pl
 
+# a big log's klog line starts with a severity letter, month, day and a space ("I0815 "): the
+# rest of its header is not checked (checking the clock too would double the byte scan's time)
+KLOG_HEADER = ["[IWEF]", *["[0-9]"] * 4, " "]
+KLOG_START = "^" + "".join(KLOG_HEADER)
 SIG_HEAD_CAP = 300  # per signature, first occurrences kept from a big log
 SIG_TAIL_CAP = 300  # and last occurrences
 ERROR_LINE_CAP = 5_000  # unmatched E/F lines kept from a big log (batch analysis wants them)

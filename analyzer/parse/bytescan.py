@@ -21,7 +21,7 @@ import os
 import re
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import ModuleType
@@ -32,6 +32,8 @@ import polars as pl
 from analyzer.parse.batch import (
     ERROR_EXAMINED,
     ERROR_LINE_CAP,
+    KLOG_HEADER,
+    KLOG_START,
     SIG_HEAD_CAP,
     SIG_TAIL_CAP,
     Batch,
@@ -45,17 +47,16 @@ except ImportError:  # pragma: no cover - exercised on platforms without a wheel
 
 CHUNK_BYTES = 16 << 20  # per scanned chunk (the workers hold one each, plus one being read)
 LINE_CAP = 64 << 20  # a line longer than this is read as several (memory stays bounded)
-# a big log's klog line starts with a severity letter, month, day and a space ("I0815 "): the
-# rest of its header is not checked (checking the clock too would double Hyperscan's time)
-HEADER = ["[IWEF]", *["[0-9]"] * 4, " "]
+HEADER = KLOG_HEADER  # a big log's klog line starts with these bytes (parse.batch)
 SEVERITY_PATTERN = "^{}" + "".join(HEADER[1:])
 _NOT = {"[IWEF]": "[^IWEF]", "[0-9]": "[^0-9]", " ": "[^ ]"}
 # a line that does not start with HEADER: the first byte that differs (a newline included) ends
 # its one match
-NOT_KLOG_PATTERN = "^(?:" + "|".join("".join(HEADER[:k]) + _NOT[HEADER[k]] for k in range(6)) + ")"
-KLOG_PATTERN = "^" + "".join(HEADER)
-_ERROR_HEAD = re.compile(rb"[EF][0-9]{4} ")
-_ERROR_LINE = re.compile(rb"(?m)^[EF][0-9]{4} ")
+NOT_KLOG_PATTERN = (
+    "^(?:" + "|".join("".join(HEADER[:k]) + _NOT[HEADER[k]] for k in range(len(HEADER))) + ")"
+)
+KLOG_PATTERN = KLOG_START
+_ERROR_LINE = re.compile(("(?m)" + SEVERITY_PATTERN.format("[EF]")).encode())
 
 
 SPACE = r"\t\x0b\x0c\r "  # \s without the newline
@@ -156,6 +157,50 @@ class _Found:
     candidates: tuple[list[int], list[str], list[bool]]
 
 
+class Scanner:
+    """A compiled database and each thread's scratch space (one scan at a time may use one)."""
+
+    def __init__(self, database: Any):
+        self.database = database
+        self._local = threading.local()
+
+    def scan(self, data: bytes | bytearray, bins: list[list[int]]) -> None:
+        """Append each match's end offset to its pattern's bin (patterns may share a bin), in
+        the order of the ends."""
+        assert hyperscan is not None
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = hyperscan.Scratch(self.database)
+
+        def on_match(pattern: int, _start: int, end: int, _flags: int, _context: object) -> None:
+            bins[pattern].append(end)
+
+        self.database.scan(data, match_event_handler=on_match, scratch=scratch)
+
+
+def line_start(data: bytes | bytearray, end: int) -> int:
+    """The start of the line a match ending at `end` ends on (a match is never empty)."""
+    return data.rfind(b"\n", 0, max(end - 1, 0)) + 1
+
+
+def line_end(data: bytes | bytearray, start: int) -> int:
+    """Where the line starting at `start` ends (its newline, or the end of `data`)."""
+    end = data.find(b"\n", start)
+    return len(data) if end < 0 else end
+
+
+def number_lines(data: bytes | bytearray, starts: Iterable[int]) -> tuple[dict[int, int], int]:
+    """Each line start's line number (0 = the first line of `data`), found in one sweep, and
+    how many newlines `data` holds."""
+    numbers: dict[int, int] = {}
+    n, at = 0, 0
+    for start in sorted(starts):
+        n += data.count(b"\n", at, start)
+        at = start
+        numbers[start] = n
+    return numbers, n + data.count(b"\n", at)
+
+
 @dataclass(frozen=True)
 class Counting:
     """What the first lines of a log show about all of it. Every line Hyperscan reports costs a
@@ -171,20 +216,19 @@ class ByteScan:
 
     def __init__(
         self,
-        database,
+        database: Any,
         size: int,
         reported: list[str],
         counted: list[tuple[str, str]],
         counting: Counting,
     ):
-        self.database = database
+        self.scanner = Scanner(database)
         self.size = size  # its patterns
         self.reported = reported  # hot signatures whose lines Hyperscan reports
         self.counted = counted  # (hot signature, its plain text) counted by `bytes.count`
         self.hot = reported + [sid for sid, _ in counted]
         self.counting = counting
         self.reported_letters = [x for x in "EWF" if x not in counting.letters]
-        self._local = threading.local()
 
     @classmethod
     def build(
@@ -260,13 +304,6 @@ class ByteScan:
             while pending:
                 yield done()
 
-    def _scratch(self):
-        """Each thread's own scratch space (one scan at a time may use one)."""
-        scratch = getattr(self._local, "scratch", None)
-        if scratch is None:
-            scratch = self._local.scratch = hyperscan.Scratch(self.database)
-        return scratch
-
     def _scan(self, chunk: bytearray, heads: dict[str, int], errors: int, examine: int) -> _Found:
         """One chunk (whole lines, the last one ending with a newline): `heads`, how many first
         rows each hot signature still wants; at most `errors` loose E/F lines among its first
@@ -276,11 +313,7 @@ class ByteScan:
         candidate_ends: list[int] = []
         bins: list[list[int]] = [[] for _ in range(n_bins)]
         bins += [candidate_ends] * (self.size - n_bins)
-
-        def on_match(pattern: int, _start: int, end: int, _flags: int, _context: object) -> None:
-            bins[pattern].append(end)
-
-        self.database.scan(chunk, match_event_handler=on_match, scratch=self._scratch())
+        self.scanner.scan(chunk, bins)
         reported_ends = bins[:n_reported]
         seconds = bins[n_reported : n_reported + n_counted]
         letter_ends = dict(zip(self.reported_letters, bins[n_reported + n_counted :], strict=False))
@@ -289,19 +322,19 @@ class ByteScan:
         severities.update(self._counted_letters(chunk, klog_or_not))
         lines_of = _Lines(chunk, reported_ends, [x for _, x in self.counted])
 
-        starts = sorted({chunk.rfind(b"\n", 0, e) + 1 for e in candidate_ends})
-        rows: dict[int, int] = dict.fromkeys(starts, 0)  # line start -> its line number
+        starts = sorted({line_start(chunk, e) for e in candidate_ends})
+        wanted = set(starts)  # the starts of the lines whose number and text are kept
         hot_picks = []
         for sid, ends in zip(self.reported, reported_ends, strict=True):
             head = heads[sid]
             picked = ends[:head] + ends[max(head, len(ends) - SIG_TAIL_CAP) :]
-            hot_picks.append((sid, [chunk.rfind(b"\n", 0, e - 1) + 1 for e in picked], len(ends)))
+            hot_picks.append((sid, [line_start(chunk, e) for e in picked], len(ends)))
         for (sid, text), repeats in zip(self.counted, seconds, strict=True):
             needle = text.encode()
             picked = lines_of.holding(needle, heads[sid], SIG_TAIL_CAP)
             hot_picks.append((sid, picked, chunk.count(needle) - lines_of.extra(needle, repeats)))
         for _sid, picked, _n in hot_picks:
-            rows.update(dict.fromkeys(picked, 0))
+            wanted.update(picked)
         loose: list[tuple[int, int]] = []  # (rank among the E/F lines, line start)
         if errors > 0 and examine > 0:
             taken = set(starts)
@@ -311,8 +344,8 @@ class ByteScan:
                     loose.append((rank, s))
                     if len(loose) == errors:
                         break
-            rows.update(dict.fromkeys((s for _, s in loose), 0))
-        lines = _number(chunk, rows)
+            wanted.update(s for _, s in loose)
+        rows, lines = number_lines(chunk, wanted)
         return _Found(
             lines=lines,
             klog_lines=len(klog_or_not) if self.counting.few_klog else lines - len(klog_or_not),
@@ -334,7 +367,7 @@ class ByteScan:
         letter, the first line if it does, less the lines that are not klog (reported: few)."""
         if not self.counting.letters:
             return {}
-        firsts = [chunk[chunk.rfind(b"\n", 0, e - 1) + 1] for e in not_klog]
+        firsts = [chunk[line_start(chunk, e)] for e in not_klog]
         return {
             x: chunk.count(b"\n" + x.encode()) + (chunk[0] == ord(x)) - firsts.count(ord(x))
             for x in self.counting.letters
@@ -372,11 +405,11 @@ class _Lines:
     def extra(self, needle: bytes, seconds: list[int]) -> int:
         """How many more times than once `bytes.count` counted `needle` in the lines where a
         second occurrence ends at one of `seconds`."""
-        starts = {self.chunk.rfind(b"\n", 0, e - 1) + 1 for e in seconds}
+        starts = {line_start(self.chunk, e) for e in seconds}
         return sum(self.chunk.count(needle, s, self.end(s)) - 1 for s in starts)
 
     def is_error(self, start: int) -> bool:
-        return _ERROR_HEAD.match(self.chunk, start) is not None
+        return _ERROR_LINE.match(self.chunk, start) is not None
 
     def holding(self, needle: bytes, head: int, tail: int) -> list[int]:
         """The starts of the first `head` and the last `tail` lines holding `needle`."""
@@ -398,20 +431,8 @@ def _holds(ends: list[int], end: int) -> bool:
     return i < len(ends) and ends[i] == end
 
 
-def _number(chunk: bytearray, rows: dict[int, int]) -> int:
-    """Fill in each line start's line number (0 = the chunk's first line) in one sweep of the
-    chunk, and return how many lines it has."""
-    n, at = 0, 0
-    for start in sorted(rows):
-        n += chunk.count(b"\n", at, start)
-        at = start
-        rows[start] = n
-    return n + chunk.count(b"\n", at)
-
-
 def _text(chunk: bytearray, start: int) -> str:
-    end = chunk.find(b"\n", start)
-    line = chunk[start:end]
+    line = chunk[start : line_end(chunk, start)]
     if line.endswith(b"\r"):
         line = line[:-1]
     return line.decode("utf-8", errors="replace")

@@ -36,6 +36,7 @@ from analyzer.catalogue.signatures import MATCH_TIMEOUT
 from analyzer.parse.batch import (
     ERROR_EXAMINED,
     ERROR_LINE_CAP,
+    KLOG_START,
     SIG_HEAD_CAP,
     SIG_TAIL_CAP,
     Batch,
@@ -52,8 +53,6 @@ if TYPE_CHECKING:
     from analyzer.parse.bytescan import ByteScan
 
 ANSI_PATTERN = r"\x1b\[[0-9;?]*[ -/]*[@-~]"
-# a big log's klog line (bytescan.HEADER): severity, month, day and a space; not the clock
-KLOG_START = r"^[IWEF][0-9]{4} "
 
 LINE_SCHEMA = {
     "line": pl.Int64,

@@ -24,8 +24,9 @@ import polars as pl
 import regex
 
 from analyzer.errors import AnalyzerError
+from analyzer.parse.bytescan import line_end
 from analyzer.redact.blocks import block_spans
-from analyzer.redact.lines import Lines, line_end
+from analyzer.redact.lines import Lines
 from analyzer.redact.redactors import TIMEOUT, TIMEOUT_PER_MIB, Redactor
 from analyzer.redact.tokens import TokenMap
 

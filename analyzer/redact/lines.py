@@ -14,6 +14,7 @@ from functools import lru_cache
 import polars as pl
 import regex
 
+from analyzer.parse.bytescan import line_end
 from analyzer.redact.hyper import line_filter
 
 ENCODING = ("utf-8", "surrogateescape")  # undecodable bytes survive the round trip
@@ -200,11 +201,6 @@ def splice(raw: bytes, lines: dict[int, str]) -> bytes:
         pos = line_end(raw, start)
     out.append(raw[pos:])
     return b"".join(out)
-
-
-def line_end(raw: bytes, start: int) -> int:
-    end = raw.find(b"\n", start)
-    return len(raw) if end < 0 else end
 
 
 def _utf8(raw: bytes) -> bool:

@@ -16,7 +16,6 @@ not hot: its lines are candidates like any other signature's.
 from __future__ import annotations
 
 import bisect
-import itertools
 import os
 import re
 import threading
@@ -33,30 +32,33 @@ from analyzer.parse.batch import (
     ERROR_EXAMINED,
     ERROR_LINE_CAP,
     KLOG_HEADER,
-    KLOG_START,
     SIG_HEAD_CAP,
     SIG_TAIL_CAP,
     Batch,
 )
+from analyzer.parse.literals import leading_superset
 
 hyperscan: ModuleType | None
-try:  # a binary wheel on the usual platforms; without it the line reader scans every log
+np: ModuleType | None
+try:  # binary wheels on the usual platforms; without them the line reader scans every log
     import hyperscan
+    import numpy as np
+    from numpy.lib.stride_tricks import as_strided
 except ImportError:  # pragma: no cover - exercised on platforms without a wheel
-    hyperscan = None
+    hyperscan = np = None
 
 CHUNK_BYTES = 16 << 20  # per scanned chunk (the workers hold one each, plus one being read)
 LINE_CAP = 64 << 20  # a line longer than this is read as several (memory stays bounded)
-HEADER = KLOG_HEADER  # a big log's klog line starts with these bytes (parse.batch)
-SEVERITY_PATTERN = "^{}" + "".join(HEADER[1:])
-_NOT = {"[IWEF]": "[^IWEF]", "[0-9]": "[^0-9]", " ": "[^ ]"}
-# a line that does not start with HEADER: the first byte that differs (a newline included) ends
-# its one match
-NOT_KLOG_PATTERN = (
-    "^(?:" + "|".join("".join(HEADER[:k]) + _NOT[HEADER[k]] for k in range(len(HEADER))) + ")"
+_ERROR_LINE = re.compile(("(?m)^[EF]" + "".join(KLOG_HEADER[1:])).encode())
+# per byte of a klog header (parse.batch): a table of the byte values that may stand there
+_HEADER_TABLES = (
+    [
+        np.array([re.fullmatch(p.encode(), bytes([b])) is not None for b in range(256)])
+        for p in KLOG_HEADER
+    ]
+    if np is not None
+    else []
 )
-KLOG_PATTERN = KLOG_START
-_ERROR_LINE = re.compile(("(?m)" + SEVERITY_PATTERN.format("[EF]")).encode())
 
 
 SPACE = r"\t\x0b\x0c\r "  # \s without the newline
@@ -201,34 +203,64 @@ def number_lines(data: bytes | bytearray, starts: Iterable[int]) -> tuple[dict[i
     return numbers, n + data.count(b"\n", at)
 
 
-@dataclass(frozen=True)
-class Counting:
-    """What the first lines of a log show about all of it. Every line Hyperscan reports costs a
-    call into Python, and two workers then take turns at Python's lock: what most lines are is
-    counted by difference or by `bytes.count` instead."""
+class LineTable:
+    """Where one chunk's lines start and which are klog lines of which severity, found with
+    numpy: it compares every byte in SIMD without holding Python's lock, where `bytes.count`
+    holds it and is several times slower (a log's lines are counted, never reported one by one).
+    """
 
-    few_klog: bool = False  # few klog lines: they are reported, not the others
-    letters: str = ""  # severity letters of many lines: their `\\nE` counted by `bytes.count`
+    def __init__(self, chunk: bytes | bytearray, scratch: Any):
+        assert np is not None
+        view = np.frombuffer(chunk, np.uint8)
+        newline = scratch[: len(view)]
+        np.equal(view, 10, out=newline)
+        self.ends = np.flatnonzero(newline)  # the chunk's newlines: its lines' ends
+        del newline
+        starts = np.empty_like(self.ends)
+        starts[:1] = 0
+        np.add(self.ends[:-1], 1, out=starts[1:])
+        # each line's first bytes, gathered once (a line start is a cache miss): a line shorter
+        # than a header holds its newline there, which no header byte may be; a line starting
+        # too near the chunk's end to hold a header is not klog
+        width = len(_HEADER_TABLES)
+        inside = starts[starts <= len(view) - width]
+        heads = as_strided(view, (max(0, len(view) - width + 1), width), (1, 1))[inside]
+        klog = np.zeros(len(starts), bool)
+        klog[: len(inside)] = np.logical_and.reduce(
+            [table[heads[:, k]] for k, table in enumerate(_HEADER_TABLES)]
+        )
+        firsts = np.zeros(len(starts), np.uint8)
+        firsts[: len(inside)] = heads[:, 0]
+        self.lines = len(starts)
+        self.klog_lines = int(np.count_nonzero(klog))
+        self.severities = {x: int(np.count_nonzero(klog & (firsts == ord(x)))) for x in "EWF"}
+        self._errors = starts[klog & ((firsts == ord("E")) | (firsts == ord("F")))]
+        del view, heads
+
+    def error_starts(self, n: int) -> list[int]:
+        """The starts of the chunk's first `n` E/F klog lines."""
+        return self._errors[:n].tolist()
+
+    def numbers(self, starts: Iterable[int]) -> dict[int, int]:
+        """Each line start's line number (0 = the chunk's first line)."""
+        assert np is not None
+        keys = sorted(starts)
+        found = np.searchsorted(self.ends, np.array(keys, dtype=np.int64))
+        return dict(zip(keys, found.tolist(), strict=True))
 
 
 class ByteScan:
     """The Hyperscan database of one matcher's scan of a big log, and its pass over a file."""
 
     def __init__(
-        self,
-        database: Any,
-        size: int,
-        reported: list[str],
-        counted: list[tuple[str, str]],
-        counting: Counting,
+        self, database: Any, size: int, reported: list[str], counted: list[tuple[str, str]]
     ):
         self.scanner = Scanner(database)
         self.size = size  # its patterns
         self.reported = reported  # hot signatures whose lines Hyperscan reports
         self.counted = counted  # (hot signature, its plain text) counted by `bytes.count`
         self.hot = reported + [sid for sid, _ in counted]
-        self.counting = counting
-        self.reported_letters = [x for x in "EWF" if x not in counting.letters]
+        self._local = threading.local()  # each worker's scratch array for LineTable
 
     @classmethod
     def build(
@@ -238,7 +270,6 @@ class ByteScan:
         literals: list[str],
         caseless: list[str],
         prefilters: list[str],
-        counting: Counting,
     ) -> ByteScan | None:
         """The hot signatures: `reported`, (signature, `line_counter`) whose lines Hyperscan
         reports, and `counted`, (signature, text) of plain ones that `bytes.count` counts (a
@@ -247,17 +278,17 @@ class ByteScan:
         a candidate, with `prefilters`, the regexes of signatures without a literal (found by a
         superset of their matches). None when a pattern cannot be taken or Hyperscan is
         missing."""
-        if hyperscan is None or (counting.letters and counting.few_klog):
+        if hyperscan is None or np is None:
             return None
-        prefilter_lines = [line_pattern(p) for p in prefilters]
+        # a superset of each one's lines: Hyperscan anchors a regex on a literal inside it, which
+        # can be on most lines (".go:" of a stack frame's path is in every klog line's header)
+        prefilter_lines = [line_pattern(leading_superset(p) or p) for p in prefilters]
         if any(p is None for p in prefilter_lines):
             return None
         multiline = hyperscan.HS_FLAG_MULTILINE
         expressions = [p for _, p in reported]
         # a second occurrence of a counted text in one line, which `bytes.count` counted too
         expressions += [f"{_bytes_literal(x)}[^\\n]*{_bytes_literal(x)}" for _, x in counted]
-        expressions += [SEVERITY_PATTERN.format(x) for x in "EWF" if x not in counting.letters]
-        expressions.append(KLOG_PATTERN if counting.few_klog else NOT_KLOG_PATTERN)
         flags = [multiline] * len(expressions)
         expressions += [_bytes_literal(x) for x in literals]
         flags += [0] * len(literals)
@@ -268,7 +299,7 @@ class ByteScan:
         database = _database(expressions, flags)
         if database is None:
             return None
-        return cls(database, len(expressions), [sid for sid, _ in reported], counted, counting)
+        return cls(database, len(expressions), [sid for sid, _ in reported], counted)
 
     def batches(self, path, workers: int | None = None) -> Iterator[Batch]:
         """The file's batches in order, one per chunk, scanned `workers` at a time."""
@@ -309,17 +340,13 @@ class ByteScan:
         rows each hot signature still wants; at most `errors` loose E/F lines among its first
         `examine` E/F lines (bounds: the chunks before may not be merged yet)."""
         n_reported, n_counted = len(self.reported), len(self.counted)
-        n_bins = n_reported + n_counted + len(self.reported_letters) + 1
+        n_bins = n_reported + n_counted
         candidate_ends: list[int] = []
         bins: list[list[int]] = [[] for _ in range(n_bins)]
         bins += [candidate_ends] * (self.size - n_bins)
         self.scanner.scan(chunk, bins)
-        reported_ends = bins[:n_reported]
-        seconds = bins[n_reported : n_reported + n_counted]
-        letter_ends = dict(zip(self.reported_letters, bins[n_reported + n_counted :], strict=False))
-        klog_or_not = bins[n_bins - 1]
-        severities = {x: len(ends) for x, ends in letter_ends.items()}
-        severities.update(self._counted_letters(chunk, klog_or_not))
+        table = LineTable(chunk, self._scratch(len(chunk)))
+        reported_ends, seconds = bins[:n_reported], bins[n_reported:n_bins]
         lines_of = _Lines(chunk, reported_ends, [x for _, x in self.counted])
 
         starts = sorted({line_start(chunk, e) for e in candidate_ends})
@@ -338,18 +365,17 @@ class ByteScan:
         loose: list[tuple[int, int]] = []  # (rank among the E/F lines, line start)
         if errors > 0 and examine > 0:
             taken = set(starts)
-            err_starts = self._error_starts(chunk, letter_ends, examine)
-            for rank, s in enumerate(err_starts):
+            for rank, s in enumerate(table.error_starts(examine)):
                 if s not in taken and not lines_of.is_hot(s):
                     loose.append((rank, s))
                     if len(loose) == errors:
                         break
             wanted.update(s for _, s in loose)
-        rows, lines = number_lines(chunk, wanted)
+        rows = table.numbers(wanted)
         return _Found(
-            lines=lines,
-            klog_lines=len(klog_or_not) if self.counting.few_klog else lines - len(klog_or_not),
-            severities=severities,
+            lines=table.lines,
+            klog_lines=table.klog_lines,
+            severities=table.severities,
             hot=[
                 (sid, [rows[s] for s in ss], [_text(chunk, s) for s in ss], n)
                 for sid, ss, n in hot_picks
@@ -362,26 +388,14 @@ class ByteScan:
             ),
         )
 
-    def _counted_letters(self, chunk: bytearray, not_klog: list[int]) -> dict[str, int]:
-        """The severities `bytes.count` counts: the lines after a newline that start with the
-        letter, the first line if it does, less the lines that are not klog (reported: few)."""
-        if not self.counting.letters:
-            return {}
-        firsts = [chunk[line_start(chunk, e)] for e in not_klog]
-        return {
-            x: chunk.count(b"\n" + x.encode()) + (chunk[0] == ord(x)) - firsts.count(ord(x))
-            for x in self.counting.letters
-        }
-
-    def _error_starts(
-        self, chunk: bytearray, letter_ends: dict[str, list[int]], examine: int
-    ) -> list[int]:
-        """The starts of the chunk's first `examine` E/F lines."""
-        if "E" in self.counting.letters or "F" in self.counting.letters:
-            found = _ERROR_LINE.finditer(chunk)
-            return [m.start() for m in itertools.islice(found, examine)]
-        ends = letter_ends["E"] + letter_ends["F"]
-        return sorted(e - len(HEADER) for e in ends)[:examine]
+    def _scratch(self, size: int) -> Any:
+        """This worker's boolean array of at least `size` (a new one per chunk would cost a page
+        fault per 4 KiB)."""
+        assert np is not None
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None or len(scratch) < size:
+            scratch = self._local.scratch = np.empty(max(size, CHUNK_BYTES), bool)
+        return scratch
 
 
 class _Lines:

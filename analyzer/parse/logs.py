@@ -99,7 +99,6 @@ HOT_MAX = 8  # is flagged by its own regex in the scan (at most this many: one p
 # as its own prefilter: then its regex costs as much per line as the whole literal pass
 HOT_SHARE_SLOW = 0.05
 CASE_VARIANTS = 64
-FREQUENT = 0.05  # a severity letter of this share of a big log's first lines is counted in bytes
 FALLBACK_PER_SCAN = 8  # literal-less patterns joined into one regex scan
 
 
@@ -599,8 +598,6 @@ class _Profile:
     has_ansi: bool
     batch_rows: int  # rows per streamed batch: about BATCH_BYTES of text, at most BATCH_ROWS
     lines: list[str]  # the first lines, as read
-    klog_share: float  # of those lines, the share that are klog lines
-    severity_share: dict[str, float]  # and of E, W and F klog lines
 
 
 def _profile(path) -> _Profile:
@@ -611,10 +608,7 @@ def _profile(path) -> _Profile:
     has_prefix = any(line_prefix(x).end() for x in lines[:2000])
     mean_len = max(1, len(head) // max(1, text.count("\n")))
     rows = max(1, min(BATCH_ROWS, BATCH_BYTES // mean_len))
-    heads = pl.Series(lines, dtype=pl.String).str.extract(f"({KLOG_START})", 1).str.head(1)
-    shares = {x: n / len(lines) for x, n in heads.drop_nulls().value_counts().iter_rows()}
-    klog, severities = sum(shares.values()), {x: shares.get(x, 0.0) for x in "EWF"}
-    return _Profile(has_prefix, bool(ANSI_RE.search(text)), rows, lines, klog, severities)
+    return _Profile(has_prefix, bool(ANSI_RE.search(text)), rows, lines)
 
 
 def hot_signatures(matcher: Matcher, lines: list[str]) -> list[str]:
@@ -736,13 +730,10 @@ def _own(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(pl.col(pl.String) + "")
 
 
-def _byte_scan(matcher: Matcher, hot: list[str], profile: _Profile) -> ByteScan | None:
+def _byte_scan(matcher: Matcher, hot: list[str]) -> ByteScan | None:
     """The byte scan of this matcher's signatures (the hot ones it can count itself), or None
     where it cannot stand in for the line reader. Imported here: only big logs need Hyperscan."""
-    from analyzer.parse.bytescan import ByteScan, Counting, line_counter
-
-    few_klog = profile.klog_share < 0.5
-    shares = profile.severity_share.items()
+    from analyzer.parse.bytescan import ByteScan, line_counter
 
     plain = {sid: matcher.pattern[sid] for sid in hot if _is_plain(matcher.pattern[sid])}
     counters = {sid: line_counter(matcher.pattern[sid]) for sid in hot if sid not in plain}
@@ -758,7 +749,6 @@ def _byte_scan(matcher: Matcher, hot: list[str], profile: _Profile) -> ByteScan 
         rest.literals + sorted(folds),
         caseless,
         [rest.pattern[sid] for sid in rest.fallback],
-        Counting(few_klog, "" if few_klog else "".join(x for x, n in shares if n >= FREQUENT)),
     )
 
 
@@ -841,9 +831,7 @@ def _stream(
     nothing is read twice."""
     matcher = matcher.adapted(profile.lines)
     hot = hot_signatures(matcher, profile.lines)
-    byte_scan = (
-        None if profile.has_prefix or profile.has_ansi else _byte_scan(matcher, hot, profile)
-    )
+    byte_scan = None if profile.has_prefix or profile.has_ansi else _byte_scan(matcher, hot)
     if byte_scan is not None:
         hot = byte_scan.hot
         cols, batches = ["line", "text"], byte_scan.batches(path)

@@ -153,7 +153,9 @@ class _Found:
     lines: int
     klog_lines: int
     severities: dict[str, int]
-    hot: list[tuple[str, list[int], list[str], int]]  # (signature, lines, texts, count)
+    # per hot signature: (id, its first lines the sample still wants, its last lines, count),
+    # lines as (number, text)
+    hot: list[tuple[str, list[tuple[int, str]], list[tuple[int, str]], int]]
     # unmatched E/F lines: (their rank among the chunk's E/F lines, line, text)
     loose: list[tuple[int, int, str]]
     candidates: tuple[list[int], list[str], list[bool]]
@@ -305,6 +307,9 @@ class ByteScan:
         """The file's batches in order, one per chunk, scanned `workers` at a time."""
         workers = workers or max(1, min(4, os.cpu_count() or 1))
         seen = dict.fromkeys(self.hot, 0)
+        # each hot signature's last lines, kept here and handed over once, in a last batch
+        # (every chunk's would be a frame built and dropped)
+        tails = {sid: deque[tuple[int, str]](maxlen=SIG_TAIL_CAP) for sid in self.hot}
         errors = 0  # loose E/F lines kept
         examined = 0  # E/F lines before the next chunk to merge
         base = 0
@@ -316,8 +321,9 @@ class ByteScan:
             chunk, future = pending.popleft()
             found = future.result()
             free.append(chunk)
-            for sid, _lines, _texts, n in found.hot:
+            for sid, _head, tail, n in found.hot:
                 seen[sid] += n
+                tails[sid].extend((base + k, text) for k, text in tail)
             loose = [(n, t) for rank, n, t in found.loose if examined + rank < ERROR_EXAMINED]
             errors += len(loose)
             examined += found.severities["E"] + found.severities["F"]
@@ -334,6 +340,12 @@ class ByteScan:
                     yield done()
             while pending:
                 yield done()
+        last = [
+            (sid, _frame(*zip(*rows, strict=True), base=0), 0)
+            for sid, rows in tails.items()
+            if rows
+        ]
+        yield Batch(0, 0, 0, {}, hot=last, loose=None, candidates=None)
 
     def _scan(self, chunk: bytearray, heads: dict[str, int], errors: int, examine: int) -> _Found:
         """One chunk (whole lines, the last one ending with a newline): `heads`, how many first
@@ -351,17 +363,25 @@ class ByteScan:
 
         starts = sorted({line_start(chunk, e) for e in candidate_ends})
         wanted = set(starts)  # the starts of the lines whose number and text are kept
-        hot_picks = []
+        hot_picks = []  # (signature, starts of its first lines, of its last lines, count)
         for sid, ends in zip(self.reported, reported_ends, strict=True):
-            head = heads[sid]
-            picked = ends[:head] + ends[max(head, len(ends) - SIG_TAIL_CAP) :]
-            hot_picks.append((sid, [line_start(chunk, e) for e in picked], len(ends)))
+            firsts, lasts = ends[: heads[sid]], ends[-SIG_TAIL_CAP:]
+            hot_picks.append(
+                (
+                    sid,
+                    [line_start(chunk, e) for e in firsts],
+                    [line_start(chunk, e) for e in lasts],
+                    len(ends),
+                )
+            )
         for (sid, text), repeats in zip(self.counted, seconds, strict=True):
             needle = text.encode()
-            picked = lines_of.holding(needle, heads[sid], SIG_TAIL_CAP)
-            hot_picks.append((sid, picked, chunk.count(needle) - lines_of.extra(needle, repeats)))
-        for _sid, picked, _n in hot_picks:
-            wanted.update(picked)
+            firsts, lasts = lines_of.holding(needle, heads[sid], SIG_TAIL_CAP)
+            hot_picks.append(
+                (sid, firsts, lasts, chunk.count(needle) - lines_of.extra(needle, repeats))
+            )
+        for _sid, firsts, lasts, _n in hot_picks:
+            wanted.update(firsts, lasts)
         loose: list[tuple[int, int]] = []  # (rank among the E/F lines, line start)
         if errors > 0 and examine > 0:
             taken = set(starts)
@@ -377,8 +397,13 @@ class ByteScan:
             klog_lines=table.klog_lines,
             severities=table.severities,
             hot=[
-                (sid, [rows[s] for s in ss], [_text(chunk, s) for s in ss], n)
-                for sid, ss, n in hot_picks
+                (
+                    sid,
+                    [(rows[s], _text(chunk, s)) for s in firsts],
+                    [(rows[s], _text(chunk, s)) for s in lasts],
+                    n,
+                )
+                for sid, firsts, lasts, n in hot_picks
             ],
             loose=[(rank, rows[s], _text(chunk, s)) for rank, s in loose],
             candidates=(
@@ -425,8 +450,8 @@ class _Lines:
     def is_error(self, start: int) -> bool:
         return _ERROR_LINE.match(self.chunk, start) is not None
 
-    def holding(self, needle: bytes, head: int, tail: int) -> list[int]:
-        """The starts of the first `head` and the last `tail` lines holding `needle`."""
+    def holding(self, needle: bytes, head: int, tail: int) -> tuple[list[int], list[int]]:
+        """The starts of the first `head` and of the last `tail` lines holding `needle`."""
         chunk, out = self.chunk, list[int]()
         at = 0
         while len(out) < head and (i := chunk.find(needle, at)) >= 0:
@@ -437,7 +462,7 @@ class _Lines:
         while len(last) < tail and (i := chunk.rfind(needle, 0, at)) >= 0:
             at = chunk.rfind(b"\n", 0, i) + 1
             last.append(at)
-        return sorted(set(out + last))
+        return out, last[::-1]
 
 
 def _holds(ends: list[int], end: int) -> bool:
@@ -466,7 +491,11 @@ def _batch(found: _Found, loose: list[tuple[int, str]], base: int, size: int) ->
         bytes=size,
         klog_lines=found.klog_lines,
         severities=found.severities,
-        hot=[(sid, _frame(ls, ts, base), n) for sid, ls, ts, n in found.hot if n],
+        hot=[
+            (sid, _frame(*zip(*head, strict=True), base=base) if head else None, n)
+            for sid, head, _tail, n in found.hot
+            if n
+        ],
         loose=_frame([n for n, _ in loose], [t for _, t in loose], base) if loose else None,
         candidates=_frame(lines, texts, base, _err=errs) if lines else None,
     )

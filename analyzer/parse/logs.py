@@ -690,11 +690,14 @@ class _Samples:
         """How many of the first of `n` new occurrences the head still takes."""
         return max(0, SIG_HEAD_CAP - self.counts.get(sid, 0)) if n else 0
 
-    def add(self, sid: str, rows: pl.DataFrame, n: int) -> None:
-        """`rows`: the new occurrences in line order, at least the first `wanted(sid, n)` and the
-        last SIG_TAIL_CAP of them; `n`: how many there were in all."""
+    def add(self, sid: str, rows: pl.DataFrame | None, n: int) -> None:
+        """`rows`: new occurrences in line order, at least the first `wanted(sid, n)` (None: no
+        rows), the last SIG_TAIL_CAP of all of them in these or later rows; `n`: how many new
+        occurrences there were."""
         need = self.wanted(sid, n)
         self.counts[sid] = self.counts.get(sid, 0) + n
+        if rows is None:
+            return
         if need:
             self.head.setdefault(sid, []).append(_own(rows.head(need)))
         tail = rows.tail(SIG_TAIL_CAP)

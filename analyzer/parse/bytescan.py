@@ -43,13 +43,13 @@ np: ModuleType | None
 try:  # binary wheels on the usual platforms; without them the line reader scans every log
     import hyperscan
     import numpy as np
-    from numpy.lib.stride_tricks import as_strided
 except ImportError:  # pragma: no cover - exercised on platforms without a wheel
     hyperscan = np = None
 
 CHUNK_BYTES = 16 << 20  # per scanned chunk (the workers hold one each, plus one being read)
 LINE_CAP = 64 << 20  # a line longer than this is read as several (memory stays bounded)
 _ERROR_LINE = re.compile(("(?m)^[EF]" + "".join(KLOG_HEADER[1:])).encode())
+_KLOG_LINE = re.compile("".join(KLOG_HEADER).encode())
 # per byte of a klog header (parse.batch): a table of the byte values that may stand there
 _HEADER_TABLES = (
     [
@@ -221,23 +221,25 @@ class LineTable:
         starts = np.empty_like(self.ends)
         starts[:1] = 0
         np.add(self.ends[:-1], 1, out=starts[1:])
-        # each line's first bytes, gathered once (a line start is a cache miss): a line shorter
-        # than a header holds its newline there, which no header byte may be; a line starting
-        # too near the chunk's end to hold a header is not klog
-        width = len(_HEADER_TABLES)
-        inside = starts[starts <= len(view) - width]
-        heads = as_strided(view, (max(0, len(view) - width + 1), width), (1, 1))[inside]
+        # each line's first 8 bytes, gathered as one word (a line start is a cache miss): a
+        # line shorter than a header holds its newline there, which no header byte may be
+        inside = starts[starts <= len(view) - 8]
+        words = np.ndarray((max(0, len(view) - 7),), "<u8", chunk, strides=(1,))[inside]
+        heads = words.view(np.uint8).reshape(-1, 8)
         klog = np.zeros(len(starts), bool)
-        klog[: len(inside)] = np.logical_and.reduce(
-            [table[heads[:, k]] for k, table in enumerate(_HEADER_TABLES)]
-        )
+        klog[: len(inside)] = _HEADER_TABLES[0][heads[:, 0]]
+        for k, table in enumerate(_HEADER_TABLES[1:], 1):
+            klog[: len(inside)] &= table[heads[:, k]]
         firsts = np.zeros(len(starts), np.uint8)
         firsts[: len(inside)] = heads[:, 0]
+        for i in range(len(inside), len(starts)):  # the few lines in the last 8 bytes
+            head = _KLOG_LINE.match(chunk, int(starts[i]))
+            klog[i], firsts[i] = head is not None, chunk[starts[i]]
         self.lines = len(starts)
         self.klog_lines = int(np.count_nonzero(klog))
         self.severities = {x: int(np.count_nonzero(klog & (firsts == ord(x)))) for x in "EWF"}
         self._errors = starts[klog & ((firsts == ord("E")) | (firsts == ord("F")))]
-        del view, heads
+        del view, words, heads
 
     def error_starts(self, n: int) -> list[int]:
         """The starts of the chunk's first `n` E/F klog lines."""

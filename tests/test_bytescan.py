@@ -264,3 +264,30 @@ def test_every_match_of_a_pattern_starts_with_a_match_of_its_leading_part(line, 
     superset = leading_superset(pattern)
     if superset is not None and re.search(pattern, line):
         assert re.search(superset, line)
+
+
+def test_compiled_databases_are_kept_between_runs_and_a_damaged_one_is_compiled_again(
+    monkeypatch, tmp_path
+):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    compiles = []
+    real = bytescan.compile_database
+
+    def counting(expressions, flags):
+        compiles.append(expressions)
+        return real(expressions, flags)
+
+    monkeypatch.setattr(bytescan, "compile_database", counting)
+
+    def found(database) -> list[int]:
+        ends: list[list[int]] = [[]]
+        bytescan.Scanner(database).scan(b"x numa y numa\n", ends)
+        return ends[0]
+
+    first = bytescan.cached_database(["numa"], [0], "test")
+    again = bytescan.cached_database(["numa"], [0], "test")
+    assert len(compiles) == 1 and found(first) == found(again) == [6, 13]
+    (saved,) = (tmp_path / "hami-bundle-analyzer" / "hyperscan").glob("test-*.db")
+    saved.write_bytes(saved.read_bytes()[:-10] + b"\0" * 10)
+    assert found(bytescan.cached_database(["numa"], [0], "test")) == [6, 13]
+    assert len(compiles) == 2

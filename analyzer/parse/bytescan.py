@@ -16,18 +16,24 @@ not hot: its lines are candidates like any other signature's.
 from __future__ import annotations
 
 import bisect
+import contextlib
+import hashlib
 import os
+import platform
 import re
 import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import polars as pl
 
+from analyzer.atomic import atomic_path
+from analyzer.cache import cache_dir
 from analyzer.parse.batch import (
     ERROR_EXAMINED,
     ERROR_LINE_CAP,
@@ -138,12 +144,14 @@ def line_counter(pattern: str) -> str | None:
     return counter if _database([counter], [hyperscan.HS_FLAG_MULTILINE]) is not None else None
 
 
+_BYTE_ESCAPES = [
+    chr(b) if chr(b).isascii() and chr(b).isalnum() else f"\\x{b:02x}" for b in range(256)
+]
+
+
 def _bytes_literal(text: str) -> str:
     """A literal as a Hyperscan pattern: every byte that is not a letter or digit as \\xHH."""
-    return "".join(
-        chr(b) if chr(b).isascii() and chr(b).isalnum() else f"\\x{b:02x}"
-        for b in text.encode("utf-8")
-    )
+    return "".join(map(_BYTE_ESCAPES.__getitem__, text.encode("utf-8")))
 
 
 @dataclass(frozen=True)
@@ -529,13 +537,47 @@ def _chunks(path, free: list[bytearray]) -> Iterator[bytearray]:
 
 def _database(expressions: list[str], flags: list[int]) -> Any:
     """The compiled block-mode database, or None when Hyperscan refuses a pattern (kept per
-    pattern set: a batch worker scans many big logs with one catalogue)."""
+    pattern set: a batch worker scans many big logs with one catalogue; and between runs in the
+    cache folder, since compiling takes as long as scanning 100 MB)."""
     key = (tuple(expressions), tuple(flags))
     if key not in _COMPILED:
         if len(_COMPILED) > 32:
             _COMPILED.clear()
-        _COMPILED[key] = compile_database(expressions, flags)
+        _COMPILED[key] = cached_database(expressions, flags, "scan")
     return _COMPILED[key]
+
+
+CACHED_DATABASES = 16  # kept in the cache folder
+
+
+def cached_database(expressions: list[str], flags: list[int], use: str) -> Any:
+    """The database from the cache folder (checksummed: a damaged file is compiled again), or
+    compiled and saved there; `use` names the files of one user of the folder."""
+    assert hyperscan is not None
+    folder = cache_dir("hyperscan")
+    key = repr((hyperscan.__version__, platform.machine(), expressions, flags)).encode()
+    path = folder / f"{use}-{hashlib.sha256(key).hexdigest()[:32]}.db" if folder else None
+    if path is not None:
+        with contextlib.suppress(Exception):  # missing, damaged, or for another CPU
+            data = path.read_bytes()
+            if hashlib.sha256(data[32:]).digest() == data[:32]:
+                return hyperscan.loadb(data[32:], hyperscan.HS_MODE_BLOCK)
+    database = compile_database(expressions, flags)
+    if path is not None and database is not None:
+        with contextlib.suppress(OSError), atomic_path(path) as tmp:
+            payload = hyperscan.dumpb(database)
+            tmp.write_bytes(hashlib.sha256(payload).digest() + payload)
+        saved = sorted(path.parent.glob(f"{use}-*.db"), key=_mtime, reverse=True)
+        for old in saved[CACHED_DATABASES:]:
+            old.unlink(missing_ok=True)
+    return database
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def compile_database(expressions: list[str], flags: list[int]) -> Any:

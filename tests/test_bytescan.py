@@ -288,6 +288,7 @@ def test_compiled_databases_are_kept_between_runs_and_a_damaged_one_is_compiled_
     again = bytescan.cached_database(["numa"], [0], "test")
     assert len(compiles) == 1 and found(first) == found(again) == [6, 13]
     (saved,) = (tmp_path / "hami-bundle-analyzer" / "hyperscan").glob("test-*.db")
-    saved.write_bytes(saved.read_bytes()[:-10] + b"\0" * 10)
+    data = saved.read_bytes()
+    saved.write_bytes(data[:40] + bytes(255 - b for b in data[40:60]) + data[60:])
     assert found(bytescan.cached_database(["numa"], [0], "test")) == [6, 13]
     assert len(compiles) == 2

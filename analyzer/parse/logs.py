@@ -668,8 +668,9 @@ def _edge_klog(path, first: bool) -> str | None:
             fh.seek(0, 2)
             fh.seek(max(0, fh.tell() - (1 << 20)))
         chunk = fh.read(1 << 20).decode("utf-8", errors="replace")
-    lines = [PREFIX_RE.sub("", x, count=1) for x in chunk.split("\n")]
+    lines = chunk.split("\n")
     for line in lines if first else reversed(lines):
+        line = PREFIX_RE.sub("", line, count=1)
         if KLOG_RE.match(line):
             return line
     return None

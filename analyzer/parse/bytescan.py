@@ -350,10 +350,8 @@ class ByteScan:
                     yield done()
             while pending:
                 yield done()
-        last = [
-            (sid, _frame(*zip(*rows, strict=True), base=0), 0)
-            for sid, rows in tails.items()
-            if rows
+        last: list[tuple[str, pl.DataFrame | None, int]] = [
+            (sid, _rows_frame(rows, 0), 0) for sid, rows in tails.items() if rows
         ]
         yield Batch(0, 0, 0, {}, hot=last, loose=None, candidates=None)
 
@@ -487,6 +485,12 @@ def _text(chunk: bytearray, start: int) -> str:
     return line.decode("utf-8", errors="replace")
 
 
+def _rows_frame(rows: Iterable[tuple[int, str]], base: int) -> pl.DataFrame:
+    """A frame of (line, text) pairs, lines counted from `base`."""
+    pairs = list(rows)
+    return _frame([n for n, _ in pairs], [t for _, t in pairs], base)
+
+
 def _frame(lines: list[int], texts: list[str], base: int, **extra: list) -> pl.DataFrame:
     return pl.DataFrame(
         {"line": [base + n + 1 for n in lines], "text": texts, **extra},
@@ -502,11 +506,11 @@ def _batch(found: _Found, loose: list[tuple[int, str]], base: int, size: int) ->
         klog_lines=found.klog_lines,
         severities=found.severities,
         hot=[
-            (sid, _frame(*zip(*head, strict=True), base=base) if head else None, n)
+            (sid, _rows_frame(head, base) if head else None, n)
             for sid, head, _tail, n in found.hot
             if n
         ],
-        loose=_frame([n for n, _ in loose], [t for _, t in loose], base) if loose else None,
+        loose=_rows_frame(loose, base) if loose else None,
         candidates=_frame(lines, texts, base, _err=errs) if lines else None,
     )
 

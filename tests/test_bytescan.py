@@ -216,12 +216,19 @@ LINE_BYTES = st.lists(
 
 
 @settings(max_examples=200, deadline=None)
-@given(parts=LINE_BYTES)
-def test_the_line_table_classes_lines_as_the_klog_regex_does(parts):
+@given(parts=LINE_BYTES, block=st.sampled_from([1, 7, 64, 4096]), lines=st.integers(1, 80))
+def test_the_line_table_classes_lines_as_the_klog_regex_does(parts, block, lines):
     """numpy's count of lines, klog lines, severities and line numbers against Python's regex
-    over the same bytes (a chunk always ends with a newline)."""
+    over the same bytes (a chunk always ends with a newline), added in blocks of whole lines of
+    any size, their newlines found in pieces of any size."""
     chunk = b"".join(parts) + b"\n"
-    table = bytescan.LineTable(chunk, bytescan.np.empty(len(chunk), bool))
+    table = bytescan.LineTable(chunk, bytescan.np.empty(block, bool))
+    blocks = list(bytescan.line_blocks(chunk, lines))
+    assert blocks[0][0] == 0 and blocks[-1][1] == len(chunk)
+    assert all(a < b and chunk[b - 1] == 10 for a, b in blocks)
+    assert all(b == a2 for (_, b), (a2, _) in zip(blocks, blocks[1:]))
+    for a, b in blocks:
+        table.add(a, b)
     starts = [0] + [i + 1 for i, b in enumerate(chunk[:-1]) if b == 10]
     klog = re.compile(logs_mod.KLOG_START.encode())
     heads = [chunk[s] for s in starts if klog.match(chunk, s)]

@@ -54,6 +54,8 @@ except ImportError:  # pragma: no cover - exercised on platforms without a wheel
 
 CHUNK_BYTES = 16 << 20  # per scanned chunk (the workers hold one each, plus one being read)
 LINE_CAP = 64 << 20  # a line longer than this is read as several (memory stays bounded)
+SCAN_BLOCK = 1 << 20  # a chunk is scanned a block of lines at a time (in the core's cache)
+LINE_BLOCK = 512 << 10  # bytes whose newlines numpy looks for at once
 _ERROR_LINE = re.compile(("(?m)^[EF]" + "".join(KLOG_HEADER[1:])).encode())
 _KLOG_LINE = re.compile("".join(KLOG_HEADER).encode())
 # per byte of a klog header (parse.batch): a table of the byte values that may stand there
@@ -176,16 +178,18 @@ class Scanner:
         self.database = database
         self._local = threading.local()
 
-    def scan(self, data: bytes | bytearray, bins: list[list[int]]) -> None:
-        """Append each match's end offset to its pattern's bin (patterns may share a bin), in
-        the order of the ends."""
+    def scan(
+        self, data: bytes | bytearray | memoryview, bins: list[list[int]], base: int = 0
+    ) -> None:
+        """Append each match's end offset (plus `base`) to its pattern's bin (patterns may share
+        a bin), in the order of the ends."""
         assert hyperscan is not None
         scratch = getattr(self._local, "scratch", None)
         if scratch is None:
             scratch = self._local.scratch = hyperscan.Scratch(self.database)
 
         def on_match(pattern: int, _start: int, end: int, _flags: int, _context: object) -> None:
-            bins[pattern].append(end)
+            bins[pattern].append(base + end)
 
         self.database.scan(data, match_event_handler=on_match, scratch=scratch)
 
@@ -217,20 +221,37 @@ class LineTable:
     """Where one chunk's lines start and which are klog lines of which severity, found with
     numpy: it compares every byte in SIMD without holding Python's lock, where `bytes.count`
     holds it and is several times slower (a log's lines are counted, never reported one by one).
-    """
+    The lines are added a block at a time, while the block is in the core's cache."""
 
     def __init__(self, chunk: bytes | bytearray, scratch: Any):
+        """`scratch`: a boolean array at least the size of a block's newline search."""
+        self.chunk = chunk
+        self.scratch = scratch
+        self.lines = 0
+        self.klog_lines = 0
+        self.severities = dict.fromkeys("EWF", 0)
+        self._ends: list[Any] = []  # per block, its lines' ends
+        self._errors: list[Any] = []  # per block, the starts of its E/F klog lines
+
+    def add(self, start: int, end: int) -> None:
+        """The lines of chunk[start:end] (whole lines, after those added before)."""
         assert np is not None
+        chunk, scratch = self.chunk, self.scratch
         view = np.frombuffer(chunk, np.uint8)
-        newline = scratch[: len(view)]
-        np.equal(view, 10, out=newline)
-        self.ends = np.flatnonzero(newline)  # the chunk's newlines: its lines' ends
-        del newline
-        starts = np.empty_like(self.ends)
-        starts[:1] = 0
-        np.add(self.ends[:-1], 1, out=starts[1:])
-        # each line's first 8 bytes, gathered as one word (a line start is a cache miss): a
-        # line shorter than a header holds its newline there, which no header byte may be
+        found = []
+        for at in range(start, end, len(scratch)):
+            block = view[at : min(end, at + len(scratch))]
+            newline = scratch[: len(block)]
+            np.equal(block, 10, out=newline)
+            ends = np.flatnonzero(newline)
+            ends += at
+            found.append(ends)
+        ends = found[0] if len(found) == 1 else np.concatenate(found)
+        starts = np.empty_like(ends)
+        starts[:1] = start
+        np.add(ends[:-1], 1, out=starts[1:])
+        # each line's first 8 bytes, gathered as one word: a line shorter than a header holds
+        # its newline there, which no header byte may be
         inside = starts[starts <= len(view) - 8]
         words = np.ndarray((max(0, len(view) - 7),), "<u8", chunk, strides=(1,))[inside]
         heads = words.view(np.uint8).reshape(-1, 8)
@@ -240,25 +261,46 @@ class LineTable:
             klog[: len(inside)] &= table[heads[:, k]]
         firsts = np.zeros(len(starts), np.uint8)
         firsts[: len(inside)] = heads[:, 0]
-        for i in range(len(inside), len(starts)):  # the few lines in the last 8 bytes
+        for i in range(len(inside), len(starts)):  # the few lines in the chunk's last 8 bytes
             head = _KLOG_LINE.match(chunk, int(starts[i]))
             klog[i], firsts[i] = head is not None, chunk[starts[i]]
-        self.lines = len(starts)
-        self.klog_lines = int(np.count_nonzero(klog))
-        self.severities = {x: int(np.count_nonzero(klog & (firsts == ord(x)))) for x in "EWF"}
-        self._errors = starts[klog & ((firsts == ord("E")) | (firsts == ord("F")))]
+        self.lines += len(starts)
+        self.klog_lines += int(np.count_nonzero(klog))
+        for x in "EWF":
+            self.severities[x] += int(np.count_nonzero(klog & (firsts == ord(x))))
+        self._ends.append(ends)
+        self._errors.append(starts[klog & ((firsts == ord("E")) | (firsts == ord("F")))])
         del view, words, heads
 
     def error_starts(self, n: int) -> list[int]:
         """The starts of the chunk's first `n` E/F klog lines."""
-        return self._errors[:n].tolist()
+        out: list[int] = []
+        for errors in self._errors:
+            if len(out) >= n:
+                break
+            out.extend(errors[: n - len(out)].tolist())
+        return out
 
     def numbers(self, starts: Iterable[int]) -> dict[int, int]:
         """Each line start's line number (0 = the chunk's first line)."""
         assert np is not None
+        ends = np.concatenate(self._ends) if len(self._ends) != 1 else self._ends[0]
         keys = sorted(starts)
-        found = np.searchsorted(self.ends, np.array(keys, dtype=np.int64))
+        found = np.searchsorted(ends, np.array(keys, dtype=np.int64))
         return dict(zip(keys, found.tolist(), strict=True))
+
+
+def line_blocks(data: bytes | bytearray, size: int) -> Iterator[tuple[int, int]]:
+    """`data` (whole lines) in blocks of whole lines of about `size` bytes (a longer line is a
+    block of its own)."""
+    at = 0
+    while at < len(data):
+        end = data.rfind(b"\n", at, at + size) + 1
+        if end <= at:  # no newline in reach: the line under way ends the block
+            end = line_end(data, at + size) + 1
+        end = min(end, len(data))
+        yield at, end
+        at = end
 
 
 class ByteScan:
@@ -364,8 +406,18 @@ class ByteScan:
         candidate_ends: list[int] = []
         bins: list[list[int]] = [[] for _ in range(n_bins)]
         bins += [candidate_ends] * (self.size - n_bins)
-        self.scanner.scan(chunk, bins)
-        table = LineTable(chunk, self._scratch(len(chunk)))
+        table = LineTable(chunk, self._scratch())
+        needles = [text.encode() for _, text in self.counted]
+        occurrences = [0] * len(needles)
+        view = memoryview(chunk)
+        # block by block, each pass over a block while it is in the core's cache: two workers
+        # passing over whole chunks wait on memory (a third more CPU per chunk)
+        for start, end in line_blocks(chunk, SCAN_BLOCK):
+            self.scanner.scan(view[start:end], bins, start)
+            table.add(start, end)
+            for j, needle in enumerate(needles):
+                occurrences[j] += chunk.count(needle, start, end)
+        view.release()
         reported_ends, seconds = bins[:n_reported], bins[n_reported:n_bins]
         lines_of = _Lines(chunk, reported_ends, [x for _, x in self.counted])
 
@@ -382,12 +434,11 @@ class ByteScan:
                     len(ends),
                 )
             )
-        for (sid, text), repeats in zip(self.counted, seconds, strict=True):
-            needle = text.encode()
+        for (sid, _plain), needle, n, repeats in zip(
+            self.counted, needles, occurrences, seconds, strict=True
+        ):
             firsts, lasts = lines_of.holding(needle, heads[sid], SIG_TAIL_CAP)
-            hot_picks.append(
-                (sid, firsts, lasts, chunk.count(needle) - lines_of.extra(needle, repeats))
-            )
+            hot_picks.append((sid, firsts, lasts, n - lines_of.extra(needle, repeats)))
         for _sid, firsts, lasts, _n in hot_picks:
             wanted.update(firsts, lasts)
         loose: list[tuple[int, int]] = []  # (rank among the E/F lines, line start)
@@ -421,13 +472,13 @@ class ByteScan:
             ),
         )
 
-    def _scratch(self, size: int) -> Any:
-        """This worker's boolean array of at least `size` (a new one per chunk would cost a page
-        fault per 4 KiB)."""
+    def _scratch(self) -> Any:
+        """This worker's boolean array for LineTable (a new one per chunk would cost page
+        faults)."""
         assert np is not None
         scratch = getattr(self._local, "scratch", None)
-        if scratch is None or len(scratch) < size:
-            scratch = self._local.scratch = np.empty(max(size, CHUNK_BYTES), bool)
+        if scratch is None:
+            scratch = self._local.scratch = np.empty(LINE_BLOCK, bool)
         return scratch
 
 

@@ -1,10 +1,11 @@
 """A big plain log scanned as bytes: one Hyperscan pass per chunk finds every line worth a look.
 
 The patterns of one Hyperscan database find, in a chunk of the file, the lines holding a
-signature's literal (candidates, attributed later with the signatures' own regexes), the lines of
-each frequent ("hot") signature, the E/W/F klog headers and the lines that are not klog (or, in a
-log of few klog lines, those that are). Hyperscan runs without Python's lock, so the chunks are
-scanned on every core; Python works per found line, never per line of the file.
+signature's literal (candidates, attributed later with the signatures' own regexes) and the lines
+of each frequent ("hot") signature; numpy counts the chunk's lines and which are klog lines of
+which severity (`LineTable`). Both run without Python's lock, so the chunks are scanned on every
+core, a block of lines at a time while it is in the core's cache; Python works per found line,
+never per line of the file.
 
 Hyperscan matches bytes: where a frequent signature's count is concerned, `\\d`, `\\w`, `\\b` and
 case-insensitivity are ASCII and a character class or `.` reads one byte of a multi-byte

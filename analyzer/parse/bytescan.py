@@ -231,7 +231,9 @@ class LineTable:
         self.lines = 0
         self.klog_lines = 0
         self.severities = dict.fromkeys("EWF", 0)
-        self._ends: list[Any] = []  # per block, its lines' ends
+        # per block of lines added: where it starts, its first line's number, its lines' ends
+        # (32 bits: a chunk of empty lines holds 16 million)
+        self._blocks: list[tuple[int, int, Any]] = []
         self._errors: list[Any] = []  # per block, the starts of its E/F klog lines
 
     def add(self, start: int, end: int) -> None:
@@ -244,7 +246,7 @@ class LineTable:
             block = view[at : min(end, at + len(scratch))]
             newline = scratch[: len(block)]
             np.equal(block, 10, out=newline)
-            ends = np.flatnonzero(newline)
+            ends = np.flatnonzero(newline).astype(np.uint32)
             ends += at
             found.append(ends)
         ends = found[0] if len(found) == 1 else np.concatenate(found)
@@ -265,11 +267,11 @@ class LineTable:
         for i in range(len(inside), len(starts)):  # the few lines in the chunk's last 8 bytes
             head = _KLOG_LINE.match(chunk, int(starts[i]))
             klog[i], firsts[i] = head is not None, chunk[starts[i]]
+        self._blocks.append((start, self.lines, ends))
         self.lines += len(starts)
         self.klog_lines += int(np.count_nonzero(klog))
         for x in "EWF":
             self.severities[x] += int(np.count_nonzero(klog & (firsts == ord(x))))
-        self._ends.append(ends)
         self._errors.append(starts[klog & ((firsts == ord("E")) | (firsts == ord("F")))])
         del view, words, heads
 
@@ -285,10 +287,16 @@ class LineTable:
     def numbers(self, starts: Iterable[int]) -> dict[int, int]:
         """Each line start's line number (0 = the chunk's first line)."""
         assert np is not None
-        ends = np.concatenate(self._ends) if len(self._ends) != 1 else self._ends[0]
         keys = sorted(starts)
-        found = np.searchsorted(ends, np.array(keys, dtype=np.int64))
-        return dict(zip(keys, found.tolist(), strict=True))
+        out: dict[int, int] = {}
+        firsts = [start for start, _, _ in self._blocks]
+        for i, (start, first_line, ends) in enumerate(self._blocks):
+            end = firsts[i + 1] if i + 1 < len(firsts) else len(self.chunk)
+            lo, hi = bisect.bisect_left(keys, start), bisect.bisect_left(keys, end)
+            if lo < hi:
+                found = np.searchsorted(ends, np.array(keys[lo:hi], dtype=np.uint32))
+                out.update(zip(keys[lo:hi], (found + first_line).tolist(), strict=True))
+        return out
 
 
 def line_blocks(data: bytes | bytearray, size: int) -> Iterator[tuple[int, int]]:

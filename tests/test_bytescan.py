@@ -4,6 +4,7 @@ chunk size; the translation of signature regexes into Hyperscan's byte mode."""
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import polars as pl
@@ -226,7 +227,7 @@ def test_the_line_table_classes_lines_as_the_klog_regex_does(parts, block, lines
     blocks = list(bytescan.line_blocks(chunk, lines))
     assert blocks[0][0] == 0 and blocks[-1][1] == len(chunk)
     assert all(a < b and chunk[b - 1] == 10 for a, b in blocks)
-    assert all(b == a2 for (_, b), (a2, _) in zip(blocks, blocks[1:]))
+    assert all(b == a2 for (_, b), (a2, _) in itertools.pairwise(blocks))
     for a, b in blocks:
         table.add(a, b)
     starts = [0] + [i + 1 for i, b in enumerate(chunk[:-1]) if b == 10]

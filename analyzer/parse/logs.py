@@ -65,6 +65,8 @@ LINE_SCHEMA = {
 
 @dataclass
 class LogStats:
+    """Whole-file statistics of a log, for the report and the facts of its lines."""
+
     lines: int = 0
     klog_lines: int = 0
     severities: dict[str, int] = field(default_factory=dict)
@@ -81,6 +83,8 @@ class LogStats:
 
 @dataclass
 class ParsedLog:
+    """A log artefact's kept lines (a polars frame) and its statistics."""
+
     artefact: Artefact
     stats: LogStats
     frame: pl.DataFrame  # kept lines with parsed klog header columns

@@ -40,9 +40,10 @@ BUILTIN_DATA = (
 
 
 def _rules_digest(dirs: list[Path]) -> str:
-    """Digest of every rule file (path within its directory, bytes): the cache key's core and,
-    shortened, the `rules_version` a diagnosis cites. An unreadable file still counts, so that it
-    is reported by the loader instead of being hidden by a cached rule set."""
+    """Digest of every rule file (path within its directory, bytes): shortened, the
+    `rules_version` a diagnosis cites; and the cache key of the folders given with --rules. An
+    unreadable file still counts, so that it is reported by the loader instead of being hidden
+    by a cached rule set."""
     h = hashlib.sha256()
     for d in dirs:
         for path in sorted(d.rglob("*.yaml")):
@@ -51,6 +52,25 @@ def _rules_digest(dirs: list[Path]) -> str:
                 h.update(path.read_bytes())
             except OSError:
                 h.update(b"\0unreadable")
+    return h.hexdigest()
+
+
+def _rules_stamp(folder: Path) -> str:
+    """The cache key of the built-in rules, without reading them (hashing their megabyte cost a
+    small run ~2 ms): each file's path, size, modification time and mode. They change only with
+    an install or an edit, which sets the time; a chmod that makes one unreadable sets the mode,
+    and the loader then reports it. Rules given with --rules, which a script may rewrite within
+    the clock's resolution, are keyed by their content."""
+    h = hashlib.sha256()
+    for top, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(f for f in files if f.endswith(".yaml")):
+            try:
+                st = os.stat(os.path.join(top, name))
+                stat = f"{st.st_size}:{st.st_mtime_ns}:{st.st_mode}"
+            except OSError:
+                stat = "unreadable"
+            h.update(f"{top}/{name}:{stat}\n".encode())
     return h.hexdigest()
 
 
@@ -74,10 +94,11 @@ def _code_digest() -> str:
     return h.hexdigest()
 
 
-def _cache_path(dirs: list[Path], digest: str) -> Path | None:
-    """Validated rule sets are cached by the rules' digest, the analyzer's version and code and
-    the rule folders (their paths are in the cached rules, and in what `rules show` prints), so
-    start-up does not re-validate unchanged rules. Any change makes a new key."""
+def _cache_path(dirs: list[Path]) -> Path | None:
+    """Validated rule sets are cached by the rules (the built-in ones' stamp, the others'
+    digest), the analyzer's version and code and the rule folders (their paths are in the
+    cached rules, and in what `rules show` prints), so start-up does not re-validate unchanged
+    rules. Any change makes a new key."""
     where = cache_dir()
     if where is None:
         return None
@@ -86,22 +107,22 @@ def _cache_path(dirs: list[Path], digest: str) -> Path | None:
     except OSError:
         return None
     # compiled patterns are pickled as regex's compiled code, which only its own version reads
-    key = f"{__version__}:{code}:{regex.__version__}:{digest}:{[str(d) for d in dirs]}"
+    rules = f"{_rules_stamp(dirs[0])}:{_rules_digest(dirs[1:])}"
+    key = f"{__version__}:{code}:{regex.__version__}:{rules}:{[str(d) for d in dirs]}"
     return where / f"rules-{hashlib.sha256(key.encode()).hexdigest()[:24]}.pickle"
 
 
 def load_ruleset(extra_dirs: list[Path] | None = None, use_cache: bool = True) -> RuleSet:
     """Built-in rules, then each extra dir; a later rule with the same id replaces an earlier."""
     dirs = [builtin_rules_dir(), *(extra_dirs or [])]
-    digest = _rules_digest(dirs)
-    cache = _cache_path(dirs, digest) if use_cache else None
+    cache = _cache_path(dirs) if use_cache else None
     if cache is not None and cache.is_file():
         try:
             with cache.open("rb") as fh:
                 return _unpickle(fh)
         except Exception:  # a corrupt cache is ignored and rebuilt
             pass
-    ruleset = _load_ruleset(dirs, digest[:12])
+    ruleset = _load_ruleset(dirs, _rules_digest(dirs)[:12])
     if cache is not None:
         try:
             with atomic_path(cache) as tmp, tmp.open("wb") as fh:

@@ -27,7 +27,6 @@ from analyzer.parse.literals import literal_options, required_literals
 from analyzer.parse.registry import check_parsers
 from analyzer.rules import builtin_rules_dir
 from analyzer.rules.model import Rule, RuleSet, Signature
-from analyzer.rules.schema import RULE_FIELDS, SIGNATURE_FIELDS
 
 BUILTIN_DATA = (
     "kinds.yaml",
@@ -230,6 +229,8 @@ def _load_ruleset(dirs: list[Path], version: str) -> RuleSet:
 
 
 def _load_signature(path: str, s: Any, catalogue, problems: list[str]) -> Signature | None:
+    from analyzer.rules.schema import SIGNATURE_FIELDS  # validation: a cached set needs none
+
     if not isinstance(s, dict):
         problems.append(f"{path}: signature entry is not a mapping")
         return None
@@ -260,6 +261,8 @@ def _load_signature(path: str, s: Any, catalogue, problems: list[str]) -> Signat
 
 
 def _load_rule(path: str, r: Any, sigs: dict, problems: list[str]) -> Rule | None:
+    from analyzer.rules.schema import RULE_FIELDS
+
     if not isinstance(r, dict):
         problems.append(f"{path}: rule entry is not a mapping")
         return None

@@ -55,11 +55,11 @@ def _rules_digest(dirs: list[Path]) -> str:
 
 
 def _rules_stamp(folder: Path) -> str:
-    """The cache key of the built-in rules, without reading them (hashing their megabyte cost a
-    small run ~2 ms): each file's path, size, modification time and mode. They change only with
-    an install or an edit, which sets the time; a chmod that makes one unreadable sets the mode,
-    and the loader then reports it. Rules given with --rules, which a script may rewrite within
-    the clock's resolution, are keyed by their content."""
+    """The cache key of a checkout's built-in rules, without reading them (hashing their
+    megabyte cost a small run ~2 ms): each file's path, size, modification time and mode. They
+    change only with an edit, which sets the time; a chmod that makes one unreadable sets the
+    mode, and the loader then reports it. Rules given with --rules, which a script may rewrite
+    within the clock's resolution, are keyed by their content."""
     h = hashlib.sha256()
     for top, dirs, files in os.walk(folder):
         dirs.sort()
@@ -73,40 +73,45 @@ def _rules_stamp(folder: Path) -> str:
     return h.hexdigest()
 
 
-def _code_digest() -> str:
-    """What identifies the code that shapes the cached objects. An installed wheel: its RECORD,
-    which holds the digest of every file it installed, so a reinstall of the same code keeps
-    the cache. A checkout or an editable install: every module's size and time (hashing their
-    content would cost a small run more than the cache saves), which change with any edit."""
+def _install_digest(builtin: Path) -> str:
+    """What identifies the code that shapes the cached objects, and the built-in rules. An
+    installed wheel: its RECORD, which holds the digest of every file it installed (its rules,
+    analyzer/_rules, too), so a reinstall of the same wheel keeps the cache. A checkout or an
+    editable install: every module's size and time (hashing their content would cost a small
+    run more than the cache saves), which change with any edit, and the rules' stamp."""
     package = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
     for record in package.parent.glob("hami_bundle_analyzer-*.dist-info/RECORD"):
         with contextlib.suppress(OSError):
             text = record.read_bytes()
             if b"analyzer/rules/loader.py," in text:
-                return hashlib.sha256(text).hexdigest()
-    h = hashlib.sha256()
+                h.update(text)
+                if builtin != package / "_rules":  # not the wheel's own rules
+                    h.update(_rules_stamp(builtin).encode())
+                return h.hexdigest()
     for top, dirs, files in os.walk(package):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         for name in sorted(f for f in files if f.endswith(".py")):
             st = os.stat(os.path.join(top, name))
             h.update(f"{top}/{name}:{st.st_mtime_ns}:{st.st_size}".encode())
+    h.update(_rules_stamp(builtin).encode())
     return h.hexdigest()
 
 
 def _cache_path(dirs: list[Path]) -> Path | None:
-    """Validated rule sets are cached by the rules (the built-in ones' stamp, the others'
-    digest), the analyzer's version and code and the rule folders (their paths are in the
-    cached rules, and in what `rules show` prints), so start-up does not re-validate unchanged
-    rules. Any change makes a new key."""
+    """Validated rule sets are cached by the analyzer's version, code and built-in rules (a
+    wheel's RECORD or a checkout's stamps), the digest of the rules given with --rules and the
+    rule folders (their paths are in the cached rules, and in what `rules show` prints), so
+    start-up does not re-validate unchanged rules. Any change makes a new key."""
     where = cache_dir()
     if where is None:
         return None
     try:
-        code = _code_digest()
+        code = _install_digest(dirs[0])
     except OSError:
         return None
     # compiled patterns are pickled as regex's compiled code, which only its own version reads
-    rules = f"{_rules_stamp(dirs[0])}:{_rules_digest(dirs[1:])}"
+    rules = _rules_digest(dirs[1:])
     key = f"{__version__}:{code}:{regex.__version__}:{rules}:{[str(d) for d in dirs]}"
     return where / f"rules-{hashlib.sha256(key.encode()).hexdigest()[:24]}.pickle"
 

@@ -65,6 +65,8 @@ LINE_SCHEMA = {
 
 @dataclass
 class LogStats:
+    """Whole-file statistics of a log, for the report and the facts of its lines."""
+
     lines: int = 0
     klog_lines: int = 0
     severities: dict[str, int] = field(default_factory=dict)
@@ -81,6 +83,8 @@ class LogStats:
 
 @dataclass
 class ParsedLog:
+    """A log artefact's kept lines (a polars frame) and its statistics."""
+
     artefact: Artefact
     stats: LogStats
     frame: pl.DataFrame  # kept lines with parsed klog header columns
@@ -126,7 +130,6 @@ class Matcher:
         self._compile = compile or (lambda sid: regex.compile(self.pattern[sid]))
         # the kinds a signature is searched in, when not all (a signature's `scanned_in`)
         self.scanned_in = {sid: kinds for sid, kinds in (scanned_in or {}).items() if kinds}
-        self._keep: pl.Expr | None = None
         self._without: dict[frozenset[str], Matcher] = {}
         prefilters = prefilters or {}
         self.lits = {
@@ -250,27 +253,43 @@ class Matcher:
             out.append("|".join(re.escape(x) for x in sorted(plain)))
         return out + self._case_and_fallback_patterns(cased)
 
-    def keep_expr(self, sample: list[str] | None = None) -> pl.Expr:
-        """True for lines that may match a signature. With a `sample` of a big log: its
-        `prefilters`. Without (small logs, a big log's kept rows): Aho-Corasick passes, the
-        case-insensitive literals ignoring ASCII case; a Rust regex of hundreds of literals
-        takes longer to build (~70 ms) than a few thousand rows take to scan."""
-        if sample is not None:
-            return self._any(self.prefilters(sample))
-        if self._keep is None:
-            plain, cased = self._literal_sets(ascii_folded=False)
-            t = pl.col("text")
-            parts = [t.str.contains(p) for p in self._case_and_fallback_patterns(cased)]
-            if plain:
-                parts.append(t.str.contains_any(sorted(plain)))
-            lits = sorted(self._by_folded_literal())
-            if lits:
-                parts.append(t.str.contains_any(lits, ascii_case_insensitive=True))
-                folds = {FOLDS_TO_ASCII[c] for x in lits for c in x if c in FOLDS_TO_ASCII}
-                if folds:
-                    parts.append(t.str.contains_any(sorted(folds)))
-            self._keep = pl.any_horizontal(parts) if parts else pl.lit(False)
-        return self._keep
+    def keep_expr(self, sample: list[str]) -> pl.Expr:
+        """True for the lines of a big log that may match a signature: its `prefilters`, chosen
+        for this `sample` of the log (small logs: `candidates`)."""
+        return self._any(self.prefilters(sample))
+
+    def candidates(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """The rows of a small frame that may match a signature, each with the literals it holds
+        (`held`), those it holds in any ASCII case, lower-cased (`held_folded`), and whether it
+        holds a character that folds to an ASCII letter (`odd`): one Aho-Corasick pass per list
+        of literals finds both the rows and the signatures to check on them (an automaton of
+        hundreds of literals costs more to build than a few thousand rows take to scan)."""
+        t = pl.col("text")
+        none = pl.lit([], dtype=pl.List(pl.String))
+        by_folded = sorted(self._by_folded_literal())
+        plain, cased = self._literal_sets(ascii_folded=False)
+        # the signatures checked on every candidate are its prefilter too: those without a
+        # literal, those ignoring case beyond ASCII (caseless literals of theirs: as they are)
+        checked = [t.str.contains(p) for p in self._case_and_fallback_patterns(cased)]
+        if plain - set(self.literals):
+            checked.append(t.str.contains_any(sorted(plain - set(self.literals))))
+        held = t.str.extract_many(self.literals, overlapping=True) if self.literals else none
+        folded = (
+            t.str.extract_many(by_folded, ascii_case_insensitive=True, overlapping=True).list.eval(
+                pl.element().str.to_lowercase()
+            )
+            if by_folded
+            else none
+        )
+        odd = t.str.contains_any(sorted(FOLDS_TO_ASCII.values())) if by_folded else pl.lit(False)
+        return frame.with_columns(
+            held.alias("held"), folded.alias("held_folded"), odd.alias("odd")
+        ).filter(
+            (pl.col("held").list.len() > 0)
+            | (pl.col("held_folded").list.len() > 0)
+            | pl.col("odd")
+            | pl.any_horizontal(checked or [pl.lit(False)])
+        )
 
     def _literal_sets(self, ascii_folded: bool) -> tuple[set[str], list[str]]:
         """The literals to find as they are (those of case-insensitive signatures without a
@@ -405,30 +424,17 @@ class Matcher:
         without literals."""
         rows: list[tuple] = []
         at, line_at = frame.columns.index("text"), frame.columns.index("line")
-        cand = frame.filter(self.keep_expr())
-        texts = cand["text"]
-        # which literals each candidate holds: Aho-Corasick passes, not one `in` per literal
-        lits = (
-            texts.str.extract_many(self.literals, overlapping=True).to_list()
-            if self.literals
-            else [[]] * cand.height
-        )
+        cand = self.candidates(frame)
         by_folded = self._by_folded_literal()
-        folded = (
-            texts.str.extract_many(sorted(by_folded), ascii_case_insensitive=True, overlapping=True)
-            .list.eval(pl.element().str.to_lowercase())
-            .to_list()
-            if by_folded
-            else [[]] * cand.height
-        )
-        odd = (
-            texts.str.contains_any(sorted(FOLDS_TO_ASCII.values())).to_list()
-            if by_folded
-            else [False] * cand.height
-        )
         ascii_folded = {sid for sids in by_folded.values() for sid in sids}
         order = {lit: i for i, lit in enumerate(self.lit_to_sigs)}  # signatures in rule order
-        for row, held, held_folded, is_odd in zip(cand.iter_rows(), lits, folded, odd, strict=True):
+        for row, held, held_folded, is_odd in zip(
+            cand.select(frame.columns).iter_rows(),
+            cand["held"].to_list(),
+            cand["held_folded"].to_list(),
+            cand["odd"].to_list(),
+            strict=True,
+        ):
             text = row[at]
             held = sorted(set(held), key=order.__getitem__)
             found = dict.fromkeys(sid for lit in held for sid in self.lit_to_sigs[lit])

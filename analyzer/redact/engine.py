@@ -279,11 +279,11 @@ class Redaction:
         if isinstance(cut, Stretches) and plan is not None:
             stretches = self._names_stretches(prepared.lines, cut)
             lines = self._per_line(prepared.lines, plan, where)
-            out: list[str] = []
+            out: list[bytes] = []
             for stretch, line in zip(stretches, lines.get(cut.lines), strict=False):
-                out += (stretch, line)
+                out += (stretch, line.encode("utf-8"))
             out.append(stretches[-1])
-            return "".join(out).encode("utf-8")
+            return b"".join(out)
         split = cut if isinstance(cut, NamesSplit) else None
         return self._run(prepared.lines, where, plan, split).bytes()
 
@@ -296,15 +296,15 @@ class Redaction:
         raw = lines.raw
         assert raw is not None
         starts = lines.starts(planned)
-        texts: list[str] = []
+        texts: list[bytes] = []
         pos = 0
         for i in planned:
-            texts.append(raw[pos : starts[i]].decode("utf-8"))
-            texts.append(lines.get([i])[0])
-            pos = line_end(raw, starts[i])
-        texts.append(raw[pos:].decode("utf-8"))
-        series = pl.Series(texts, dtype=pl.String)
-        try:
+            end = line_end(raw, starts[i])
+            texts += (raw[pos : starts[i]], raw[starts[i] : end])
+            pos = end
+        texts.append(raw[pos:])
+        try:  # as bytes into polars (valid UTF-8: no Python string is made)
+            series = pl.Series(texts, dtype=pl.Binary).cast(pl.String)
             found = series.str.extract_all(self.names_touching).explode().drop_nulls()
             if not found.is_in(self.names_list.implode()).all():
                 return None
@@ -312,17 +312,17 @@ class Redaction:
             return None
         return Stretches(planned, series, found.unique(maintain_order=True).to_list(), len(found))
 
-    def _names_stretches(self, lines: Lines, cut: Stretches) -> list[str]:
-        """The names replaced in the stretches (returned) and in the planned lines (put)."""
+    def _names_stretches(self, lines: Lines, cut: Stretches) -> list[bytes]:
+        """The names replaced in the stretches (returned, as bytes) and in the planned lines
+        (put)."""
         texts = cut.texts
         if cut.present:
             tokens = {v: self.tokens.token(self.names[v], v) for v in cut.present}
             order = sorted(cut.present, key=len, reverse=True)
             texts = texts.str.replace_many(order, [tokens[v] for v in order], leftmost=True)
             self.counts["names"] += cut.count
-        done = texts.to_list()
-        lines.put(cut.lines, done[1::2])
-        return done[0::2]
+        lines.put(cut.lines, texts.gather_every(2, offset=1).to_list())
+        return texts.gather_every(2).cast(pl.Binary).to_list()
 
     def _run(self, lines: Lines, where: str, plan: Plan | None, names: NamesSplit | None) -> Lines:
         if plan is None:

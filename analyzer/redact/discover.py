@@ -165,14 +165,17 @@ def _shortest(prefix: str, redactors: list[Redactor]) -> float:
 
 def parsed_node_names(sources: list[SourceFile]) -> set[str]:
     """Node names as the analysis itself reads them (so every node it reports gets a token)."""
-    from analyzer.bundle.recognise import recognise
+    from analyzer.bundle.recognise import SMALL_FILE, recognise
     from analyzer.catalogue.kinds import load_catalogue
     from analyzer.parse.node import parse_node
     from analyzer.parse.pod import parse_pod
     from analyzer.redact.redactors import builtin_file
 
-    catalogue = load_catalogue(builtin_file().with_name("kinds.yaml"))
     files = [BundleFile(s.name, s.path, s.path.stat().st_size, s.mtime) for s in sources]
+    files = [f for f in files if f.size <= SMALL_FILE]  # a bigger one is only sniffed, as a log
+    if not files:
+        return set()
+    catalogue = load_catalogue(builtin_file().with_name("kinds.yaml"))
     out: set[str] = set()
     artefacts, _warnings = recognise(files, catalogue)
     for a in artefacts:

@@ -30,6 +30,7 @@ from analyzer.redact.lines import Lines
 from analyzer.redact.redactors import TIMEOUT, TIMEOUT_PER_MIB, Redactor
 from analyzer.redact.tokens import TokenMap
 
+STRETCH = 256 << 10  # bytes of a row of text between planned lines (see `Stretches`)
 MIN_EVERYWHERE = 8  # characters a pattern's value needs to be replaced beyond where it was found
 # a name is a whole word, but may be joined to others by - _ . / (device-plugin-gpu-1.log,
 # kube-apiserver-gpu-1, gpu-1.example.com-): gpu-1 is not in gpu-10 nor in agpu-1
@@ -158,11 +159,13 @@ class NamesSplit:
 
 @dataclass(frozen=True)
 class Stretches:
-    """A piece of the second pass cut around the lines a per-line redactor needs: `texts`
-    alternates the stretch before each such line and that line, then the rest; `present`, the
-    names in them, in order, and how many times they occur."""
+    """A piece of the second pass cut around the lines a per-line redactor needs: `texts`, the
+    piece in order, each such line a row of its own (at `rows`) and the stretches between them
+    in rows of about STRETCH bytes cut after a newline; `present`, the names in them, in order,
+    and how many times they occur."""
 
     lines: list[int]  # the planned lines, in order
+    rows: list[int]  # the row of each
     texts: pl.Series
     present: list[str]
     count: int
@@ -255,7 +258,7 @@ class Redaction:
 
     def piece(self, raw: bytes, where: str, plan: Plan | None = None) -> bytes:
         """A piece of a file; `plan`: what the first pass saw in this very piece."""
-        return self.finish(self.prepare(raw, plan), where)
+        return b"".join(self.finish(self.prepare(raw, plan), where))
 
     def prepare(self, raw: bytes, plan: Plan | None) -> Prepared:
         """A piece split and scanned for names (no state is touched: a background thread may do
@@ -275,18 +278,17 @@ class Redaction:
         idx = lines.hits([self.names_prefilter])[0] if self.names_prefilter else []
         return Prepared(lines, plan, self._names_split(lines, idx) if idx else None)
 
-    def finish(self, prepared: Prepared, where: str) -> bytes:
+    def finish(self, prepared: Prepared, where: str) -> list[bytes]:
+        """The piece redacted, in parts to write in order (joining them would copy the piece)."""
         cut, plan = prepared.names, prepared.plan
         if isinstance(cut, Stretches) and plan is not None:
-            stretches = self._names_stretches(prepared.lines, cut)
+            out = self._names_stretches(prepared.lines, cut)
             lines = self._per_line(prepared.lines, plan, where)
-            out: list[bytes] = []
-            for stretch, line in zip(stretches, lines.get(cut.lines), strict=False):
-                out += (stretch, line.encode("utf-8"))
-            out.append(stretches[-1])
-            return b"".join(out)
+            for row, line in zip(cut.rows, lines.get(cut.lines), strict=True):
+                out[row] = line.encode("utf-8")
+            return out
         split = cut if isinstance(cut, NamesSplit) else None
-        return self._run(prepared.lines, where, plan, split).bytes()
+        return [self._run(prepared.lines, where, plan, split).bytes()]
 
     def _stretches(self, lines: Lines, planned: list[int]) -> Stretches | None:
         """The piece cut for the names (see `Stretches`), or None when a name touches a letter or
@@ -298,12 +300,18 @@ class Redaction:
         assert raw is not None
         starts = lines.starts(planned)
         texts: list[bytes] = []
+        rows: list[int] = []
         pos = 0
-        for i in planned:
-            end = line_end(raw, starts[i])
-            texts += (raw[pos : starts[i]], raw[starts[i] : end])
-            pos = end
-        texts.append(raw[pos:])
+        for i in [*planned, None]:
+            stop = len(raw) if i is None else starts[i]
+            while stop - pos > STRETCH and (cut := raw.find(b"\n", pos + STRETCH, stop)) >= 0:
+                texts.append(raw[pos : cut + 1])  # polars reads a long text slower
+                pos = cut + 1
+            texts.append(raw[pos:stop])
+            if i is not None:
+                rows.append(len(texts))
+                pos = line_end(raw, stop)
+                texts.append(raw[stop:pos])
         try:  # as bytes into polars (valid UTF-8: no Python string is made)
             series = pl.Series(texts, dtype=pl.Binary).cast(pl.String)
             found = series.str.extract_all(self.names_touching).explode().drop_nulls()
@@ -311,10 +319,11 @@ class Redaction:
                 return None
         except pl.exceptions.PolarsError:
             return None
-        return Stretches(planned, series, found.unique(maintain_order=True).to_list(), len(found))
+        present = found.unique(maintain_order=True).to_list()
+        return Stretches(planned, rows, series, present, len(found))
 
     def _names_stretches(self, lines: Lines, cut: Stretches) -> list[bytes]:
-        """The names replaced in the stretches (returned, as bytes) and in the planned lines
+        """The names replaced in the piece's rows (returned, as bytes) and in the planned lines
         (put)."""
         texts = cut.texts
         if cut.present:
@@ -322,8 +331,8 @@ class Redaction:
             order = sorted(cut.present, key=len, reverse=True)
             texts = texts.str.replace_many(order, [tokens[v] for v in order], leftmost=True)
             self.counts["names"] += cut.count
-        lines.put(cut.lines, texts.gather_every(2, offset=1).to_list())
-        return texts.gather_every(2).cast(pl.Binary).to_list()
+        lines.put(cut.lines, texts.gather(cut.rows).to_list())
+        return texts.cast(pl.Binary).to_list()
 
     def _run(self, lines: Lines, where: str, plan: Plan | None, names: NamesSplit | None) -> Lines:
         if plan is None:

@@ -927,3 +927,37 @@ def test_writer_reports_a_failed_write(tmp_path):
         writer.put([b"a" * 10, b"b"])
         with pytest.raises(OSError, match="No space"):
             writer.finish()
+
+
+def test_a_name_inside_another_with_a_letter_more_is_replaced_whole(monkeypatch):
+    """`aa0a00a-0000.dc1.acme.example` (a node), `aa0a00a-0000` (a GCP project) and `a0a00a-000`
+    (a journal's host): the name extracted with its neighbours read `aa0a00a-0000`, a name, so the
+    fast paths replaced the project inside the node name and left `.dc1.acme.example` behind
+    (found by the bytes-path property). Such names go through the regex, on lines and on bytes."""
+    import analyzer.redact.lines as lines_module
+
+    names = {"aa0a00a-0000.dc1.acme.example": "node", "aa0a00a-0000": "cloud", "a0a00a-000": "node"}
+    lines = [f"  name: {n}" for n in names] * 40 + [
+        "kubernetes.io/hostname: aa0a00a-0000.dc1.acme.example"
+    ]
+    text = "\n".join(lines) + "\n"
+    run = Redaction([], names, TokenMap())
+    for value in sorted(names):
+        run.tokens.token(names[value], value)
+    expected = run._names(text, "t")
+    assert "dc1.acme" not in expected
+    for small in (1 << 30, 0):  # lines in Python; a piece as bytes, Hyperscan, polars
+        monkeypatch.setattr(lines_module, "SMALL", small)
+        monkeypatch.setattr(lines_module, "HYPERSCAN_MIN", small)
+        assert run.text(text, "t") == expected
+        plan = Learner(load_redactors()).piece(text.encode(), "p")
+        assert run.piece(text.encode(), "p", plan) == expected.encode()
+
+
+def test_names_that_extracted_with_a_neighbour_read_as_another_are_not_clear():
+    from analyzer.redact.engine import _clear
+
+    assert _clear({"gpu-node-1", "gpu-node-10", "node-1", "gpu-1.lab", "gpu-1x", "gpu-1"})
+    assert not _clear({"aa-10", "a-1"})  # a + a-1 + 0
+    assert not _clear({"xgpu-1", "gpu-1"})  # x + gpu-1
+    assert _clear({"-gpu-1", "gpu-1"})  # `-` is not a letter or digit: gpu-1 cannot take it

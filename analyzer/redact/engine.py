@@ -252,6 +252,7 @@ class Redaction:
         # a name with the letter or digit it may touch (gpu-1 in gpu-10: the regex is needed)
         self.names_touching = f"[A-Za-z0-9]?(?:{alts})[A-Za-z0-9]?"
         self.names_list = pl.Series(list(self.names), dtype=pl.String)
+        self.names_clear = _clear(set(self.names))
 
     def text(self, text: str, where: str) -> str:
         return self._run(Lines(text), where, None, None).text()
@@ -298,6 +299,8 @@ class Redaction:
         whether one touches is asked as `_names_split` asks it of each line."""
         raw = lines.raw
         assert raw is not None
+        if not self.names_clear:
+            return None
         starts = lines.starts(planned)
         texts: list[bytes] = []
         rows: list[int] = []
@@ -374,7 +377,7 @@ class Redaction:
         what the regex does), found by extracting each name with the character on either side:
         a match that is not exactly a name (gpu-1 of gpu-10 when gpu-10 is none) touches. The
         others go through the regex, all at once (a name never spans a line end)."""
-        if len(idx) < 64 or lines.small or not lines.exact:
+        if len(idx) < 64 or lines.small or not lines.exact or not self.names_clear:
             return NamesSplit([], [], 0, idx)
         try:
             found = (
@@ -447,6 +450,20 @@ class Redaction:
             out += (text[pos:start], self.tokens.token(r.token, value))
             pos = end
         return "".join(out) + text[pos:] if out else text
+
+
+def _clear(names: set[str]) -> bool:
+    """Whether a name extracted with the letter or digit it may touch tells the truth: not when
+    a name is another one with a letter or digit before it (and maybe one after): with `aa-10`
+    and `a-1`, `[A-Za-z0-9]?` takes the first `a` of `aa-10.lab` and the match reads `aa-10`, a
+    name, although the name there is `aa-10.lab`; then the names are replaced by the regex. A
+    letter or digit only after (`gpu-1`, `gpu-10`) is harmless: the longer name is tried first."""
+    for name in names:
+        if name[:1].isascii() and name[:1].isalnum():
+            tail = name[-1:].isascii() and name[-1:].isalnum()
+            if name[1:] in names or (tail and name[1:-1] in names):
+                return False
+    return True
 
 
 def redact_text_alone(r: Redactor, text: str) -> str:

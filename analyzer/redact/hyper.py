@@ -10,19 +10,15 @@ a pattern of their own and checked by polars with the prefilters as written."""
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 import polars as pl
 
-from analyzer.atomic import atomic_path
-from analyzer.cache import cache_dir
 from analyzer.parse.bytescan import (
     Scanner,
-    compile_database,
+    cached_database,
     hyperscan,
     line_end,
     line_pattern,
@@ -84,21 +80,6 @@ def line_filter(prefilters: tuple[str, ...]) -> LineFilter | None:
 
 def _cached_database(expressions: list[str]) -> Any:
     """The compiled database, from the cache folder when an earlier run compiled the same
-    patterns with this Hyperscan (compiling them costs 0.1-0.2 s a run); a cached copy that
-    does not load (corrupt, another CPU's) is compiled again."""
+    patterns with this Hyperscan (compiling them costs 0.1-0.2 s a run; `cached_database`)."""
     assert hyperscan is not None
-    flags = [hyperscan.HS_FLAG_MULTILINE] * len(expressions)
-    version = getattr(hyperscan, "__version__", "")
-    key = hashlib.sha256(repr((version, expressions, flags)).encode()).hexdigest()[:24]
-    folder = cache_dir("hyperscan")
-    cached = folder / f"redact-{key}.db" if folder is not None else None
-    if cached is not None and cached.is_file():
-        try:
-            return hyperscan.loadb(cached.read_bytes(), hyperscan.HS_MODE_BLOCK)
-        except (OSError, hyperscan.error):
-            pass
-    database = compile_database(expressions, flags)
-    if database is not None and cached is not None:
-        with contextlib.suppress(OSError), atomic_path(cached) as tmp:
-            tmp.write_bytes(hyperscan.dumpb(database))
-    return database
+    return cached_database(expressions, [hyperscan.HS_FLAG_MULTILINE] * len(expressions), "redact")

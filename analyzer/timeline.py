@@ -232,6 +232,8 @@ def episodes(
 
 @dataclass(frozen=True)
 class NodeTimeline:
+    """A node's events, the episodes found in them and the clocks that disagree."""
+
     frame: pl.DataFrame  # every event (the `timeline` command writes it)
     episodes: tuple[Episode, ...]
     clock_issues: tuple[str, ...]

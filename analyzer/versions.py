@@ -75,6 +75,8 @@ class Range:
 
 @dataclass
 class VersionEvidence:
+    """A clue to the HAMi version: the range it allows, why, and where it was read."""
+
     range: Range
     reason: str
     where: str  # file:line or fact path

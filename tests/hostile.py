@@ -650,6 +650,20 @@ def pasted_line_of_kubectl_words(d: Path) -> Run:
     return Run(["analyze", "--from-issue", str(d / "issue.md")], [d])
 
 
+@bounded(_verdict("device-unhealthy"))
+def log_of_blank_lines(d: Path) -> Run:
+    """A plugin log whose lines are then 48 MiB of blank ones: recognition's line patterns
+    (`^\\s*...`, where `\\s` takes the newline) read every blank line from every blank line of
+    the 200,000-character head (hours, in one C call); the byte scan kept every line's end."""
+    d.mkdir(parents=True)
+    (d / "node.yaml").write_text(NODE)
+    with (d / "device-plugin.log").open("wb") as fh:
+        fh.write(PLUGIN_LOG.encode())
+        for _ in range(48):
+            fh.write(b"\n" * (1 << 20))
+    return Run(["analyze", str(d), "--format", "json"], [d])
+
+
 class _Repeat(io.RawIOBase):
     """`size` bytes of one repeated byte string, read without holding them."""
 

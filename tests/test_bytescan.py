@@ -4,6 +4,9 @@ chunk size; the translation of signature regexes into Hyperscan's byte mode."""
 
 from __future__ import annotations
 
+import itertools
+import re
+
 import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,6 +15,7 @@ from hypothesis import strategies as st
 from analyzer.bundle import recognise as recognise_mod
 from analyzer.parse import bytescan
 from analyzer.parse import logs as logs_mod
+from analyzer.parse.literals import leading_superset
 from conftest import parse_texts
 
 NUMA = '"failed to get numa information from sysfs"'
@@ -204,3 +208,95 @@ def test_a_line_longer_than_the_cap_is_read_as_several(ruleset, monkeypatch):
     assert log.artefact.text is None
     assert log.stats.sig_counts["dp-numa-sysfs-benign"] == 10
     assert log.stats.lines > 15  # each long line is several
+
+
+LINE_BYTES = st.lists(
+    st.sampled_from([b"I", b"E", b"W", b"F", b"0", b"8", b"1", b" ", b"x", b"\r", b"\xff", b"\n"]),
+    max_size=60,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(parts=LINE_BYTES, block=st.sampled_from([1, 7, 64, 4096]), lines=st.integers(1, 80))
+def test_the_line_table_classes_lines_as_the_klog_regex_does(parts, block, lines):
+    """numpy's count of lines, klog lines, severities and line numbers against Python's regex
+    over the same bytes (a chunk always ends with a newline), added in blocks of whole lines of
+    any size, their newlines found in pieces of any size."""
+    chunk = b"".join(parts) + b"\n"
+    table = bytescan.LineTable(chunk, bytescan.np.empty(block, bool))
+    blocks = list(bytescan.line_blocks(chunk, lines))
+    assert blocks[0][0] == 0 and blocks[-1][1] == len(chunk)
+    assert all(a < b and chunk[b - 1] == 10 for a, b in blocks)
+    assert all(b == a2 for (_, b), (a2, _) in itertools.pairwise(blocks))
+    for a, b in blocks:
+        table.add(a, b)
+    starts = [0] + [i + 1 for i, b in enumerate(chunk[:-1]) if b == 10]
+    klog = re.compile(logs_mod.KLOG_START.encode())
+    heads = [chunk[s] for s in starts if klog.match(chunk, s)]
+    assert table.lines == chunk.count(b"\n") == len(starts)
+    assert table.klog_lines == len(heads)
+    assert table.severities == {x: heads.count(ord(x)) for x in "EWF"}
+    errors = [s for s in starts if klog.match(chunk, s) and chunk[s] in b"EF"]
+    assert table.error_starts(len(errors) + 1) == errors
+    assert table.numbers(starts) == {s: chunk.count(b"\n", 0, s) for s in starts}
+
+
+GO_FRAME = (
+    r"^(?P<pkg>[A-Za-z0-9_.~-]+(?:/[A-Za-z0-9_.~-]+)+)\.(?:\(\*?[^)\s]+\)\.)?[^\s(]+\("
+    r"|^\s+(?P<path>/[^\s:]+\.go):\d+"
+)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "superset"),
+    [
+        (GO_FRAME, r"^(?:[A-Za-z0-9_\.\~\-]+/|[\s]+/)"),
+        (r"err(?:or)?: \d+ devices? (lost|gone)", r"err(?:or)?:\ [\d]+\ "),
+        (r"x(?:a|b+c)d", r"x(?:ad|b+c)"),
+        (r"^panic: .*", None),  # nothing after the unbounded repeat: nothing cut
+        (r"(?i)^\s+x", None),  # flags: not written back
+    ],
+)
+def test_a_pattern_without_literal_is_scanned_for_its_leading_part(pattern, superset):
+    assert leading_superset(pattern) == superset
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    line=st.text(alphabet="ab/._(): \t0123456789gox*", max_size=40),
+    pattern=st.sampled_from(
+        [GO_FRAME, r"a+b\d", r"(?:ab|b+o)+x", r"^\s*a.*b", r"(a|b)*c?d+:", r"[^a:]+\.go"]
+    ),
+)
+def test_every_match_of_a_pattern_starts_with_a_match_of_its_leading_part(line, pattern):
+    superset = leading_superset(pattern)
+    if superset is not None and re.search(pattern, line):
+        assert re.search(superset, line)
+
+
+def test_compiled_databases_are_kept_between_runs_and_a_damaged_one_is_compiled_again(
+    monkeypatch, tmp_path
+):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    compiles = []
+    real = bytescan.compile_database
+
+    def counting(expressions, flags):
+        compiles.append(expressions)
+        return real(expressions, flags)
+
+    monkeypatch.setattr(bytescan, "compile_database", counting)
+
+    def found(database) -> list[int]:
+        ends: list[list[int]] = [[]]
+        bytescan.Scanner(database).scan(b"x numa y numa\n", ends)
+        return ends[0]
+
+    first = bytescan.cached_database(["numa"], [0], "test")
+    again = bytescan.cached_database(["numa"], [0], "test")
+    assert len(compiles) == 1 and found(first) == found(again) == [6, 13]
+    (saved,) = (tmp_path / "hami-bundle-analyzer" / "hyperscan").glob("test-*.db")
+    data = saved.read_bytes()
+    saved.write_bytes(data[:40] + bytes(255 - b for b in data[40:60]) + data[60:])
+    assert found(bytescan.cached_database(["numa"], [0], "test")) == [6, 13]
+    assert len(compiles) == 2

@@ -94,12 +94,12 @@ def test_wheel_ships_rules_templates_and_schema(tmp_path):
     assert run.returncode == 1, run.stderr
     assert json.loads(run.stdout)["primary"]["rule_id"] == "rbac-patch-forbidden"
     # the validated rules are cached by the wheel's RECORD, not by file times: a reinstall of
-    # the same code (every file newer) reuses them
+    # the same code and rules (every file newer) reuses them
     cached = sorted((tmp_path / "cache").rglob("rules-*.pickle"))
     assert len(cached) == 1
     later = cached[0].stat().st_mtime + 100
-    for py in (target / "analyzer").rglob("*.py"):
-        os.utime(py, (later, later))
+    for path in (*(target / "analyzer").rglob("*.py"), *(target / "analyzer").rglob("*.yaml")):
+        os.utime(path, (later, later))
     again = installed("analyze", str(sample), "--format", "json")
     assert again.stdout == run.stdout
     assert sorted((tmp_path / "cache").rglob("rules-*.pickle")) == cached

@@ -743,15 +743,17 @@ WIDE = st.sampled_from(["", "节点 ", "é ", "\u212aey: v ", "\u017fecret=abcde
     planted_secrets(),
     st.lists(NAME_PARTS, min_size=1, max_size=4, unique=True),
     st.lists(st.tuples(WIDE, st.lists(st.tuples(GLUE, NAME_PARTS), max_size=6)), max_size=40),
+    st.sampled_from([1, 40, 1 << 20]),
 )
-def test_property_bytes_path_equals_every_line(case, names, rows):
+def test_property_bytes_path_equals_every_line(case, names, rows, stretch):
     """Every piece kept as bytes (Hyperscan selecting the lines, read and spliced by offsets, the
-    names replaced over the stretches between the planned lines; lines outside ASCII checked by
-    polars, Unicode case folding included) gives byte for byte what searching every line of the
-    text with every pattern gives: names that touch letters and digits (gpu-1 in gpu-10), a
-    token-shaped word, a name at a piece's edge."""
+    names replaced over the stretches between the planned lines, cut into rows of `stretch`
+    bytes; lines outside ASCII checked by polars, Unicode case folding included) gives byte for
+    byte what searching every line of the text with every pattern gives: names that touch
+    letters and digits (gpu-1 in gpu-10), a token-shaped word, a name at a piece's edge."""
     from unittest import mock
 
+    import analyzer.redact.engine as engine_module
     import analyzer.redact.lines as lines_module
     from analyzer.redact.hyper import line_filter
 
@@ -765,6 +767,7 @@ def test_property_bytes_path_equals_every_line(case, names, rows):
         with (
             mock.patch.object(lines_module, "SMALL", small),
             mock.patch.object(lines_module, "HYPERSCAN_MIN", small),
+            mock.patch.object(engine_module, "STRETCH", stretch),
         ):
             learner = Learner(catalogue)
             plans = [learner.piece(raw, "p") for raw in raws]
@@ -795,3 +798,167 @@ def test_pieces_end_at_line_ends_and_a_long_line_is_cut_between_values(tmp_path,
     pieces = list(discover.chunks(long))
     assert b"".join(pieces) == long.read_bytes() and len(pieces) >= 2
     assert all(p.endswith((b" ", b"\n")) for p in pieces)
+
+
+def _chunks_by_copies(path: Path, size: int) -> list[bytes]:
+    """The pieces as `chunks` cut them before it seeked back: the rest of a piece joined to the
+    next read (the reference its seeking must equal)."""
+    import analyzer.redact.discover as discover
+
+    out = []
+    with path.open("rb") as fh:
+        block = fh.read(size)
+        while block:
+            more = fh.read(size)
+            if not more:
+                out.append(block)
+                break
+            cut = discover._cut(block, whole_lines=len(block) < discover.LONG_LINE * size)
+            if cut:
+                out.append(block[:cut])
+            block = block[cut:] + more
+    return out
+
+
+PIECE_PARTS = st.sampled_from(
+    [
+        b"x",
+        b"ab ",
+        b"\n",
+        b"\n\n",
+        b",",
+        b"}",
+        b"10.0.0.1 ",
+        b"-----BEGIN RSA PRIVATE KEY-----",
+        b"-----END RSA PRIVATE KEY-----",
+        b"\xc3\xa9",
+        b"gpu-node-2",
+    ]
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(PIECE_PARTS, max_size=120), st.integers(1, 64))
+def test_property_pieces_are_cut_as_before(parts, size):
+    """Seeking back after a cut gives the pieces that joining the rest to the next read gave:
+    line ends, PEM blocks, lines longer than LONG_LINE pieces, a file without a last newline."""
+    import analyzer.redact.discover as discover
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "f"
+        path.write_bytes(b"".join(parts))
+        assert list(discover.chunks(path, size)) == _chunks_by_copies(path, size)
+
+
+def test_prepared_pieces_come_in_order_whichever_worker_finishes_first(tmp_path, monkeypatch):
+    import random
+
+    import analyzer.redact.discover as discover
+
+    monkeypatch.setattr(discover, "CHUNK", 8)
+    path = tmp_path / "f.log"
+    path.write_bytes(b"".join(b"line %03d\n" % i for i in range(200)))
+
+    def prepare(n: int, raw: bytes) -> tuple[int, bytes]:
+        time.sleep(random.random() / 500)  # workers finish out of order
+        return n, raw
+
+    for workers in (1, 2, 3):
+        got = list(discover.prepared(path, prepare, workers))
+        assert [n for n, _ in got] == list(range(len(got))) == [m for _, (m, _) in got]
+        assert b"".join(raw for _, (_, raw) in got) == path.read_bytes()
+
+
+def test_prepared_stops_on_a_workers_error(tmp_path, monkeypatch):
+    import analyzer.redact.discover as discover
+
+    monkeypatch.setattr(discover, "CHUNK", 8)
+    path = tmp_path / "f.log"
+    path.write_bytes(b"line\n" * 100)
+
+    def prepare(n: int, raw: bytes) -> bytes:
+        if n == 5:
+            raise AnalyzerError("redactor x timed out")
+        return raw
+
+    with pytest.raises(AnalyzerError, match="timed out"):
+        list(discover.prepared(path, prepare, 2))
+
+
+def test_hyperscan_database_cache_is_used_and_a_bad_copy_compiled_again(tmp_path, monkeypatch):
+    """The prefilters' database is read from the cache folder when there, and a copy that does
+    not load is compiled again (and still finds the same lines)."""
+    import analyzer.redact.hyper as hyper
+    from analyzer.parse import bytescan
+    from analyzer.parse.bytescan import Scanner
+
+    if hyper.hyperscan is None:
+        pytest.skip("Hyperscan has no wheel for this platform")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    expressions = ["gpu-[0-9]+", hyper.NON_ASCII]
+    first = hyper._cached_database(expressions)
+    (cached,) = (tmp_path / "hami-bundle-analyzer" / "hyperscan").iterdir()
+    compiles = []
+    real = bytescan.compile_database
+    monkeypatch.setattr(bytescan, "compile_database", lambda *a: compiles.append(a) or real(*a))
+    data = b"a gpu-12 b\n\xc3\xa9 gpu-3\n"
+    for database, compiled in ((hyper._cached_database(expressions), 0), (None, 1)):
+        if database is None:
+            cached.write_bytes(b"not a database")
+            database = hyper._cached_database(expressions)
+        assert len(compiles) == compiled
+        found: list[list[int]] = [[], []]
+        Scanner(database).scan(data, found)
+        expected: list[list[int]] = [[], []]
+        Scanner(first).scan(data, expected)
+        assert found == expected == [[7, 8, 19], [19]]  # every end of gpu-1, gpu-12; the line
+
+
+def test_writer_reports_a_failed_write(tmp_path):
+    """A piece the background writer cannot write fails the redaction (no half file called
+    done), for a folder's file and an archive's member alike."""
+    from analyzer.redact.output import _Writer
+
+    class Full:
+        def write(self, data: bytes) -> int:
+            raise OSError(28, "No space left on device")
+
+    for compress in (False, True):
+        writer = _Writer(Full(), compress)  # type: ignore[arg-type]
+        writer.put([b"a" * 10, b"b"])
+        with pytest.raises(OSError, match="No space"):
+            writer.finish()
+
+
+def test_a_name_inside_another_with_a_letter_more_is_replaced_whole(monkeypatch):
+    """`aa0a00a-0000.dc1.acme.example` (a node), `aa0a00a-0000` (a GCP project) and `a0a00a-000`
+    (a journal's host): the name extracted with its neighbours read `aa0a00a-0000`, a name, so the
+    fast paths replaced the project inside the node name and left `.dc1.acme.example` behind
+    (found by the bytes-path property). Such names go through the regex, on lines and on bytes."""
+    import analyzer.redact.lines as lines_module
+
+    names = {"aa0a00a-0000.dc1.acme.example": "node", "aa0a00a-0000": "cloud", "a0a00a-000": "node"}
+    lines = [f"  name: {n}" for n in names] * 40 + [
+        "kubernetes.io/hostname: aa0a00a-0000.dc1.acme.example"
+    ]
+    text = "\n".join(lines) + "\n"
+    run = Redaction([], names, TokenMap())
+    for value in sorted(names):
+        run.tokens.token(names[value], value)
+    expected = run._names(text, "t")
+    assert "dc1.acme" not in expected
+    for small in (1 << 30, 0):  # lines in Python; a piece as bytes, Hyperscan, polars
+        monkeypatch.setattr(lines_module, "SMALL", small)
+        monkeypatch.setattr(lines_module, "HYPERSCAN_MIN", small)
+        assert run.text(text, "t") == expected
+        plan = Learner(load_redactors()).piece(text.encode(), "p")
+        assert run.piece(text.encode(), "p", plan) == expected.encode()
+
+
+def test_names_that_extracted_with_a_neighbour_read_as_another_are_not_clear():
+    from analyzer.redact.engine import _clear
+
+    assert _clear({"gpu-node-1", "gpu-node-10", "node-1", "gpu-1.lab", "gpu-1x", "gpu-1"})
+    assert not _clear({"aa-10", "a-1"})  # a + a-1 + 0
+    assert not _clear({"xgpu-1", "gpu-1"})  # x + gpu-1
+    assert _clear({"-gpu-1", "gpu-1"})  # `-` is not a letter or digit: gpu-1 cannot take it

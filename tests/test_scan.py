@@ -167,11 +167,11 @@ def test_case_insensitive_patterns_keep_their_literals():
 def test_the_prefilter_finds_case_insensitive_literals_in_any_case(ruleset):
     from analyzer.analyze import matcher_for
 
-    keep = matcher_for(ruleset).keep_expr()
-    col = pl.DataFrame(
-        {"text": ["the device plugin keeps ReStArTiNg", "ｒｅｓｔａｒｔ", "nothing here", "重启了"]}
-    )
-    assert col.select(keep)["text"].to_list() == [True, False, False, True]
+    lines = ["the device plugin keeps ReStArTiNg", "ｒｅｓｔａｒｔ", "nothing here", "重启了"]
+    frame = pl.DataFrame({"line": [1, 2, 3, 4], "text": lines})
+    cand = matcher_for(ruleset).candidates(frame)
+    assert cand["line"].to_list() == [1, 4]
+    assert "restart" in cand["held_folded"][0]  # a literal of sym-plugin-restarts, any case
 
 
 def test_the_scan_reports_progress_only_when_asked(ruleset, monkeypatch, capsys):
@@ -301,8 +301,8 @@ def test_a_cached_signature_whose_compiled_code_is_damaged_is_compiled_again(rul
 def test_the_command_line_runs_no_collection_before_its_rules_are_loaded(tmp_path):
     """The real entry point: no pass of the cyclic collector over start-up's objects (imports,
     the cached rule set), which all live as long as the process; then they are frozen and the
-    usual thresholds are back."""
-    import gc
+    collector is on again, every WORKING allocations."""
+    from analyzer.startup import WORKING
 
     code = (
         "import gc, os, runpy, sys\n"
@@ -312,6 +312,9 @@ def test_the_command_line_runs_no_collection_before_its_rules_are_loaded(tmp_pat
         "    if phase == 'start' and hasattr(sys.modules.get('analyzer.startup'), 'begin'):\n"
         "        os.write(2, f'pass frozen={gc.get_freeze_count()} t={gc.get_threshold()[0]}\\n'.encode())\n"
         "gc.callbacks.append(seen)\n"
+        "exit = os._exit\n"  # main ends the process with os._exit
+        "os._exit = lambda code: (os.write(2, f'end frozen={gc.get_freeze_count()} "
+        "t={gc.get_threshold()[0]}\\n'.encode()), exit(code))\n"
         "sys.argv = ['hami-analyzer', 'analyze', sys.argv[1], '--format', 'json']\n"
         "runpy.run_module('analyzer', run_name='__main__')\n"
     )
@@ -323,9 +326,10 @@ def test_the_command_line_runs_no_collection_before_its_rules_are_loaded(tmp_pat
         )
         assert proc.returncode == 0, (run, proc.stderr)
         passes = [line for line in proc.stderr.splitlines() if line.startswith("pass ")]
-        assert passes, run  # the analysis itself still collects
         assert all(not line.startswith("pass frozen=0 ") for line in passes), (run, passes[:3])
-        assert all(line.endswith(f"t={gc.get_threshold()[0]}") for line in passes), run
+        assert all(line.endswith(f"t={WORKING}") for line in passes), (run, passes[:3])
+        (end,) = [line for line in proc.stderr.splitlines() if line.startswith("end ")]
+        assert not end.startswith("end frozen=0 ") and end.endswith(f"t={WORKING}"), (run, end)
 
 
 def test_case_insensitive_literals_join_the_first_pass_through_a_windows_case_variants(ruleset):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import bz2
 import errno
-import gzip
 import hashlib
 import io
 import lzma
@@ -19,7 +18,6 @@ import os
 import shutil
 import stat
 import sys
-import tarfile
 import tempfile
 import zipfile
 import zlib
@@ -27,11 +25,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO, Any, BinaryIO, Protocol
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, Protocol
 
 from analyzer.bundle.model import BundleFile, InputWarning, Inventory
 from analyzer.bundle.text import printable
 from analyzer.errors import BundleError
+
+if TYPE_CHECKING:  # imported when an input is an archive (~2 ms of every start otherwise)
+    import tarfile
 
 COPY_CHUNK = 1 << 20
 LINE_LIMIT = 1 << 20  # longer lines are cut to this many bytes (memory grows with the longest)
@@ -105,13 +106,11 @@ def _sniff_container(head: bytes) -> str | None:
 
 
 _CORRUPT: tuple[type[BaseException], ...] = (
-    OSError,
+    OSError,  # gzip's BadGzipFile is one
     EOFError,
     zlib.error,
     lzma.LZMAError,
-    tarfile.TarError,
     zipfile.BadZipFile,
-    gzip.BadGzipFile,
 )
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
@@ -209,6 +208,8 @@ def _header_size(field: bytes) -> int:
 def _guarded_tarinfo(label: str) -> type[tarfile.TarInfo]:
     """A TarInfo class that reads each raw 512-byte header before tarfile parses it, and refuses
     extended headers too large or too many for tarfile's parsers, whatever the Python."""
+    import tarfile
+
     state = {"work": 0, "chain": 0}
 
     class _Guarded(tarfile.TarInfo):
@@ -312,6 +313,8 @@ def _decompressed(path: Path, fmt: str) -> Iterator[_RatioGuard]:
     when it expands like a bomb)."""
     with open_regular(path) as raw:
         if fmt == "gzip":
+            import gzip
+
             stream: io.BufferedIOBase = gzip.GzipFile(fileobj=raw, mode="rb")
         elif fmt == "bzip2":
             stream = io.BufferedReader(_Decompressing(raw, bz2.BZ2Decompressor), COPY_CHUNK)
@@ -343,9 +346,14 @@ def _zstd_stream(raw: BinaryIO) -> io.BufferedReader:
     return io.BufferedReader(_Decompressing(raw, decompressor.decompressobj, 256), COPY_CHUNK)
 
 
-def _zstd_errors() -> tuple[type[BaseException], ...]:
-    zstandard = sys.modules.get("zstandard")
-    return (zstandard.ZstdError,) if zstandard is not None else ()
+def _on_demand_errors() -> tuple[type[BaseException], ...]:
+    """The errors of the archive modules imported when an input needs them: none is raised
+    before its module is imported."""
+    tar, zstandard = sys.modules.get("tarfile"), sys.modules.get("zstandard")
+    return (
+        *((tar.TarError,) if tar is not None else ()),
+        *((zstandard.ZstdError,) if zstandard is not None else ()),
+    )
 
 
 def _long_lines(path: Path, size: int) -> list[tuple[int, int]]:
@@ -549,7 +557,7 @@ class BundleReader:
                 raise BundleError(f"{name}: {exc}") from None
             self._warn(name, str(exc))
             return
-        except _CORRUPT + _zstd_errors() as exc:
+        except _CORRUPT + _on_demand_errors() as exc:
             detail = " ".join(str(exc).split())[:200]
             problem = f"truncated or corrupt {kind} archive ({detail})"
             if depth == 0:  # the bundle itself: analysing part of it would mislead
@@ -607,6 +615,8 @@ class BundleReader:
         self._register(dst, plain, mtime, depth)
 
     def _add_tar(self, fileobj: IO[bytes] | _RatioGuard, name: str, depth: int) -> None:
+        import tarfile
+
         guarded = _guarded_tarinfo(name)
         with tarfile.open(fileobj=fileobj, mode="r|", tarinfo=guarded) as tf:
             for member in tf:

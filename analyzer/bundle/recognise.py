@@ -39,6 +39,8 @@ _DESCRIBE_SECOND_RE = re.compile(r"^(?:Namespace|Roles|Labels|Priority):")
 
 @dataclass
 class _Segment:
+    """A stretch of a file's lines that is one thing (cut at fences, prompts, ...)."""
+
     first: int  # 1-based line of the segment's first line in the file
     lines: list[str]
     container: str | None

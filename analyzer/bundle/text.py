@@ -85,13 +85,20 @@ def printable(text: object, keep: str = "\n\t") -> str:
     """
     tab = "\t" in keep
 
+    def printable_as_is(line: str) -> bool:
+        return (line.replace("\t", " ") if tab else line).isprintable()
+
     def safe(line: str) -> str:
-        if (line.replace("\t", " ") if tab else line).isprintable():
+        if printable_as_is(line):
             return line
         return "".join(ch if ch.isprintable() or ch in keep else "?" for ch in line)
 
     text = str(text)
-    return "\n".join(map(safe, text.split("\n"))) if "\n" in keep else safe(text)
+    if "\n" not in keep:
+        return safe(text)
+    if printable_as_is(text.replace("\n", " ")):  # the whole text in one check (a report)
+        return text
+    return "\n".join(map(safe, text.split("\n")))
 
 
 # A Go error chain broken right after an operation's colon ("dial unix /x.sock: connect:") whose

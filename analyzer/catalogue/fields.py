@@ -78,6 +78,8 @@ Reader = Callable[[Any, Context], Any]
 
 @dataclass(frozen=True)
 class Field:
+    """One key of a catalogue entry: its schema, how it is read and what it fills."""
+
     schema: dict[str, Any] = field(default_factory=dict)
     read: Reader | None = None  # None: the value is taken as it is
     default: Any = None  # when absent (or unreadable); a callable makes a fresh one

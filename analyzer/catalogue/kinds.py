@@ -59,6 +59,8 @@ class Declared:
 
 @dataclass(frozen=True)
 class Kind:
+    """An artefact kind of rules/kinds.yaml: how it is parsed, scanned and asked for."""
+
     id: str
     title: str
     family: str
@@ -109,6 +111,8 @@ class AttributionHints:
 
 @dataclass(frozen=True, eq=False)  # one catalogue is itself: compiled recognition is cached by it
 class Catalogue:
+    """Every artefact kind of rules/kinds.yaml and the shared recognition steps."""
+
     kinds: dict[str, Kind]
     by_container: dict[str, str] = field(default_factory=dict)
     by_k8s_kind: dict[str, str] = field(default_factory=dict)

@@ -62,6 +62,8 @@ def _pieces(logs: list[ParsedLog], configs: list[ConfigFacts]) -> list[Piece]:
 
 @dataclass(frozen=True)
 class Owner:
+    """The node an artefact is about, and why."""
+
     node: str | None  # None: about no node of the bundle (unattributed)
     how: str  # why, for the report: "its folder nodes/gpu-node-1/", ...
 

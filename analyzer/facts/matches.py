@@ -40,6 +40,8 @@ def strength_of(kind: str, text: str, sig: Signature) -> str:
 
 @dataclass
 class ArtefactInfo:
+    """An artefact as the facts stage sees it: its file, kind and node."""
+
     file: str
     kind: str
     first_line: int

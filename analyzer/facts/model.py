@@ -27,6 +27,8 @@ class Where:
 
 @dataclass(frozen=True)
 class Fact:
+    """One fact of a node: its path, its value and where in the bundle it was read."""
+
     path: str
     value: Any  # None: the source was read and the value is absent
     where: Where | None = None
@@ -104,6 +106,8 @@ class Match:
 
 @dataclass(frozen=True)
 class Evidence:
+    """What a finding rests on: a log line, a fact's value, or a line's absence."""
+
     kind: str  # log | fact | absence
     file: str | None = None
     line: int | None = None

@@ -77,6 +77,8 @@ class Sources:
 
 @dataclass(frozen=True)
 class Producer:
+    """A facts producer: the facts it reads and writes, and the function that does it."""
+
     name: str  # the `producer` of its facts in analyzer/facts/registry.py
     reads: tuple[str, ...]
     writes: tuple[str, ...]

@@ -16,6 +16,8 @@ TYPES = ("int", "float", "str", "bool", "list", "datetime", "any")
 
 @dataclass(frozen=True)
 class FactSpec:
+    """A declared fact path: its type, who produces it and from which kinds."""
+
     path: str
     type: str
     producer: str

@@ -30,6 +30,8 @@ _DESCRIBE_SELECTOR_RE = re.compile(r"^Node-Selector:\s*(?P<sel>.*?)\s*$")
 
 @dataclass
 class DaemonSetSeen:
+    """A DaemonSet as a bundle shows it: how many pods it wants, and where."""
+
     name: str
     desired: int
     node_selector: str | None

@@ -34,6 +34,8 @@ class GpuDevice:
 
 @dataclass
 class RegisterAnnotation:
+    """A node's device-register annotation, decoded with its declared format."""
+
     key: str
     vendor: str
     status: str  # ok | empty | invalid | elided
@@ -47,6 +49,8 @@ class RegisterAnnotation:
 
 @dataclass
 class Handshake:
+    """A node's handshake annotation: the device plugin's state and when it was set."""
+
     key: str
     vendor: str
     state: str  # Requesting | Reported | Deleted | other
@@ -57,6 +61,8 @@ class Handshake:
 
 @dataclass
 class AnnotationSpec:
+    """The annotation formats of rules/annotations.yaml, compiled once."""
+
     register_key: regex.Pattern
     formats: list[dict]
     hints: list[dict]

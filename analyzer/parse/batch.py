@@ -27,8 +27,9 @@ class Batch:
     bytes: int  # the stretch's bytes with their newlines (for the progress line)
     klog_lines: int
     severities: dict[str, int]  # "E", "W", "F" klog lines
-    # per frequent signature: (id, rows, how many lines it matched): the rows hold at least the
-    # first ones the sample still wants and the last SIG_TAIL_CAP, in line order
-    hot: list[tuple[str, pl.DataFrame, int]]
+    # per frequent signature: (id, rows, how many lines it matched here): the rows hold at least
+    # the first ones the sample still wants (None: no rows); its last SIG_TAIL_CAP rows are in
+    # this batch's rows or a later batch's (the byte scan hands them over in its last batch)
+    hot: list[tuple[str, pl.DataFrame | None, int]]
     loose: pl.DataFrame | None  # E/F lines no signature can match (the first ones)
     candidates: pl.DataFrame | None  # lines another signature may match, with an `_err` column

@@ -1,10 +1,11 @@
 """A big plain log scanned as bytes: one Hyperscan pass per chunk finds every line worth a look.
 
 The patterns of one Hyperscan database find, in a chunk of the file, the lines holding a
-signature's literal (candidates, attributed later with the signatures' own regexes), the lines of
-each frequent ("hot") signature, the E/W/F klog headers and the lines that are not klog (or, in a
-log of few klog lines, those that are). Hyperscan runs without Python's lock, so the chunks are
-scanned on every core; Python works per found line, never per line of the file.
+signature's literal (candidates, attributed later with the signatures' own regexes) and the lines
+of each frequent ("hot") signature; numpy counts the chunk's lines and which are klog lines of
+which severity (`LineTable`). Both run without Python's lock, so the chunks are scanned on every
+core, a block of lines at a time while it is in the core's cache; Python works per found line,
+never per line of the file.
 
 Hyperscan matches bytes: where a frequent signature's count is concerned, `\\d`, `\\w`, `\\b` and
 case-insensitivity are ASCII and a character class or `.` reads one byte of a multi-byte
@@ -16,47 +17,57 @@ not hot: its lines are candidates like any other signature's.
 from __future__ import annotations
 
 import bisect
-import itertools
+import contextlib
+import hashlib
 import os
+import platform
 import re
 import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import polars as pl
 
+from analyzer.atomic import atomic_path
+from analyzer.cache import cache_dir
 from analyzer.parse.batch import (
     ERROR_EXAMINED,
     ERROR_LINE_CAP,
     KLOG_HEADER,
-    KLOG_START,
     SIG_HEAD_CAP,
     SIG_TAIL_CAP,
     Batch,
 )
+from analyzer.parse.literals import leading_superset
 
 hyperscan: ModuleType | None
-try:  # a binary wheel on the usual platforms; without it the line reader scans every log
+np: ModuleType | None
+try:  # binary wheels on the usual platforms; without them the line reader scans every log
     import hyperscan
+    import numpy as np
 except ImportError:  # pragma: no cover - exercised on platforms without a wheel
-    hyperscan = None
+    hyperscan = np = None
 
 CHUNK_BYTES = 16 << 20  # per scanned chunk (the workers hold one each, plus one being read)
 LINE_CAP = 64 << 20  # a line longer than this is read as several (memory stays bounded)
-HEADER = KLOG_HEADER  # a big log's klog line starts with these bytes (parse.batch)
-SEVERITY_PATTERN = "^{}" + "".join(HEADER[1:])
-_NOT = {"[IWEF]": "[^IWEF]", "[0-9]": "[^0-9]", " ": "[^ ]"}
-# a line that does not start with HEADER: the first byte that differs (a newline included) ends
-# its one match
-NOT_KLOG_PATTERN = (
-    "^(?:" + "|".join("".join(HEADER[:k]) + _NOT[HEADER[k]] for k in range(len(HEADER))) + ")"
+SCAN_BLOCK = 1 << 20  # a chunk is scanned a block of lines at a time (in the core's cache)
+LINE_BLOCK = 512 << 10  # bytes whose newlines numpy looks for at once
+_ERROR_LINE = re.compile(("(?m)^[EF]" + "".join(KLOG_HEADER[1:])).encode())
+_KLOG_LINE = re.compile("".join(KLOG_HEADER).encode())
+# per byte of a klog header (parse.batch): a table of the byte values that may stand there
+_HEADER_TABLES = (
+    [
+        np.array([re.fullmatch(p.encode(), bytes([b])) is not None for b in range(256)])
+        for p in KLOG_HEADER
+    ]
+    if np is not None
+    else []
 )
-KLOG_PATTERN = KLOG_START
-_ERROR_LINE = re.compile(("(?m)" + SEVERITY_PATTERN.format("[EF]")).encode())
 
 
 SPACE = r"\t\x0b\x0c\r "  # \s without the newline
@@ -136,12 +147,14 @@ def line_counter(pattern: str) -> str | None:
     return counter if _database([counter], [hyperscan.HS_FLAG_MULTILINE]) is not None else None
 
 
+_BYTE_ESCAPES = [
+    chr(b) if chr(b).isascii() and chr(b).isalnum() else f"\\x{b:02x}" for b in range(256)
+]
+
+
 def _bytes_literal(text: str) -> str:
     """A literal as a Hyperscan pattern: every byte that is not a letter or digit as \\xHH."""
-    return "".join(
-        chr(b) if chr(b).isascii() and chr(b).isalnum() else f"\\x{b:02x}"
-        for b in text.encode("utf-8")
-    )
+    return "".join(map(_BYTE_ESCAPES.__getitem__, text.encode("utf-8")))
 
 
 @dataclass(frozen=True)
@@ -151,7 +164,9 @@ class _Found:
     lines: int
     klog_lines: int
     severities: dict[str, int]
-    hot: list[tuple[str, list[int], list[str], int]]  # (signature, lines, texts, count)
+    # per hot signature: (id, its first lines the sample still wants, its last lines, count),
+    # lines as (number, text)
+    hot: list[tuple[str, list[tuple[int, str]], list[tuple[int, str]], int]]
     # unmatched E/F lines: (their rank among the chunk's E/F lines, line, text)
     loose: list[tuple[int, int, str]]
     candidates: tuple[list[int], list[str], list[bool]]
@@ -164,16 +179,18 @@ class Scanner:
         self.database = database
         self._local = threading.local()
 
-    def scan(self, data: bytes | bytearray, bins: list[list[int]]) -> None:
-        """Append each match's end offset to its pattern's bin (patterns may share a bin), in
-        the order of the ends."""
+    def scan(
+        self, data: bytes | bytearray | memoryview, bins: list[list[int]], base: int = 0
+    ) -> None:
+        """Append each match's end offset (plus `base`) to its pattern's bin (patterns may share
+        a bin), in the order of the ends."""
         assert hyperscan is not None
         scratch = getattr(self._local, "scratch", None)
         if scratch is None:
             scratch = self._local.scratch = hyperscan.Scratch(self.database)
 
         def on_match(pattern: int, _start: int, end: int, _flags: int, _context: object) -> None:
-            bins[pattern].append(end)
+            bins[pattern].append(base + end)
 
         self.database.scan(data, match_event_handler=on_match, scratch=scratch)
 
@@ -201,34 +218,112 @@ def number_lines(data: bytes | bytearray, starts: Iterable[int]) -> tuple[dict[i
     return numbers, n + data.count(b"\n", at)
 
 
-@dataclass(frozen=True)
-class Counting:
-    """What the first lines of a log show about all of it. Every line Hyperscan reports costs a
-    call into Python, and two workers then take turns at Python's lock: what most lines are is
-    counted by difference or by `bytes.count` instead."""
+class LineTable:
+    """Where one chunk's lines start and which are klog lines of which severity, found with
+    numpy: it compares every byte in SIMD without holding Python's lock, where `bytes.count`
+    holds it and is several times slower (a log's lines are counted, never reported one by one).
+    The lines are added a block at a time, while the block is in the core's cache."""
 
-    few_klog: bool = False  # few klog lines: they are reported, not the others
-    letters: str = ""  # severity letters of many lines: their `\\nE` counted by `bytes.count`
+    def __init__(self, chunk: bytes | bytearray, scratch: Any):
+        """`scratch`: a boolean array at least the size of a block's newline search."""
+        self.chunk = chunk
+        self.scratch = scratch
+        self.lines = 0
+        self.klog_lines = 0
+        self.severities = dict.fromkeys("EWF", 0)
+        # per block of lines added: where it starts, its first line's number, its lines' ends
+        # (32 bits: a chunk of empty lines holds 16 million)
+        self._blocks: list[tuple[int, int, Any]] = []
+        self._errors: list[Any] = []  # per block, the starts of its E/F klog lines
+
+    def add(self, start: int, end: int) -> None:
+        """The lines of chunk[start:end] (whole lines, after those added before)."""
+        assert np is not None
+        chunk, scratch = self.chunk, self.scratch
+        view = np.frombuffer(chunk, np.uint8)
+        found = []
+        for at in range(start, end, len(scratch)):
+            block = view[at : min(end, at + len(scratch))]
+            newline = scratch[: len(block)]
+            np.equal(block, 10, out=newline)
+            ends = np.flatnonzero(newline).astype(np.uint32)
+            ends += at
+            found.append(ends)
+        ends = found[0] if len(found) == 1 else np.concatenate(found)
+        starts = np.empty_like(ends)
+        starts[:1] = start
+        np.add(ends[:-1], 1, out=starts[1:])
+        # each line's first 8 bytes, gathered as one word: a line shorter than a header holds
+        # its newline there, which no header byte may be
+        inside = starts[starts <= len(view) - 8]
+        words = np.ndarray((max(0, len(view) - 7),), "<u8", chunk, strides=(1,))[inside]
+        heads = words.view(np.uint8).reshape(-1, 8)
+        klog = np.zeros(len(starts), bool)
+        klog[: len(inside)] = _HEADER_TABLES[0][heads[:, 0]]
+        for k, table in enumerate(_HEADER_TABLES[1:], 1):
+            klog[: len(inside)] &= table[heads[:, k]]
+        firsts = np.zeros(len(starts), np.uint8)
+        firsts[: len(inside)] = heads[:, 0]
+        for i in range(len(inside), len(starts)):  # the few lines in the chunk's last 8 bytes
+            head = _KLOG_LINE.match(chunk, int(starts[i]))
+            klog[i], firsts[i] = head is not None, chunk[starts[i]]
+        self._blocks.append((start, self.lines, ends))
+        self.lines += len(starts)
+        self.klog_lines += int(np.count_nonzero(klog))
+        for x in "EWF":
+            self.severities[x] += int(np.count_nonzero(klog & (firsts == ord(x))))
+        self._errors.append(starts[klog & ((firsts == ord("E")) | (firsts == ord("F")))])
+        del view, words, heads
+
+    def error_starts(self, n: int) -> list[int]:
+        """The starts of the chunk's first `n` E/F klog lines."""
+        out: list[int] = []
+        for errors in self._errors:
+            if len(out) >= n:
+                break
+            out.extend(errors[: n - len(out)].tolist())
+        return out
+
+    def numbers(self, starts: Iterable[int]) -> dict[int, int]:
+        """Each line start's line number (0 = the chunk's first line)."""
+        assert np is not None
+        keys = sorted(starts)
+        out: dict[int, int] = {}
+        firsts = [start for start, _, _ in self._blocks]
+        for i, (start, first_line, ends) in enumerate(self._blocks):
+            end = firsts[i + 1] if i + 1 < len(firsts) else len(self.chunk)
+            lo, hi = bisect.bisect_left(keys, start), bisect.bisect_left(keys, end)
+            if lo < hi:
+                found = np.searchsorted(ends, np.array(keys[lo:hi], dtype=np.uint32))
+                out.update(zip(keys[lo:hi], (found + first_line).tolist(), strict=True))
+        return out
+
+
+def line_blocks(data: bytes | bytearray, size: int) -> Iterator[tuple[int, int]]:
+    """`data` (whole lines) in blocks of whole lines of about `size` bytes (a longer line is a
+    block of its own)."""
+    at = 0
+    while at < len(data):
+        end = data.rfind(b"\n", at, at + size) + 1
+        if end <= at:  # no newline in reach: the line under way ends the block
+            end = line_end(data, at + size) + 1
+        end = min(end, len(data))
+        yield at, end
+        at = end
 
 
 class ByteScan:
     """The Hyperscan database of one matcher's scan of a big log, and its pass over a file."""
 
     def __init__(
-        self,
-        database: Any,
-        size: int,
-        reported: list[str],
-        counted: list[tuple[str, str]],
-        counting: Counting,
+        self, database: Any, size: int, reported: list[str], counted: list[tuple[str, str]]
     ):
         self.scanner = Scanner(database)
         self.size = size  # its patterns
         self.reported = reported  # hot signatures whose lines Hyperscan reports
         self.counted = counted  # (hot signature, its plain text) counted by `bytes.count`
         self.hot = reported + [sid for sid, _ in counted]
-        self.counting = counting
-        self.reported_letters = [x for x in "EWF" if x not in counting.letters]
+        self._local = threading.local()  # each worker's scratch array for LineTable
 
     @classmethod
     def build(
@@ -238,7 +333,6 @@ class ByteScan:
         literals: list[str],
         caseless: list[str],
         prefilters: list[str],
-        counting: Counting,
     ) -> ByteScan | None:
         """The hot signatures: `reported`, (signature, `line_counter`) whose lines Hyperscan
         reports, and `counted`, (signature, text) of plain ones that `bytes.count` counts (a
@@ -247,17 +341,17 @@ class ByteScan:
         a candidate, with `prefilters`, the regexes of signatures without a literal (found by a
         superset of their matches). None when a pattern cannot be taken or Hyperscan is
         missing."""
-        if hyperscan is None or (counting.letters and counting.few_klog):
+        if hyperscan is None or np is None:
             return None
-        prefilter_lines = [line_pattern(p) for p in prefilters]
+        # a superset of each one's lines: Hyperscan anchors a regex on a literal inside it, which
+        # can be on most lines (".go:" of a stack frame's path is in every klog line's header)
+        prefilter_lines = [line_pattern(leading_superset(p) or p) for p in prefilters]
         if any(p is None for p in prefilter_lines):
             return None
         multiline = hyperscan.HS_FLAG_MULTILINE
         expressions = [p for _, p in reported]
         # a second occurrence of a counted text in one line, which `bytes.count` counted too
         expressions += [f"{_bytes_literal(x)}[^\\n]*{_bytes_literal(x)}" for _, x in counted]
-        expressions += [SEVERITY_PATTERN.format(x) for x in "EWF" if x not in counting.letters]
-        expressions.append(KLOG_PATTERN if counting.few_klog else NOT_KLOG_PATTERN)
         flags = [multiline] * len(expressions)
         expressions += [_bytes_literal(x) for x in literals]
         flags += [0] * len(literals)
@@ -268,12 +362,15 @@ class ByteScan:
         database = _database(expressions, flags)
         if database is None:
             return None
-        return cls(database, len(expressions), [sid for sid, _ in reported], counted, counting)
+        return cls(database, len(expressions), [sid for sid, _ in reported], counted)
 
     def batches(self, path, workers: int | None = None) -> Iterator[Batch]:
         """The file's batches in order, one per chunk, scanned `workers` at a time."""
         workers = workers or max(1, min(4, os.cpu_count() or 1))
         seen = dict.fromkeys(self.hot, 0)
+        # each hot signature's last lines, kept here and handed over once, in a last batch
+        # (every chunk's would be a frame built and dropped)
+        tails = {sid: deque[tuple[int, str]](maxlen=SIG_TAIL_CAP) for sid in self.hot}
         errors = 0  # loose E/F lines kept
         examined = 0  # E/F lines before the next chunk to merge
         base = 0
@@ -285,8 +382,9 @@ class ByteScan:
             chunk, future = pending.popleft()
             found = future.result()
             free.append(chunk)
-            for sid, _lines, _texts, n in found.hot:
+            for sid, _head, tail, n in found.hot:
                 seen[sid] += n
+                tails[sid].extend((base + k, text) for k, text in tail)
             loose = [(n, t) for rank, n, t in found.loose if examined + rank < ERROR_EXAMINED]
             errors += len(loose)
             examined += found.severities["E"] + found.severities["F"]
@@ -303,56 +401,77 @@ class ByteScan:
                     yield done()
             while pending:
                 yield done()
+        last: list[tuple[str, pl.DataFrame | None, int]] = [
+            (sid, _rows_frame(rows, 0), 0) for sid, rows in tails.items() if rows
+        ]
+        yield Batch(0, 0, 0, {}, hot=last, loose=None, candidates=None)
 
     def _scan(self, chunk: bytearray, heads: dict[str, int], errors: int, examine: int) -> _Found:
         """One chunk (whole lines, the last one ending with a newline): `heads`, how many first
         rows each hot signature still wants; at most `errors` loose E/F lines among its first
         `examine` E/F lines (bounds: the chunks before may not be merged yet)."""
         n_reported, n_counted = len(self.reported), len(self.counted)
-        n_bins = n_reported + n_counted + len(self.reported_letters) + 1
+        n_bins = n_reported + n_counted
         candidate_ends: list[int] = []
         bins: list[list[int]] = [[] for _ in range(n_bins)]
         bins += [candidate_ends] * (self.size - n_bins)
-        self.scanner.scan(chunk, bins)
-        reported_ends = bins[:n_reported]
-        seconds = bins[n_reported : n_reported + n_counted]
-        letter_ends = dict(zip(self.reported_letters, bins[n_reported + n_counted :], strict=False))
-        klog_or_not = bins[n_bins - 1]
-        severities = {x: len(ends) for x, ends in letter_ends.items()}
-        severities.update(self._counted_letters(chunk, klog_or_not))
+        table = LineTable(chunk, self._scratch())
+        needles = [text.encode() for _, text in self.counted]
+        occurrences = [0] * len(needles)
+        view = memoryview(chunk)
+        # block by block, each pass over a block while it is in the core's cache: two workers
+        # passing over whole chunks wait on memory (a third more CPU per chunk)
+        for start, end in line_blocks(chunk, SCAN_BLOCK):
+            self.scanner.scan(view[start:end], bins, start)
+            table.add(start, end)
+            for j, needle in enumerate(needles):
+                occurrences[j] += chunk.count(needle, start, end)
+        view.release()
+        reported_ends, seconds = bins[:n_reported], bins[n_reported:n_bins]
         lines_of = _Lines(chunk, reported_ends, [x for _, x in self.counted])
 
         starts = sorted({line_start(chunk, e) for e in candidate_ends})
         wanted = set(starts)  # the starts of the lines whose number and text are kept
-        hot_picks = []
+        hot_picks = []  # (signature, starts of its first lines, of its last lines, count)
         for sid, ends in zip(self.reported, reported_ends, strict=True):
-            head = heads[sid]
-            picked = ends[:head] + ends[max(head, len(ends) - SIG_TAIL_CAP) :]
-            hot_picks.append((sid, [line_start(chunk, e) for e in picked], len(ends)))
-        for (sid, text), repeats in zip(self.counted, seconds, strict=True):
-            needle = text.encode()
-            picked = lines_of.holding(needle, heads[sid], SIG_TAIL_CAP)
-            hot_picks.append((sid, picked, chunk.count(needle) - lines_of.extra(needle, repeats)))
-        for _sid, picked, _n in hot_picks:
-            wanted.update(picked)
+            firsts, lasts = ends[: heads[sid]], ends[-SIG_TAIL_CAP:]
+            hot_picks.append(
+                (
+                    sid,
+                    [line_start(chunk, e) for e in firsts],
+                    [line_start(chunk, e) for e in lasts],
+                    len(ends),
+                )
+            )
+        for (sid, _plain), needle, n, repeats in zip(
+            self.counted, needles, occurrences, seconds, strict=True
+        ):
+            firsts, lasts = lines_of.holding(needle, heads[sid], SIG_TAIL_CAP)
+            hot_picks.append((sid, firsts, lasts, n - lines_of.extra(needle, repeats)))
+        for _sid, firsts, lasts, _n in hot_picks:
+            wanted.update(firsts, lasts)
         loose: list[tuple[int, int]] = []  # (rank among the E/F lines, line start)
         if errors > 0 and examine > 0:
             taken = set(starts)
-            err_starts = self._error_starts(chunk, letter_ends, examine)
-            for rank, s in enumerate(err_starts):
+            for rank, s in enumerate(table.error_starts(examine)):
                 if s not in taken and not lines_of.is_hot(s):
                     loose.append((rank, s))
                     if len(loose) == errors:
                         break
             wanted.update(s for _, s in loose)
-        rows, lines = number_lines(chunk, wanted)
+        rows = table.numbers(wanted)
         return _Found(
-            lines=lines,
-            klog_lines=len(klog_or_not) if self.counting.few_klog else lines - len(klog_or_not),
-            severities=severities,
+            lines=table.lines,
+            klog_lines=table.klog_lines,
+            severities=table.severities,
             hot=[
-                (sid, [rows[s] for s in ss], [_text(chunk, s) for s in ss], n)
-                for sid, ss, n in hot_picks
+                (
+                    sid,
+                    [(rows[s], _text(chunk, s)) for s in firsts],
+                    [(rows[s], _text(chunk, s)) for s in lasts],
+                    n,
+                )
+                for sid, firsts, lasts, n in hot_picks
             ],
             loose=[(rank, rows[s], _text(chunk, s)) for rank, s in loose],
             candidates=(
@@ -362,26 +481,14 @@ class ByteScan:
             ),
         )
 
-    def _counted_letters(self, chunk: bytearray, not_klog: list[int]) -> dict[str, int]:
-        """The severities `bytes.count` counts: the lines after a newline that start with the
-        letter, the first line if it does, less the lines that are not klog (reported: few)."""
-        if not self.counting.letters:
-            return {}
-        firsts = [chunk[line_start(chunk, e)] for e in not_klog]
-        return {
-            x: chunk.count(b"\n" + x.encode()) + (chunk[0] == ord(x)) - firsts.count(ord(x))
-            for x in self.counting.letters
-        }
-
-    def _error_starts(
-        self, chunk: bytearray, letter_ends: dict[str, list[int]], examine: int
-    ) -> list[int]:
-        """The starts of the chunk's first `examine` E/F lines."""
-        if "E" in self.counting.letters or "F" in self.counting.letters:
-            found = _ERROR_LINE.finditer(chunk)
-            return [m.start() for m in itertools.islice(found, examine)]
-        ends = letter_ends["E"] + letter_ends["F"]
-        return sorted(e - len(HEADER) for e in ends)[:examine]
+    def _scratch(self) -> Any:
+        """This worker's boolean array for LineTable (a new one per chunk would cost page
+        faults)."""
+        assert np is not None
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = np.empty(LINE_BLOCK, bool)
+        return scratch
 
 
 class _Lines:
@@ -411,8 +518,8 @@ class _Lines:
     def is_error(self, start: int) -> bool:
         return _ERROR_LINE.match(self.chunk, start) is not None
 
-    def holding(self, needle: bytes, head: int, tail: int) -> list[int]:
-        """The starts of the first `head` and the last `tail` lines holding `needle`."""
+    def holding(self, needle: bytes, head: int, tail: int) -> tuple[list[int], list[int]]:
+        """The starts of the first `head` and of the last `tail` lines holding `needle`."""
         chunk, out = self.chunk, list[int]()
         at = 0
         while len(out) < head and (i := chunk.find(needle, at)) >= 0:
@@ -423,7 +530,7 @@ class _Lines:
         while len(last) < tail and (i := chunk.rfind(needle, 0, at)) >= 0:
             at = chunk.rfind(b"\n", 0, i) + 1
             last.append(at)
-        return sorted(set(out + last))
+        return out, last[::-1]
 
 
 def _holds(ends: list[int], end: int) -> bool:
@@ -436,6 +543,12 @@ def _text(chunk: bytearray, start: int) -> str:
     if line.endswith(b"\r"):
         line = line[:-1]
     return line.decode("utf-8", errors="replace")
+
+
+def _rows_frame(rows: Iterable[tuple[int, str]], base: int) -> pl.DataFrame:
+    """A frame of (line, text) pairs, lines counted from `base`."""
+    pairs = list(rows)
+    return _frame([n for n, _ in pairs], [t for _, t in pairs], base)
 
 
 def _frame(lines: list[int], texts: list[str], base: int, **extra: list) -> pl.DataFrame:
@@ -452,8 +565,12 @@ def _batch(found: _Found, loose: list[tuple[int, str]], base: int, size: int) ->
         bytes=size,
         klog_lines=found.klog_lines,
         severities=found.severities,
-        hot=[(sid, _frame(ls, ts, base), n) for sid, ls, ts, n in found.hot if n],
-        loose=_frame([n for n, _ in loose], [t for _, t in loose], base) if loose else None,
+        hot=[
+            (sid, _rows_frame(head, base) if head else None, n)
+            for sid, head, _tail, n in found.hot
+            if n
+        ],
+        loose=_rows_frame(loose, base) if loose else None,
         candidates=_frame(lines, texts, base, _err=errs) if lines else None,
     )
 
@@ -484,13 +601,47 @@ def _chunks(path, free: list[bytearray]) -> Iterator[bytearray]:
 
 def _database(expressions: list[str], flags: list[int]) -> Any:
     """The compiled block-mode database, or None when Hyperscan refuses a pattern (kept per
-    pattern set: a batch worker scans many big logs with one catalogue)."""
+    pattern set: a batch worker scans many big logs with one catalogue; and between runs in the
+    cache folder, since compiling takes as long as scanning 100 MB)."""
     key = (tuple(expressions), tuple(flags))
     if key not in _COMPILED:
         if len(_COMPILED) > 32:
             _COMPILED.clear()
-        _COMPILED[key] = compile_database(expressions, flags)
+        _COMPILED[key] = cached_database(expressions, flags, "scan")
     return _COMPILED[key]
+
+
+CACHED_DATABASES = 16  # kept in the cache folder
+
+
+def cached_database(expressions: list[str], flags: list[int], use: str) -> Any:
+    """The database from the cache folder (checksummed: a damaged file is compiled again), or
+    compiled and saved there; `use` names the files of one user of the folder."""
+    assert hyperscan is not None
+    folder = cache_dir("hyperscan")
+    key = repr((hyperscan.__version__, platform.machine(), expressions, flags)).encode()
+    path = folder / f"{use}-{hashlib.sha256(key).hexdigest()[:32]}.db" if folder else None
+    if path is not None:
+        with contextlib.suppress(Exception):  # missing, damaged, or for another CPU
+            data = path.read_bytes()
+            if hashlib.sha256(data[32:]).digest() == data[:32]:
+                return hyperscan.loadb(data[32:], hyperscan.HS_MODE_BLOCK)
+    database = compile_database(expressions, flags)
+    if path is not None and database is not None:
+        with contextlib.suppress(OSError), atomic_path(path) as tmp:
+            payload = hyperscan.dumpb(database)
+            tmp.write_bytes(hashlib.sha256(payload).digest() + payload)
+        saved = sorted(path.parent.glob(f"{use}-*.db"), key=_mtime, reverse=True)
+        for old in saved[CACHED_DATABASES:]:
+            old.unlink(missing_ok=True)
+    return database
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def compile_database(expressions: list[str], flags: list[int]) -> Any:

@@ -227,3 +227,134 @@ def ignores_case(pattern: str) -> bool:
     """
     flags = _GLOBAL_FLAGS.match(pattern)
     return flags is not None and "i" in flags.group()
+
+
+_CATEGORIES = {
+    C.CATEGORY_DIGIT: r"\d",
+    C.CATEGORY_NOT_DIGIT: r"\D",
+    C.CATEGORY_SPACE: r"\s",
+    C.CATEGORY_NOT_SPACE: r"\S",
+    C.CATEGORY_WORD: r"\w",
+    C.CATEGORY_NOT_WORD: r"\W",
+}
+_ANCHORS = {C.AT_BEGINNING: "^", C.AT_BEGINNING_STRING: r"\A"}
+
+
+class _Unprintable(Exception):
+    """An element `_text` does not write back."""
+
+
+def leading_superset(pattern: str) -> str | None:
+    r"""A shorter regex that every match of `pattern` starts with a match of: each alternative
+    cut after the element that follows its first unbounded repeat. A scan for a pattern without
+    a literal can look for this instead (its lines are checked with the pattern itself): a
+    multi-pattern matcher anchors on a literal inside the rest (".go:") that most lines of a
+    log hold. None when nothing would be cut, or the pattern has flags or parts not written
+    back here.
+
+    >>> leading_superset(r"^(?P<p>[a-z.]+(?:/[a-z.]+)+)\.\w+\(|^\s+(?P<path>/[^\s:]+\.go):\d+")
+    '^(?:[a-z\\.]+/|[\\s]+/)'
+    >>> leading_superset(r"(?:a+)*b")
+    '(?:a+)*b'
+    >>> leading_superset(r"^panic: .*"), leading_superset(r"(?i)^\s+x")
+    (None, None)
+    """
+    try:
+        parsed = P.parse(pattern)
+        if parsed.state.flags & ~(C.SRE_FLAG_UNICODE | C.SRE_FLAG_MULTILINE):
+            return None
+        return _cut(list(parsed))
+    except (re.error, TypeError, ValueError, RecursionError, _Unprintable):
+        return None
+
+
+def _cut(items) -> str | None:
+    """The text of a sequence up to the element after its first unbounded repeat, looking into
+    groups and into each alternative (with what follows it); None when nothing is cut."""
+    out: list[str] = []
+    flat = _flatten(items)
+    for i, (op, av) in enumerate(flat):
+        if op is C.BRANCH:
+            ways = [list(b) + flat[i + 1 :] for b in av[1]]
+            cuts = [_cut(w) for w in ways]
+            if all(c is None for c in cuts):
+                return None
+            texts = [_sequence_text(w) if c is None else c for c, w in zip(cuts, ways, strict=True)]
+            return "".join(out) + "(?:" + "|".join(texts) + ")"
+        out.append(_text(op, av))
+        if op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[1] is C.MAXREPEAT and i + 1 < len(flat):
+            out.append(_first(*flat[i + 1]))
+            return "".join(out)
+    return None
+
+
+def _flatten(items) -> list:
+    """A sequence with its plain groups' elements in their place."""
+    out = []
+    for op, av in items:
+        if op is C.SUBPATTERN and not av[1] and not av[2]:
+            out.extend(_flatten(list(av[-1])))
+        else:
+            out.append((op, av))
+    return out
+
+
+def _first(op, av) -> str:
+    """An element every match of this element starts with a match of."""
+    if op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[0] >= 1:
+        return _first(*_flatten(list(av[2]))[0])
+    if op is C.SUBPATTERN and not av[1] and not av[2]:
+        return _first(*_flatten(list(av[-1]))[0])
+    return _text(op, av)
+
+
+def _sequence_text(items) -> str:
+    return "".join(_text(op, av) for op, av in items)
+
+
+def _char(code: int) -> str:
+    if chr(code).isprintable():
+        return re.escape(chr(code))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\U{code:08x}"
+
+
+def _text(op, av) -> str:
+    """One parsed element written back as a regex."""
+    if op is C.LITERAL:
+        return _char(av)
+    if op is C.NOT_LITERAL:
+        return f"[^{_char(av)}]"
+    if op is C.ANY:
+        return "."
+    if op is C.AT and av in _ANCHORS:
+        return _ANCHORS[av]
+    if op is C.IN:
+        negate = bool(av) and av[0][0] is C.NEGATE
+        parts = []
+        for o, a in av[1:] if negate else av:
+            if o is C.LITERAL:
+                parts.append(_char(a))
+            elif o is C.RANGE:
+                parts.append(f"{_char(a[0])}-{_char(a[1])}")
+            elif o is C.CATEGORY and a in _CATEGORIES:
+                parts.append(_CATEGORIES[a])
+            else:
+                raise _Unprintable(o)
+        return "[" + ("^" if negate else "") + "".join(parts) + "]"
+    if op is C.CATEGORY and av in _CATEGORIES:
+        return _CATEGORIES[av]
+    if op in (C.MAX_REPEAT, C.MIN_REPEAT):
+        lo, hi, body = av
+        upper = "" if hi is C.MAXREPEAT else str(hi)
+        quantifier = {(0, ""): "*", (1, ""): "+", (0, "1"): "?"}.get(
+            (lo, upper), f"{{{lo},{upper}}}"
+        )
+        body = list(body)
+        bare = len(body) == 1 and body[0][0] in (C.LITERAL, C.NOT_LITERAL, C.IN, C.ANY, C.CATEGORY)
+        inner = _text(*body[0]) if bare else f"(?:{_sequence_text(body)})"
+        return inner + quantifier + ("?" if op is C.MIN_REPEAT else "")
+    if op is C.SUBPATTERN:
+        return f"(?:{_sequence_text(list(av[-1]))})"
+    if op is C.BRANCH:
+        return "(?:" + "|".join(_sequence_text(list(b)) for b in av[1]) + ")"
+    raise _Unprintable(op)

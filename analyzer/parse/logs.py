@@ -65,6 +65,8 @@ LINE_SCHEMA = {
 
 @dataclass
 class LogStats:
+    """Whole-file statistics of a log, for the report and the facts of its lines."""
+
     lines: int = 0
     klog_lines: int = 0
     severities: dict[str, int] = field(default_factory=dict)
@@ -81,6 +83,8 @@ class LogStats:
 
 @dataclass
 class ParsedLog:
+    """A log artefact's kept lines (a polars frame) and its statistics."""
+
     artefact: Artefact
     stats: LogStats
     frame: pl.DataFrame  # kept lines with parsed klog header columns
@@ -99,7 +103,6 @@ HOT_MAX = 8  # is flagged by its own regex in the scan (at most this many: one p
 # as its own prefilter: then its regex costs as much per line as the whole literal pass
 HOT_SHARE_SLOW = 0.05
 CASE_VARIANTS = 64
-FREQUENT = 0.05  # a severity letter of this share of a big log's first lines is counted in bytes
 FALLBACK_PER_SCAN = 8  # literal-less patterns joined into one regex scan
 
 
@@ -127,7 +130,6 @@ class Matcher:
         self._compile = compile or (lambda sid: regex.compile(self.pattern[sid]))
         # the kinds a signature is searched in, when not all (a signature's `scanned_in`)
         self.scanned_in = {sid: kinds for sid, kinds in (scanned_in or {}).items() if kinds}
-        self._keep: pl.Expr | None = None
         self._without: dict[frozenset[str], Matcher] = {}
         prefilters = prefilters or {}
         self.lits = {
@@ -251,27 +253,43 @@ class Matcher:
             out.append("|".join(re.escape(x) for x in sorted(plain)))
         return out + self._case_and_fallback_patterns(cased)
 
-    def keep_expr(self, sample: list[str] | None = None) -> pl.Expr:
-        """True for lines that may match a signature. With a `sample` of a big log: its
-        `prefilters`. Without (small logs, a big log's kept rows): Aho-Corasick passes, the
-        case-insensitive literals ignoring ASCII case; a Rust regex of hundreds of literals
-        takes longer to build (~70 ms) than a few thousand rows take to scan."""
-        if sample is not None:
-            return self._any(self.prefilters(sample))
-        if self._keep is None:
-            plain, cased = self._literal_sets(ascii_folded=False)
-            t = pl.col("text")
-            parts = [t.str.contains(p) for p in self._case_and_fallback_patterns(cased)]
-            if plain:
-                parts.append(t.str.contains_any(sorted(plain)))
-            lits = sorted(self._by_folded_literal())
-            if lits:
-                parts.append(t.str.contains_any(lits, ascii_case_insensitive=True))
-                folds = {FOLDS_TO_ASCII[c] for x in lits for c in x if c in FOLDS_TO_ASCII}
-                if folds:
-                    parts.append(t.str.contains_any(sorted(folds)))
-            self._keep = pl.any_horizontal(parts) if parts else pl.lit(False)
-        return self._keep
+    def keep_expr(self, sample: list[str]) -> pl.Expr:
+        """True for the lines of a big log that may match a signature: its `prefilters`, chosen
+        for this `sample` of the log (small logs: `candidates`)."""
+        return self._any(self.prefilters(sample))
+
+    def candidates(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """The rows of a small frame that may match a signature, each with the literals it holds
+        (`held`), those it holds in any ASCII case, lower-cased (`held_folded`), and whether it
+        holds a character that folds to an ASCII letter (`odd`): one Aho-Corasick pass per list
+        of literals finds both the rows and the signatures to check on them (an automaton of
+        hundreds of literals costs more to build than a few thousand rows take to scan)."""
+        t = pl.col("text")
+        none = pl.lit([], dtype=pl.List(pl.String))
+        by_folded = sorted(self._by_folded_literal())
+        plain, cased = self._literal_sets(ascii_folded=False)
+        # the signatures checked on every candidate are its prefilter too: those without a
+        # literal, those ignoring case beyond ASCII (caseless literals of theirs: as they are)
+        checked = [t.str.contains(p) for p in self._case_and_fallback_patterns(cased)]
+        if plain - set(self.literals):
+            checked.append(t.str.contains_any(sorted(plain - set(self.literals))))
+        held = t.str.extract_many(self.literals, overlapping=True) if self.literals else none
+        folded = (
+            t.str.extract_many(by_folded, ascii_case_insensitive=True, overlapping=True).list.eval(
+                pl.element().str.to_lowercase()
+            )
+            if by_folded
+            else none
+        )
+        odd = t.str.contains_any(sorted(FOLDS_TO_ASCII.values())) if by_folded else pl.lit(False)
+        return frame.with_columns(
+            held.alias("held"), folded.alias("held_folded"), odd.alias("odd")
+        ).filter(
+            (pl.col("held").list.len() > 0)
+            | (pl.col("held_folded").list.len() > 0)
+            | pl.col("odd")
+            | pl.any_horizontal(checked or [pl.lit(False)])
+        )
 
     def _literal_sets(self, ascii_folded: bool) -> tuple[set[str], list[str]]:
         """The literals to find as they are (those of case-insensitive signatures without a
@@ -406,30 +424,17 @@ class Matcher:
         without literals."""
         rows: list[tuple] = []
         at, line_at = frame.columns.index("text"), frame.columns.index("line")
-        cand = frame.filter(self.keep_expr())
-        texts = cand["text"]
-        # which literals each candidate holds: Aho-Corasick passes, not one `in` per literal
-        lits = (
-            texts.str.extract_many(self.literals, overlapping=True).to_list()
-            if self.literals
-            else [[]] * cand.height
-        )
+        cand = self.candidates(frame)
         by_folded = self._by_folded_literal()
-        folded = (
-            texts.str.extract_many(sorted(by_folded), ascii_case_insensitive=True, overlapping=True)
-            .list.eval(pl.element().str.to_lowercase())
-            .to_list()
-            if by_folded
-            else [[]] * cand.height
-        )
-        odd = (
-            texts.str.contains_any(sorted(FOLDS_TO_ASCII.values())).to_list()
-            if by_folded
-            else [False] * cand.height
-        )
         ascii_folded = {sid for sids in by_folded.values() for sid in sids}
         order = {lit: i for i, lit in enumerate(self.lit_to_sigs)}  # signatures in rule order
-        for row, held, held_folded, is_odd in zip(cand.iter_rows(), lits, folded, odd, strict=True):
+        for row, held, held_folded, is_odd in zip(
+            cand.select(frame.columns).iter_rows(),
+            cand["held"].to_list(),
+            cand["held_folded"].to_list(),
+            cand["odd"].to_list(),
+            strict=True,
+        ):
             text = row[at]
             held = sorted(set(held), key=order.__getitem__)
             found = dict.fromkeys(sid for lit in held for sid in self.lit_to_sigs[lit])
@@ -599,8 +604,6 @@ class _Profile:
     has_ansi: bool
     batch_rows: int  # rows per streamed batch: about BATCH_BYTES of text, at most BATCH_ROWS
     lines: list[str]  # the first lines, as read
-    klog_share: float  # of those lines, the share that are klog lines
-    severity_share: dict[str, float]  # and of E, W and F klog lines
 
 
 def _profile(path) -> _Profile:
@@ -611,10 +614,7 @@ def _profile(path) -> _Profile:
     has_prefix = any(line_prefix(x).end() for x in lines[:2000])
     mean_len = max(1, len(head) // max(1, text.count("\n")))
     rows = max(1, min(BATCH_ROWS, BATCH_BYTES // mean_len))
-    heads = pl.Series(lines, dtype=pl.String).str.extract(f"({KLOG_START})", 1).str.head(1)
-    shares = {x: n / len(lines) for x, n in heads.drop_nulls().value_counts().iter_rows()}
-    klog, severities = sum(shares.values()), {x: shares.get(x, 0.0) for x in "EWF"}
-    return _Profile(has_prefix, bool(ANSI_RE.search(text)), rows, lines, klog, severities)
+    return _Profile(has_prefix, bool(ANSI_RE.search(text)), rows, lines)
 
 
 def hot_signatures(matcher: Matcher, lines: list[str]) -> list[str]:
@@ -674,8 +674,9 @@ def _edge_klog(path, first: bool) -> str | None:
             fh.seek(0, 2)
             fh.seek(max(0, fh.tell() - (1 << 20)))
         chunk = fh.read(1 << 20).decode("utf-8", errors="replace")
-    lines = [PREFIX_RE.sub("", x, count=1) for x in chunk.split("\n")]
+    lines = chunk.split("\n")
     for line in lines if first else reversed(lines):
+        line = PREFIX_RE.sub("", line, count=1)
         if KLOG_RE.match(line):
             return line
     return None
@@ -696,11 +697,14 @@ class _Samples:
         """How many of the first of `n` new occurrences the head still takes."""
         return max(0, SIG_HEAD_CAP - self.counts.get(sid, 0)) if n else 0
 
-    def add(self, sid: str, rows: pl.DataFrame, n: int) -> None:
-        """`rows`: the new occurrences in line order, at least the first `wanted(sid, n)` and the
-        last SIG_TAIL_CAP of them; `n`: how many there were in all."""
+    def add(self, sid: str, rows: pl.DataFrame | None, n: int) -> None:
+        """`rows`: new occurrences in line order, at least the first `wanted(sid, n)` (None: no
+        rows), the last SIG_TAIL_CAP of all of them in these or later rows; `n`: how many new
+        occurrences there were."""
         need = self.wanted(sid, n)
         self.counts[sid] = self.counts.get(sid, 0) + n
+        if rows is None:
+            return
         if need:
             self.head.setdefault(sid, []).append(_own(rows.head(need)))
         tail = rows.tail(SIG_TAIL_CAP)
@@ -736,13 +740,10 @@ def _own(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(pl.col(pl.String) + "")
 
 
-def _byte_scan(matcher: Matcher, hot: list[str], profile: _Profile) -> ByteScan | None:
+def _byte_scan(matcher: Matcher, hot: list[str]) -> ByteScan | None:
     """The byte scan of this matcher's signatures (the hot ones it can count itself), or None
     where it cannot stand in for the line reader. Imported here: only big logs need Hyperscan."""
-    from analyzer.parse.bytescan import ByteScan, Counting, line_counter
-
-    few_klog = profile.klog_share < 0.5
-    shares = profile.severity_share.items()
+    from analyzer.parse.bytescan import ByteScan, line_counter
 
     plain = {sid: matcher.pattern[sid] for sid in hot if _is_plain(matcher.pattern[sid])}
     counters = {sid: line_counter(matcher.pattern[sid]) for sid in hot if sid not in plain}
@@ -758,7 +759,6 @@ def _byte_scan(matcher: Matcher, hot: list[str], profile: _Profile) -> ByteScan 
         rest.literals + sorted(folds),
         caseless,
         [rest.pattern[sid] for sid in rest.fallback],
-        Counting(few_klog, "" if few_klog else "".join(x for x, n in shares if n >= FREQUENT)),
     )
 
 
@@ -841,9 +841,7 @@ def _stream(
     nothing is read twice."""
     matcher = matcher.adapted(profile.lines)
     hot = hot_signatures(matcher, profile.lines)
-    byte_scan = (
-        None if profile.has_prefix or profile.has_ansi else _byte_scan(matcher, hot, profile)
-    )
+    byte_scan = None if profile.has_prefix or profile.has_ansi else _byte_scan(matcher, hot)
     if byte_scan is not None:
         hot = byte_scan.hot
         cols, batches = ["line", "text"], byte_scan.batches(path)

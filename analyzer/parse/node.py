@@ -51,6 +51,8 @@ _FRAGMENT_LINE_RE = re.compile(
 
 @dataclass
 class NodeFacts:
+    """What a node object (YAML, describe or a fragment of either) says about the node."""
+
     name: str | None
     file: str
     first_line: int

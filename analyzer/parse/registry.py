@@ -26,6 +26,8 @@ class Parsed:
 
 @dataclass(frozen=True)
 class Parser:
+    """How a kind's artefacts are parsed, and where in the parsed bundle they go."""
+
     into: str  # the ParsedBundle list its items join ("" when it makes none)
     parse: Callable[[Artefact], Parsed]
     structured: bool = False  # reads a document (an object or a config), not lines

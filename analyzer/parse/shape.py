@@ -42,6 +42,8 @@ class MapOf:
 
 @dataclass(frozen=True)
 class ListOf:
+    """A list whose items all have one shape."""
+
     item: Shape
 
 

@@ -8,8 +8,10 @@ redacted alone still loses a node name learnt from another file."""
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -26,6 +28,7 @@ CHUNK = 16 << 20  # bytes of a big file redacted at once, cut at a line end
 PEM_BEGIN, PEM_END = b"-----BEGIN ", b"-----END "
 LONG_LINE = 4  # pieces a line may grow to before it is cut anyway: memory stays bounded
 PEM_MAX = 1 << 20  # bytes from a piece's end searched for a PEM block it cuts (a key is ~3 KB)
+SCANS = 2  # pieces the first pass scans at once (Hyperscan, without Python's lock, on two cores)
 
 
 @dataclass(frozen=True)
@@ -53,35 +56,52 @@ def chunks(path: Path, size: int | None = None) -> Iterator[bytes]:
     """The file in pieces of about `size` bytes (CHUNK) ending at a newline, never inside a PEM
     block shorter than a piece (a key cut in two would match no pattern). A line longer than a
     piece makes its piece grow, up to LONG_LINE pieces, and is only then cut (after a blank, a
-    comma or a brace, where no value is); the last piece is the rest of the file."""
+    comma or a brace, where no value is); the last piece is the rest of the file. What follows a
+    cut is read again with the next piece (a seek back): a piece is copied at most once."""
     size = size or CHUNK
     with path.open("rb") as fh:
         block = fh.read(size)
         while block:
-            more = fh.read(size)
-            if not more:
+            if not fh.peek(1):
                 yield block
                 return
             cut = _cut(block, whole_lines=len(block) < LONG_LINE * size)
             if cut:
-                yield block[:cut]
-            block = block[cut:] + more
+                yield block if cut == len(block) else block[:cut]
+            fh.seek(cut - len(block), os.SEEK_CUR)
+            block = fh.read(len(block) - cut + size)  # the rest and `size` more, as before
 
 
-def prepared(path: Path, prepare: Callable[[int, bytes], T]) -> Iterator[tuple[int, T]]:
-    """`prepare(n, piece)` of each piece of the file, one piece ahead in a background thread:
-    the polars scans of the next piece (which release the GIL) run while the caller's Python
-    work on this one does. Two pieces in flight at most: memory stays flat."""
-    with ThreadPoolExecutor(1, thread_name_prefix="hami-redact") as pool:
-        ahead: Future[T] | None = None
-        n = -1
-        for n, raw in enumerate(chunks(path)):
-            nxt = pool.submit(prepare, n, raw)
-            if ahead is not None:
-                yield n - 1, ahead.result()
-            ahead = nxt
-        if ahead is not None:
-            yield n, ahead.result()
+def prepared(
+    path: Path, prepare: Callable[[int, bytes], T], workers: int = 1
+) -> Iterator[tuple[int, T]]:
+    """`prepare(n, piece)` of each piece of the file, in order, read and prepared ahead by
+    `workers` background threads (each reads the next piece in turn, then prepares it): the
+    reading and the scans (Hyperscan and polars release the GIL) run while the caller's Python
+    work on the piece before does. At most `workers` pieces are in flight and as many wait:
+    memory stays flat."""
+    pieces = enumerate(chunks(path))
+    lock = threading.Lock()
+
+    def task() -> tuple[int, T] | None:
+        with lock:
+            got = next(pieces, None)
+        return None if got is None else (got[0], prepare(*got))
+
+    ready: dict[int, T] = {}
+    want = 0
+    with ThreadPoolExecutor(workers, thread_name_prefix="hami-redact") as pool:
+        running = {pool.submit(task) for _ in range(workers)}
+        while running:
+            done, running = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                got = future.result()
+                if got is not None:
+                    ready[got[0]] = got[1]
+                    running.add(pool.submit(task))
+            while want in ready:
+                yield want, ready.pop(want)
+                want += 1
 
 
 def _cut(block: bytes, whole_lines: bool = True) -> int:
@@ -118,7 +138,7 @@ def discover(
     try:
         for s in texts:
             pieces = plans[s.path] = []
-            for _, lines in prepared(s.path, lambda _n, raw: learner.prepare(raw)):
+            for _, lines in prepared(s.path, lambda _n, raw: learner.prepare(raw), SCANS):
                 pieces.append(learner.learn_from(lines, s.name))
                 progress.advance(lines.size)
     finally:
@@ -145,14 +165,17 @@ def _shortest(prefix: str, redactors: list[Redactor]) -> float:
 
 def parsed_node_names(sources: list[SourceFile]) -> set[str]:
     """Node names as the analysis itself reads them (so every node it reports gets a token)."""
-    from analyzer.bundle.recognise import recognise
+    from analyzer.bundle.recognise import SMALL_FILE, recognise
     from analyzer.catalogue.kinds import load_catalogue
     from analyzer.parse.node import parse_node
     from analyzer.parse.pod import parse_pod
     from analyzer.redact.redactors import builtin_file
 
-    catalogue = load_catalogue(builtin_file().with_name("kinds.yaml"))
     files = [BundleFile(s.name, s.path, s.path.stat().st_size, s.mtime) for s in sources]
+    files = [f for f in files if f.size <= SMALL_FILE]  # a bigger one is only sniffed, as a log
+    if not files:
+        return set()
+    catalogue = load_catalogue(builtin_file().with_name("kinds.yaml"))
     out: set[str] = set()
     artefacts, _warnings = recognise(files, catalogue)
     for a in artefacts:

@@ -30,6 +30,7 @@ from analyzer.redact.lines import Lines
 from analyzer.redact.redactors import TIMEOUT, TIMEOUT_PER_MIB, Redactor
 from analyzer.redact.tokens import TokenMap
 
+STRETCH = 256 << 10  # bytes of a row of text between planned lines (see `Stretches`)
 MIN_EVERYWHERE = 8  # characters a pattern's value needs to be replaced beyond where it was found
 # a name is a whole word, but may be joined to others by - _ . / (device-plugin-gpu-1.log,
 # kube-apiserver-gpu-1, gpu-1.example.com-): gpu-1 is not in gpu-10 nor in agpu-1
@@ -69,7 +70,8 @@ def value_spans(
         yield from block_spans(r, p, text, limit)
         return
     has_value = "value" in p.groupindex
-    for m in p.finditer(text, timeout=limit):
+    # concurrent: the match runs without Python's lock, beside the other pieces' scans
+    for m in p.finditer(text, concurrent=True, timeout=limit):
         if has_value and m.group("value") is not None:
             yield m.span("value")
         else:
@@ -157,11 +159,13 @@ class NamesSplit:
 
 @dataclass(frozen=True)
 class Stretches:
-    """A piece of the second pass cut around the lines a per-line redactor needs: `texts`
-    alternates the stretch before each such line and that line, then the rest; `present`, the
-    names in them, in order, and how many times they occur."""
+    """A piece of the second pass cut around the lines a per-line redactor needs: `texts`, the
+    piece in order, each such line a row of its own (at `rows`) and the stretches between them
+    in rows of about STRETCH bytes cut after a newline; `present`, the names in them, in order,
+    and how many times they occur."""
 
     lines: list[int]  # the planned lines, in order
+    rows: list[int]  # the row of each
     texts: pl.Series
     present: list[str]
     count: int
@@ -248,13 +252,14 @@ class Redaction:
         # a name with the letter or digit it may touch (gpu-1 in gpu-10: the regex is needed)
         self.names_touching = f"[A-Za-z0-9]?(?:{alts})[A-Za-z0-9]?"
         self.names_list = pl.Series(list(self.names), dtype=pl.String)
+        self.names_clear = _clear(set(self.names))
 
     def text(self, text: str, where: str) -> str:
         return self._run(Lines(text), where, None, None).text()
 
     def piece(self, raw: bytes, where: str, plan: Plan | None = None) -> bytes:
         """A piece of a file; `plan`: what the first pass saw in this very piece."""
-        return self.finish(self.prepare(raw, plan), where)
+        return b"".join(self.finish(self.prepare(raw, plan), where))
 
     def prepare(self, raw: bytes, plan: Plan | None) -> Prepared:
         """A piece split and scanned for names (no state is touched: a background thread may do
@@ -274,18 +279,17 @@ class Redaction:
         idx = lines.hits([self.names_prefilter])[0] if self.names_prefilter else []
         return Prepared(lines, plan, self._names_split(lines, idx) if idx else None)
 
-    def finish(self, prepared: Prepared, where: str) -> bytes:
+    def finish(self, prepared: Prepared, where: str) -> list[bytes]:
+        """The piece redacted, in parts to write in order (joining them would copy the piece)."""
         cut, plan = prepared.names, prepared.plan
         if isinstance(cut, Stretches) and plan is not None:
-            stretches = self._names_stretches(prepared.lines, cut)
+            out = self._names_stretches(prepared.lines, cut)
             lines = self._per_line(prepared.lines, plan, where)
-            out: list[str] = []
-            for stretch, line in zip(stretches, lines.get(cut.lines), strict=False):
-                out += (stretch, line)
-            out.append(stretches[-1])
-            return "".join(out).encode("utf-8")
+            for row, line in zip(cut.rows, lines.get(cut.lines), strict=True):
+                out[row] = line.encode("utf-8")
+            return out
         split = cut if isinstance(cut, NamesSplit) else None
-        return self._run(prepared.lines, where, plan, split).bytes()
+        return [self._run(prepared.lines, where, plan, split).bytes()]
 
     def _stretches(self, lines: Lines, planned: list[int]) -> Stretches | None:
         """The piece cut for the names (see `Stretches`), or None when a name touches a letter or
@@ -295,34 +299,43 @@ class Redaction:
         whether one touches is asked as `_names_split` asks it of each line."""
         raw = lines.raw
         assert raw is not None
+        if not self.names_clear:
+            return None
         starts = lines.starts(planned)
-        texts: list[str] = []
+        texts: list[bytes] = []
+        rows: list[int] = []
         pos = 0
-        for i in planned:
-            texts.append(raw[pos : starts[i]].decode("utf-8"))
-            texts.append(lines.get([i])[0])
-            pos = line_end(raw, starts[i])
-        texts.append(raw[pos:].decode("utf-8"))
-        series = pl.Series(texts, dtype=pl.String)
-        try:
+        for i in [*planned, None]:
+            stop = len(raw) if i is None else starts[i]
+            while stop - pos > STRETCH and (cut := raw.find(b"\n", pos + STRETCH, stop)) >= 0:
+                texts.append(raw[pos : cut + 1])  # polars reads a long text slower
+                pos = cut + 1
+            texts.append(raw[pos:stop])
+            if i is not None:
+                rows.append(len(texts))
+                pos = line_end(raw, stop)
+                texts.append(raw[stop:pos])
+        try:  # as bytes into polars (valid UTF-8: no Python string is made)
+            series = pl.Series(texts, dtype=pl.Binary).cast(pl.String)
             found = series.str.extract_all(self.names_touching).explode().drop_nulls()
             if not found.is_in(self.names_list.implode()).all():
                 return None
         except pl.exceptions.PolarsError:
             return None
-        return Stretches(planned, series, found.unique(maintain_order=True).to_list(), len(found))
+        present = found.unique(maintain_order=True).to_list()
+        return Stretches(planned, rows, series, present, len(found))
 
-    def _names_stretches(self, lines: Lines, cut: Stretches) -> list[str]:
-        """The names replaced in the stretches (returned) and in the planned lines (put)."""
+    def _names_stretches(self, lines: Lines, cut: Stretches) -> list[bytes]:
+        """The names replaced in the piece's rows (returned, as bytes) and in the planned lines
+        (put)."""
         texts = cut.texts
         if cut.present:
             tokens = {v: self.tokens.token(self.names[v], v) for v in cut.present}
             order = sorted(cut.present, key=len, reverse=True)
             texts = texts.str.replace_many(order, [tokens[v] for v in order], leftmost=True)
             self.counts["names"] += cut.count
-        done = texts.to_list()
-        lines.put(cut.lines, done[1::2])
-        return done[0::2]
+        lines.put(cut.lines, texts.gather(cut.rows).to_list())
+        return texts.cast(pl.Binary).to_list()
 
     def _run(self, lines: Lines, where: str, plan: Plan | None, names: NamesSplit | None) -> Lines:
         if plan is None:
@@ -364,7 +377,7 @@ class Redaction:
         what the regex does), found by extracting each name with the character on either side:
         a match that is not exactly a name (gpu-1 of gpu-10 when gpu-10 is none) touches. The
         others go through the regex, all at once (a name never spans a line end)."""
-        if len(idx) < 64 or lines.small or not lines.exact:
+        if len(idx) < 64 or lines.small or not lines.exact or not self.names_clear:
             return NamesSplit([], [], 0, idx)
         try:
             found = (
@@ -408,7 +421,7 @@ class Redaction:
     def _names(self, text: str, where: str) -> str:
         assert self.literal is not None
         try:
-            return self.literal.sub(self._name, text, timeout=timeout_for(text))
+            return self.literal.sub(self._name, text, concurrent=True, timeout=timeout_for(text))
         except TimeoutError:
             raise _timed_out("(names found)", where) from None
 
@@ -437,6 +450,20 @@ class Redaction:
             out += (text[pos:start], self.tokens.token(r.token, value))
             pos = end
         return "".join(out) + text[pos:] if out else text
+
+
+def _clear(names: set[str]) -> bool:
+    """Whether a name extracted with the letter or digit it may touch tells the truth: not when
+    a name is another one with a letter or digit before it (and maybe one after): with `aa-10`
+    and `a-1`, `[A-Za-z0-9]?` takes the first `a` of `aa-10.lab` and the match reads `aa-10`, a
+    name, although the name there is `aa-10.lab`; then the names are replaced by the regex. A
+    letter or digit only after (`gpu-1`, `gpu-10`) is harmless: the longer name is tried first."""
+    for name in names:
+        if name[:1].isascii() and name[:1].isalnum():
+            tail = name[-1:].isascii() and name[-1:].isalnum()
+            if name[1:] in names or (tail and name[1:-1] in names):
+                return False
+    return True
 
 
 def redact_text_alone(r: Redactor, text: str) -> str:

@@ -25,6 +25,8 @@ CONFIDENCE_RANK = RANK
 
 @dataclass(frozen=True)
 class Finding:
+    """A rule that fired, with its texts and evidence."""
+
     rule_id: str
     title: str
     category: str
@@ -44,6 +46,8 @@ class Finding:
 
 @dataclass(frozen=True)
 class NotEvaluated:
+    """A rule that could not be decided, and the kinds that would decide it."""
+
     rule_id: str
     title: str
     missing: tuple[str, ...]
@@ -63,6 +67,8 @@ class NextStep:
 
 @dataclass(frozen=True)
 class LinkState:
+    """The state of one registration link (ok, broken, unknown) and the finding that says so."""
+
     link: str
     state: str  # ok | broken | unknown
     reason: str
@@ -71,6 +77,8 @@ class LinkState:
 
 @dataclass(frozen=True)
 class Verdict:
+    """The node's verdict: its first fault (and the faults as certain as it), else its state."""
+
     rule_id: str | None
     category: str
     severity: str
@@ -88,6 +96,8 @@ class Verdict:
 
 @dataclass(frozen=True)
 class VersionClue:
+    """A clue to the HAMi version, as the report shows it."""
+
     range: str
     reason: str
     where: str
@@ -95,6 +105,8 @@ class VersionClue:
 
 @dataclass(frozen=True)
 class VersionInfo:
+    """The HAMi version the bundle points to, and the clues for and against it."""
+
     range: str | None
     summary: str
     evidence: tuple[VersionClue, ...] = ()
@@ -105,6 +117,8 @@ class VersionInfo:
 
 @dataclass(frozen=True)
 class ClockInfo:
+    """When the bundle was collected, as far as it says."""
+
     collected_at: dt.datetime | None
     year: int | None
     how: str
@@ -123,6 +137,8 @@ class NamespaceInfo:
 
 @dataclass(frozen=True)
 class RegisterInfo:
+    """The node's device register: its annotation or log line, decoded."""
+
     key: str
     status: str
     source: str  # annotation | log
@@ -134,6 +150,8 @@ class RegisterInfo:
 
 @dataclass(frozen=True)
 class HandshakeInfo:
+    """The node's handshake annotation and how old it was at collection."""
+
     present: bool
     key: str = "hami.io/node-handshake"
     state: str | None = None
@@ -145,6 +163,8 @@ class HandshakeInfo:
 
 @dataclass(frozen=True)
 class TimelineRow:
+    """One event of the node's timeline."""
+
     time: dt.datetime | None
     source: str
     file: str
@@ -157,6 +177,8 @@ class TimelineRow:
 
 @dataclass(frozen=True)
 class ArtefactRow:
+    """One artefact of the inventory."""
+
     file: str
     kind: str
     reason: str
@@ -166,6 +188,8 @@ class ArtefactRow:
 
 @dataclass(frozen=True)
 class LogStatsRow:
+    """A log's statistics, as the report shows them."""
+
     file: str
     kind: str
     first_line: int
@@ -184,6 +208,8 @@ class LogStatsRow:
 
 @dataclass(frozen=True)
 class NodeReport:
+    """Everything the report says about one node."""
+
     node: str | None
     primary: Verdict
     findings: tuple[Finding, ...]  # causes; consequences sit under them
@@ -238,6 +264,8 @@ def flatten(findings) -> list[Finding]:
 
 @dataclass(frozen=True)
 class Report:
+    """The whole report: each node's, the inventory and the input's warnings."""
+
     nodes: tuple[NodeReport, ...]  # the worst node first
     inventory: tuple[ArtefactRow, ...]
     input_warnings: tuple[InputWarning, ...]  # the facts stage's first, then the parse stage's

@@ -106,6 +106,8 @@ class _Group(Cond):
 
 @dataclass(frozen=True)
 class AllOf(_Group):
+    """`all:` true when every item is."""
+
     HEAD: ClassVar[str] = "all"
     WORD: ClassVar[str] = "all of"
 
@@ -131,6 +133,8 @@ class AllOf(_Group):
 
 @dataclass(frozen=True)
 class AnyOf(_Group):
+    """`any:` true when one item is."""
+
     HEAD: ClassVar[str] = "any"
     WORD: ClassVar[str] = "any of"
 
@@ -155,6 +159,8 @@ class AnyOf(_Group):
 
 @dataclass(frozen=True)
 class Not(Cond):
+    """`not:` its item negated (UNKNOWN stays UNKNOWN; a signature's absence is evidence)."""
+
     item: Cond
     line: int = 0
     HEAD: ClassVar[str] = "not"
@@ -202,6 +208,8 @@ def _absent(ctx: EvalContext, sid: str) -> Outcome:
 
 @dataclass(frozen=True)
 class SignatureCond(Cond):
+    """`signature:` a log line was seen (or counted, or absent where it is expected)."""
+
     signature: str
     where: tuple[tuple[str, str], ...] = ()  # (capture, regex) pairs
     count_ge: int = 1
@@ -376,11 +384,15 @@ def _parse_equal(equal, sid, captures, here, problems) -> tuple[str, ...] | None
 
 @dataclass(frozen=True)
 class FactRef:
+    """An operand that is another fact's value."""
+
     path: str
 
 
 @dataclass(frozen=True)
 class FactCond(Cond):
+    """`fact:` a fact's value compared with operands."""
+
     path: str
     ops: tuple[tuple[str, Any], ...]  # (comparator, operand or FactRef)
     line: int = 0
@@ -515,6 +527,8 @@ def _fact_evidence(path: str, fact) -> Evidence:
 
 @dataclass(frozen=True)
 class AgeCond(FactCond):
+    """`age_of:` how long before the collection a fact's time was."""
+
     ops: tuple[tuple[str, float], ...]  # (comparator, seconds)
     HEAD: ClassVar[str] = "age_of"
     OPS: ClassVar[tuple[str, ...]] = ORDERING

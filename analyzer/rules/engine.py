@@ -31,6 +31,8 @@ FIRED, NOT_FIRED, NOT_EVALUATED, NOT_APPLICABLE, ERROR, EXPLAINED = (
 
 @dataclass(frozen=True)
 class RuleResult:
+    """One rule's evaluation on a node, with its texts written out."""
+
     rule: Rule
     outcome: str
     evidence: tuple[Evidence, ...] = ()

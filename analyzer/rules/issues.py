@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Issue:
+    """One problem in the rule files."""
+
     level: str  # error (stops the load) | warning (printed by `rules lint`)
     file: str
     line: int

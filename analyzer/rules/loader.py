@@ -27,7 +27,6 @@ from analyzer.parse.literals import literal_options, required_literals
 from analyzer.parse.registry import check_parsers
 from analyzer.rules import builtin_rules_dir
 from analyzer.rules.model import Rule, RuleSet, Signature
-from analyzer.rules.schema import RULE_FIELDS, SIGNATURE_FIELDS
 
 BUILTIN_DATA = (
     "kinds.yaml",
@@ -40,9 +39,10 @@ BUILTIN_DATA = (
 
 
 def _rules_digest(dirs: list[Path]) -> str:
-    """Digest of every rule file (path within its directory, bytes): the cache key's core and,
-    shortened, the `rules_version` a diagnosis cites. An unreadable file still counts, so that it
-    is reported by the loader instead of being hidden by a cached rule set."""
+    """Digest of every rule file (path within its directory, bytes): shortened, the
+    `rules_version` a diagnosis cites; and the cache key of the folders given with --rules. An
+    unreadable file still counts, so that it is reported by the loader instead of being hidden
+    by a cached rule set."""
     h = hashlib.sha256()
     for d in dirs:
         for path in sorted(d.rglob("*.yaml")):
@@ -54,54 +54,79 @@ def _rules_digest(dirs: list[Path]) -> str:
     return h.hexdigest()
 
 
-def _code_digest() -> str:
-    """What identifies the code that shapes the cached objects. An installed wheel: its RECORD,
-    which holds the digest of every file it installed, so a reinstall of the same code keeps
-    the cache. A checkout or an editable install: every module's size and time (hashing their
-    content would cost a small run more than the cache saves), which change with any edit."""
+def _rules_stamp(folder: Path) -> str:
+    """The cache key of a checkout's built-in rules, without reading them (hashing their
+    megabyte cost a small run ~2 ms): each file's path, size, modification time and mode. They
+    change only with an edit, which sets the time; a chmod that makes one unreadable sets the
+    mode, and the loader then reports it. Rules given with --rules, which a script may rewrite
+    within the clock's resolution, are keyed by their content."""
+    h = hashlib.sha256()
+    for top, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(f for f in files if f.endswith(".yaml")):
+            try:
+                st = os.stat(os.path.join(top, name))
+                stat = f"{st.st_size}:{st.st_mtime_ns}:{st.st_mode}"
+            except OSError:
+                stat = "unreadable"
+            h.update(f"{top}/{name}:{stat}\n".encode())
+    return h.hexdigest()
+
+
+def _install_digest(builtin: Path) -> str:
+    """What identifies the code that shapes the cached objects, and the built-in rules. An
+    installed wheel: its RECORD, which holds the digest of every file it installed (its rules,
+    analyzer/_rules, too), so a reinstall of the same wheel keeps the cache. A checkout or an
+    editable install: every module's size and time (hashing their content would cost a small
+    run more than the cache saves), which change with any edit, and the rules' stamp."""
     package = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
     for record in package.parent.glob("hami_bundle_analyzer-*.dist-info/RECORD"):
         with contextlib.suppress(OSError):
             text = record.read_bytes()
             if b"analyzer/rules/loader.py," in text:
-                return hashlib.sha256(text).hexdigest()
-    h = hashlib.sha256()
+                h.update(text)
+                if builtin != package / "_rules":  # not the wheel's own rules
+                    h.update(_rules_stamp(builtin).encode())
+                return h.hexdigest()
     for top, dirs, files in os.walk(package):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         for name in sorted(f for f in files if f.endswith(".py")):
             st = os.stat(os.path.join(top, name))
             h.update(f"{top}/{name}:{st.st_mtime_ns}:{st.st_size}".encode())
+    h.update(_rules_stamp(builtin).encode())
     return h.hexdigest()
 
 
-def _cache_path(dirs: list[Path], digest: str) -> Path | None:
-    """Validated rule sets are cached by the rules' digest, the analyzer's version and code and
-    the rule folders (their paths are in the cached rules, and in what `rules show` prints), so
+def _cache_path(dirs: list[Path]) -> Path | None:
+    """Validated rule sets are cached by the analyzer's version, code and built-in rules (a
+    wheel's RECORD or a checkout's stamps), the digest of the rules given with --rules and the
+    rule folders (their paths are in the cached rules, and in what `rules show` prints), so
     start-up does not re-validate unchanged rules. Any change makes a new key."""
     where = cache_dir()
     if where is None:
         return None
     try:
-        code = _code_digest()
+        code = _install_digest(dirs[0])
     except OSError:
         return None
     # compiled patterns are pickled as regex's compiled code, which only its own version reads
-    key = f"{__version__}:{code}:{regex.__version__}:{digest}:{[str(d) for d in dirs]}"
+    rules = _rules_digest(dirs[1:])
+    key = f"{__version__}:{code}:{regex.__version__}:{rules}:{[str(d) for d in dirs]}"
     return where / f"rules-{hashlib.sha256(key.encode()).hexdigest()[:24]}.pickle"
 
 
 def load_ruleset(extra_dirs: list[Path] | None = None, use_cache: bool = True) -> RuleSet:
     """Built-in rules, then each extra dir; a later rule with the same id replaces an earlier."""
     dirs = [builtin_rules_dir(), *(extra_dirs or [])]
-    digest = _rules_digest(dirs)
-    cache = _cache_path(dirs, digest) if use_cache else None
+    cache = _cache_path(dirs) if use_cache else None
     if cache is not None and cache.is_file():
         try:
             with cache.open("rb") as fh:
                 return _unpickle(fh)
         except Exception:  # a corrupt cache is ignored and rebuilt
             pass
-    ruleset = _load_ruleset(dirs, digest[:12])
+    ruleset = _load_ruleset(dirs, _rules_digest(dirs)[:12])
     if cache is not None:
         try:
             with atomic_path(cache) as tmp, tmp.open("wb") as fh:
@@ -209,6 +234,8 @@ def _load_ruleset(dirs: list[Path], version: str) -> RuleSet:
 
 
 def _load_signature(path: str, s: Any, catalogue, problems: list[str]) -> Signature | None:
+    from analyzer.rules.schema import SIGNATURE_FIELDS  # validation: a cached set needs none
+
     if not isinstance(s, dict):
         problems.append(f"{path}: signature entry is not a mapping")
         return None
@@ -239,6 +266,8 @@ def _load_signature(path: str, s: Any, catalogue, problems: list[str]) -> Signat
 
 
 def _load_rule(path: str, r: Any, sigs: dict, problems: list[str]) -> Rule | None:
+    from analyzer.rules.schema import RULE_FIELDS
+
     if not isinstance(r, dict):
         problems.append(f"{path}: rule entry is not a mapping")
         return None

@@ -43,6 +43,8 @@ CATEGORIES = (
 
 @dataclass(frozen=True)
 class Step:
+    """One step of a fix: what to do, and the command that does it."""
+
     text: str
     command: str | None = None
 
@@ -62,6 +64,8 @@ LANGUAGES = ("en", "zh")
 
 @dataclass(frozen=True)
 class Rule:
+    """A diagnosis rule of rules/: its condition and what it says when it holds."""
+
     id: str
     title: str
     severity: str

@@ -22,6 +22,8 @@ class Tri(enum.Enum):
 
 @dataclass(frozen=True)
 class Outcome:
+    """A condition's result: TRUE with evidence, FALSE, or UNKNOWN with what is missing."""
+
     state: Tri
     evidence: tuple[Evidence, ...] = ()
     missing: frozenset[str] = frozenset()

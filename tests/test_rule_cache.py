@@ -1,0 +1,98 @@
+"""The cached rule set (analyzer/rules/loader.py): read back while the rules are unchanged,
+rebuilt when a rule file changes (the built-in ones known by their stamp, folders given with
+--rules by their content) or when the cache file is damaged."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from analyzer.rules import builtin_rules_dir
+from analyzer.rules import loader as loader_mod
+from analyzer.rules.loader import load_ruleset
+
+SIGNATURE = (
+    "signatures:\n  - id: sym-test-cached\n    component: issue\n    origin: test\n"
+    "    source: [issue-text]\n    symptom: true\n    scanned_in: [issue-text, text]\n"
+    "    regex: 'the plugin keeps dying'\n    meaning: {meaning}\n"
+    "    examples:\n      match: ['the plugin keeps dying']\n"
+)
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch) -> Path:
+    """An empty cache folder, and a copy of the shipped rules the loader takes for the built-in
+    ones (so that a test may edit them)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = tmp_path / "rules"
+    shutil.copytree(builtin_rules_dir(), root)
+    monkeypatch.setattr(loader_mod, "builtin_rules_dir", lambda: root)
+    return tmp_path / "cache" / "hami-bundle-analyzer"
+
+
+def _no_rebuild(monkeypatch) -> None:
+    def rebuild(*_args):
+        raise AssertionError("the rules were validated again instead of read from the cache")
+
+    monkeypatch.setattr(loader_mod, "_load_ruleset", rebuild)
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    """Replace `old` with `new`, of the same length: the file keeps its size."""
+    assert len(old) == len(new)
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{path.name} no longer has {old!r}: update this test"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def test_unchanged_rules_are_read_back_from_the_cache(cache, monkeypatch):
+    built = load_ruleset()
+    (cached,) = cache.glob("rules-*.pickle")
+    _no_rebuild(monkeypatch)
+    again = load_ruleset()
+    assert again is not built and again.version == built.version
+    assert again.rules.keys() == built.rules.keys()
+    assert list(cache.glob("rules-*.pickle")) == [cached]
+
+
+def test_an_edited_built_in_rule_file_is_validated_again(cache):
+    symptoms = loader_mod.builtin_rules_dir() / "signatures" / "symptoms.yaml"
+    before = load_ruleset()
+    _edit(symptoms, "The reporter says the device-plugin", "The REPORTER says the device-plugin")
+    after = load_ruleset()
+    assert after.signatures["sym-plugin-restarts"].meaning.startswith("The REPORTER says")
+    assert after.version != before.version  # the version a diagnosis cites is the content's
+
+
+def test_a_rules_folder_is_keyed_by_its_content_not_its_time(cache, tmp_path):
+    """A script may rewrite a --rules file within the clock's resolution: same size, same time."""
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    rule_file = extra / "cached.yaml"
+    rule_file.write_text(SIGNATURE.format(meaning="first"), encoding="utf-8")
+    assert load_ruleset([extra]).signatures["sym-test-cached"].meaning == "first"
+    stat = rule_file.stat()
+    rule_file.write_text(SIGNATURE.format(meaning="again"), encoding="utf-8")
+    os.utime(rule_file, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert load_ruleset([extra]).signatures["sym-test-cached"].meaning == "again"
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda b: b[: len(b) // 2],  # truncated
+        lambda b: b"not a pickle at all",
+        lambda b: b"",
+    ],
+    ids=["truncated", "garbage", "empty"],
+)
+def test_a_damaged_cache_file_is_rebuilt(cache, monkeypatch, damage):
+    built = load_ruleset()
+    (cached,) = cache.glob("rules-*.pickle")
+    cached.write_bytes(damage(cached.read_bytes()))
+    assert load_ruleset().version == built.version
+    _no_rebuild(monkeypatch)  # and the rebuilt file is sound again
+    assert load_ruleset().rules.keys() == built.rules.keys()

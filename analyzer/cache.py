@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -16,3 +17,18 @@ def cache_dir(*parts: str) -> Path | None:
     except OSError:
         return None
     return path
+
+
+def prune(folder: Path, pattern: str, keep: int) -> None:
+    """Remove all but the newest `keep` files of `folder` matching `pattern` (a file another
+    process removes meanwhile is skipped)."""
+
+    def mtime(path: Path) -> float:
+        try:
+            return path.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    for old in sorted(folder.glob(pattern), key=mtime, reverse=True)[keep:]:
+        with contextlib.suppress(OSError):
+            old.unlink()

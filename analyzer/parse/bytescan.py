@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import hashlib
 import os
 import platform
@@ -27,14 +28,13 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import polars as pl
 
 from analyzer.atomic import atomic_path
-from analyzer.cache import cache_dir
+from analyzer.cache import cache_dir, prune
 from analyzer.parse.batch import (
     ERROR_EXAMINED,
     ERROR_LINE_CAP,
@@ -144,7 +144,15 @@ def line_counter(pattern: str) -> str | None:
     if hyperscan is None or line is None:
         return None
     counter = f"(?:{line})[^\\n]*\\n"
-    return counter if _database([counter], [hyperscan.HS_FLAG_MULTILINE]) is not None else None
+    return counter if _accepted(counter) else None
+
+
+@functools.lru_cache(maxsize=256)
+def _accepted(pattern: str) -> bool:
+    """Hyperscan compiles this multi-line pattern (a check, not kept in the cache folder,
+    where one file per hot signature would push the scan's databases out)."""
+    assert hyperscan is not None
+    return compile_database([pattern], [hyperscan.HS_FLAG_MULTILINE]) is not None
 
 
 _BYTE_ESCAPES = [
@@ -500,7 +508,7 @@ class _Lines:
         self.needles = [x.encode() for x in literals]
 
     def end(self, start: int) -> int:
-        return self.chunk.find(b"\n", start) + 1
+        return line_end(self.chunk, start) + 1
 
     def is_hot(self, start: int) -> bool:
         """The line holds a hot signature's match."""
@@ -631,17 +639,8 @@ def cached_database(expressions: list[str], flags: list[int], use: str) -> Any:
         with contextlib.suppress(OSError), atomic_path(path) as tmp:
             payload = hyperscan.dumpb(database)
             tmp.write_bytes(hashlib.sha256(payload).digest() + payload)
-        saved = sorted(path.parent.glob(f"{use}-*.db"), key=_mtime, reverse=True)
-        for old in saved[CACHED_DATABASES:]:
-            old.unlink(missing_ok=True)
+        prune(path.parent, f"{use}-*.db", CACHED_DATABASES)
     return database
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0
 
 
 def compile_database(expressions: list[str], flags: list[int]) -> Any:

@@ -17,7 +17,7 @@ import regex
 from analyzer import __version__
 from analyzer.atomic import atomic_path
 from analyzer.bundle.probes import compile_recognition
-from analyzer.cache import cache_dir
+from analyzer.cache import cache_dir, prune
 from analyzer.catalogue.datafiles import check_annotations, load_decisions, load_episodes
 from analyzer.catalogue.fields import LINE_KEY, Context, read_fields, read_yaml
 from analyzer.catalogue.kinds import load_catalogue
@@ -131,7 +131,7 @@ def load_ruleset(extra_dirs: list[Path] | None = None, use_cache: bool = True) -
         try:
             with atomic_path(cache) as tmp, tmp.open("wb") as fh:
                 pickle.dump(ruleset, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            _prune(cache.parent)
+            prune(cache.parent, "rules-*.pickle", CACHED_RULE_SETS)
         except OSError:
             pass
     return ruleset
@@ -150,16 +150,9 @@ def _unpickle(fh) -> RuleSet:
             gc.enable()
 
 
-CACHED_RULE_SETS = 16  # kept in the cache folder: each edit of a checkout writes a new one
-
-
-def _prune(folder: Path) -> None:
-    """Remove all but the newest CACHED_RULE_SETS cached rule sets (another checkout or version
-    whose set goes only validates its rules again once)."""
-    sets = sorted(folder.glob("rules-*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)
-    for old in sets[CACHED_RULE_SETS:]:
-        with contextlib.suppress(OSError):
-            old.unlink()
+# kept in the cache folder: each edit of a checkout writes a new one (another checkout or
+# version whose set goes only validates its rules again once)
+CACHED_RULE_SETS = 16
 
 
 def _read_docs(dirs: list[Path], problems: list[str]):

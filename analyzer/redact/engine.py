@@ -111,6 +111,8 @@ def lines_values(r: Redactor, lines: list[str], where: str) -> tuple[dict[str, s
     """`find_values` of a per-line redactor over some lines, all at once, and which of the lines
     hold a value it would replace: the second pass needs only those."""
     joined = "\n".join(lines)
+    if _all_kept(r, joined, where):
+        return {}, []
     starts = [0]
     for line in lines[:-1]:
         starts.append(starts[-1] + len(line) + 1)
@@ -124,6 +126,35 @@ def lines_values(r: Redactor, lines: list[str], where: str) -> tuple[dict[str, s
         if len(value) >= shortest:
             found.setdefault(value, r.token)
     return found, sorted(holding)
+
+
+def _all_kept(r: Redactor, text: str, where: str) -> bool:
+    """Whether every value `r` finds in `text` is kept (then `_values` yields none), asked of
+    the values `findall` lists in C: on a big log most candidate lines hold only public values
+    (the registry pattern on `k8s.io/...` and `hami.io/...`), and a Python step per match cost
+    as much as the match. False when unsure (a pattern whose list does not tell a missing
+    `value` group from an empty one, or with other groups): the caller then looks at each."""
+    if r.mode == "block":
+        return False
+    limit = timeout_for(text)
+    seen: set[str] = set()
+    try:
+        for p in r.patterns:
+            if p.groups > 1 or (p.groups == 1 and "value" not in p.groupindex):
+                return False
+            # a 1-tuple when the one group has several places (`(?P<value>..)|(?P<value>..)`)
+            for v in p.findall(text, concurrent=True, timeout=limit):
+                seen.add(v if isinstance(v, str) else v[0])
+    except TimeoutError:
+        raise _timed_out(r.id, where) from None
+    if "" in seen:  # an empty value, or a match whose `value` group took no part
+        return False
+    for value in seen:
+        if r.mode == "find":
+            value = value.rstrip(".-_")
+        if value and not r.kept(value):
+            return False
+    return True
 
 
 def _line_by_line(r: Redactor, lines: list[str], where: str) -> tuple[dict[str, str], list[int]]:

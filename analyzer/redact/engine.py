@@ -145,8 +145,10 @@ def _all_kept(r: Redactor, text: str, where: str) -> bool:
         for p in r.patterns:
             if p.groups > 1 or (p.groups == 1 and "value" not in p.groupindex):
                 return False
-            # a 1-tuple when the one group has several places (`(?P<value>..)|(?P<value>..)`)
-            for v in p.findall(text, concurrent=True, timeout=limit):
+            # a 1-tuple when the one group has several places (`(?P<value>..)|(?P<value>..)`);
+            # not `concurrent`: findall takes Python's lock back for every match it lists, and
+            # waited for it most of the time while the other worker held it
+            for v in p.findall(text, concurrent=False, timeout=limit):
                 seen.add(v if isinstance(v, str) else v[0])
     except TimeoutError:
         raise _timed_out(r.id, where) from None

@@ -153,8 +153,11 @@ _installed: CodeCache | None = None  # this process's, once `install` made it
 
 
 def install() -> CodeCache:
-    """The cache read from its file, put in front of dataclasses' `exec` and re's compiler."""
+    """The cache read from its file, put in front of dataclasses' `exec` and re's compiler
+    (once: a worker spawned from the console script has run the entry point's `begin` too)."""
     global _installed
+    if _installed is not None:
+        return _installed
     folder = cache_dir()
     cached: Cached = {}, {}
     if folder is not None:

@@ -33,6 +33,18 @@ def begin() -> None:
     codecache.install()
 
 
+def spawned(target: str, *args: object) -> None:
+    """A spawned worker's entry (`multiprocessing` imports this module to find it, with nothing
+    else yet): `begin`, then `target` ("module:function") with `args`. Spawning the function
+    itself would import its module, and every module that one imports, before `begin`: without
+    the code cache (a child of `python -m analyzer` runs no `__main__` module of ours)."""
+    begin()
+    from importlib import import_module
+
+    module, name = target.split(":")
+    getattr(import_module(module), name)(*args)
+
+
 def done() -> None:
     """Start-up is over: what exists now lives as long as the process."""
     gc.freeze()

@@ -217,3 +217,32 @@ def test_importing_the_package_leaves_dataclasses_alone():
     code = "import dataclasses, analyzer.analyze, analyzer.cli; print('exec' in vars(dataclasses))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def _hooks(conn) -> None:
+    """Sent back from a spawned worker: whether dataclasses and re go through the cache."""
+    installed = codecache._installed
+    conn.send(
+        (
+            vars(dataclasses).get("exec") == getattr(installed, "exec", None),
+            re._compiler.compile == getattr(installed, "compile", None),  # type: ignore[attr-defined]
+        )
+    )
+
+
+def test_a_spawned_worker_starts_with_the_code_cache(tmp_path, monkeypatch):
+    """`python -m analyzer batch` spawns its workers with no entry point of ours run in them:
+    `startup.spawned` puts the cache in place before the worker's modules are imported."""
+    import multiprocessing
+
+    from analyzer import startup
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    ctx = multiprocessing.get_context("spawn")
+    ours, theirs = ctx.Pipe()
+    worker = ctx.Process(target=startup.spawned, args=(f"{__name__}:_hooks", theirs))
+    worker.start()
+    theirs.close()
+    assert ours.poll(60) and ours.recv() == (True, True)
+    worker.join(10)
+    assert worker.exitcode == 0

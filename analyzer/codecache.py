@@ -166,7 +166,8 @@ def install() -> CodeCache:
     codes = CodeCache(*cached)
     # dataclasses' module namespace: its `exec` now finds ours before the builtin
     vars(dataclasses)["exec"] = codes.exec
-    _compiler.compile = codes.compile  # re._compile looks it up at each call
+    if hasattr(_compiler, "_code"):  # the compiler `pattern_code` follows (3.11-3.13)
+        _compiler.compile = codes.compile  # re._compile looks it up at each call
     _installed = codes
     return codes
 

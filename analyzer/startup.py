@@ -11,8 +11,9 @@ fewer (Python's usual 700 meant 15 passes, ~3 ms), a long one is collected in ba
 keep its garbage small. A command that loads no rules keeps the raised threshold: its garbage
 is still collected, only in larger batches.
 
-Dataclass methods, compiled at every start (~60 ms): `begin` puts their cache in place
-(analyzer/codecache.py; `main` saves what a run compiled). This module imports nothing else until
+Dataclass methods and regular expressions, compiled at every start (~60 and ~20 ms): `begin`
+puts their cache in place (analyzer/codecache.py; `main` saves what a run compiled; a spawned
+worker starts through `spawned`). This module imports nothing else until
 `begin` has raised the threshold: the entry point imports it first."""
 
 from __future__ import annotations

@@ -212,11 +212,15 @@ def test_a_warm_run_compiles_no_dataclass_and_a_damaged_cache_file_is_rewritten(
     assert codes == read_codes(written)[0] and patterns.items() < read_codes(written)[1].items()
 
 
-def test_importing_the_package_leaves_dataclasses_alone():
-    """Only the command line's entry point puts the cache in front of dataclasses' exec."""
-    code = "import dataclasses, analyzer.analyze, analyzer.cli; print('exec' in vars(dataclasses))"
+def test_importing_the_package_leaves_dataclasses_and_re_alone():
+    """Only the command line's entry point puts the cache in front of dataclasses' exec and
+    re's compiler."""
+    code = (
+        "import dataclasses, re, analyzer.analyze, analyzer.cli; "
+        "print('exec' in vars(dataclasses), re._compiler.compile.__module__)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert out.stdout.split() == ["False", "re._compiler"]
 
 
 def _hooks(conn) -> None:

@@ -1,4 +1,5 @@
-"""The compiled code of the methods Python generates for dataclasses, kept between runs.
+"""Code Python compiles afresh at every start, kept between runs: the methods it generates for
+dataclasses, and regular expressions.
 
 Python 3.11 writes each dataclass's __init__, __repr__, __eq__ (and, frozen, __setattr__,
 __delattr__, __hash__) as source text and compiles it, on every start: about 600 compiles for a
@@ -8,32 +9,53 @@ keyed by the exact text and Python's bytecode magic number, as Python keeps a mo
 same text always compiles to the same code, so an entry is never stale. A text not there is
 compiled as before, and the file is rewritten when the command ends. A file that cannot be read,
 fails its checksum or holds anything but code is ignored (and rewritten). The file is as trusted
-as the cached rule set beside it, a pickle."""
+as the cached rule set beside it, a pickle.
+
+Regular expressions: `re` parses and compiles each pattern in Python at its first use in a
+process (re's own cache lasts one process): ~160 patterns in a small run, the analyzer's and its
+dependencies' module-level ones and the recognition patterns, ~20 ms. `CodeCache.compile` stands
+in for `re._compiler.compile` and keeps what it hands `_sre.compile`, keyed by the pattern and
+its flags; the file's name holds `_sre.MAGIC`, the version of that code. `_sre.compile` checks
+the code it is given; an entry it refuses is compiled afresh."""
 
 from __future__ import annotations
 
+import _sre
 import contextlib
 import dataclasses
 import marshal
+import re
 import zlib
 from importlib.util import MAGIC_NUMBER
+from re import _compiler, _parser  # type: ignore[attr-defined]
 from types import CodeType
 
 from analyzer.atomic import atomic_path
 from analyzer.cache import cache_dir
 
-CODE_FILE = f"dataclass-code-{MAGIC_NUMBER.hex()}.marshal"
+CODE_FILE = f"compiled-code-{MAGIC_NUMBER.hex()}-{_sre.MAGIC}.marshal"
 MAX_CODES = 2000  # every command together uses ~800 (a small bundle's analysis ~620)
+MAX_PATTERNS = 1000  # a small bundle's analysis compiles ~160
+
+PatternKey = tuple[str | bytes, int]  # what re.compile was given: the pattern, its flags
+# what re's compiler hands _sre.compile after the pattern: flags (the inline ones added), code,
+# the number of groups, their indexes by name and names by index
+PatternCode = tuple[int, list[int], int, dict[str, int], tuple[str | None, ...]]
+_compile_afresh = _compiler.compile
 
 
 class CodeCache:
-    """Compiled dataclass methods by their source text: the ones read from the cache file, and
-    the ones this run used or compiled (what the file is rewritten with when something was
-    missing)."""
+    """Compiled dataclass methods by their source text and compiled patterns by pattern and
+    flags: the ones read from the cache file, and the ones this run used or compiled (what the
+    file is rewritten with when something was missing)."""
 
-    def __init__(self, cached: dict[str, CodeType]) -> None:
+    def __init__(
+        self, cached: dict[str, CodeType], patterns: dict[PatternKey, PatternCode] | None = None
+    ) -> None:
         self.cached = cached
         self.used: dict[str, CodeType] = {}
+        self.patterns = patterns or {}
+        self.used_patterns: dict[PatternKey, PatternCode] = {}
         self.missed = 0
 
     def exec(
@@ -49,30 +71,81 @@ class CodeCache:
             source = code
         exec(source, scope, names)
 
-    def to_keep(self) -> dict[str, CodeType]:
-        """The cached texts and this run's (each command uses its own classes), unless that is
-        more than MAX_CODES (texts of classes since edited or removed): then only this run's."""
-        merged = {**self.cached, **self.used}
-        return merged if len(merged) <= MAX_CODES else dict(self.used)
+    def compile(self, pattern, flags: int = 0) -> re.Pattern:
+        """`re._compiler.compile` (what `re.compile` calls for a pattern it has not compiled in
+        this process), with the code from the cache when there. A parsed pattern (`re.Scanner`)
+        and the DEBUG flag, which prints the code, go to re's compiler."""
+        if not isinstance(pattern, str | bytes) or flags & re.DEBUG:
+            return _compile_afresh(pattern, flags)
+        key = (pattern, int(flags))
+        if (code := self.patterns.get(key)) is not None:
+            with contextlib.suppress(TypeError, ValueError, RuntimeError):  # not code _sre takes
+                compiled = _sre.compile(pattern, *code)
+                self.used_patterns[key] = code
+                return compiled
+        code = pattern_code(pattern, flags)
+        self.missed += 1
+        self.used_patterns[key] = code
+        return _sre.compile(pattern, *code)
+
+    def to_keep(self) -> tuple[dict[str, CodeType], dict[PatternKey, PatternCode]]:
+        """The cached entries and this run's (each command uses its own classes and patterns),
+        unless that is more than the bound (entries of classes or patterns since edited or
+        removed): then only this run's."""
+        return (
+            _bounded(self.cached, self.used, MAX_CODES),
+            _bounded(self.patterns, self.used_patterns, MAX_PATTERNS),
+        )
 
 
-def read_codes(data: bytes) -> dict[str, CodeType]:
-    """A cache file's contents (a CRC-32, then the marshalled dict); {} when it is anything else."""
+def _bounded(cached: dict, used: dict, most: int) -> dict:
+    merged = {**cached, **used}
+    return merged if len(merged) <= most else dict(used)
+
+
+def pattern_code(pattern: str | bytes, flags: int) -> PatternCode:
+    """What `re._compiler.compile` computes for `pattern` and hands `_sre.compile` (Python 3.11-
+    3.13; tests/test_startup.py compares the two)."""
+    parsed = _parser.parse(pattern, flags)
+    code = _compiler._code(parsed, flags)
+    groupindex = dict(parsed.state.groupdict)
+    indexgroup: list[str | None] = [None] * parsed.state.groups
+    for name, i in groupindex.items():
+        indexgroup[i] = name
+    # int(): re's opcodes are an int subclass, which marshal does not write
+    return (
+        int(flags | parsed.state.flags),
+        [int(c) for c in code],
+        parsed.state.groups - 1,
+        groupindex,
+        tuple(indexgroup),
+    )
+
+
+Cached = tuple[dict[str, CodeType], dict[PatternKey, PatternCode]]
+
+
+def read_codes(data: bytes) -> Cached:
+    """A cache file's contents (a CRC-32, then the marshalled methods and patterns); both empty
+    when it is anything else."""
     if len(data) < 4 or zlib.crc32(data[4:]).to_bytes(4, "big") != data[:4]:
-        return {}
+        return {}, {}
     try:
-        codes = marshal.loads(data[4:])
+        codes, patterns = marshal.loads(data[4:])
     except (EOFError, ValueError, TypeError):
-        return {}
-    if not isinstance(codes, dict) or not all(
-        isinstance(k, str) and isinstance(v, CodeType) for k, v in codes.items()
+        return {}, {}
+    if not (
+        isinstance(codes, dict)
+        and all(isinstance(k, str) and isinstance(v, CodeType) for k, v in codes.items())
+        and isinstance(patterns, dict)
+        and all(isinstance(k, tuple) and isinstance(v, tuple) for k, v in patterns.items())
     ):
-        return {}
-    return codes
+        return {}, {}
+    return codes, patterns
 
 
-def write_codes(codes: dict[str, CodeType]) -> bytes:
-    payload = marshal.dumps(codes)
+def write_codes(codes: dict[str, CodeType], patterns: dict[PatternKey, PatternCode]) -> bytes:
+    payload = marshal.dumps((codes, patterns))
     return zlib.crc32(payload).to_bytes(4, "big") + payload
 
 
@@ -80,16 +153,21 @@ _installed: CodeCache | None = None  # this process's, once `install` made it
 
 
 def install() -> CodeCache:
-    """The cache read from its file, put in front of dataclasses' `exec`."""
+    """The cache read from its file, put in front of dataclasses' `exec` and re's compiler
+    (once: a worker spawned from the console script has run the entry point's `begin` too)."""
     global _installed
+    if _installed is not None:
+        return _installed
     folder = cache_dir()
-    cached: dict[str, CodeType] = {}
+    cached: Cached = {}, {}
     if folder is not None:
         with contextlib.suppress(OSError):
             cached = read_codes((folder / CODE_FILE).read_bytes())
-    codes = CodeCache(cached)
+    codes = CodeCache(*cached)
     # dataclasses' module namespace: its `exec` now finds ours before the builtin
     vars(dataclasses)["exec"] = codes.exec
+    if hasattr(_compiler, "_code"):  # the compiler `pattern_code` follows (3.11-3.13)
+        _compiler.compile = codes.compile  # re._compile looks it up at each call
     _installed = codes
     return codes
 
@@ -103,4 +181,4 @@ def save() -> None:
     if folder is None:
         return
     with contextlib.suppress(OSError), atomic_path(folder / CODE_FILE) as tmp:
-        tmp.write_bytes(write_codes(codes.to_keep()))
+        tmp.write_bytes(write_codes(*codes.to_keep()))

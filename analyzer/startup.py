@@ -11,8 +11,9 @@ fewer (Python's usual 700 meant 15 passes, ~3 ms), a long one is collected in ba
 keep its garbage small. A command that loads no rules keeps the raised threshold: its garbage
 is still collected, only in larger batches.
 
-Dataclass methods, compiled at every start (~60 ms): `begin` puts their cache in place
-(analyzer/codecache.py; `main` saves what a run compiled). This module imports nothing else until
+Dataclass methods and regular expressions, compiled at every start (~60 and ~20 ms): `begin`
+puts their cache in place (analyzer/codecache.py; `main` saves what a run compiled; a spawned
+worker starts through `spawned`). This module imports nothing else until
 `begin` has raised the threshold: the entry point imports it first."""
 
 from __future__ import annotations
@@ -31,6 +32,18 @@ def begin() -> None:
     from analyzer import codecache
 
     codecache.install()
+
+
+def spawned(target: str, *args: object) -> None:
+    """A spawned worker's entry (`multiprocessing` imports this module to find it, with nothing
+    else yet): `begin`, then `target` ("module:function") with `args`. Spawning the function
+    itself would import its module, and every module that one imports, before `begin`: without
+    the code cache (a child of `python -m analyzer` runs no `__main__` module of ours)."""
+    begin()
+    from importlib import import_module
+
+    module, name = target.split(":")
+    getattr(import_module(module), name)(*args)
 
 
 def done() -> None:

@@ -5,7 +5,10 @@ chunk size; the translation of signature regexes into Hyperscan's byte mode."""
 from __future__ import annotations
 
 import itertools
+import os
 import re
+import signal
+import sys
 
 import polars as pl
 import pytest
@@ -300,3 +303,78 @@ def test_compiled_databases_are_kept_between_runs_and_a_damaged_one_is_compiled_
     saved.write_bytes(data[:40] + bytes(255 - b for b in data[40:60]) + data[60:])
     assert found(bytescan.cached_database(["numa"], [0], "test")) == [6, 13]
     assert len(compiles) == 2
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    lines=st.lists(st.integers(0, 40), max_size=60),
+    chunk=st.integers(1, 64),
+    cap=st.integers(1, 32),
+    final_newline=st.booleans(),
+)
+def test_the_chunks_tile_the_file_and_end_at_line_ends(
+    tmp_path_factory, lines, chunk, cap, final_newline
+):
+    """Each chunk ends where a line does, or at the file's end, or where an overlong line is cut
+    at the cap; together they are the file, in order."""
+    content = b"\n".join(b"x" * n for n in lines) + (b"\n" if final_newline and lines else b"")
+    path = tmp_path_factory.mktemp("ranges") / "log"
+    path.write_bytes(content)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bytescan, "CHUNK_BYTES", chunk)
+        patch.setattr(bytescan, "LINE_CAP", cap)
+        ranges = list(bytescan._ranges(path))
+    edges = [0, *(end for _, end in ranges)]
+    assert ranges == list(itertools.pairwise(edges)) and edges[-1] == len(content)
+    for start, end in ranges:
+        assert start < end
+        piece = content[start:end]
+        if end < len(content) and not piece.endswith(b"\n"):
+            assert end - start == chunk + cap  # cut at the cap: no newline after the chunk
+            assert b"\n" not in content[start + chunk - 1 : end]
+        buffer = bytearray(b"left over from another chunk" * 3)
+        bytescan._read_range(str(path), start, end, buffer)
+        assert buffer == piece + (b"" if piece.endswith(b"\n") else b"\n")
+
+
+def _scan_log(ruleset, monkeypatch, content: bytes):
+    with monkeypatch.context() as patch:
+        patch.setattr(recognise_mod, "SMALL_FILE", 1)
+        patch.setattr(bytescan, "CHUNK_BYTES", 4 << 10)
+        return parse_texts(ruleset, {"device-plugin.log": content}).logs[0]
+
+
+def test_the_chunks_are_scanned_in_processes_and_threads_alike(ruleset, monkeypatch):
+    """Forked scan processes (Linux) and threads (elsewhere, in a batch worker, or where
+    processes cannot start) read the same."""
+    content = _log(VOCABULARY, 60)
+    started = []
+    real = bytescan._processes
+    monkeypatch.setattr(bytescan, "_processes", lambda *a: started.append(real(*a)) or started[-1])
+    in_processes = _scan_log(ruleset, monkeypatch, content)
+    if sys.platform == "linux":
+        assert started and started[0] is not None
+    monkeypatch.setattr(bytescan, "ProcessPoolExecutor", _no_semaphores)
+    in_threads = _scan_log(ruleset, monkeypatch, content)
+    assert bytescan._processes(None, 2) is None
+    _same(in_processes, in_threads)
+
+
+def _no_semaphores(*args, **kwargs):
+    raise OSError(38, "Function not implemented")  # a container without /dev/shm
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="scan processes are forked on Linux only")
+def test_a_scan_process_that_dies_leaves_its_chunks_to_threads(ruleset, monkeypatch):
+    """The out-of-memory killer takes a scan process: the scan goes on in threads, the same."""
+    content = _log(VOCABULARY, 60)
+    expected = _scan_log(ruleset, monkeypatch, content)
+    parent, real = os.getpid(), bytescan.ByteScan.scan_range
+
+    def dies_in_a_child(self, path, start, *args):
+        if os.getpid() != parent and start > 0:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(self, path, start, *args)
+
+    monkeypatch.setattr(bytescan.ByteScan, "scan_range", dies_in_a_child)
+    _same(_scan_log(ruleset, monkeypatch, content), expected)

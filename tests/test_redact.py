@@ -962,3 +962,91 @@ def test_names_that_extracted_with_a_neighbour_read_as_another_are_not_clear():
     assert not _clear({"aa-10", "a-1"})  # a + a-1 + 0
     assert not _clear({"xgpu-1", "gpu-1"})  # x + gpu-1
     assert _clear({"-gpu-1", "gpu-1"})  # `-` is not a letter or digit: gpu-1 cannot take it
+
+
+HOSTS = st.sampled_from(
+    [
+        "k8s.io/client-go/informers/factory.go:150:",
+        "hami.io/node-handshake:Requesting_2024",
+        "docker.io/projecthami/hami:v2.10.0",
+        "harbor.corp.example.com:5000/hami/hami:v1",
+        "registry.internal.acme.io/nvidia/plugin:v0.17.0",
+        "10.0.0.7:5000/x/y:z",
+        "nodeName: gpu-1",
+        "node=worker-7",
+        "password: hunter2hunter2",
+        "user@example.com",
+        "db01.prod.acme.internal",
+        "/",
+        "",
+    ]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.tuples(GLUE, HOSTS), max_size=6), min_size=1, max_size=30))
+def test_property_values_all_kept_shortcut_changes_nothing(rows):
+    """A per-line redactor whose values on the candidate lines are all kept is settled by one
+    `findall` (`_all_kept`); whatever the lines hold (public registries only, a private one
+    among them, names, secrets), the values and the lines holding them are those the match by
+    match search gives."""
+    from unittest import mock
+
+    import analyzer.redact.engine as engine_module
+
+    lines = ["".join(a + b for a, b in row) for row in rows]
+    for r in load_redactors():
+        if not r.per_line:
+            continue
+        fast = engine_module.lines_values(r, lines, "t")
+        with mock.patch.object(engine_module, "_all_kept", lambda *_: False):
+            slow = engine_module.lines_values(r, lines, "t")
+        assert fast == slow, r.id
+
+
+def test_values_all_kept_only_when_every_value_is_kept():
+    """The registry pattern on lines of public hosts only is settled at once; one private host,
+    or a pattern whose `value` group has several places (a 1-tuple from `findall`), is looked at
+    value by value."""
+    from analyzer.redact.engine import _all_kept
+
+    by_id = {r.id: r for r in load_redactors()}
+    public = [
+        "I0815 00:00:00.010839  1 reflector.go:447] k8s.io/client-go/informers/factory.go:150: x",
+        "patch node with annotations map[hami.io/node-handshake:Requesting_2024.08.15 09:12:44]",
+    ]
+    registry = by_id["private-registry"]
+    assert _all_kept(registry, "\n".join(public), "t")
+    private = [*public, 'Pulling image "registry.internal.acme.io/nvidia/plugin:v0.17.0"']
+    assert not _all_kept(registry, "\n".join(private), "t")
+    node = by_id["node-name"]  # find: (?P<value>..) in several alternatives of one pattern
+    assert _all_kept(node, "Start working on node your-node-name", "t")
+    assert not _all_kept(node, "W0531 1 scheduler.go:325] get node a800-07 device error", "t")
+
+
+def test_writer_makes_deferred_pieces_in_order_and_reports_their_failure():
+    """A piece may come as a function the writer's thread calls (the names replaced over its
+    stretches there): its parts are written in order with the others and counted in the size;
+    one that raises fails the file, reported to the caller, with no hang."""
+    import io
+
+    from analyzer.redact.output import _Writer
+
+    out = io.BytesIO()
+    writer = _Writer(out, compress=False)
+    writer.put([b"ab"])
+    writer.put(lambda: [b"cd", b"e"])
+    writer.put([b"f"])
+    assert writer.finish() == 6 and out.getvalue() == b"abcdef"
+
+    def broken() -> list[bytes]:
+        raise ValueError("cannot make this piece")
+
+    writer = _Writer(io.BytesIO(), compress=True)
+    for piece in ([b"a"], broken, [b"b"], [b"c"], [b"d"]):  # more than the queue holds
+        try:
+            writer.put(piece)
+        except ValueError:
+            break
+    with pytest.raises(ValueError, match="cannot make"):
+        writer.finish()

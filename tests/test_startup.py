@@ -1,10 +1,13 @@
-"""The dataclass code cache of the command line (analyzer/codecache.py): the cached code is the
-code Python would compile, a damaged cache file is never used, and a warm run compiles nothing."""
+"""The code cache of the command line (analyzer/codecache.py): the cached dataclass methods and
+regular expressions are what Python would compile, a damaged cache file or entry is never used,
+and a warm run compiles nothing."""
 
 from __future__ import annotations
 
+import _sre
 import dataclasses
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from analyzer import codecache
-from analyzer.codecache import CODE_FILE, CodeCache, read_codes, write_codes
+from analyzer.codecache import CODE_FILE, CodeCache, pattern_code, read_codes, write_codes
 
 REPO = Path(__file__).resolve().parents[1]
 BUNDLE = REPO / "sample_bundles" / "healthy-single-gpu" / "bundle"
@@ -43,7 +46,7 @@ def test_a_class_declared_from_the_cache_behaves_as_one_compiled_afresh():
     first = CodeCache({})
     Fresh = _declare(first)
     assert first.missed == len(first.used) > 0
-    second = CodeCache(read_codes(write_codes(first.used)))
+    second = CodeCache(*read_codes(write_codes(first.used, {})))
     Cached = _declare(second)
     assert second.missed == 0
     for cls in (Fresh, Cached):
@@ -71,23 +74,111 @@ def test_a_class_declared_from_the_cache_behaves_as_one_compiled_afresh():
 def test_a_damaged_cache_file_is_not_used(damage):
     cache = CodeCache({})
     _declare(cache)
-    assert read_codes(write_codes(cache.used)) == cache.used
-    assert read_codes(damage(write_codes(cache.used))) == {}
+    cache.compile(r"(?P<word>\w+)", 0)
+    written = write_codes(cache.used, cache.used_patterns)
+    assert read_codes(written) == (cache.used, cache.used_patterns)
+    assert read_codes(damage(written)) == ({}, {})
 
 
 def test_a_cache_file_holding_anything_but_code_is_not_used():
-    assert read_codes(write_codes({"def f(): pass": "not code"})) == {}  # type: ignore[dict-item]
-    assert read_codes(write_codes([compile("1", "<string>", "eval")])) == {}  # type: ignore[arg-type]
+    code = compile("1", "<string>", "eval")
+    assert read_codes(write_codes({"def f(): pass": "not code"}, {})) == ({}, {})  # type: ignore[dict-item]
+    assert read_codes(write_codes([code], {})) == ({}, {})  # type: ignore[arg-type]
+    assert read_codes(write_codes({}, {"a": "not a pattern's code"})) == ({}, {})  # type: ignore[dict-item]
+
+
+# patterns of the kinds re compiles differently: named groups, inline and passed flags, bytes,
+# look-arounds, back-references, repeats, classes, Unicode, verbose, conditionals
+PATTERNS: list[tuple[str | bytes, int]] = [
+    (r"^(?P<level>[IWEF])(?P<date>\d{4}) (?P<time>[\d:.]+)\s+(?P<pid>\d+) (?P<src>[^]]+)\] ", 0),
+    (r"(?i)nvidia-smi.*(?:failed|not found)", 0),
+    (r"device[- ]plugin", re.IGNORECASE | re.MULTILINE),
+    (rb"\nE\d{4} ", 0),
+    (r"(?<=node )\S+(?!\.local)", 0),
+    (r"(['\"])(.*?)\1", re.DOTALL),
+    (r"[^\x00-\x1f\x7f-\x9f]{3,}?|\b\d+\b", 0),
+    (r"显存|内存\s*不足", 0),
+    (r"(?x) a \s+ b  # a comment", 0),
+    (r"(<)?\w+(?(1)>|$)", re.ASCII),
+]
+
+
+def _compiled_by_re(pattern: str | bytes, flags: int) -> tuple:
+    """What re's own compiler hands _sre.compile for `pattern`."""
+    seen: list[tuple] = []
+
+    class Recorder:
+        def __getattr__(self, name):
+            return getattr(_sre, name)
+
+        @staticmethod
+        def compile(*args):
+            seen.append(args)
+            return _sre.compile(*args)
+
+    saved = re._compiler._sre  # type: ignore[attr-defined]
+    re._compiler._sre = Recorder()  # type: ignore[attr-defined]
+    try:
+        codecache._compile_afresh(pattern, flags)
+    finally:
+        re._compiler._sre = saved  # type: ignore[attr-defined]
+    return seen[0]
+
+
+@pytest.mark.parametrize(("pattern", "flags"), PATTERNS)
+def test_a_pattern_from_the_cache_is_the_one_re_compiles(pattern, flags):
+    assert (pattern, *pattern_code(pattern, flags)) == _compiled_by_re(pattern, flags)
+    first = CodeCache({})
+    fresh = first.compile(pattern, flags)
+    assert first.missed == 1
+    second = CodeCache(*read_codes(write_codes({}, first.used_patterns)))
+    cached = second.compile(pattern, flags)
+    assert second.missed == 0
+    reference = codecache._compile_afresh(pattern, flags)
+    for compiled in (fresh, cached):
+        assert (compiled.pattern, compiled.flags, compiled.groups, compiled.groupindex) == (
+            reference.pattern,
+            reference.flags,
+            reference.groups,
+            reference.groupindex,
+        )
+
+
+def test_a_cached_pattern_entry_that_is_not_valid_code_is_compiled_afresh():
+    good = pattern_code(r"(?P<n>\d+) GPUs", 0)
+    bad = (good[0], [99999, *good[1][1:]], *good[2:])
+    cache = CodeCache({}, {(r"(?P<n>\d+) GPUs", 0): bad})  # type: ignore[dict-item]
+    compiled = cache.compile(r"(?P<n>\d+) GPUs", 0)
+    assert compiled.match("8 GPUs").group("n") == "8"  # type: ignore[union-attr]
+    assert cache.missed == 1 and cache.used_patterns[(r"(?P<n>\d+) GPUs", 0)] == good
+
+
+def test_a_parsed_pattern_and_the_debug_flag_go_to_re(capsys, monkeypatch):
+    cache = CodeCache({})
+    monkeypatch.setattr(re._compiler, "compile", cache.compile)  # type: ignore[attr-defined]
+    scanner = re.Scanner(
+        [(r"\d+", lambda _, text: int(text)), (r"\s+", None)]
+    )  # compiles a parsed pattern
+    cache.compile("a+", re.DEBUG)
+    assert scanner.scan("1 22") == ([1, 22], "")
+    assert "MAX_REPEAT" in capsys.readouterr().out
+    assert cache.used_patterns == {} and cache.missed == 0
 
 
 def test_the_cache_keeps_what_other_commands_used_up_to_its_bound(monkeypatch):
     monkeypatch.setattr(codecache, "MAX_CODES", 6)
+    monkeypatch.setattr(codecache, "MAX_PATTERNS", 2)
     code = compile("pass", "<string>", "exec")
-    cache = CodeCache({f"old {i}": code for i in range(3)})
+    cache = CodeCache({f"old {i}": code for i in range(3)}, {("old", 0): pattern_code("old", 0)})
     cache.used = {f"new {i}": code for i in range(3)}
-    assert len(cache.to_keep()) == 6
+    cache.compile("new", 0)
+    codes, patterns = cache.to_keep()
+    assert (len(codes), set(patterns)) == (6, {("old", 0), ("new", 0)})
     cache.used["new 3"] = code  # 7 > 6: the texts of classes since edited go
-    assert set(cache.to_keep()) == {f"new {i}" for i in range(4)}
+    cache.compile("newer", 0)  # 3 > 2: the same for patterns
+    codes, patterns = cache.to_keep()
+    assert set(codes) == {f"new {i}" for i in range(4)}
+    assert set(patterns) == {("new", 0), ("newer", 0)}
 
 
 def _analyze(cache_home: Path) -> subprocess.CompletedProcess[str]:
@@ -104,7 +195,11 @@ def test_a_warm_run_compiles_no_dataclass_and_a_damaged_cache_file_is_rewritten(
     assert first.returncode == 0, first.stderr
     path = tmp_path / "hami-bundle-analyzer" / CODE_FILE
     written = path.read_bytes()
-    assert len(read_codes(written)) > 100  # the dataclass methods of a small run
+    codes, patterns = read_codes(written)
+    assert len(codes) > 100  # the dataclass methods of a small run
+    assert len(patterns) > 100  # the patterns its modules and the recognition compile
+    for (pattern, flags), code in patterns.items():  # the code re's compiler would give
+        assert (pattern, *code) == _compiled_by_re(pattern, flags)
     os.utime(path, ns=(1, 1))
     second = _analyze(tmp_path)
     assert (second.returncode, second.stdout) == (0, first.stdout)
@@ -112,11 +207,46 @@ def test_a_warm_run_compiles_no_dataclass_and_a_damaged_cache_file_is_rewritten(
     path.write_bytes(written[: len(written) // 2])
     third = _analyze(tmp_path)
     assert (third.returncode, third.stdout) == (0, first.stdout)
-    assert read_codes(path.read_bytes()) == read_codes(written)
+    codes, patterns = read_codes(path.read_bytes())
+    # the first run also validated the rules, with patterns a run from the cached rules skips
+    assert codes == read_codes(written)[0] and patterns.items() < read_codes(written)[1].items()
 
 
-def test_importing_the_package_leaves_dataclasses_alone():
-    """Only the command line's entry point puts the cache in front of dataclasses' exec."""
-    code = "import dataclasses, analyzer.analyze, analyzer.cli; print('exec' in vars(dataclasses))"
+def test_importing_the_package_leaves_dataclasses_and_re_alone():
+    """Only the command line's entry point puts the cache in front of dataclasses' exec and
+    re's compiler."""
+    code = (
+        "import dataclasses, re, analyzer.analyze, analyzer.cli; "
+        "print('exec' in vars(dataclasses), re._compiler.compile.__module__)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert out.stdout.split() == ["False", "re._compiler"]
+
+
+def _hooks(conn) -> None:
+    """Sent back from a spawned worker: whether dataclasses and re go through the cache."""
+    installed = codecache._installed
+    conn.send(
+        (
+            vars(dataclasses).get("exec") == getattr(installed, "exec", None),
+            re._compiler.compile == getattr(installed, "compile", None),  # type: ignore[attr-defined]
+        )
+    )
+
+
+def test_a_spawned_worker_starts_with_the_code_cache(tmp_path, monkeypatch):
+    """`python -m analyzer batch` spawns its workers with no entry point of ours run in them:
+    `startup.spawned` puts the cache in place before the worker's modules are imported."""
+    import multiprocessing
+
+    from analyzer import startup
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    ctx = multiprocessing.get_context("spawn")
+    ours, theirs = ctx.Pipe()
+    worker = ctx.Process(target=startup.spawned, args=(f"{__name__}:_hooks", theirs))
+    worker.start()
+    theirs.close()
+    assert ours.poll(60) and ours.recv() == (True, True)
+    worker.join(10)
+    assert worker.exitcode == 0

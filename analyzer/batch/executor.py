@@ -34,6 +34,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
+from analyzer import startup
 from analyzer.batch.run import (
     TICK,
     Executor,
@@ -179,7 +180,9 @@ class LocalExecutor:
         conn, child = self._ctx.Pipe()
         tmp = Path(tempfile.mkdtemp(prefix="w", dir=root))
         proc = self._ctx.Process(
-            target=_serve, args=(child, os.getpid(), timeout, str(tmp)), daemon=True
+            target=startup.spawned,
+            args=(f"{__name__}:_serve", child, os.getpid(), timeout, str(tmp)),
+            daemon=True,
         )
         proc.start()
         child.close()

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
-from analyzer.bundle.text import KLOG_HEADER_PATTERN, PREFIX_RE, SCRIPT_RE, diff_after_side
+from analyzer.bundle.text import KLOG_HEADER_PATTERN, PREFIX_RE, diff_after_side, in_script
 from analyzer.catalogue.kinds import Catalogue, unknown_keys
 from analyzer.errors import RuleLoadError
 
@@ -190,7 +190,7 @@ class MarkerStep:
     def attempt(self, text: Text, _sniff) -> Found | None:
         scores: dict[str, int] = {}
         for line in text.log_lines:
-            if SCRIPT_RE.search(line):
+            if in_script(line):
                 continue
             for kid, marker in self.markers:
                 if marker.search(line):

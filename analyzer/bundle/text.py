@@ -31,7 +31,19 @@ LOG_LINE_RE = re.compile(
     r"|[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] )"
 )
 # Text inside a shell command that echoes it is script, not log (`echo "Waiting for ..."`).
-SCRIPT_RE = re.compile(r"\becho\s+[\"'$]|\b(?:ba)?sh\s+-c\b|^\s*(?:Command|Args):")
+_SCRIPT_RE = re.compile(r"\becho\s+[\"'$]|\b(?:ba)?sh\s+-c\b|^\s*(?:Command|Args):")
+_SCRIPT_WORDS = ("echo", "sh", "Command", "Args")  # every match of _SCRIPT_RE holds one
+
+
+def in_script(text: str) -> bool:
+    """`text` is (in) a shell command that echoes words, not a log line. The words the pattern
+    needs are looked for first: `re` tries a pattern that starts with `\\b` at every position
+    of a line, and this runs on every line of a recognised head and every matched line.
+
+    >>> in_script('sh -c "echo $NODE_NAME"'), in_script("Waiting for nvml"), in_script("hash")
+    (True, False, False)
+    """
+    return any(w in text for w in _SCRIPT_WORDS) and _SCRIPT_RE.search(text) is not None
 
 
 def decode(data: bytes) -> tuple[str, list[str]]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from analyzer.bundle.text import LOG_LINE_RE, SCRIPT_RE
+from analyzer.bundle.text import LOG_LINE_RE, in_script
 from analyzer.catalogue.kinds import Catalogue
 from analyzer.catalogue.signatures import MATCH_TIMEOUT, Signature
 from analyzer.facts.model import Match
@@ -168,7 +168,7 @@ def collect_matches(
                     continue
                 if not m:
                     continue  # Rust and Python regex dialects disagreed; trust the stricter
-                if SCRIPT_RE.search(text[: m.start()]):
+                if in_script(text[: m.start()]):
                     continue  # a command that echoes the words is not the event
                 caps = {k: v or "" for k, v in m.groupdict().items()}
                 match = Match(

@@ -41,6 +41,8 @@ class DaemonSetSeen:
 def daemonsets(log: ParsedLog) -> list[DaemonSetSeen]:
     """Device-plugin DaemonSets a `get ds` table or a `describe daemonset` shows."""
     out: list[DaemonSetSeen] = []
+    if not _mentions(log, ["DESIRED", "Desired Number of Nodes Scheduled"]):
+        return out  # neither a table's header nor describe's line: no row to read
     file = log.artefact.file.name
     in_table = False
     name: str | None = None
@@ -77,6 +79,8 @@ def _is_plugin(name: str) -> bool:
 def empty_listing(log: ParsedLog) -> Where | None:
     """The "No resources found" answer of a `kubectl get` that asked for device-plugin pods or
     DaemonSets (by name, label, grep or namespace): the plugin is not deployed there."""
+    if not _mentions(log, ["No resources found"]):
+        return None
     asked = False
     for line, text in log.frame.select("line", "text").iter_rows():
         text = (text or "").strip()
@@ -89,6 +93,12 @@ def empty_listing(log: ParsedLog) -> Where | None:
         if text:
             asked = False
     return None
+
+
+def _mentions(log: ParsedLog, needles: list[str]) -> bool:
+    """Some line of the log holds one of these texts (one vectorised pass: the line loops
+    above cost milliseconds per thousand lines, and a big log keeps thousands)."""
+    return bool(log.frame.get_column("text").str.contains_any(needles).any())
 
 
 def produce(logs: list[ParsedLog], facts: FactSet) -> None:

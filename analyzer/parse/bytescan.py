@@ -3,9 +3,9 @@
 The patterns of one Hyperscan database find, in a chunk of the file, the lines holding a
 signature's literal (candidates, attributed later with the signatures' own regexes) and the lines
 of each frequent ("hot") signature; numpy counts the chunk's lines and which are klog lines of
-which severity (`LineTable`). Both run without Python's lock, so the chunks are scanned on every
-core, a block of lines at a time while it is in the core's cache; Python works per found line,
-never per line of the file.
+which severity (`LineTable`). The chunks are scanned on every core, each by a worker process
+that reads it itself (threads where processes cannot be forked), a block of lines at a time
+while it is in the core's cache; Python works per found line, never per line of the file.
 
 Hyperscan matches bytes: where a frequent signature's count is concerned, `\\d`, `\\w`, `\\b` and
 case-insensitivity are ASCII and a character class or `.` reads one byte of a multi-byte
@@ -23,10 +23,13 @@ import hashlib
 import os
 import platform
 import re
+import signal
+import sys
 import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -53,7 +56,7 @@ try:  # binary wheels on the usual platforms; without them the line reader scans
 except ImportError:  # pragma: no cover - exercised on platforms without a wheel
     hyperscan = np = None
 
-CHUNK_BYTES = 16 << 20  # per scanned chunk (the workers hold one each, plus one being read)
+CHUNK_BYTES = 16 << 20  # per scanned chunk (each worker reads one at a time into its buffer)
 LINE_CAP = 64 << 20  # a line longer than this is read as several (memory stays bounded)
 SCAN_BLOCK = 1 << 20  # a chunk is scanned a block of lines at a time (in the core's cache)
 LINE_BLOCK = 512 << 10  # bytes whose newlines numpy looks for at once
@@ -373,7 +376,8 @@ class ByteScan:
         return cls(database, len(expressions), [sid for sid, _ in reported], counted)
 
     def batches(self, path, workers: int | None = None) -> Iterator[Batch]:
-        """The file's batches in order, one per chunk, scanned `workers` at a time."""
+        """The file's batches in order, one per chunk, scanned `workers` at a time. Each worker
+        reads its own chunks (`_ranges` finds where they start and end)."""
         workers = workers or max(1, min(4, os.cpu_count() or 1))
         seen = dict.fromkeys(self.hot, 0)
         # each hot signature's last lines, kept here and handed over once, in a last batch
@@ -383,36 +387,48 @@ class ByteScan:
         examined = 0  # E/F lines before the next chunk to merge
         base = 0
         pending: deque = deque()
-        free: list[bytearray] = []  # buffers of chunks done with
 
         def done() -> Batch:
             nonlocal errors, examined, base
-            chunk, future = pending.popleft()
-            found = future.result()
-            free.append(chunk)
+            size, args, future = pending.popleft()
+            found = pool.result(args, future)
             for sid, _head, tail, n in found.hot:
                 seen[sid] += n
                 tails[sid].extend((base + k, text) for k, text in tail)
             loose = [(n, t) for rank, n, t in found.loose if examined + rank < ERROR_EXAMINED]
             errors += len(loose)
             examined += found.severities["E"] + found.severities["F"]
-            batch = _batch(found, loose, base, len(chunk))
+            batch = _batch(found, loose, base, size)
             base += found.lines
             return batch
 
-        with ThreadPoolExecutor(workers) as pool:
-            for chunk in _chunks(path, free):
+        pool = _Workers(self, workers)
+        try:
+            for start, end in _ranges(path):
                 heads = {sid: max(0, SIG_HEAD_CAP - n) for sid, n in seen.items()}
                 wanted = (ERROR_LINE_CAP - errors, ERROR_EXAMINED - examined)
-                pending.append((chunk, pool.submit(self._scan, chunk, heads, *wanted)))
-                while len(pending) > workers or (pending and pending[0][1].done()):
+                args = (str(path), start, end, heads, *wanted)
+                pending.append((end - start, args, pool.submit(args)))
+                while len(pending) > workers or (pending and pending[0][2].done()):
                     yield done()
             while pending:
                 yield done()
+        finally:
+            pool.close()
         last: list[tuple[str, pl.DataFrame | None, int]] = [
             (sid, _rows_frame(rows, 0), 0) for sid, rows in tails.items() if rows
         ]
         yield Batch(0, 0, 0, {}, hot=last, loose=None, candidates=None)
+
+    def scan_range(
+        self, path: str, start: int, end: int, heads: dict[str, int], errors: int, examine: int
+    ) -> _Found:
+        """The chunk file[start:end] read into this worker's buffer and scanned (`_scan`)."""
+        buffer = getattr(self._local, "buffer", None)
+        if buffer is None:
+            buffer = self._local.buffer = bytearray()
+        _read_range(path, start, end, buffer)
+        return self._scan(buffer, heads, errors, examine)
 
     def _scan(self, chunk: bytearray, heads: dict[str, int], errors: int, examine: int) -> _Found:
         """One chunk (whole lines, the last one ending with a newline): `heads`, how many first
@@ -583,28 +599,143 @@ def _batch(found: _Found, loose: list[tuple[int, str]], base: int, size: int) ->
     )
 
 
-def _chunks(path, free: list[bytearray]) -> Iterator[bytearray]:
-    """The file in chunks of whole lines, about CHUNK_BYTES each (the line under way at a chunk's
-    end is read to its end, up to LINE_CAP bytes: a longer one is read as several lines); the
-    last ends with a newline even when the file does not. A chunk is read into a buffer of
-    `free` when there is one (a new buffer costs a page fault per 4 KiB, as much as reading into
-    it)."""
+class _Workers:
+    """Where the chunks are scanned: forked worker processes where they start (`_processes`),
+    else threads. Threads share Python's lock, which every match Hyperscan reports takes: while
+    one holds it (its own Python work, `bytes.count`), the other's scan waits at its next match,
+    a quarter of the scan's time on a log with a match every few kilobytes. A process that dies
+    (the out-of-memory killer) leaves the rest of the scan to threads."""
+
+    def __init__(self, scan: ByteScan, workers: int):
+        self.scan = scan
+        self.workers = workers
+        self.processes = _processes(scan, workers)
+        self.threads = None if self.processes else ThreadPoolExecutor(workers)
+
+    def submit(self, args: tuple) -> Future:
+        """`ByteScan.scan_range(*args)` under way."""
+        if self.processes is not None:
+            with contextlib.suppress(BrokenProcessPool):
+                return self.processes.submit(_scan_adopted, *args)
+            self._to_threads()
+        assert self.threads is not None
+        return self.threads.submit(self.scan.scan_range, *args)
+
+    def result(self, args: tuple, future: Future) -> _Found:
+        """The submitted scan's result (scanned again here if its process died)."""
+        try:
+            return future.result()
+        except BrokenProcessPool:
+            self._to_threads()
+            return self.scan.scan_range(*args)
+
+    def _to_threads(self) -> None:
+        if self.processes is not None:
+            self.processes.shutdown(wait=True, cancel_futures=True)
+            self.processes = None
+        if self.threads is None:
+            self.threads = ThreadPoolExecutor(self.workers)
+
+    def close(self) -> None:
+        for pool in (self.processes, self.threads):
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+
+
+PROCESS_START_S = 10.0  # forked scan processes that do not answer by then are given up
+
+
+def _processes(scan: ByteScan, workers: int) -> ProcessPoolExecutor | None:
+    """`workers` scan processes forked from this one (the scan and its database inherited, not
+    pickled), started and answering; None on one core, off Linux, in a daemonic process (a batch
+    worker may not have children) or where they cannot start (no semaphores, a process limit,
+    a child stuck on a lock some thread held when it was forked)."""
+    import multiprocessing
+
+    if workers < 2 or sys.platform != "linux" or multiprocessing.current_process().daemon:
+        return None
+    pool = None
+    # a Ctrl-C from the terminal reaches the whole process group: it waits in a new process
+    # until that process ignores it (a child forked from this thread inherits its mask)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        fork = multiprocessing.get_context("fork")
+        pool = ProcessPoolExecutor(workers, fork, initializer=_adopt, initargs=(scan, os.getpid()))
+        pool.submit(int).result(timeout=PROCESS_START_S)
+        return pool
+    except BaseException as exc:  # OSError, BrokenProcessPool, TimeoutError, KeyboardInterrupt
+        if pool is not None:
+            for process in list(getattr(pool, "_processes", {}).values()):
+                process.kill()
+            pool.shutdown(wait=False, cancel_futures=True)
+        if not isinstance(exc, Exception):
+            raise
+        return None
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+_ADOPTED: list[ByteScan] = []  # in a scan process: the scan it serves
+
+
+def _adopt(scan: ByteScan, parent: int) -> None:
+    """A scan process starts: it leaves Ctrl-C to its parent, ends at SIGTERM (not through the
+    parent's handler), dies with its parent (kill -9 included; else it would wait for work
+    forever) and keeps the scan."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # gone before that took effect
+        os._exit(0)
+    _ADOPTED[:] = [scan]
+
+
+def _scan_adopted(*args: Any) -> _Found:
+    return _ADOPTED[0].scan_range(*args)
+
+
+def _ranges(path) -> Iterator[tuple[int, int]]:
+    """The file's chunks of whole lines, as (start, end) offsets, about CHUNK_BYTES each: the
+    line under way at a chunk's end is taken to its end, up to LINE_CAP bytes (a longer one is
+    read as several lines). Only the bytes at each chunk's end are read here."""
     with open(path, "rb") as fh:
+        start = 0
         while True:
-            chunk = free.pop() if free else bytearray(CHUNK_BYTES)
-            if len(chunk) > CHUNK_BYTES:
-                del chunk[CHUNK_BYTES:]  # keeps its memory
-            elif len(chunk) < CHUNK_BYTES:
-                chunk.extend(bytes(CHUNK_BYTES - len(chunk)))
-            n = fh.readinto(chunk)
-            if not n:
+            fh.seek(start + CHUNK_BYTES - 1)
+            last = fh.read(1)
+            if not last:  # the file ends within this chunk
+                end = fh.seek(0, os.SEEK_END)
+                if end > start:
+                    yield start, end
                 return
-            del chunk[n:]
-            if not chunk.endswith(b"\n"):
-                chunk += fh.readline(LINE_CAP)
-                if not chunk.endswith(b"\n"):
-                    chunk += b"\n"
-            yield chunk
+            end = start + CHUNK_BYTES
+            if last != b"\n":
+                end += len(fh.readline(LINE_CAP))
+            yield start, end
+            start = end
+
+
+def _read_range(path: str, start: int, end: int, buffer: bytearray) -> None:
+    """file[start:end] into `buffer` (resized in place: a new buffer costs a page fault per 4
+    KiB, as much as reading into it), ending with a newline even where the file's last line or
+    an overlong line does not. A file cut short meanwhile gives what is left."""
+    if len(buffer) != end - start:
+        if len(buffer) > end - start:
+            del buffer[end - start :]
+        else:
+            buffer.extend(bytes(end - start - len(buffer)))
+    got = 0
+    with open(path, "rb", buffering=0) as fh, memoryview(buffer) as view:
+        fh.seek(start)
+        while got < len(view) and (n := fh.readinto(view[got:])):
+            got += n
+    del buffer[got:]
+    if not buffer.endswith(b"\n"):
+        buffer += b"\n"
 
 
 def _database(expressions: list[str], flags: list[int]) -> Any:

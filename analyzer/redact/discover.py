@@ -13,13 +13,14 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
 from analyzer.bundle.model import BundleFile
 from analyzer.bundle.text import looks_binary
 from analyzer.progress import Progress
-from analyzer.redact.engine import MIN_EVERYWHERE, Learner, Plan
+from analyzer.redact.engine import MIN_EVERYWHERE, Learner, Plan, Studied
 from analyzer.redact.redactors import Redactor
 from analyzer.redact.tokens import TokenMap
 
@@ -138,9 +139,10 @@ def discover(
     try:
         for s in texts:
             pieces = plans[s.path] = []
-            for _, lines in prepared(s.path, lambda _n, raw: learner.prepare(raw), SCANS):
-                pieces.append(learner.learn_from(lines, s.name))
-                progress.advance(lines.size)
+            study = partial(_study, learner, s.name)
+            for _, studied in prepared(s.path, study, SCANS):
+                pieces.append(learner.learn_from(studied, s.name))
+                progress.advance(studied.lines.size)
     finally:
         progress.close()
     names = dict(learner.names)
@@ -153,6 +155,10 @@ def discover(
         if len(value) >= _shortest(prefix, redactors):
             names.setdefault(value, prefix)
     return Found(names, frozenset(learner.reserved), plans)
+
+
+def _study(learner: Learner, where: str, _n: int, raw: bytes) -> Studied:
+    return learner.prepare(raw, where)
 
 
 def _shortest(prefix: str, redactors: list[Redactor]) -> float:

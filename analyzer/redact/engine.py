@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 
 import polars as pl
 import regex
@@ -30,6 +31,8 @@ from analyzer.redact.lines import Lines
 from analyzer.redact.redactors import TIMEOUT, TIMEOUT_PER_MIB, Redactor
 from analyzer.redact.tokens import TokenMap
 
+# a redacted piece: its parts, in order, or a function (no arguments) that makes them
+Parts = list[bytes] | Callable[[], list[bytes]]
 STRETCH = 256 << 10  # bytes of a row of text between planned lines (see `Stretches`)
 MIN_EVERYWHERE = 8  # characters a pattern's value needs to be replaced beyond where it was found
 # a name is a whole word, but may be joined to others by - _ . / (device-plugin-gpu-1.log,
@@ -111,6 +114,8 @@ def lines_values(r: Redactor, lines: list[str], where: str) -> tuple[dict[str, s
     """`find_values` of a per-line redactor over some lines, all at once, and which of the lines
     hold a value it would replace: the second pass needs only those."""
     joined = "\n".join(lines)
+    if _all_kept(r, joined, where):
+        return {}, []
     starts = [0]
     for line in lines[:-1]:
         starts.append(starts[-1] + len(line) + 1)
@@ -124,6 +129,37 @@ def lines_values(r: Redactor, lines: list[str], where: str) -> tuple[dict[str, s
         if len(value) >= shortest:
             found.setdefault(value, r.token)
     return found, sorted(holding)
+
+
+def _all_kept(r: Redactor, text: str, where: str) -> bool:
+    """Whether every value `r` finds in `text` is kept (then `_values` yields none), asked of
+    the values `findall` lists in C: on a big log most candidate lines hold only public values
+    (the registry pattern on `k8s.io/...` and `hami.io/...`), and a Python step per match cost
+    as much as the match. False when unsure (a pattern whose list does not tell a missing
+    `value` group from an empty one, or with other groups): the caller then looks at each."""
+    if r.mode == "block":
+        return False
+    limit = timeout_for(text)
+    seen: set[str] = set()
+    try:
+        for p in r.patterns:
+            if p.groups > 1 or (p.groups == 1 and "value" not in p.groupindex):
+                return False
+            # a 1-tuple when the one group has several places (`(?P<value>..)|(?P<value>..)`);
+            # not `concurrent`: findall takes Python's lock back for every match it lists, and
+            # waited for it most of the time while the other worker held it
+            for v in p.findall(text, concurrent=False, timeout=limit):
+                seen.add(v if isinstance(v, str) else v[0])
+    except TimeoutError:
+        raise _timed_out(r.id, where) from None
+    if "" in seen:  # an empty value, or a match whose `value` group took no part
+        return False
+    for value in seen:
+        if r.mode == "find":
+            value = value.rstrip(".-_")
+        if value and not r.kept(value):
+            return False
+    return True
 
 
 def _line_by_line(r: Redactor, lines: list[str], where: str) -> tuple[dict[str, str], list[int]]:
@@ -145,6 +181,18 @@ class Plan:
 
     def planned(self) -> list[int]:
         return sorted({i for idx in self.lines.values() for i in idx})
+
+
+@dataclass(frozen=True)
+class Studied:
+    """A piece of the first pass, scanned and studied ahead of its learning (`Learner.study`):
+    its lines, each prefilter's lines, the token-shaped words it holds, and per `everywhere`
+    per-line redactor with candidate lines, what `lines_values` found there."""
+
+    lines: Lines
+    hits: list[list[int]]
+    reserved: list[str]
+    values: dict[str, tuple[dict[str, str], list[int]]]
 
 
 @dataclass(frozen=True)
@@ -193,25 +241,41 @@ class Learner:
         self.reserved: set[str] = set()
 
     def text(self, text: str, where: str) -> Plan:
-        return self.learn_from(Lines(text), where)
+        return self.learn_from(self.study(Lines(text), where), where)
 
     def piece(self, raw: bytes, where: str) -> Plan:
-        return self.learn_from(self.prepare(raw), where)
+        return self.learn_from(self.prepare(raw, where), where)
 
-    def prepare(self, raw: bytes) -> Lines:
-        """A piece split and scanned (no state is touched: a background thread may do it)."""
-        lines = Lines.of_bytes(raw)
-        lines.hits(self.prefilters)
-        return lines
+    def prepare(self, raw: bytes, where: str) -> Studied:
+        """A piece split, scanned and studied (no state is touched: a background thread may
+        do it)."""
+        return self.study(Lines.of_bytes(raw), where)
+
+    def study(self, lines: Lines, where: str) -> Studied:
+        """What the lines teach, found without touching the learner's state: the per-line
+        redactors' values are a piece's costliest Python, and a worker that does it frees
+        the thread that learns (in order: the first value found keeps its prefix)."""
+        hits = lines.hits(self.prefilters)
+        reserved: list[str] = []
+        for line in lines.get(hits[0]):
+            reserved += self.shapes.findall(line)
+        candidates = dict(
+            zip([r.id for r in self.per_line], hits[1 + len(self.gates) :], strict=True)
+        )
+        values = {
+            r.id: lines_values(r, lines.get(candidates[r.id]), where)
+            for r in self.learn
+            if r.per_line and candidates[r.id]
+        }
+        return Studied(lines, hits, reserved, values)
 
     @property
     def prefilters(self) -> list[str]:
         return [self.shapes_prefilter] + [str(r.prefilter) for r in [*self.gates, *self.per_line]]
 
-    def learn_from(self, lines: Lines, where: str) -> Plan:
-        hits = lines.hits(self.prefilters)
-        for line in lines.get(hits[0]):
-            self.reserved.update(self.shapes.findall(line))
+    def learn_from(self, studied: Studied, where: str) -> Plan:
+        lines, hits = studied.lines, studied.hits
+        self.reserved.update(studied.reserved)
         plan = Plan({r.id for r, h in zip(self.gates, hits[1:], strict=False) if h})
         ids = [r.id for r in self.per_line]
         plan.lines = dict(zip(ids, hits[1 + len(self.gates) :], strict=True))
@@ -221,9 +285,9 @@ class Learner:
         for r in whole:
             self._add(find_values(r, text, where))
         for r in self.learn:
-            if r.per_line and plan.lines[r.id]:
+            if r.id in studied.values:
                 idx = plan.lines[r.id]
-                found, holding = lines_values(r, lines.get(idx), where)
+                found, holding = studied.values[r.id]
                 self._add(found)
                 plan.lines[r.id] = [idx[k] for k in holding]  # the second pass needs no other
         plan.starts = lines.starts(plan.planned())
@@ -259,7 +323,7 @@ class Redaction:
 
     def piece(self, raw: bytes, where: str, plan: Plan | None = None) -> bytes:
         """A piece of a file; `plan`: what the first pass saw in this very piece."""
-        return b"".join(self.finish(self.prepare(raw, plan), where))
+        return b"".join(parts(self.finish(self.prepare(raw, plan), where)))
 
     def prepare(self, raw: bytes, plan: Plan | None) -> Prepared:
         """A piece split and scanned for names (no state is touched: a background thread may do
@@ -279,15 +343,17 @@ class Redaction:
         idx = lines.hits([self.names_prefilter])[0] if self.names_prefilter else []
         return Prepared(lines, plan, self._names_split(lines, idx) if idx else None)
 
-    def finish(self, prepared: Prepared, where: str) -> list[bytes]:
-        """The piece redacted, in parts to write in order (joining them would copy the piece)."""
+    def finish(self, prepared: Prepared, where: str) -> Parts:
+        """The piece redacted, in parts to write in order (joining them would copy the piece);
+        or, for a piece cut in stretches, a function that makes them: the tokens are assigned
+        here, in order, and the names replaced in the stretches by whoever calls it (the
+        writer's thread, while the next piece is redacted)."""
         cut, plan = prepared.names, prepared.plan
         if isinstance(cut, Stretches) and plan is not None:
-            out = self._names_stretches(prepared.lines, cut)
+            render = self._names_stretches(prepared.lines, cut)
             lines = self._per_line(prepared.lines, plan, where)
-            for row, line in zip(cut.rows, lines.get(cut.lines), strict=True):
-                out[row] = line.encode("utf-8")
-            return out
+            done = [line.encode("utf-8") for line in lines.get(cut.lines)]
+            return partial(_spliced, render, cut.rows, done)
         split = cut if isinstance(cut, NamesSplit) else None
         return [self._run(prepared.lines, where, plan, split).bytes()]
 
@@ -325,17 +391,21 @@ class Redaction:
         present = found.unique(maintain_order=True).to_list()
         return Stretches(planned, rows, series, present, len(found))
 
-    def _names_stretches(self, lines: Lines, cut: Stretches) -> list[bytes]:
-        """The names replaced in the piece's rows (returned, as bytes) and in the planned lines
-        (put)."""
+    def _names_stretches(self, lines: Lines, cut: Stretches) -> Callable[[], list[bytes]]:
+        """The names replaced in the planned lines (put), and a function that replaces them in
+        the piece's rows (row by row, so the planned rows alone give what they give among the
+        others) and returns these as bytes."""
         texts = cut.texts
-        if cut.present:
-            tokens = {v: self.tokens.token(self.names[v], v) for v in cut.present}
-            order = sorted(cut.present, key=len, reverse=True)
-            texts = texts.str.replace_many(order, [tokens[v] for v in order], leftmost=True)
-            self.counts["names"] += cut.count
-        lines.put(cut.lines, texts.gather(cut.rows).to_list())
-        return texts.cast(pl.Binary).to_list()
+        if not cut.present:
+            lines.put(cut.lines, texts.gather(cut.rows).to_list())
+            return partial(_as_bytes, texts)
+        tokens = {v: self.tokens.token(self.names[v], v) for v in cut.present}
+        order = sorted(cut.present, key=len, reverse=True)
+        values = [tokens[v] for v in order]
+        self.counts["names"] += cut.count
+        planned = texts.gather(cut.rows).str.replace_many(order, values, leftmost=True)
+        lines.put(cut.lines, planned.to_list())
+        return partial(_replaced, texts, order, values)
 
     def _run(self, lines: Lines, where: str, plan: Plan | None, names: NamesSplit | None) -> Lines:
         if plan is None:
@@ -450,6 +520,28 @@ class Redaction:
             out += (text[pos:start], self.tokens.token(r.token, value))
             pos = end
         return "".join(out) + text[pos:] if out else text
+
+
+def _as_bytes(texts: pl.Series) -> list[bytes]:
+    return texts.cast(pl.Binary).to_list()
+
+
+def _replaced(texts: pl.Series, names: list[str], tokens: list[str]) -> list[bytes]:
+    """The rows with the names replaced (leftmost-first, in the order given), as bytes."""
+    return _as_bytes(texts.str.replace_many(names, tokens, leftmost=True))
+
+
+def _spliced(render: Callable[[], list[bytes]], rows: list[int], lines: list[bytes]) -> list[bytes]:
+    """The rows `render` makes, with the planned lines (redacted already) at their rows."""
+    out = render()
+    for row, line in zip(rows, lines, strict=True):
+        out[row] = line
+    return out
+
+
+def parts(piece: Parts) -> list[bytes]:
+    """A piece's parts, made when `finish` left that to its caller."""
+    return piece() if callable(piece) else piece
 
 
 def _clear(names: set[str]) -> bool:

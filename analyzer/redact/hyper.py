@@ -10,6 +10,7 @@ a pattern of their own and checked by polars with the prefilters as written."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -17,13 +18,15 @@ from typing import Any
 import polars as pl
 
 from analyzer.parse.bytescan import (
+    LINE_BLOCK,
+    LineTable,
     Scanner,
     cached_database,
     hyperscan,
     line_end,
     line_pattern,
     line_start,
-    number_lines,
+    np,
 )
 
 NON_ASCII = r"[\x80-\xff][^\n]*$"  # one report per line holding a byte outside ASCII
@@ -43,6 +46,7 @@ class LineFilter:
     def __init__(self, prefilters: tuple[str, ...], scanner: Scanner):
         self.prefilters = prefilters
         self.scanner = scanner
+        self._local = threading.local()  # each thread's scratch array for LineTable
 
     def hits(self, raw: bytes) -> LineHits:
         """The lines of `raw` (valid UTF-8) each prefilter selects."""
@@ -61,15 +65,26 @@ class LineFilter:
                     picked = list(range(len(wide)))
                 if picked:
                     starts[k] = sorted({*starts[k], *(wide[i] for i in picked)})
-        every = sorted({s for found in starts for s in found})
-        return LineHits(starts, number_lines(raw, every)[0])
+        every = {s for found in starts for s in found}
+        return LineHits(starts, self._numbers(raw, every) if every else {})
+
+    def _numbers(self, raw: bytes, starts: set[int]) -> dict[int, int]:
+        """Line start -> line number, counted by numpy (`LineTable`): without Python's lock,
+        so the other worker's Python goes on meanwhile (`bytes.count` held it)."""
+        assert np is not None
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = np.empty(LINE_BLOCK, bool)
+        table = LineTable(raw, scratch)
+        table.add(0, len(raw))
+        return table.numbers(starts)
 
 
 @lru_cache(maxsize=64)
 def line_filter(prefilters: tuple[str, ...]) -> LineFilter | None:
     """The prefilters' database, or None (Hyperscan missing, or a prefilter byte mode cannot
     read the same way: the caller uses polars)."""
-    if hyperscan is None or not prefilters:
+    if hyperscan is None or np is None or not prefilters:
         return None
     lines = [line_pattern(p) for p in prefilters]
     if any(x is None for x in lines):

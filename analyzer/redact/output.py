@@ -24,7 +24,9 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-Write = Callable[[list[bytes]], None]  # a piece, in parts written in order
+# a piece, in parts written in order, or a function that makes them (called by the writer's
+# thread: the last polars pass over a piece runs there, beside the next piece's redaction)
+Write = Callable[[list[bytes] | Callable[[], list[bytes]]], None]
 LEVEL = 1  # zlib level: 6 is 3.4x slower on a klog log for a fifth less size
 QUEUED = 2  # pieces waiting for the writer (or compressor): bounds memory
 
@@ -97,14 +99,14 @@ class _Writer:
         self.compress = compress
         self.size = 0
         self.error: BaseException | None = None
-        self._queue: queue.Queue[list[bytes] | None] = queue.Queue(QUEUED)
+        self._queue: queue.Queue[list[bytes] | Callable[[], list[bytes]] | None]
+        self._queue = queue.Queue(QUEUED)
         self._thread = threading.Thread(target=self._run, args=(out,), daemon=True)
         self._thread.start()
 
-    def put(self, parts: list[bytes]) -> None:
+    def put(self, parts: list[bytes] | Callable[[], list[bytes]]) -> None:
         if self.error is not None:
             raise self.error
-        self.size += sum(map(len, parts))
         self._queue.put(parts)
 
     def finish(self) -> int:
@@ -116,12 +118,14 @@ class _Writer:
 
     def _run(self, out: BinaryIO) -> None:
         z = zlib.compressobj(LEVEL, zlib.DEFLATED, 31) if self.compress else None  # 31: gzip
-        while (parts := self._queue.get()) is not None:
+        while (piece := self._queue.get()) is not None:
             if self.error is None:
                 try:
+                    parts = piece() if callable(piece) else piece
+                    self.size += sum(map(len, parts))
                     for data in parts:
                         out.write(z.compress(data) if z is not None else data)
-                except (OSError, MemoryError) as exc:
+                except Exception as exc:  # raised by `put` or `finish`, in the caller's thread
                     self.error = exc
         if self.error is None and z is not None:
             try:

@@ -610,7 +610,7 @@ class _Workers:
         self.scan = scan
         self.workers = workers
         self.processes = _processes(scan, workers)
-        self.threads = None if self.processes else ThreadPoolExecutor(workers)
+        self.threads = ThreadPoolExecutor(workers) if self.processes is None else None
 
     def submit(self, args: tuple) -> Future:
         """`ByteScan.scan_range(*args)` under way."""

@@ -159,6 +159,66 @@ def test_a_stopped_analysis_removes_its_extracted_copy(sig, tmp_path):
     assert list(tmpdir.iterdir()) == []
 
 
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid`."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _running(pid: int) -> bool:
+    """Not gone and not a zombie (a killed parent's children wait for init to reap them)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(
+    sys.platform != "linux" or (os.cpu_count() or 1) < 2,
+    reason="a big log is scanned in forked processes on Linux with two cores or more",
+)
+@pytest.mark.parametrize("how", ["ctrl-c", "kill -9"])
+def test_a_scan_stopped_midway_leaves_no_worker(how, tmp_path):
+    """Ctrl-C from the terminal (SIGINT to the whole process group) or `kill -9` of `analyze`
+    while its scan processes read a big log: none of them is left waiting for work, and Ctrl-C
+    ends with exit 130 and no traceback."""
+    block = (SAMPLES / "annotation-health-omitted" / "bundle" / "device-plugin.log").read_bytes()
+    log = tmp_path / "device-plugin.log"
+    with log.open("wb") as fh:
+        while fh.tell() < 192 << 20:
+            fh.write(block * 64)
+    proc = subprocess.Popen(
+        [*CLI, "analyze", str(log), "--format", "json"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    workers: list[int] = []
+    deadline = time.monotonic() + 120
+    while len(workers) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+        workers = _children(proc.pid)
+    assert len(workers) >= 2, "the scan ended before its workers were seen; make the log larger"
+    if how == "ctrl-c":
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        proc.kill()
+    _, err = proc.communicate(timeout=60)
+    if how == "ctrl-c":
+        assert proc.returncode == 130 and b"Traceback" not in err, err
+    deadline = time.monotonic() + 10
+    while any(map(_running, workers)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(map(_running, workers)), workers
+
+
 WRONG_TYPES = [".nan", "[a, b]", "{a: {b: 1}}", "true"]
 SHAPED = [
     SAMPLES / "annotation-health-omitted" / "bundle" / "node.yaml",

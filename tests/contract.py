@@ -325,3 +325,27 @@ CHECKS = {
     "markdown": check_markdown,
     "terminal": lambda text: None,
 }
+
+
+# Processes (Linux /proc): for the tests that a stopped command leaves no worker behind
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is `pid`."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def running(pid: int) -> bool:
+    """Not gone and not a zombie (a killed parent's children wait for init to reap them)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -20,6 +20,7 @@ from analyzer.batch import run as batch
 from analyzer.batch.executor import LocalExecutor
 from analyzer.dev.synth import make_tickets
 from conftest import SAMPLES, batch_env, run_cli, wait_for_part
+from contract import children, running
 
 
 def _copy_sample(name: str, dest: Path) -> Path:
@@ -139,22 +140,6 @@ def test_parts_are_written_by_time_so_a_killed_run_keeps_its_work(tmp_path):
     assert final.height == 150 and final["id"].n_unique() == 150
 
 
-def _children(pid: int) -> list[int]:
-    try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    except OSError:
-        return []
-    return [int(x) for x in text.split()]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
 def test_workers_exit_at_once_and_quietly_when_the_parent_is_killed(tmp_path):
     tickets = tmp_path / "t"
@@ -164,14 +149,14 @@ def test_workers_exit_at_once_and_quietly_when_the_parent_is_killed(tmp_path):
     log = (tmp_path / "stderr.txt").open("wb")
     proc = _batch(tickets, out, 2, env, stderr=log)
     wait_for_part(out, proc)
-    workers = _children(proc.pid)
+    workers = children(proc.pid)
     assert len(workers) >= 2
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     killed = time.monotonic()
-    while any(_alive(w) for w in workers) and time.monotonic() - killed < 5:
+    while any(running(w) for w in workers) and time.monotonic() - killed < 5:
         time.sleep(0.05)
-    lingering = [w for w in workers if _alive(w)]
+    lingering = [w for w in workers if running(w)]
     assert not lingering, f"workers {lingering} outlived their parent by 5 s"
     assert time.monotonic() - killed < 2
     time.sleep(0.3)  # anything a dying worker might still print
@@ -189,7 +174,7 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path):
     proc = _batch(tickets, out, 2, batch_env(tmp_path, HAMI_BATCH_PART_SECONDS="0.2"))
     wait_for_part(out, proc)
     workers = [
-        w for w in _children(proc.pid) if b"spawn_main" in Path(f"/proc/{w}/cmdline").read_bytes()
+        w for w in children(proc.pid) if b"spawn_main" in Path(f"/proc/{w}/cmdline").read_bytes()
     ]
     assert proc.poll() is None and workers, "the run ended before a worker could be killed"
     os.kill(workers[0], signal.SIGKILL)

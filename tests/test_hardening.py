@@ -21,7 +21,15 @@ import pytest
 import yaml
 
 from conftest import CLI, SAMPLES, diagnose_texts
-from contract import Bounded, assert_bounded_contract, assert_contract, run_bounded, tree_digest
+from contract import (
+    Bounded,
+    assert_bounded_contract,
+    assert_contract,
+    children,
+    run_bounded,
+    running,
+    tree_digest,
+)
 from fuzzing import key_paths, with_value
 from hostile import BOUNDED, CASES, Run, batch_tickets_slow_to_extract
 
@@ -159,27 +167,6 @@ def test_a_stopped_analysis_removes_its_extracted_copy(sig, tmp_path):
     assert list(tmpdir.iterdir()) == []
 
 
-def _children(pid: int) -> list[int]:
-    """The processes whose parent is `pid`."""
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:  # gone meanwhile
-            continue
-        if int(fields[1]) == pid:
-            out.append(int(stat.parent.name))
-    return out
-
-
-def _running(pid: int) -> bool:
-    """Not gone and not a zombie (a killed parent's children wait for init to reap them)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 @pytest.mark.skipif(
     sys.platform != "linux" or (os.cpu_count() or 1) < 2,
     reason="a big log is scanned in forked processes on Linux with two cores or more",
@@ -204,7 +191,7 @@ def test_a_scan_stopped_midway_leaves_no_worker(how, tmp_path):
     deadline = time.monotonic() + 120
     while len(workers) < 2 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
-        workers = _children(proc.pid)
+        workers = children(proc.pid)
     assert len(workers) >= 2, "the scan ended before its workers were seen; make the log larger"
     if how == "ctrl-c":
         os.killpg(proc.pid, signal.SIGINT)
@@ -214,9 +201,9 @@ def test_a_scan_stopped_midway_leaves_no_worker(how, tmp_path):
     if how == "ctrl-c":
         assert proc.returncode == 130 and b"Traceback" not in err, err
     deadline = time.monotonic() + 10
-    while any(map(_running, workers)) and time.monotonic() < deadline:
+    while any(map(running, workers)) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not any(map(_running, workers)), workers
+    assert not any(map(running, workers)), workers
 
 
 WRONG_TYPES = [".nan", "[a, b]", "{a: {b: 1}}", "true"]

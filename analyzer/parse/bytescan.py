@@ -217,16 +217,16 @@ def line_end(data: bytes | bytearray, start: int) -> int:
     return len(data) if end < 0 else end
 
 
-def number_lines(data: bytes | bytearray, starts: Iterable[int]) -> tuple[dict[int, int], int]:
-    """Each line start's line number (0 = the first line of `data`), found in one sweep, and
-    how many newlines `data` holds."""
-    numbers: dict[int, int] = {}
-    n, at = 0, 0
-    for start in sorted(starts):
-        n += data.count(b"\n", at, start)
-        at = start
-        numbers[start] = n
-    return numbers, n + data.count(b"\n", at)
+_THREAD = threading.local()
+
+
+def _thread_scratch() -> Any:
+    """This thread's boolean array for LineTable's newline search."""
+    assert np is not None
+    scratch = getattr(_THREAD, "scratch", None)
+    if scratch is None:
+        scratch = _THREAD.scratch = np.empty(LINE_BLOCK, bool)
+    return scratch
 
 
 class LineTable:
@@ -235,10 +235,11 @@ class LineTable:
     holds it and is several times slower (a log's lines are counted, never reported one by one).
     The lines are added a block at a time, while the block is in the core's cache."""
 
-    def __init__(self, chunk: bytes | bytearray, scratch: Any):
-        """`scratch`: a boolean array at least the size of a block's newline search."""
+    def __init__(self, chunk: bytes | bytearray, scratch: Any = None):
+        """`scratch`: a boolean array at least the size of a block's newline search; by default
+        this thread's (a new one per chunk would cost page faults)."""
         self.chunk = chunk
-        self.scratch = scratch
+        self.scratch = _thread_scratch() if scratch is None else scratch
         self.lines = 0
         self.klog_lines = 0
         self.severities = dict.fromkeys("EWF", 0)
@@ -334,7 +335,7 @@ class ByteScan:
         self.reported = reported  # hot signatures whose lines Hyperscan reports
         self.counted = counted  # (hot signature, its plain text) counted by `bytes.count`
         self.hot = reported + [sid for sid, _ in counted]
-        self._local = threading.local()  # each worker's scratch array for LineTable
+        self._local = threading.local()  # each worker's buffer for its chunks
 
     @classmethod
     def build(
@@ -439,7 +440,7 @@ class ByteScan:
         candidate_ends: list[int] = []
         bins: list[list[int]] = [[] for _ in range(n_bins)]
         bins += [candidate_ends] * (self.size - n_bins)
-        table = LineTable(chunk, self._scratch())
+        table = LineTable(chunk)
         needles = [text.encode() for _, text in self.counted]
         occurrences = [0] * len(needles)
         view = memoryview(chunk)
@@ -504,15 +505,6 @@ class ByteScan:
                 [lines_of.is_error(s) and not lines_of.is_hot(s) for s in starts],
             ),
         )
-
-    def _scratch(self) -> Any:
-        """This worker's boolean array for LineTable (a new one per chunk would cost page
-        faults)."""
-        assert np is not None
-        scratch = getattr(self._local, "scratch", None)
-        if scratch is None:
-            scratch = self._local.scratch = np.empty(LINE_BLOCK, bool)
-        return scratch
 
 
 class _Lines:

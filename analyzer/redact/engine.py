@@ -28,11 +28,10 @@ from analyzer.errors import AnalyzerError
 from analyzer.parse.bytescan import line_end
 from analyzer.redact.blocks import block_spans
 from analyzer.redact.lines import Lines
+from analyzer.redact.output import Parts, parts
 from analyzer.redact.redactors import TIMEOUT, TIMEOUT_PER_MIB, Redactor
 from analyzer.redact.tokens import TokenMap
 
-# a redacted piece: its parts, in order, or a function (no arguments) that makes them
-Parts = list[bytes] | Callable[[], list[bytes]]
 STRETCH = 256 << 10  # bytes of a row of text between planned lines (see `Stretches`)
 MIN_EVERYWHERE = 8  # characters a pattern's value needs to be replaced beyond where it was found
 # a name is a whole word, but may be joined to others by - _ . / (device-plugin-gpu-1.log,
@@ -537,11 +536,6 @@ def _spliced(render: Callable[[], list[bytes]], rows: list[int], lines: list[byt
     for row, line in zip(rows, lines, strict=True):
         out[row] = line
     return out
-
-
-def parts(piece: Parts) -> list[bytes]:
-    """A piece's parts, made when `finish` left that to its caller."""
-    return piece() if callable(piece) else piece
 
 
 def _clear(names: set[str]) -> bool:

@@ -10,7 +10,6 @@ a pattern of their own and checked by polars with the prefilters as written."""
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -18,7 +17,6 @@ from typing import Any
 import polars as pl
 
 from analyzer.parse.bytescan import (
-    LINE_BLOCK,
     LineTable,
     Scanner,
     cached_database,
@@ -46,7 +44,6 @@ class LineFilter:
     def __init__(self, prefilters: tuple[str, ...], scanner: Scanner):
         self.prefilters = prefilters
         self.scanner = scanner
-        self._local = threading.local()  # each thread's scratch array for LineTable
 
     def hits(self, raw: bytes) -> LineHits:
         """The lines of `raw` (valid UTF-8) each prefilter selects."""
@@ -71,11 +68,7 @@ class LineFilter:
     def _numbers(self, raw: bytes, starts: set[int]) -> dict[int, int]:
         """Line start -> line number, counted by numpy (`LineTable`): without Python's lock,
         so the other worker's Python goes on meanwhile (`bytes.count` held it)."""
-        assert np is not None
-        scratch = getattr(self._local, "scratch", None)
-        if scratch is None:
-            scratch = self._local.scratch = np.empty(LINE_BLOCK, bool)
-        table = LineTable(raw, scratch)
+        table = LineTable(raw)
         table.add(0, len(raw))
         return table.numbers(starts)
 

@@ -24,9 +24,11 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-# a piece, in parts written in order, or a function that makes them (called by the writer's
-# thread: the last polars pass over a piece runs there, beside the next piece's redaction)
-Write = Callable[[list[bytes] | Callable[[], list[bytes]]], None]
+# a redacted piece: its parts, written in order, or a function (no arguments) that makes them
+# (called by the writer's thread: the last polars pass over a piece runs there, beside the next
+# piece's redaction)
+Parts = list[bytes] | Callable[[], list[bytes]]
+Write = Callable[[Parts], None]
 LEVEL = 1  # zlib level: 6 is 3.4x slower on a klog log for a fifth less size
 QUEUED = 2  # pieces waiting for the writer (or compressor): bounds memory
 
@@ -99,15 +101,15 @@ class _Writer:
         self.compress = compress
         self.size = 0
         self.error: BaseException | None = None
-        self._queue: queue.Queue[list[bytes] | Callable[[], list[bytes]] | None]
+        self._queue: queue.Queue[Parts | None]
         self._queue = queue.Queue(QUEUED)
         self._thread = threading.Thread(target=self._run, args=(out,), daemon=True)
         self._thread.start()
 
-    def put(self, parts: list[bytes] | Callable[[], list[bytes]]) -> None:
+    def put(self, piece: Parts) -> None:
         if self.error is not None:
             raise self.error
-        self._queue.put(parts)
+        self._queue.put(piece)
 
     def finish(self) -> int:
         self._queue.put(None)
@@ -121,9 +123,9 @@ class _Writer:
         while (piece := self._queue.get()) is not None:
             if self.error is None:
                 try:
-                    parts = piece() if callable(piece) else piece
-                    self.size += sum(map(len, parts))
-                    for data in parts:
+                    made = parts(piece)
+                    self.size += sum(map(len, made))
+                    for data in made:
                         out.write(z.compress(data) if z is not None else data)
                 except Exception as exc:  # raised by `put` or `finish`, in the caller's thread
                     self.error = exc
@@ -132,3 +134,8 @@ class _Writer:
                 out.write(z.flush())
             except OSError as exc:
                 self.error = exc
+
+
+def parts(piece: Parts) -> list[bytes]:
+    """A piece's parts, made when the redaction left that to the writer."""
+    return piece() if callable(piece) else piece

@@ -1,12 +1,15 @@
-"""Code Python compiles afresh at every start, kept between runs: the methods it generates for
-dataclasses, and regular expressions.
+"""Code Python compiles afresh at every start, kept between runs: the source texts the standard
+library generates and compiles while modules are imported, and regular expressions.
 
 Python 3.11 writes each dataclass's __init__, __repr__, __eq__ (and, frozen, __setattr__,
 __delattr__, __hash__) as source text and compiles it, on every start: about 600 compiles for a
-small run's ~110 dataclasses, ~60 ms, a sixth of the run. The command line (analyzer/startup.py)
-puts a `CodeCache` in front of dataclasses' `exec`: compiled code is kept in the cache folder,
-keyed by the exact text and Python's bytecode magic number, as Python keeps a module's .pyc. The
-same text always compiles to the same code, so an entry is never stale. A text not there is
+small run's ~110 dataclasses, ~60 ms, a sixth of the run. `typing` compiles each annotation
+written as a string that it checks (`Optional["Context"]`, a TypedDict's fields: ~180 of them
+while polars, typer and jinja2 are imported, ~15 ms), and `namedtuple` the text of each
+`__new__` (~25). The command line (analyzer/startup.py) puts a `CodeCache` in front of the
+`exec`, `compile` and `eval` these three call: compiled code is kept in the cache folder, keyed
+by the exact text, its mode and Python's bytecode magic number, as Python keeps a module's .pyc.
+The same text always compiles to the same code, so an entry is never stale. A text not there is
 compiled as before, and the file is rewritten when the command ends. A file that cannot be read,
 fails its checksum or holds anything but code is ignored (and rewritten). The file is as trusted
 as the cached rule set beside it, a pickle.
@@ -21,10 +24,12 @@ the code it is given; an entry it refuses is compiled afresh."""
 from __future__ import annotations
 
 import _sre
+import collections
 import contextlib
 import dataclasses
 import marshal
 import re
+import typing
 import zlib
 from importlib.util import MAGIC_NUMBER
 from re import _compiler, _parser  # type: ignore[attr-defined]
@@ -34,9 +39,10 @@ from analyzer.atomic import atomic_path
 from analyzer.cache import cache_dir
 
 CODE_FILE = f"compiled-code-{MAGIC_NUMBER.hex()}-{_sre.MAGIC}.marshal"
-MAX_CODES = 2000  # every command together uses ~800 (a small bundle's analysis ~620)
+MAX_CODES = 2000  # every command together uses ~1000 (a small bundle's analysis ~800)
 MAX_PATTERNS = 1000  # a small bundle's analysis compiles ~160
 
+CodeKey = tuple[str, str]  # what was compiled: the mode ("exec" or "eval"), the source text
 PatternKey = tuple[str | bytes, int]  # what re.compile was given: the pattern, its flags
 # what re's compiler hands _sre.compile after the pattern: flags (the inline ones added), code,
 # the number of groups, their indexes by name and names by index
@@ -45,31 +51,55 @@ _compile_afresh = _compiler.compile
 
 
 class CodeCache:
-    """Compiled dataclass methods by their source text and compiled patterns by pattern and
-    flags: the ones read from the cache file, and the ones this run used or compiled (what the
-    file is rewritten with when something was missing)."""
+    """Compiled source texts by mode and text, and compiled patterns by pattern and flags: the
+    ones read from the cache file, and the ones this run used or compiled (what the file is
+    rewritten with when something was missing)."""
 
     def __init__(
-        self, cached: dict[str, CodeType], patterns: dict[PatternKey, PatternCode] | None = None
+        self,
+        cached: dict[CodeKey, CodeType],
+        patterns: dict[PatternKey, PatternCode] | None = None,
     ) -> None:
         self.cached = cached
-        self.used: dict[str, CodeType] = {}
+        self.used: dict[CodeKey, CodeType] = {}
         self.patterns = patterns or {}
         self.used_patterns: dict[PatternKey, PatternCode] = {}
         self.missed = 0
 
+    def code(self, source: str, mode: str) -> CodeType:
+        """What `compile(source, "<string>", mode)` gives in a module of the standard library
+        (no __future__ flags of ours), from the cache when there."""
+        key = (mode, source)
+        code = self.cached.get(key)
+        if code is None:
+            code = compile(source, "<string>", mode, dont_inherit=True)
+            self.missed += 1
+        self.used[key] = code
+        return code
+
     def exec(
         self, source: str | CodeType, scope: dict | None = None, names: dict | None = None, /
     ) -> None:
-        """`exec` as dataclasses calls it, with the compiled text from the cache when there."""
-        if isinstance(source, str):
-            code = self.cached.get(source)
-            if code is None:  # what exec(source) compiles: no __future__ flags of ours
-                code = compile(source, "<string>", "exec", dont_inherit=True)
-                self.missed += 1
-            self.used[source] = code
-            source = code
-        exec(source, scope, names)
+        """`exec` as dataclasses calls it."""
+        exec(self.code(source, "exec") if isinstance(source, str) else source, scope, names)
+
+    def eval(self, source: str | CodeType, scope: dict | None = None, names: dict | None = None, /):
+        """`eval` as namedtuple calls it."""
+        return eval(self.code(source, "eval") if isinstance(source, str) else source, scope, names)
+
+    def compile_source(self, source, filename, mode, *args, **kwargs) -> CodeType:
+        """`compile` as typing calls it for an annotation written as a string; any other call
+        is compiled as the builtin would in the caller's module (typing has no __future__
+        import)."""
+        if isinstance(source, str) and (filename, mode, args, kwargs) == (
+            "<string>",
+            "eval",
+            (),
+            {},
+        ):
+            return self.code(source, "eval")
+        kwargs.setdefault("dont_inherit", True)
+        return compile(source, filename, mode, *args, **kwargs)
 
     def compile(self, pattern, flags: int = 0) -> re.Pattern:
         """`re._compiler.compile` (what `re.compile` calls for a pattern it has not compiled in
@@ -88,7 +118,7 @@ class CodeCache:
         self.used_patterns[key] = code
         return _sre.compile(pattern, *code)
 
-    def to_keep(self) -> tuple[dict[str, CodeType], dict[PatternKey, PatternCode]]:
+    def to_keep(self) -> Cached:
         """The cached entries and this run's (each command uses its own classes and patterns),
         unless that is more than the bound (entries of classes or patterns since edited or
         removed): then only this run's."""
@@ -122,11 +152,11 @@ def pattern_code(pattern: str | bytes, flags: int) -> PatternCode:
     )
 
 
-Cached = tuple[dict[str, CodeType], dict[PatternKey, PatternCode]]
+Cached = tuple[dict[CodeKey, CodeType], dict[PatternKey, PatternCode]]
 
 
 def read_codes(data: bytes) -> Cached:
-    """A cache file's contents (a CRC-32, then the marshalled methods and patterns); both empty
+    """A cache file's contents (a CRC-32, then the marshalled codes and patterns); both empty
     when it is anything else."""
     if len(data) < 4 or zlib.crc32(data[4:]).to_bytes(4, "big") != data[:4]:
         return {}, {}
@@ -136,7 +166,10 @@ def read_codes(data: bytes) -> Cached:
         return {}, {}
     if not (
         isinstance(codes, dict)
-        and all(isinstance(k, str) and isinstance(v, CodeType) for k, v in codes.items())
+        and all(
+            isinstance(k, tuple) and len(k) == 2 and isinstance(v, CodeType)
+            for k, v in codes.items()
+        )
         and isinstance(patterns, dict)
         and all(isinstance(k, tuple) and isinstance(v, tuple) for k, v in patterns.items())
     ):
@@ -144,7 +177,7 @@ def read_codes(data: bytes) -> Cached:
     return codes, patterns
 
 
-def write_codes(codes: dict[str, CodeType], patterns: dict[PatternKey, PatternCode]) -> bytes:
+def write_codes(codes: dict[CodeKey, CodeType], patterns: dict[PatternKey, PatternCode]) -> bytes:
     payload = marshal.dumps((codes, patterns))
     return zlib.crc32(payload).to_bytes(4, "big") + payload
 
@@ -153,8 +186,9 @@ _installed: CodeCache | None = None  # this process's, once `install` made it
 
 
 def install() -> CodeCache:
-    """The cache read from its file, put in front of dataclasses' `exec` and re's compiler
-    (once: a worker spawned from the console script has run the entry point's `begin` too)."""
+    """The cache read from its file, put in front of dataclasses' `exec`, namedtuple's `eval`,
+    typing's `compile` and re's compiler (once: a worker spawned from the console script has
+    run the entry point's `begin` too)."""
     global _installed
     if _installed is not None:
         return _installed
@@ -164,8 +198,11 @@ def install() -> CodeCache:
         with contextlib.suppress(OSError):
             cached = read_codes((folder / CODE_FILE).read_bytes())
     codes = CodeCache(*cached)
-    # dataclasses' module namespace: its `exec` now finds ours before the builtin
+    # the modules' namespaces: their `exec`, `eval` and `compile` now find ours before the
+    # builtins
     vars(dataclasses)["exec"] = codes.exec
+    vars(collections)["eval"] = codes.eval
+    vars(typing)["compile"] = codes.compile_source
     if hasattr(_compiler, "_code"):  # the compiler `pattern_code` follows (3.11-3.13)
         _compiler.compile = codes.compile  # re._compile looks it up at each call
     _installed = codes

@@ -1,15 +1,18 @@
-"""The code cache of the command line (analyzer/codecache.py): the cached dataclass methods and
-regular expressions are what Python would compile, a damaged cache file or entry is never used,
-and a warm run compiles nothing."""
+"""The code cache of the command line (analyzer/codecache.py): the cached dataclass methods,
+namedtuple constructors, string annotations and regular expressions are what Python would
+compile, a damaged cache file or entry is never used, and a warm run compiles nothing."""
 
 from __future__ import annotations
 
 import _sre
+import collections
+import contextlib
 import dataclasses
 import os
 import re
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import pytest
@@ -21,12 +24,24 @@ REPO = Path(__file__).resolve().parents[1]
 BUNDLE = REPO / "sample_bundles" / "healthy-single-gpu" / "bundle"
 
 
+@contextlib.contextmanager
+def in_front_of(module, name: str, hook):
+    """`module`'s builtin `name` replaced by `hook` while the block runs."""
+    namespace = vars(module)
+    saved = namespace.get(name)
+    namespace[name] = hook
+    try:
+        yield
+    finally:
+        if saved is None:
+            del namespace[name]
+        else:
+            namespace[name] = saved
+
+
 def _declare(cache: CodeCache):
     """A frozen dataclass declared with `cache` standing in for dataclasses' exec."""
-    namespace = vars(dataclasses)
-    saved = namespace.get("exec")
-    namespace["exec"] = cache.exec
-    try:
+    with in_front_of(dataclasses, "exec", cache.exec):
 
         @dataclasses.dataclass(frozen=True)
         class Point:
@@ -34,11 +49,6 @@ def _declare(cache: CodeCache):
             y: int = 0
             tags: tuple[str, ...] = dataclasses.field(default_factory=tuple)
 
-    finally:
-        if saved is None:
-            del namespace["exec"]
-        else:
-            namespace["exec"] = saved
     return Point
 
 
@@ -80,9 +90,38 @@ def test_a_damaged_cache_file_is_not_used(damage):
     assert read_codes(damage(written)) == ({}, {})
 
 
+def test_a_namedtuple_and_an_annotation_from_the_cache_are_the_ones_compiled_afresh():
+    first = CodeCache({})
+    with in_front_of(collections, "eval", first.eval):
+        Fresh = collections.namedtuple("Fresh", "x y")
+    with in_front_of(typing, "compile", first.compile_source):
+        fresh_ref = typing.ForwardRef("list[Fresh] | None")
+    assert first.missed == len(first.used) == 2
+    second = CodeCache(*read_codes(write_codes(first.used, {})))
+    with in_front_of(collections, "eval", second.eval):
+        Cached = collections.namedtuple("Cached", "x y")
+    with in_front_of(typing, "compile", second.compile_source):
+        cached_ref = typing.ForwardRef("list[Fresh] | None")
+    assert second.missed == 0
+    assert Fresh(1, y=2) == Cached(1, y=2) == (1, 2)
+    with pytest.raises(TypeError):
+        Cached(1)
+    # as typing compiles it (no `from __future__` of this module)
+    reference = compile("list[Fresh] | None", "<string>", "eval", dont_inherit=True)
+    for ref in (fresh_ref, cached_ref):
+        assert ref.__forward_code__ == reference
+        assert eval(ref.__forward_code__, {"Fresh": Fresh}) == list[Fresh] | None
+    with pytest.raises(SyntaxError), in_front_of(typing, "compile", second.compile_source):
+        typing.ForwardRef("two words")
+    # any other call is compiled as the builtin does
+    code = second.compile_source("x: int = 1", "<string>", "exec")
+    assert code.co_filename == "<string>" and second.missed == 0
+
+
 def test_a_cache_file_holding_anything_but_code_is_not_used():
     code = compile("1", "<string>", "eval")
-    assert read_codes(write_codes({"def f(): pass": "not code"}, {})) == ({}, {})  # type: ignore[dict-item]
+    assert read_codes(write_codes({("exec", "def f(): pass"): "not code"}, {})) == ({}, {})  # type: ignore[dict-item]
+    assert read_codes(write_codes({"1": code}, {})) == ({}, {})  # type: ignore[dict-item]
     assert read_codes(write_codes([code], {})) == ({}, {})  # type: ignore[arg-type]
     assert read_codes(write_codes({}, {"a": "not a pattern's code"})) == ({}, {})  # type: ignore[dict-item]
 
@@ -169,15 +208,17 @@ def test_the_cache_keeps_what_other_commands_used_up_to_its_bound(monkeypatch):
     monkeypatch.setattr(codecache, "MAX_CODES", 6)
     monkeypatch.setattr(codecache, "MAX_PATTERNS", 2)
     code = compile("pass", "<string>", "exec")
-    cache = CodeCache({f"old {i}": code for i in range(3)}, {("old", 0): pattern_code("old", 0)})
-    cache.used = {f"new {i}": code for i in range(3)}
+    cache = CodeCache(
+        {("exec", f"old {i}"): code for i in range(3)}, {("old", 0): pattern_code("old", 0)}
+    )
+    cache.used = {("exec", f"new {i}"): code for i in range(3)}
     cache.compile("new", 0)
     codes, patterns = cache.to_keep()
     assert (len(codes), set(patterns)) == (6, {("old", 0), ("new", 0)})
-    cache.used["new 3"] = code  # 7 > 6: the texts of classes since edited go
+    cache.used[("exec", "new 3")] = code  # 7 > 6: the texts of classes since edited go
     cache.compile("newer", 0)  # 3 > 2: the same for patterns
     codes, patterns = cache.to_keep()
-    assert set(codes) == {f"new {i}" for i in range(4)}
+    assert set(codes) == {("exec", f"new {i}") for i in range(4)}
     assert set(patterns) == {("new", 0), ("newer", 0)}
 
 
@@ -197,6 +238,8 @@ def test_a_warm_run_compiles_no_dataclass_and_a_damaged_cache_file_is_rewritten(
     written = path.read_bytes()
     codes, patterns = read_codes(written)
     assert len(codes) > 100  # the dataclass methods of a small run
+    # and the string annotations its dependencies check
+    assert ("eval", "bool | None") in codes
     assert len(patterns) > 100  # the patterns its modules and the recognition compile
     for (pattern, flags), code in patterns.items():  # the code re's compiler would give
         assert (pattern, *code) == _compiled_by_re(pattern, flags)
@@ -212,23 +255,26 @@ def test_a_warm_run_compiles_no_dataclass_and_a_damaged_cache_file_is_rewritten(
     assert codes == read_codes(written)[0] and patterns.items() < read_codes(written)[1].items()
 
 
-def test_importing_the_package_leaves_dataclasses_and_re_alone():
-    """Only the command line's entry point puts the cache in front of dataclasses' exec and
-    re's compiler."""
+def test_importing_the_package_leaves_the_standard_library_alone():
+    """Only the command line's entry point puts the cache in front of dataclasses' exec,
+    namedtuple's eval, typing's compile and re's compiler."""
     code = (
-        "import dataclasses, re, analyzer.analyze, analyzer.cli; "
-        "print('exec' in vars(dataclasses), re._compiler.compile.__module__)"
+        "import collections, dataclasses, re, typing, analyzer.analyze, analyzer.cli; "
+        "print('exec' in vars(dataclasses), 'eval' in vars(collections), "
+        "'compile' in vars(typing), re._compiler.compile.__module__)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "re._compiler"]
+    assert out.stdout.split() == ["False", "False", "False", "re._compiler"]
 
 
 def _hooks(conn) -> None:
-    """Sent back from a spawned worker: whether dataclasses and re go through the cache."""
+    """Sent back from a spawned worker: whether the standard library goes through the cache."""
     installed = codecache._installed
     conn.send(
         (
             vars(dataclasses).get("exec") == getattr(installed, "exec", None),
+            vars(collections).get("eval") == getattr(installed, "eval", None),
+            vars(typing).get("compile") == getattr(installed, "compile_source", None),
             re._compiler.compile == getattr(installed, "compile", None),  # type: ignore[attr-defined]
         )
     )
@@ -247,6 +293,6 @@ def test_a_spawned_worker_starts_with_the_code_cache(tmp_path, monkeypatch):
     worker = ctx.Process(target=startup.spawned, args=(f"{__name__}:_hooks", theirs))
     worker.start()
     theirs.close()
-    assert ours.poll(60) and ours.recv() == (True, True)
+    assert ours.poll(60) and ours.recv() == (True, True, True, True)
     worker.join(10)
     assert worker.exitcode == 0

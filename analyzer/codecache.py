@@ -19,7 +19,10 @@ process (re's own cache lasts one process): ~160 patterns in a small run, the an
 dependencies' module-level ones and the recognition patterns, ~20 ms. `CodeCache.compile` stands
 in for `re._compiler.compile` and keeps what it hands `_sre.compile`, keyed by the pattern and
 its flags; the file's name holds `_sre.MAGIC`, the version of that code. `_sre.compile` checks
-the code it is given; an entry it refuses is compiled afresh."""
+the code it is given; an entry it refuses is compiled afresh. The `regex` module's parser is
+Python too (~0.3 ms a pattern, ~15 in a small run: module-level ones and the rules'):
+`CodeCache.compile_regex` stands in for it and keeps what it hands `_regex.compile`, as regex
+pickles a pattern; the file's name holds regex's version."""
 
 from __future__ import annotations
 
@@ -31,16 +34,21 @@ import marshal
 import re
 import typing
 import zlib
+from collections.abc import Iterator
 from importlib.util import MAGIC_NUMBER
 from re import _compiler, _parser  # type: ignore[attr-defined]
 from types import CodeType
 
+import regex
+from regex import _main as _regex_main  # type: ignore[attr-defined]
+from regex import _regex  # type: ignore[attr-defined]
+
 from analyzer.atomic import atomic_path
 from analyzer.cache import cache_dir
 
-CODE_FILE = f"compiled-code-{MAGIC_NUMBER.hex()}-{_sre.MAGIC}.marshal"
+CODE_FILE = f"compiled-code-{MAGIC_NUMBER.hex()}-{_sre.MAGIC}-{regex.__version__}.marshal"
 MAX_CODES = 2000  # every command together uses ~1000 (a small bundle's analysis ~800)
-MAX_PATTERNS = 1000  # a small bundle's analysis compiles ~160
+MAX_PATTERNS = 1000  # a small bundle's analysis compiles ~160 (and ~15 of regex)
 
 CodeKey = tuple[str, str]  # what was compiled: the mode ("exec" or "eval"), the source text
 PatternKey = tuple[str | bytes, int]  # what re.compile was given: the pattern, its flags
@@ -48,6 +56,9 @@ PatternKey = tuple[str | bytes, int]  # what re.compile was given: the pattern, 
 # the number of groups, their indexes by name and names by index
 PatternCode = tuple[int, list[int], int, dict[str, int], tuple[str | None, ...]]
 _compile_afresh = _compiler.compile
+RegexKey = tuple[str | bytes, int, int]  # what regex compiled: pattern, flags, DEFAULT_VERSION
+RegexCode = tuple  # what regex's compiler hands _regex.compile (a pattern's `_pickled_data`)
+_compile_regex_afresh = _regex_main._compile
 
 
 class CodeCache:
@@ -59,11 +70,15 @@ class CodeCache:
         self,
         cached: dict[CodeKey, CodeType],
         patterns: dict[PatternKey, PatternCode] | None = None,
+        regexes: dict[RegexKey, RegexCode] | None = None,
     ) -> None:
         self.cached = cached
         self.used: dict[CodeKey, CodeType] = {}
         self.patterns = patterns or {}
         self.used_patterns: dict[PatternKey, PatternCode] = {}
+        self.regexes = regexes or {}
+        self.used_regexes: dict[RegexKey, RegexCode] = {}
+        self._compiled_regexes: dict[RegexKey, regex.Pattern] = {}  # regex's own cache, in effect
         self.missed = 0
 
     def code(self, source: str, mode: str) -> CodeType:
@@ -118,6 +133,34 @@ class CodeCache:
         self.used_patterns[key] = code
         return _sre.compile(pattern, *code)
 
+    def compile_regex(self, pattern, flags, ignore_unused, kwargs, cache_it) -> regex.Pattern:
+        """regex's `_compile` (what `regex.compile`, `regex.search`... call), with the code from
+        the cache when there; a pattern is compiled once per process, as regex itself caches
+        it. Named lists, patterns regex would not cache, the DEBUG flag (it prints the code),
+        LOCALE patterns (their code depends on the locale) and compiled patterns go to regex."""
+        if (
+            kwargs
+            or not cache_it
+            or not isinstance(pattern, str | bytes)
+            or flags & (regex.DEBUG | regex.LOCALE)
+        ):
+            return _compile_regex_afresh(pattern, flags, ignore_unused, kwargs, cache_it)
+        key = (pattern, int(flags), int(regex.DEFAULT_VERSION))
+        compiled = self._compiled_regexes.get(key)
+        if compiled is None:
+            if (code := self.regexes.get(key)) is not None:
+                with contextlib.suppress(Exception):  # not code _regex takes
+                    compiled = _regex.compile(*code)
+            if compiled is None:
+                compiled = _compile_regex_afresh(pattern, flags, ignore_unused, kwargs, cache_it)
+                if compiled.flags & regex.LOCALE:  # an inline (?L)
+                    return compiled
+                self.missed += 1
+            self._compiled_regexes[key] = compiled
+        if key not in self.used_regexes:
+            self.used_regexes[key] = compiled._pickled_data
+        return compiled
+
     def to_keep(self) -> Cached:
         """The cached entries and this run's (each command uses its own classes and patterns),
         unless that is more than the bound (entries of classes or patterns since edited or
@@ -125,6 +168,7 @@ class CodeCache:
         return (
             _bounded(self.cached, self.used, MAX_CODES),
             _bounded(self.patterns, self.used_patterns, MAX_PATTERNS),
+            _bounded(self.regexes, self.used_regexes, MAX_PATTERNS),
         )
 
 
@@ -152,33 +196,40 @@ def pattern_code(pattern: str | bytes, flags: int) -> PatternCode:
     )
 
 
-Cached = tuple[dict[CodeKey, CodeType], dict[PatternKey, PatternCode]]
+Cached = tuple[dict[CodeKey, CodeType], dict[PatternKey, PatternCode], dict[RegexKey, RegexCode]]
 
 
 def read_codes(data: bytes) -> Cached:
-    """A cache file's contents (a CRC-32, then the marshalled codes and patterns); both empty
-    when it is anything else."""
+    """A cache file's contents (a CRC-32, then the marshalled codes, re's patterns and regex's);
+    all empty when it is anything else."""
     if len(data) < 4 or zlib.crc32(data[4:]).to_bytes(4, "big") != data[:4]:
-        return {}, {}
+        return {}, {}, {}
     try:
-        codes, patterns = marshal.loads(data[4:])
+        codes, patterns, regexes = marshal.loads(data[4:])
     except (EOFError, ValueError, TypeError):
-        return {}, {}
+        return {}, {}, {}
     if not (
         isinstance(codes, dict)
         and all(
             isinstance(k, tuple) and len(k) == 2 and isinstance(v, CodeType)
             for k, v in codes.items()
         )
-        and isinstance(patterns, dict)
-        and all(isinstance(k, tuple) and isinstance(v, tuple) for k, v in patterns.items())
+        and all(
+            isinstance(d, dict)
+            and all(isinstance(k, tuple) and isinstance(v, tuple) for k, v in d.items())
+            for d in (patterns, regexes)
+        )
     ):
-        return {}, {}
-    return codes, patterns
+        return {}, {}, {}
+    return codes, patterns, regexes
 
 
-def write_codes(codes: dict[CodeKey, CodeType], patterns: dict[PatternKey, PatternCode]) -> bytes:
-    payload = marshal.dumps((codes, patterns))
+def write_codes(
+    codes: dict[CodeKey, CodeType],
+    patterns: dict[PatternKey, PatternCode],
+    regexes: dict[RegexKey, RegexCode] | None = None,
+) -> bytes:
+    payload = marshal.dumps((codes, patterns, regexes or {}))
     return zlib.crc32(payload).to_bytes(4, "big") + payload
 
 
@@ -187,13 +238,13 @@ _installed: CodeCache | None = None  # this process's, once `install` made it
 
 def install() -> CodeCache:
     """The cache read from its file, put in front of dataclasses' `exec`, namedtuple's `eval`,
-    typing's `compile` and re's compiler (once: a worker spawned from the console script has
-    run the entry point's `begin` too)."""
+    typing's `compile` and the compilers of re and regex (once: a worker spawned from the
+    console script has run the entry point's `begin` too)."""
     global _installed
     if _installed is not None:
         return _installed
     folder = cache_dir()
-    cached: Cached = {}, {}
+    cached: Cached = {}, {}, {}
     if folder is not None:
         with contextlib.suppress(OSError):
             cached = read_codes((folder / CODE_FILE).read_bytes())
@@ -205,8 +256,25 @@ def install() -> CodeCache:
     vars(typing)["compile"] = codes.compile_source
     if hasattr(_compiler, "_code"):  # the compiler `pattern_code` follows (3.11-3.13)
         _compiler.compile = codes.compile  # re._compile looks it up at each call
+    _regex_main._compile = codes.compile_regex  # regex.compile, search... look it up
     _installed = codes
     return codes
+
+
+@contextlib.contextmanager
+def unrecorded() -> Iterator[None]:
+    """regex's patterns compiled meanwhile are left out of the file unless used again: those
+    of a rule set's validation (~450), which a run from the cached rule set skips; loading them
+    would cost it more than the ~10 it compiles."""
+    codes = _installed
+    if codes is None:
+        yield
+        return
+    before = dict(codes.used_regexes)
+    try:
+        yield
+    finally:
+        codes.used_regexes = before
 
 
 def save() -> None:

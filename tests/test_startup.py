@@ -16,6 +16,8 @@ import typing
 from pathlib import Path
 
 import pytest
+import regex
+from regex import _regex  # type: ignore[attr-defined]
 
 from analyzer import codecache
 from analyzer.codecache import CODE_FILE, CodeCache, pattern_code, read_codes, write_codes
@@ -85,9 +87,10 @@ def test_a_damaged_cache_file_is_not_used(damage):
     cache = CodeCache({})
     _declare(cache)
     cache.compile(r"(?P<word>\w+)", 0)
-    written = write_codes(cache.used, cache.used_patterns)
-    assert read_codes(written) == (cache.used, cache.used_patterns)
-    assert read_codes(damage(written)) == ({}, {})
+    cache.compile_regex(r"(?P<word>\w+)", 0, False, {}, True)
+    written = write_codes(cache.used, cache.used_patterns, cache.used_regexes)
+    assert read_codes(written) == (cache.used, cache.used_patterns, cache.used_regexes)
+    assert read_codes(damage(written)) == ({}, {}, {})
 
 
 def test_a_namedtuple_and_an_annotation_from_the_cache_are_the_ones_compiled_afresh():
@@ -120,10 +123,12 @@ def test_a_namedtuple_and_an_annotation_from_the_cache_are_the_ones_compiled_afr
 
 def test_a_cache_file_holding_anything_but_code_is_not_used():
     code = compile("1", "<string>", "eval")
-    assert read_codes(write_codes({("exec", "def f(): pass"): "not code"}, {})) == ({}, {})  # type: ignore[dict-item]
-    assert read_codes(write_codes({"1": code}, {})) == ({}, {})  # type: ignore[dict-item]
-    assert read_codes(write_codes([code], {})) == ({}, {})  # type: ignore[arg-type]
-    assert read_codes(write_codes({}, {"a": "not a pattern's code"})) == ({}, {})  # type: ignore[dict-item]
+    nothing = ({}, {}, {})
+    assert read_codes(write_codes({("exec", "def f(): pass"): "not code"}, {})) == nothing  # type: ignore[dict-item]
+    assert read_codes(write_codes({"1": code}, {})) == nothing  # type: ignore[dict-item]
+    assert read_codes(write_codes([code], {})) == nothing  # type: ignore[arg-type]
+    assert read_codes(write_codes({}, {"a": "not a pattern's code"})) == nothing  # type: ignore[dict-item]
+    assert read_codes(write_codes({}, {}, {"a": "not a pattern's code"})) == nothing  # type: ignore[dict-item]
 
 
 # patterns of the kinds re compiles differently: named groups, inline and passed flags, bytes,
@@ -183,6 +188,65 @@ def test_a_pattern_from_the_cache_is_the_one_re_compiles(pattern, flags):
         )
 
 
+# patterns of regex's own syntax: possessive and atomic groups, Unicode properties, fuzzy
+# matching, variable look-behind, version 1, flags passed and inline, bytes
+REGEXES: list[tuple[str | bytes, int]] = [
+    (r"(?P<pod>[\w.-]++)/(?>\d+)", 0),
+    (r"\p{Han}+|\p{InCJK_Symbols_and_Punctuation}", 0),
+    (r"(?:nvidia){e<=1}", 0),
+    (r"(?<=node \w+ )ready", regex.IGNORECASE),
+    (r"(?V1)[\w--_]+", 0),
+    (rb"\nE\d{4} ", 0),
+]
+
+
+@pytest.mark.parametrize(("pattern", "flags"), REGEXES)
+def test_a_regex_pattern_from_the_cache_is_the_one_regex_compiles(pattern, flags):
+    first = CodeCache({})
+    fresh = first.compile_regex(pattern, flags, False, {}, True)
+    assert first.missed == 1 and first.compile_regex(pattern, flags, False, {}, True) is fresh
+    second = CodeCache(*read_codes(write_codes({}, {}, first.used_regexes)))
+    cached = second.compile_regex(pattern, flags, False, {}, True)
+    assert second.missed == 0
+    reference = codecache._compile_regex_afresh(pattern, flags, False, {}, False)
+    for compiled in (fresh, cached):
+        assert compiled._pickled_data == reference._pickled_data
+        assert (compiled.pattern, compiled.flags, compiled.groupindex) == (
+            reference.pattern,
+            reference.flags,
+            reference.groupindex,
+        )
+
+
+def test_regex_named_lists_debug_and_locale_go_to_regex(capsys):
+    cache = CodeCache({})
+    assert cache.compile_regex(r"\L<gpus>", 0, False, {"gpus": ["a100"]}, True).search("a100")
+    cache.compile_regex("a+", regex.DEBUG, False, {}, True)
+    assert "GREEDY_REPEAT" in capsys.readouterr().out
+    cache.compile_regex(r"(?L)\w+", 0, False, {}, True)
+    cache.compile_regex("b+", 0, False, {}, False)  # regex.compile(..., cache_pattern=False)
+    assert cache.used_regexes == {} and cache.missed == 0
+
+
+def test_a_cached_regex_entry_that_is_not_valid_code_is_compiled_afresh():
+    key = (r"(?P<n>\d+) GPUs", 0, int(regex.DEFAULT_VERSION))
+    good = codecache._compile_regex_afresh(key[0], 0, False, {}, False)._pickled_data
+    cache = CodeCache({}, {}, {key: ("not", "code")})
+    compiled = cache.compile_regex(key[0], 0, False, {}, True)
+    assert compiled.match("8 GPUs").group("n") == "8"
+    assert cache.missed == 1 and cache.used_regexes[key] == good
+
+
+def test_patterns_compiled_while_unrecorded_are_not_kept_unless_used_again(monkeypatch):
+    cache = CodeCache({})
+    monkeypatch.setattr(codecache, "_installed", cache)
+    with codecache.unrecorded():
+        cache.compile_regex("validated", 0, False, {}, True)
+        cache.compile_regex("used later", 0, False, {}, True)
+    cache.compile_regex("used later", 0, False, {}, True)
+    assert [k[0] for k in cache.used_regexes] == ["used later"]
+
+
 def test_a_cached_pattern_entry_that_is_not_valid_code_is_compiled_afresh():
     good = pattern_code(r"(?P<n>\d+) GPUs", 0)
     bad = (good[0], [99999, *good[1][1:]], *good[2:])
@@ -213,11 +277,11 @@ def test_the_cache_keeps_what_other_commands_used_up_to_its_bound(monkeypatch):
     )
     cache.used = {("exec", f"new {i}"): code for i in range(3)}
     cache.compile("new", 0)
-    codes, patterns = cache.to_keep()
+    codes, patterns, _ = cache.to_keep()
     assert (len(codes), set(patterns)) == (6, {("old", 0), ("new", 0)})
     cache.used[("exec", "new 3")] = code  # 7 > 6: the texts of classes since edited go
     cache.compile("newer", 0)  # 3 > 2: the same for patterns
-    codes, patterns = cache.to_keep()
+    codes, patterns, _ = cache.to_keep()
     assert set(codes) == {("exec", f"new {i}") for i in range(4)}
     assert set(patterns) == {("new", 0), ("newer", 0)}
 
@@ -236,13 +300,25 @@ def test_a_warm_run_compiles_no_dataclass_and_a_damaged_cache_file_is_rewritten(
     assert first.returncode == 0, first.stderr
     path = tmp_path / "hami-bundle-analyzer" / CODE_FILE
     written = path.read_bytes()
-    codes, patterns = read_codes(written)
+    codes, patterns, regexes = read_codes(written)
     assert len(codes) > 100  # the dataclass methods of a small run
     # and the string annotations its dependencies check
     assert ("eval", "bool | None") in codes
     assert len(patterns) > 100  # the patterns its modules and the recognition compile
     for (pattern, flags), code in patterns.items():  # the code re's compiler would give
         assert (pattern, *code) == _compiled_by_re(pattern, flags)
+    # regex's: the analyzer's modules' and rules' patterns, not the ~450 the rules' validation
+    # compiled (the rule cache keeps those)
+    assert 3 < len(regexes) < 50
+    for (pattern, flags, version), code in regexes.items():  # regex's own compile of each
+        # (its code lists a set's members in the order of the process's string hashes)
+        reference = codecache._compile_regex_afresh(pattern, flags | version, False, {}, False)
+        compiled = _regex.compile(*code)
+        assert (compiled.pattern, compiled.flags, compiled.groupindex) == (
+            reference.pattern,
+            reference.flags,
+            reference.groupindex,
+        )
     os.utime(path, ns=(1, 1))
     second = _analyze(tmp_path)
     assert (second.returncode, second.stdout) == (0, first.stdout)
@@ -250,21 +326,23 @@ def test_a_warm_run_compiles_no_dataclass_and_a_damaged_cache_file_is_rewritten(
     path.write_bytes(written[: len(written) // 2])
     third = _analyze(tmp_path)
     assert (third.returncode, third.stdout) == (0, first.stdout)
-    codes, patterns = read_codes(path.read_bytes())
+    codes, patterns, regexes = read_codes(path.read_bytes())
     # the first run also validated the rules, with patterns a run from the cached rules skips
     assert codes == read_codes(written)[0] and patterns.items() < read_codes(written)[1].items()
+    assert regexes.keys() == read_codes(written)[2].keys()
 
 
 def test_importing_the_package_leaves_the_standard_library_alone():
     """Only the command line's entry point puts the cache in front of dataclasses' exec,
-    namedtuple's eval, typing's compile and re's compiler."""
+    namedtuple's eval, typing's compile and the compilers of re and regex."""
     code = (
-        "import collections, dataclasses, re, typing, analyzer.analyze, analyzer.cli; "
+        "import collections, dataclasses, re, regex, typing, analyzer.analyze, analyzer.cli; "
         "print('exec' in vars(dataclasses), 'eval' in vars(collections), "
-        "'compile' in vars(typing), re._compiler.compile.__module__)"
+        "'compile' in vars(typing), re._compiler.compile.__module__, "
+        "regex._main._compile.__module__)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "False", "False", "re._compiler"]
+    assert out.stdout.split() == ["False", "False", "False", "re._compiler", "regex._main"]
 
 
 def _hooks(conn) -> None:
@@ -276,6 +354,7 @@ def _hooks(conn) -> None:
             vars(collections).get("eval") == getattr(installed, "eval", None),
             vars(typing).get("compile") == getattr(installed, "compile_source", None),
             re._compiler.compile == getattr(installed, "compile", None),  # type: ignore[attr-defined]
+            regex._main._compile == getattr(installed, "compile_regex", None),  # type: ignore[attr-defined]
         )
     )
 
@@ -293,6 +372,6 @@ def test_a_spawned_worker_starts_with_the_code_cache(tmp_path, monkeypatch):
     worker = ctx.Process(target=startup.spawned, args=(f"{__name__}:_hooks", theirs))
     worker.start()
     theirs.close()
-    assert ours.poll(60) and ours.recv() == (True, True, True, True)
+    assert ours.poll(60) and ours.recv() == (True, True, True, True, True)
     worker.join(10)
     assert worker.exitcode == 0

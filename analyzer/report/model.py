@@ -317,7 +317,8 @@ def plain(value: Any) -> Any:
         return [plain(v) for v in value]
     if isinstance(value, dict):
         return {k: plain(v) for k, v in value.items()}
-    names = _field_names(type(value))
+    cls: type = type(value)
+    names = _field_names(cls)
     if names is not None:
         return {name: plain(getattr(value, name)) for name in names}
     return value

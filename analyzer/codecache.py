@@ -21,8 +21,9 @@ in for `re._compiler.compile` and keeps what it hands `_sre.compile`, keyed by t
 its flags; the file's name holds `_sre.MAGIC`, the version of that code. `_sre.compile` checks
 the code it is given; an entry it refuses is compiled afresh. The `regex` module's parser is
 Python too (~0.3 ms a pattern, ~15 in a small run: module-level ones and the rules'):
-`CodeCache.compile_regex` stands in for it and keeps what it hands `_regex.compile`, as regex
-pickles a pattern; the file's name holds regex's version."""
+`CodeCache.compile_regex` stands in for it once regex is imported (a command that never imports
+it, `--help`, does not import it for the cache) and keeps what it hands `_regex.compile`, as
+regex pickles a pattern, keyed by the pattern, its flags and regex's version."""
 
 from __future__ import annotations
 
@@ -32,21 +33,20 @@ import contextlib
 import dataclasses
 import marshal
 import re
+import sys
 import typing
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from importlib.abc import MetaPathFinder
+from importlib.machinery import ModuleSpec, PathFinder
 from importlib.util import MAGIC_NUMBER
 from re import _compiler, _parser  # type: ignore[attr-defined]
-from types import CodeType
-
-import regex
-from regex import _main as _regex_main  # type: ignore[attr-defined]
-from regex import _regex  # type: ignore[attr-defined]
+from types import CodeType, ModuleType
 
 from analyzer.atomic import atomic_path
 from analyzer.cache import cache_dir
 
-CODE_FILE = f"compiled-code-{MAGIC_NUMBER.hex()}-{_sre.MAGIC}-{regex.__version__}.marshal"
+CODE_FILE = f"compiled-code-{MAGIC_NUMBER.hex()}-{_sre.MAGIC}.marshal"
 MAX_CODES = 2000  # every command together uses ~1000 (a small bundle's analysis ~800)
 MAX_PATTERNS = 1000  # a small bundle's analysis compiles ~160 (and ~15 of regex)
 
@@ -56,9 +56,18 @@ PatternKey = tuple[str | bytes, int]  # what re.compile was given: the pattern, 
 # the number of groups, their indexes by name and names by index
 PatternCode = tuple[int, list[int], int, dict[str, int], tuple[str | None, ...]]
 _compile_afresh = _compiler.compile
-RegexKey = tuple[str | bytes, int, int]  # what regex compiled: pattern, flags, DEFAULT_VERSION
+# what regex compiled: the pattern, its flags, regex.DEFAULT_VERSION and regex's version (its
+# compiled code is its own version's)
+RegexKey = tuple[str | bytes, int, int, str]
 RegexCode = tuple  # what regex's compiler hands _regex.compile (a pattern's `_pickled_data`)
-_compile_regex_afresh = _regex_main._compile
+_regex_compile: Callable | None = None  # regex's own compiler, once the cache stands in for it
+
+
+def _compile_regex_afresh(*args):
+    """regex's own `_compile`."""
+    from regex import _main  # type: ignore[attr-defined]
+
+    return (_regex_compile or _main._compile)(*args)  # type: ignore[attr-defined]
 
 
 class CodeCache:
@@ -78,7 +87,7 @@ class CodeCache:
         self.used_patterns: dict[PatternKey, PatternCode] = {}
         self.regexes = regexes or {}
         self.used_regexes: dict[RegexKey, RegexCode] = {}
-        self._compiled_regexes: dict[RegexKey, regex.Pattern] = {}  # regex's own cache, in effect
+        self._compiled_regexes: dict[RegexKey, object] = {}  # regex's own cache, in effect
         self.missed = 0
 
     def code(self, source: str, mode: str) -> CodeType:
@@ -133,11 +142,14 @@ class CodeCache:
         self.used_patterns[key] = code
         return _sre.compile(pattern, *code)
 
-    def compile_regex(self, pattern, flags, ignore_unused, kwargs, cache_it) -> regex.Pattern:
+    def compile_regex(self, pattern, flags, ignore_unused, kwargs, cache_it):
         """regex's `_compile` (what `regex.compile`, `regex.search`... call), with the code from
         the cache when there; a pattern is compiled once per process, as regex itself caches
         it. Named lists, patterns regex would not cache, the DEBUG flag (it prints the code),
         LOCALE patterns (their code depends on the locale) and compiled patterns go to regex."""
+        import regex
+        from regex import _regex  # type: ignore[attr-defined]
+
         if (
             kwargs
             or not cache_it
@@ -145,7 +157,7 @@ class CodeCache:
             or flags & (regex.DEBUG | regex.LOCALE)
         ):
             return _compile_regex_afresh(pattern, flags, ignore_unused, kwargs, cache_it)
-        key = (pattern, int(flags), int(regex.DEFAULT_VERSION))
+        key = (pattern, int(flags), int(regex.DEFAULT_VERSION), regex.__version__)
         compiled = self._compiled_regexes.get(key)
         if compiled is None:
             if (code := self.regexes.get(key)) is not None:
@@ -256,9 +268,41 @@ def install() -> CodeCache:
     vars(typing)["compile"] = codes.compile_source
     if hasattr(_compiler, "_code"):  # the compiler `pattern_code` follows (3.11-3.13)
         _compiler.compile = codes.compile  # re._compile looks it up at each call
-    _regex_main._compile = codes.compile_regex  # regex.compile, search... look it up
+    if "regex._main" in sys.modules:
+        _stand_in_for_regex(sys.modules["regex._main"], codes)
+    else:
+        sys.meta_path.insert(0, _WhenRegexLoads(codes))
     _installed = codes
     return codes
+
+
+def _stand_in_for_regex(main: ModuleType, codes: CodeCache) -> None:
+    global _regex_compile
+    _regex_compile = main._compile
+    main._compile = codes.compile_regex  # type: ignore[attr-defined]  # looked up at each call
+
+
+class _WhenRegexLoads(MetaPathFinder):
+    """Puts the cache in front of regex's compiler as soon as `regex._main` is loaded."""
+
+    def __init__(self, codes: CodeCache) -> None:
+        self.codes = codes
+
+    def find_spec(self, name: str, path=None, target=None) -> ModuleSpec | None:
+        if name != "regex._main":
+            return None
+        sys.meta_path.remove(self)
+        spec = PathFinder.find_spec(name, path)
+        loader = spec.loader if spec is not None else None
+        if loader is not None and hasattr(loader, "exec_module"):
+            load = loader.exec_module
+
+            def exec_module(module: ModuleType) -> None:
+                load(module)
+                _stand_in_for_regex(module, self.codes)
+
+            loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
 
 
 @contextlib.contextmanager

@@ -229,7 +229,7 @@ def test_regex_named_lists_debug_and_locale_go_to_regex(capsys):
 
 
 def test_a_cached_regex_entry_that_is_not_valid_code_is_compiled_afresh():
-    key = (r"(?P<n>\d+) GPUs", 0, int(regex.DEFAULT_VERSION))
+    key = (r"(?P<n>\d+) GPUs", 0, int(regex.DEFAULT_VERSION), regex.__version__)
     good = codecache._compile_regex_afresh(key[0], 0, False, {}, False)._pickled_data
     cache = CodeCache({}, {}, {key: ("not", "code")})
     compiled = cache.compile_regex(key[0], 0, False, {}, True)
@@ -310,7 +310,7 @@ def test_a_warm_run_compiles_no_dataclass_and_a_damaged_cache_file_is_rewritten(
     # regex's: the analyzer's modules' and rules' patterns, not the ~450 the rules' validation
     # compiled (the rule cache keeps those)
     assert 3 < len(regexes) < 50
-    for (pattern, flags, version), code in regexes.items():  # regex's own compile of each
+    for (pattern, flags, version, _), code in regexes.items():  # regex's own compile of each
         # (its code lists a set's members in the order of the process's string hashes)
         reference = codecache._compile_regex_afresh(pattern, flags | version, False, {}, False)
         compiled = _regex.compile(*code)
@@ -343,6 +343,20 @@ def test_importing_the_package_leaves_the_standard_library_alone():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False", "False", "re._compiler", "regex._main"]
+
+
+def test_a_command_that_never_uses_regex_does_not_import_it_for_the_cache(tmp_path):
+    """The cache stands in for regex's compiler when regex is imported, not before: `version`
+    (and `--help`) import no regex."""
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "analyzer", "version"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)},
+        check=True,
+    )
+    imported = {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines()}
+    assert "analyzer.codecache" in imported and "regex" not in imported
 
 
 def _hooks(conn) -> None:

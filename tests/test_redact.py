@@ -1056,19 +1056,69 @@ def test_writer_makes_deferred_pieces_in_order_and_reports_their_failure():
 # ---- the first pass of a big file in worker processes ------------------------------------------
 
 
-@settings(max_examples=80, deadline=None)
-@given(st.lists(PIECE_PARTS, max_size=120), st.integers(1, 64))
-def test_property_spans_are_where_chunks_cut(parts, size):
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(PIECE_PARTS, max_size=120), st.integers(1, 64), st.integers(1, 8), st.integers(0, 8)
+)
+def test_property_spans_are_where_chunks_cut(parts, size, pem_max, tail):
     """The offsets the first pass hands its workers cut the file where `chunks` (the second
-    pass) cuts it: line ends, PEM blocks, overlong lines, no last newline."""
+    pass) cuts it, whether a block's last bytes tell the cut or it is read whole: line ends,
+    PEM blocks, overlong lines, no last newline."""
+    from unittest import mock
+
     import analyzer.redact.discover as discover
 
-    with tempfile.TemporaryDirectory() as tmp:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        mock.patch.object(discover, "PEM_MAX", pem_max),
+        mock.patch.object(discover, "SPAN_TAIL", tail),
+    ):
         path = Path(tmp) / "f"
         data = b"".join(parts)
         path.write_bytes(data)
         got = [data[start:end] for start, end in discover.spans(path, size)]
         assert got == list(discover.chunks(path, size))
+
+
+def test_spans_told_by_block_ends_cut_as_chunks(tmp_path, monkeypatch):
+    """Most blocks' cuts are told by their last bytes (the rest is not read), and those that
+    cannot be (a PEM block near the end, a long line) are read whole: the cuts are `chunks`'."""
+    import random
+
+    import analyzer.redact.discover as discover
+
+    rng = random.Random(7)
+    lines = []
+    for _ in range(3000):
+        kind = rng.random()
+        if kind < 0.02:
+            lines.append(b"-----BEGIN RSA PRIVATE KEY-----")
+        elif kind < 0.04:
+            lines.append(b"-----END RSA PRIVATE KEY-----")
+        elif kind < 0.05:
+            lines.append(b"x" * rng.randrange(100, 400))
+        else:
+            lines.append(b"y" * rng.randrange(0, 40))
+    path = tmp_path / "f.log"
+    data = b"\n".join(lines)
+    path.write_bytes(data)
+    told = {True: 0, False: 0}
+    real = discover._cut_from_tail
+
+    def counted(*args):
+        cut = real(*args)
+        told[cut is not None] += 1
+        return cut
+
+    monkeypatch.setattr(discover, "_cut_from_tail", counted)
+    for size in (16, 64, 200, 1000):
+        for pem_max in (8, 32, 120):
+            for tail in (0, 16, 64):
+                monkeypatch.setattr(discover, "PEM_MAX", pem_max)
+                monkeypatch.setattr(discover, "SPAN_TAIL", tail)
+                got = [data[start:end] for start, end in discover.spans(path, size)]
+                assert got == list(discover.chunks(path, size)), (size, pem_max, tail)
+    assert told[True] > 100 and told[False] > 100
 
 
 LOG_LINES = st.sampled_from(

@@ -34,6 +34,7 @@ CHUNK = 16 << 20  # bytes of a big file redacted at once, cut at a line end
 PEM_BEGIN, PEM_END = b"-----BEGIN ", b"-----END "
 LONG_LINE = 4  # pieces a line may grow to before it is cut anyway: memory stays bounded
 PEM_MAX = 1 << 20  # bytes from a piece's end searched for a PEM block it cuts (a key is ~3 KB)
+SPAN_TAIL = 64 << 10  # bytes beyond PEM_MAX that `spans` reads of a block's end to find its cut
 SCANS = 2  # pieces the first pass scans at once (Hyperscan, without Python's lock, on two cores)
 FORK_MIN = 4 * CHUNK  # bytes from which a file's first pass runs in worker processes
 
@@ -80,24 +81,48 @@ def chunks(path: Path, size: int | None = None) -> Iterator[bytes]:
 
 
 def spans(path: Path, size: int | None = None) -> Iterator[tuple[int, int]]:
-    """Where `chunks` cuts the file, as (start, end) offsets: the same cuts, found by reading the
-    file into one buffer (reused: a new one costs a page fault per 4 KiB) without keeping it, so
-    that a worker process reads and studies each piece itself."""
+    """Where `chunks` cuts the file, as (start, end) offsets, so that a worker process reads and
+    studies each piece itself: the same cuts, told by the last bytes of each block (its last
+    line end, a PEM block it opens there), read into one buffer; a block whose last bytes do
+    not tell is read whole (a long line, a PEM block near the end)."""
     size = size or CHUNK
     buffer = bytearray()
     with path.open("rb", buffering=0) as fh:
         stop = os.fstat(fh.fileno()).st_size
         pos, want = 0, size
         while pos < stop:
-            n = _read_into(fh, pos, min(want, stop - pos), buffer)
-            if pos + n >= stop or not n:  # the last piece (or the file was cut short)
-                if n:
-                    yield pos, pos + n
+            n = min(want, stop - pos)
+            if pos + n >= stop:  # the last piece
+                yield pos, stop
                 return
-            cut = _cut(buffer, whole_lines=n < LONG_LINE * size)
+            whole_lines = n < LONG_LINE * size
+            tail = min(n, PEM_MAX + SPAN_TAIL)
+            if _read_into(fh, pos + n - tail, tail, buffer) < tail:
+                return  # the file was cut short meanwhile
+            cut = _cut_from_tail(buffer, n - tail)
+            if cut is None:
+                if _read_into(fh, pos, n, buffer) < n:
+                    return
+                cut = _cut(buffer, whole_lines)
             if cut:
                 yield pos, pos + cut
             pos, want = pos + cut, n - cut + size  # the rest and `size` more, as `chunks`
+
+
+def _cut_from_tail(tail: bytearray, offset: int) -> int | None:
+    """`_cut` of a block from its last bytes (`tail`, at `offset` in it), or None when they do
+    not tell: no line end in them, or not far enough in for the PEM search, or a PEM block whose
+    line starts before them."""
+    if offset == 0:
+        return None
+    cut = tail.rfind(b"\n") + 1
+    if cut < PEM_MAX:
+        return None
+    begin = tail.rfind(PEM_BEGIN, cut - PEM_MAX, cut)
+    if begin >= 0 and tail.find(PEM_END, begin, cut) < 0:
+        line = tail.rfind(b"\n", 0, begin) + 1
+        return offset + line if line > 0 else None
+    return offset + cut
 
 
 def _read_into(fh: BinaryIO, start: int, n: int, buffer: bytearray) -> int:

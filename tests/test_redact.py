@@ -1234,3 +1234,26 @@ def test_a_first_pass_worker_that_dies_changes_nothing_and_leaves_no_process(tmp
     assert seen, "no worker process was forked"
     assert not any(running(pid) for pid in seen)
     assert not children(parent) or all(not running(pid) for pid in children(parent))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_property_node_name_prefilter_selects_every_get_pods_line(data):
+    """The node-name prefilter's `kubectl get pods -o wide` part is a superset anchored on the
+    READY fraction and the pod IP (or <none>), not on every line's start: every line where the
+    NODE column's pattern matches is selected, by Rust's regex (polars) and by Hyperscan."""
+    import polars as pl
+
+    from analyzer.redact.hyper import line_filter
+
+    node = next(r for r in load_redactors() if r.id == "node-name")
+    (column,) = [p for p in node.patterns if "<none>" in p.pattern]
+    text = data.draw(st.from_regex(column.pattern, fullmatch=False))
+    for m in column.finditer(text):
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.start())
+        line = text[start : end if end >= 0 else len(text)]
+        assert pl.Series([line]).str.contains(str(node.prefilter))[0], line
+        fast = line_filter((str(node.prefilter),))
+        if fast is not None:
+            assert fast.hits(line.encode() + b"\n").starts[0] == [0], line

@@ -1257,3 +1257,29 @@ def test_property_node_name_prefilter_selects_every_get_pods_line(data):
         fast = line_filter((str(node.prefilter),))
         if fast is not None:
             assert fast.hits(line.encode() + b"\n").starts[0] == [0], line
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_line_numbers_are_the_newlines_before_each_start(seed):
+    """The first pass numbers the lines it selects by counting newlines a block of the scratch
+    array at a time: a start in any block, at a block's first byte, after empty lines, the last
+    line without a newline."""
+    import random
+
+    from analyzer.parse.bytescan import LINE_BLOCK
+    from analyzer.redact.hyper import line_filter
+
+    fast = line_filter(("x",))
+    if fast is None:
+        pytest.skip("Hyperscan has no wheel for this platform")
+    rng = random.Random(seed)
+    lines = [b"y" * rng.choice([0, 0, 1, 40, 300, 5000]) for _ in range(3000)]
+    raw = b"\n".join(lines)
+    starts = {0} | {raw.rfind(b"\n", 0, rng.randrange(len(raw))) + 1 for _ in range(500)}
+    starts |= {
+        k * LINE_BLOCK
+        for k in range(1, len(raw) // LINE_BLOCK + 1)
+        if raw[k * LINE_BLOCK - 1] == 10
+    }
+    assert len(raw) > 2 * LINE_BLOCK
+    assert fast._numbers(raw, starts) == {s: raw.count(b"\n", 0, s) for s in starts}

@@ -76,10 +76,7 @@ def cluster(tmp_path):
             **common,
         )
     ]
-    deadline = time.monotonic() + 30
-    while not sched_file.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    address = json.loads(sched_file.read_text())["address"]
+    address = _scheduler_address(sched_file, deadline=time.monotonic() + 30)
     workers = [
         subprocess.Popen(
             [str(DASK), "worker", address, "--host", "127.0.0.1", "--nthreads", "1"]
@@ -99,6 +96,18 @@ def cluster(tmp_path):
         for p in reversed(procs):
             p.kill()
             p.wait()
+
+
+def _scheduler_address(sched_file: Path, deadline: float) -> str:
+    """The address in the scheduler's file, once the file is whole: the scheduler creates it
+    before it writes it, and a loaded machine showed the empty file."""
+    while True:
+        try:
+            return json.loads(sched_file.read_text())["address"]
+        except (OSError, ValueError, KeyError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def _batch(tickets, out, *args: str, env=None) -> subprocess.Popen:

@@ -161,3 +161,18 @@ def test_temp_folder_removed(tmp_path):
         tmp = r.tmp
         assert tmp.exists()
     assert not tmp.exists()
+
+
+def test_a_folder_of_plain_files_needs_no_temp_folder(tmp_path, monkeypatch):
+    """Only what is extracted or cut is written: a folder of plain files is read where TMPDIR
+    cannot be written, and an archive there is refused with one line that names TMPDIR."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "dp.log").write_bytes(LOG)
+    _tar(tmp_path / "b.tgz", {"dp.log": LOG})
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "missing"))
+    with open_bundle([str(tmp_path / "in")]) as r:
+        assert _names(r) == ["dp.log"]
+        assert r._tmp is None
+    with pytest.raises(BundleError, match=r"cannot create a temporary folder .*TMPDIR"):
+        with open_bundle([str(tmp_path / "b.tgz")]):
+            pass

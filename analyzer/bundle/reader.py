@@ -436,18 +436,28 @@ class BundleReader:
     def __init__(self, limits: Limits | None = None):
         self.limits = limits or Limits()
         self.budget = _Budget(self.limits)
-        try:
-            self.tmp = Path(tempfile.mkdtemp(prefix="hami-bundle-"))
-        except OSError as exc:
-            raise BundleError(
-                f"cannot create a temporary folder in {tempfile.gettempdir()}: "
-                f"{exc.strerror or exc}; point TMPDIR at a writable folder"
-            ) from None
+        self._tmp: Path | None = None
         self._counter = 0
         self.inventory = Inventory()
 
+    @property
+    def tmp(self) -> Path:
+        """The reader's private folder, made when something is first written there (a member
+        extracted, a copy cut): a folder of plain files needs none, and works where TMPDIR is
+        read-only."""
+        if self._tmp is None:
+            try:
+                self._tmp = Path(tempfile.mkdtemp(prefix="hami-bundle-"))
+            except OSError as exc:
+                raise BundleError(
+                    f"cannot create a temporary folder in {tempfile.gettempdir()}: "
+                    f"{exc.strerror or exc}; point TMPDIR at a writable folder"
+                ) from None
+        return self._tmp
+
     def close(self) -> None:
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
 
     def _tmpfile(self) -> Path:
         self._counter += 1

@@ -142,20 +142,21 @@ def line_pattern(pattern: str) -> str | None:
 
 def line_counter(pattern: str) -> str | None:
     """A pattern with one match per line that a signature's regex matches (at the line's end),
-    or None when Hyperscan's byte mode cannot take the regex."""
+    or None when Hyperscan's byte mode cannot read the regex the same way. Whether Hyperscan
+    compiles it (a look-behind it refuses) is `accepted`'s question."""
     line = line_pattern(pattern)
     if hyperscan is None or line is None:
         return None
-    counter = f"(?:{line})[^\\n]*\\n"
-    return counter if _accepted(counter) else None
+    return f"(?:{line})[^\\n]*\\n"
 
 
 @functools.lru_cache(maxsize=256)
-def _accepted(pattern: str) -> bool:
-    """Hyperscan compiles this multi-line pattern (a check, not kept in the cache folder,
-    where one file per hot signature would push the scan's databases out)."""
+def accepted(counter: str) -> bool:
+    """Hyperscan compiles this multi-line pattern on its own: asked only when a scan's database
+    does not compile (a compile per hot signature would cost every big log 10 ms; the answer is
+    not kept in the cache folder, where a file per signature would push the databases out)."""
     assert hyperscan is not None
-    return compile_database([pattern], [hyperscan.HS_FLAG_MULTILINE]) is not None
+    return compile_database([counter], [hyperscan.HS_FLAG_MULTILINE]) is not None
 
 
 _BYTE_ESCAPES = [

@@ -743,18 +743,32 @@ def _own(frame: pl.DataFrame) -> pl.DataFrame:
 def _byte_scan(matcher: Matcher, hot: list[str]) -> ByteScan | None:
     """The byte scan of this matcher's signatures (the hot ones it can count itself), or None
     where it cannot stand in for the line reader. Imported here: only big logs need Hyperscan."""
-    from analyzer.parse.bytescan import ByteScan, line_counter
+    from analyzer.parse.bytescan import accepted, line_counter
 
     plain = {sid: matcher.pattern[sid] for sid in hot if _is_plain(matcher.pattern[sid])}
     counters = {sid: line_counter(matcher.pattern[sid]) for sid in hot if sid not in plain}
-    reported = [sid for sid, counter in counters.items() if counter is not None]
+    reported = {sid: counter for sid, counter in counters.items() if counter is not None}
+    scan = _byte_scan_of(matcher, plain, reported)
+    if scan is None and reported:  # one counter Hyperscan refuses sinks the whole database
+        reported = {sid: counter for sid, counter in reported.items() if accepted(counter)}
+        scan = _byte_scan_of(matcher, plain, reported)
+    return scan
+
+
+def _byte_scan_of(
+    matcher: Matcher, plain: dict[str, str], reported: dict[str, str]
+) -> ByteScan | None:
+    """The byte scan that counts the `plain` hot signatures and reports the lines of the
+    `reported` ones (with these counters); every other signature makes lines candidates."""
+    from analyzer.parse.bytescan import ByteScan
+
     rest = matcher.without([*plain, *reported])
     if any(not rest._ascii_folded(sid) for sid in rest.folded):
         return None  # Hyperscan ignores ASCII case only
     caseless = sorted(rest._by_folded_literal())
     folds = {FOLDS_TO_ASCII[c] for x in caseless for c in x if c in FOLDS_TO_ASCII}
     return ByteScan.build(
-        [(sid, counters[sid] or "") for sid in reported],
+        list(reported.items()),
         list(plain.items()),
         rest.literals + sorted(folds),
         caseless,

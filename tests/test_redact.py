@@ -1295,39 +1295,11 @@ def test_a_redaction_stopped_midway_leaves_no_worker(how, tmp_path):
     """Ctrl-C from the terminal (SIGINT to the whole process group) or `kill -9` of `redact`
     while its first-pass workers study a big log: none of them is left, and Ctrl-C ends with
     exit 130, no traceback and no output."""
-    import signal
-    import subprocess
+    from contract import running, stopped_midway
 
-    from conftest import CLI
-    from contract import children, running
-
-    block = (SAMPLES / "annotation-health-omitted" / "bundle" / "device-plugin.log").read_bytes()
-    log = tmp_path / "device-plugin.log"
-    with log.open("wb") as fh:
-        while fh.tell() < 192 << 20:
-            fh.write(block * 64)
-    out = tmp_path / "out"
-    proc = subprocess.Popen(
-        [*CLI, "redact", str(log), "-o", str(out)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    workers: list[int] = []
-    deadline = time.monotonic() + 120
-    while len(workers) < 2 and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-        workers = children(proc.pid)
-    assert len(workers) >= 2, "the first pass ended before its workers were seen"
+    log, out = tmp_path / "device-plugin.log", tmp_path / "out"
+    code, err, workers = stopped_midway(["redact", str(log), "-o", str(out)], how, log)
     if how == "ctrl-c":
-        os.killpg(proc.pid, signal.SIGINT)
-    else:
-        proc.kill()
-    _, err = proc.communicate(timeout=60)
-    if how == "ctrl-c":
-        assert proc.returncode == 130 and b"Traceback" not in err, err
+        assert code == 130 and b"Traceback" not in err, err
         assert [p.name for p in tmp_path.iterdir()] == [log.name]  # no output, no temporary
-    deadline = time.monotonic() + 10
-    while any(map(running, workers)) and time.monotonic() < deadline:
-        time.sleep(0.05)
     assert not any(map(running, workers)), workers

@@ -1197,7 +1197,7 @@ def test_a_first_pass_worker_that_dies_changes_nothing_and_leaves_no_process(tmp
 
     import analyzer.redact.discover as discover
     import analyzer.redact.lines as lines_module
-    from contract import children, running
+    from contract import running
 
     monkeypatch.setattr(discover, "CHUNK", 1 << 13)
     monkeypatch.setattr(discover, "HYPERSCAN_MIN", 1 << 12)
@@ -1233,8 +1233,7 @@ def test_a_first_pass_worker_that_dies_changes_nothing_and_leaves_no_process(tmp
     monkeypatch.setattr(discover.Workers, "__init__", remembers)
     assert discover.discover(sources, load_redactors()) == expected
     assert seen, "no worker process was forked"
-    assert not any(running(pid) for pid in seen)
-    assert not children(parent) or all(not running(pid) for pid in children(parent))
+    assert not any(running(pid) for pid in seen)  # the pool's processes, the dead one too
 
 
 @settings(max_examples=300, deadline=None)

@@ -349,3 +349,34 @@ def running(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def stopped_midway(args: list[str], how: str, big_log: Path) -> tuple[int, bytes, list[int]]:
+    """`hami-analyzer ARGS` on `big_log` (written here: a sample log repeated to 192 MiB) in a
+    session of its own, stopped once two worker processes of its run, by Ctrl-C from the
+    terminal (SIGINT to the whole process group) or `kill -9`: its exit code, its stderr, and
+    its workers, once they are gone (or after ten seconds)."""
+    from conftest import SAMPLES
+
+    block = (SAMPLES / "annotation-health-omitted" / "bundle" / "device-plugin.log").read_bytes()
+    with big_log.open("wb") as fh:
+        while fh.tell() < 192 << 20:
+            fh.write(block * 64)
+    proc = subprocess.Popen(
+        [*CLI, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    )
+    workers: list[int] = []
+    deadline = time.monotonic() + 120
+    while len(workers) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+        workers = children(proc.pid)
+    assert len(workers) >= 2, "the run ended before its workers were seen; make the log larger"
+    if how == "ctrl-c":
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        proc.kill()
+    _, err = proc.communicate(timeout=60)
+    deadline = time.monotonic() + 10
+    while any(map(running, workers)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return proc.returncode, err, workers

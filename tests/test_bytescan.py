@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analyzer.bundle import recognise as recognise_mod
-from analyzer.parse import bytescan
+from analyzer.parse import bytescan, workers
 from analyzer.parse import logs as logs_mod
 from analyzer.parse.literals import leading_superset
 from conftest import parse_texts
@@ -358,14 +358,14 @@ def test_the_chunks_are_scanned_in_processes_and_threads_alike(ruleset, monkeypa
     processes cannot start) read the same."""
     content = _log(VOCABULARY, 60)
     started = []
-    real = bytescan._processes
-    monkeypatch.setattr(bytescan, "_processes", lambda *a: started.append(real(*a)) or started[-1])
+    real = workers.fork_pool
+    monkeypatch.setattr(workers, "fork_pool", lambda *a: started.append(real(*a)) or started[-1])
     in_processes = _scan_log(ruleset, monkeypatch, content)
     if sys.platform == "linux":
         assert started and started[0] is not None
-    monkeypatch.setattr(bytescan, "ProcessPoolExecutor", _no_semaphores)
+    monkeypatch.setattr(workers, "ProcessPoolExecutor", _no_semaphores)
     in_threads = _scan_log(ruleset, monkeypatch, content)
-    assert bytescan._processes(None, 2) is None
+    assert workers.fork_pool(None, 2) is None
     _same(in_processes, in_threads)
 
 

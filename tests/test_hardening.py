@@ -25,9 +25,9 @@ from contract import (
     Bounded,
     assert_bounded_contract,
     assert_contract,
-    children,
     run_bounded,
     running,
+    stopped_midway,
     tree_digest,
 )
 from fuzzing import key_paths, with_value
@@ -176,33 +176,10 @@ def test_a_scan_stopped_midway_leaves_no_worker(how, tmp_path):
     """Ctrl-C from the terminal (SIGINT to the whole process group) or `kill -9` of `analyze`
     while its scan processes read a big log: none of them is left waiting for work, and Ctrl-C
     ends with exit 130 and no traceback."""
-    block = (SAMPLES / "annotation-health-omitted" / "bundle" / "device-plugin.log").read_bytes()
     log = tmp_path / "device-plugin.log"
-    with log.open("wb") as fh:
-        while fh.tell() < 192 << 20:
-            fh.write(block * 64)
-    proc = subprocess.Popen(
-        [*CLI, "analyze", str(log), "--format", "json"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    workers: list[int] = []
-    deadline = time.monotonic() + 120
-    while len(workers) < 2 and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-        workers = children(proc.pid)
-    assert len(workers) >= 2, "the scan ended before its workers were seen; make the log larger"
+    code, err, workers = stopped_midway(["analyze", str(log), "--format", "json"], how, log)
     if how == "ctrl-c":
-        os.killpg(proc.pid, signal.SIGINT)
-    else:
-        proc.kill()
-    _, err = proc.communicate(timeout=60)
-    if how == "ctrl-c":
-        assert proc.returncode == 130 and b"Traceback" not in err, err
-    deadline = time.monotonic() + 10
-    while any(map(running, workers)) and time.monotonic() < deadline:
-        time.sleep(0.05)
+        assert code == 130 and b"Traceback" not in err, err
     assert not any(map(running, workers)), workers
 
 

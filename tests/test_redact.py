@@ -6,7 +6,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import shutil
+import sys
 import tarfile
 import tempfile
 import time
@@ -1050,3 +1052,253 @@ def test_writer_makes_deferred_pieces_in_order_and_reports_their_failure():
             break
     with pytest.raises(ValueError, match="cannot make"):
         writer.finish()
+
+
+# ---- the first pass of a big file in worker processes ------------------------------------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(PIECE_PARTS, max_size=120), st.integers(1, 64), st.integers(1, 8), st.integers(0, 8)
+)
+def test_property_spans_are_where_chunks_cut(parts, size, pem_max, tail):
+    """The offsets the first pass hands its workers cut the file where `chunks` (the second
+    pass) cuts it, whether a block's last bytes tell the cut or it is read whole: line ends,
+    PEM blocks, overlong lines, no last newline."""
+    from unittest import mock
+
+    import analyzer.redact.discover as discover
+
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        mock.patch.object(discover, "PEM_MAX", pem_max),
+        mock.patch.object(discover, "SPAN_TAIL", tail),
+    ):
+        path = Path(tmp) / "f"
+        data = b"".join(parts)
+        path.write_bytes(data)
+        got = [data[start:end] for start, end in discover.spans(path, size)]
+        assert got == list(discover.chunks(path, size))
+
+
+def test_spans_told_by_block_ends_cut_as_chunks(tmp_path, monkeypatch):
+    """Most blocks' cuts are told by their last bytes (the rest is not read), and those that
+    cannot be (a PEM block near the end, a long line) are read whole: the cuts are `chunks`'."""
+    import random
+
+    import analyzer.redact.discover as discover
+
+    rng = random.Random(7)
+    lines = []
+    for _ in range(3000):
+        kind = rng.random()
+        if kind < 0.02:
+            lines.append(b"-----BEGIN RSA PRIVATE KEY-----")
+        elif kind < 0.04:
+            lines.append(b"-----END RSA PRIVATE KEY-----")
+        elif kind < 0.05:
+            lines.append(b"x" * rng.randrange(100, 400))
+        else:
+            lines.append(b"y" * rng.randrange(0, 40))
+    path = tmp_path / "f.log"
+    data = b"\n".join(lines)
+    path.write_bytes(data)
+    told = {True: 0, False: 0}
+    real = discover._cut_from_tail
+
+    def counted(*args):
+        cut = real(*args)
+        told[cut is not None] += 1
+        return cut
+
+    monkeypatch.setattr(discover, "_cut_from_tail", counted)
+    for size in (16, 64, 200, 1000):
+        for pem_max in (8, 32, 120):
+            for tail in (0, 16, 64):
+                monkeypatch.setattr(discover, "PEM_MAX", pem_max)
+                monkeypatch.setattr(discover, "SPAN_TAIL", tail)
+                got = [data[start:end] for start, end in discover.spans(path, size)]
+                assert got == list(discover.chunks(path, size)), (size, pem_max, tail)
+    assert told[True] > 100 and told[False] > 100
+
+
+LOG_LINES = st.sampled_from(
+    [
+        "I0815 09:04:51.200000 2071 util.go:76] nodeName: {name}\n",
+        "I0815 09:04:51.200000 2071 util.go:76] Start working on node {name}\n",
+        "W0815 09:04:52.100000 2071 client.go:9] dial tcp 10.20.{n}.7:443: i/o timeout on {name}\n",
+        "I0815 09:04:53.000000 2071 factory.go:150] k8s.io/client-go/informers/factory.go:150: ok\n",
+        '  image: "harbor.acme{n}.example:5000/hami/hami:v2.{n}"\n',
+        "  mac 02:42:ac:11:00:{n:02d} fe80::42:acff:fe11:{n}\n",
+        "  password: s3cr3t-{n}-value\n",
+        "I0815 09:04:54.000000 2071 util.go:80] gpu-{n} is {name}-{n} node-{n}\n",
+        "I0815 09:04:55.000000 2071 util.go:81] 节点 {name} 就绪\n",
+        "E0815 09:04:56.000000 2071 util.go:82] host db{n}.prod.acme.internal\r\n",
+        "I0815 09:04:57.000000 2071 util.go:83] nothing to see here, line {n}\n",
+    ]
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(st.tuples(LOG_LINES, st.integers(0, 99)), min_size=1, max_size=60),
+    st.sampled_from(["gpu-node-3", "worker7.lab", "ip-10-0-1-2"]),
+    st.sampled_from([1 << 10, 1 << 13, 1 << 14]),
+)
+def test_property_first_pass_in_worker_processes_changes_nothing(lines, name, chunk):
+    """A big file's first pass studied by forked worker processes (its pieces read by offset,
+    pieces outside ASCII or with carriage returns handed back and studied by the parent) finds
+    the names, the tokens already taken and the plans the in-thread pass finds, and the
+    redacted copy and its map are byte for byte the same."""
+    from unittest import mock
+
+    import analyzer.parse.workers as workers_module
+    import analyzer.redact.discover as discover
+    import analyzer.redact.lines as lines_module
+
+    body = "".join(line.format(name=name, n=n) for line, n in lines)
+    data = (body * (1 + (3 * chunk) // len(body))).encode()
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "in"
+        src.mkdir()
+        (src / "device-plugin.log").write_bytes(data)
+        (src / "node.yaml").write_text(f"kind: Node\nmetadata:\n  name: {name}\n")
+        sources = [discover.SourceFile(p.name, p) for p in sorted(src.iterdir())]
+        found, outputs, forked = [], [], []
+        real_pool = workers_module.fork_pool
+        for fork_min in (0, 1 << 40):  # processes, then the in-thread pass
+            with (
+                mock.patch.object(discover, "CHUNK", chunk),
+                mock.patch.object(discover, "FORK_MIN", fork_min),
+                mock.patch.object(discover, "HYPERSCAN_MIN", 1 << 13),
+                mock.patch.object(lines_module, "HYPERSCAN_MIN", 1 << 13),
+                mock.patch.object(
+                    workers_module,
+                    "fork_pool",
+                    lambda *a: forked.append(real_pool(*a)) or forked[-1],
+                ),
+            ):
+                found.append(discover.discover(sources, load_redactors()))
+                out, map_file = Path(tmp) / f"out{fork_min}", Path(tmp) / f"map{fork_min}.json"
+                redact_tree(src, out, map_file=map_file)
+                outputs.append((tree_digest(out), map_file.read_bytes()))
+        if sys.platform == "linux":
+            assert forked and all(pool is not None for pool in forked)
+        assert found[0] == found[1]
+        assert outputs[0] == outputs[1]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="worker processes are forked on Linux only")
+def test_a_first_pass_worker_that_dies_changes_nothing_and_leaves_no_process(tmp_path, monkeypatch):
+    """The out-of-memory killer takes a first-pass worker: its piece and the rest are studied
+    in threads, with the same names and plans, and no worker process is left."""
+    import os
+    import signal
+
+    import analyzer.redact.discover as discover
+    import analyzer.redact.lines as lines_module
+    from contract import running
+
+    monkeypatch.setattr(discover, "CHUNK", 1 << 13)
+    monkeypatch.setattr(discover, "HYPERSCAN_MIN", 1 << 12)
+    monkeypatch.setattr(lines_module, "HYPERSCAN_MIN", 1 << 12)
+    log = tmp_path / "device-plugin.log"
+    log.write_bytes(
+        b"".join(
+            b"I0815 09:04:51.2 2071 util.go:76] Start working on node gpu-%d 10.1.%d.9\n"
+            % (i % 7, i % 250)
+            for i in range(4000)
+        )
+    )
+    sources = [discover.SourceFile(log.name, log)]
+    monkeypatch.setattr(discover, "FORK_MIN", 1 << 40)
+    expected = discover.discover(sources, load_redactors())
+    monkeypatch.setattr(discover, "FORK_MIN", 0)
+    parent, real = os.getpid(), discover._Teacher.__call__
+    seen: list[int] = []
+
+    def dies_in_a_child(self, path, start, *args):
+        if os.getpid() != parent and start > 0:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(self, path, start, *args)
+
+    monkeypatch.setattr(discover._Teacher, "__call__", dies_in_a_child)
+    real_pool = discover.Workers.__init__
+
+    def remembers(self, *args):
+        real_pool(self, *args)
+        if self.processes is not None:
+            seen.extend(getattr(self.processes, "_processes", {}))
+
+    monkeypatch.setattr(discover.Workers, "__init__", remembers)
+    assert discover.discover(sources, load_redactors()) == expected
+    assert seen, "no worker process was forked"
+    assert not any(running(pid) for pid in seen)  # the pool's processes, the dead one too
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_property_node_name_prefilter_selects_every_get_pods_line(data):
+    """The node-name prefilter's `kubectl get pods -o wide` part is a superset anchored on the
+    READY fraction and the pod IP (or <none>), not on every line's start: every line where the
+    NODE column's pattern matches is selected, by Rust's regex (polars) and by Hyperscan."""
+    import polars as pl
+
+    from analyzer.redact.hyper import line_filter
+
+    node = next(r for r in load_redactors() if r.id == "node-name")
+    (column,) = [p for p in node.patterns if "<none>" in p.pattern]
+    text = data.draw(st.from_regex(column.pattern, fullmatch=False))
+    for m in column.finditer(text):
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.start())
+        line = text[start : end if end >= 0 else len(text)]
+        assert pl.Series([line]).str.contains(str(node.prefilter))[0], line
+        fast = line_filter((str(node.prefilter),))
+        if fast is not None:
+            assert fast.hits(line.encode() + b"\n").starts[0] == [0], line
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_line_numbers_are_the_newlines_before_each_start(seed):
+    """The first pass numbers the lines it selects by counting newlines a block of the scratch
+    array at a time: a start in any block, at a block's first byte, after empty lines, the last
+    line without a newline."""
+    import random
+
+    from analyzer.parse.bytescan import LINE_BLOCK
+    from analyzer.redact.hyper import line_filter
+
+    fast = line_filter(("x",))
+    if fast is None:
+        pytest.skip("Hyperscan has no wheel for this platform")
+    rng = random.Random(seed)
+    lines = [b"y" * rng.choice([0, 0, 1, 40, 300, 5000]) for _ in range(3000)]
+    raw = b"\n".join(lines)
+    starts = {0} | {raw.rfind(b"\n", 0, rng.randrange(len(raw))) + 1 for _ in range(500)}
+    starts |= {
+        k * LINE_BLOCK
+        for k in range(1, len(raw) // LINE_BLOCK + 1)
+        if raw[k * LINE_BLOCK - 1] == 10
+    }
+    assert len(raw) > 2 * LINE_BLOCK
+    assert fast._numbers(raw, starts) == {s: raw.count(b"\n", 0, s) for s in starts}
+
+
+@pytest.mark.skipif(
+    sys.platform != "linux" or (os.cpu_count() or 1) < 2,
+    reason="a big file's first pass runs in forked processes on Linux with two cores or more",
+)
+@pytest.mark.parametrize("how", ["ctrl-c", "kill -9"])
+def test_a_redaction_stopped_midway_leaves_no_worker(how, tmp_path):
+    """Ctrl-C from the terminal (SIGINT to the whole process group) or `kill -9` of `redact`
+    while its first-pass workers study a big log: none of them is left, and Ctrl-C ends with
+    exit 130, no traceback and no output."""
+    from contract import running, stopped_midway
+
+    log, out = tmp_path / "device-plugin.log", tmp_path / "out"
+    code, err, workers = stopped_midway(["redact", str(log), "-o", str(out)], how, log)
+    if how == "ctrl-c":
+        assert code == 130 and b"Traceback" not in err, err
+        assert [p.name for p in tmp_path.iterdir()] == [log.name]  # no output, no temporary
+    assert not any(map(running, workers)), workers

@@ -23,13 +23,9 @@ import hashlib
 import os
 import platform
 import re
-import signal
-import sys
 import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -47,9 +43,14 @@ from analyzer.parse.batch import (
     Batch,
 )
 from analyzer.parse.literals import leading_superset
+from analyzer.parse.workers import Workers
 
 hyperscan: ModuleType | None
 np: ModuleType | None
+# numpy's OpenBLAS starts a thread per further core when it is imported (~50-100 ms of CPU), a
+# thread that the scan's forked workers would not have; nothing here multiplies matrices. A value
+# the user set stands.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 try:  # binary wheels on the usual platforms; without them the line reader scans every log
     import hyperscan
     import numpy as np
@@ -404,13 +405,13 @@ class ByteScan:
             base += found.lines
             return batch
 
-        pool = _Workers(self, workers)
+        pool = Workers(self.scan_range, workers)
         try:
             for start, end in _ranges(path):
                 heads = {sid: max(0, SIG_HEAD_CAP - n) for sid, n in seen.items()}
                 wanted = (ERROR_LINE_CAP - errors, ERROR_EXAMINED - examined)
                 args = (str(path), start, end, heads, *wanted)
-                pending.append((end - start, args, pool.submit(args)))
+                pending.append((end - start, args, pool.submit(*args)))
                 while len(pending) > workers or (pending and pending[0][2].done()):
                     yield done()
             while pending:
@@ -590,105 +591,6 @@ def _batch(found: _Found, loose: list[tuple[int, str]], base: int, size: int) ->
         loose=_rows_frame(loose, base) if loose else None,
         candidates=_frame(lines, texts, base, _err=errs) if lines else None,
     )
-
-
-class _Workers:
-    """Where the chunks are scanned: forked worker processes where they start (`_processes`),
-    else threads. Threads share Python's lock, which every match Hyperscan reports takes: while
-    one holds it (its own Python work, `bytes.count`), the other's scan waits at its next match,
-    a quarter of the scan's time on a log with a match every few kilobytes. A process that dies
-    (the out-of-memory killer) leaves the rest of the scan to threads."""
-
-    def __init__(self, scan: ByteScan, workers: int):
-        self.scan = scan
-        self.workers = workers
-        self.processes = _processes(scan, workers)
-        self.threads = ThreadPoolExecutor(workers) if self.processes is None else None
-
-    def submit(self, args: tuple) -> Future:
-        """`ByteScan.scan_range(*args)` under way."""
-        if self.processes is not None:
-            with contextlib.suppress(BrokenProcessPool):
-                return self.processes.submit(_scan_adopted, *args)
-            self._to_threads()
-        assert self.threads is not None
-        return self.threads.submit(self.scan.scan_range, *args)
-
-    def result(self, args: tuple, future: Future) -> _Found:
-        """The submitted scan's result (scanned again here if its process died)."""
-        try:
-            return future.result()
-        except BrokenProcessPool:
-            self._to_threads()
-            return self.scan.scan_range(*args)
-
-    def _to_threads(self) -> None:
-        if self.processes is not None:
-            self.processes.shutdown(wait=True, cancel_futures=True)
-            self.processes = None
-        if self.threads is None:
-            self.threads = ThreadPoolExecutor(self.workers)
-
-    def close(self) -> None:
-        for pool in (self.processes, self.threads):
-            if pool is not None:
-                pool.shutdown(wait=True, cancel_futures=True)
-
-
-PROCESS_START_S = 10.0  # forked scan processes that do not answer by then are given up
-
-
-def _processes(scan: ByteScan, workers: int) -> ProcessPoolExecutor | None:
-    """`workers` scan processes forked from this one (the scan and its database inherited, not
-    pickled), started and answering; None on one core, off Linux, in a daemonic process (a batch
-    worker may not have children) or where they cannot start (no semaphores, a process limit,
-    a child stuck on a lock some thread held when it was forked)."""
-    import multiprocessing
-
-    if workers < 2 or sys.platform != "linux" or multiprocessing.current_process().daemon:
-        return None
-    pool = None
-    # a Ctrl-C from the terminal reaches the whole process group: it waits in a new process
-    # until that process ignores it (a child forked from this thread inherits its mask)
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        fork = multiprocessing.get_context("fork")
-        pool = ProcessPoolExecutor(workers, fork, initializer=_adopt, initargs=(scan, os.getpid()))
-        pool.submit(int).result(timeout=PROCESS_START_S)
-        return pool
-    except BaseException as exc:  # OSError, BrokenProcessPool, TimeoutError, KeyboardInterrupt
-        if pool is not None:
-            for process in list(getattr(pool, "_processes", {}).values()):
-                process.kill()
-            pool.shutdown(wait=False, cancel_futures=True)
-        if not isinstance(exc, Exception):
-            raise
-        return None
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-
-
-_ADOPTED: list[ByteScan] = []  # in a scan process: the scan it serves
-
-
-def _adopt(scan: ByteScan, parent: int) -> None:
-    """A scan process starts: it leaves Ctrl-C to its parent, ends at SIGTERM (not through the
-    parent's handler), dies with its parent (kill -9 included; else it would wait for work
-    forever) and keeps the scan."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:  # gone before that took effect
-        os._exit(0)
-    _ADOPTED[:] = [scan]
-
-
-def _scan_adopted(*args: Any) -> _Found:
-    return _ADOPTED[0].scan_range(*args)
 
 
 def _ranges(path) -> Iterator[tuple[int, int]]:

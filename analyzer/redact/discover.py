@@ -10,17 +10,22 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
+from typing import BinaryIO, TypeVar, cast
 
 from analyzer.bundle.model import BundleFile
 from analyzer.bundle.text import looks_binary
+from analyzer.parse.workers import Workers
 from analyzer.progress import Progress
-from analyzer.redact.engine import MIN_EVERYWHERE, Learner, Plan, Studied
+from analyzer.redact.engine import MIN_EVERYWHERE, Learner, Lesson, Plan
+from analyzer.redact.hyper import line_filter
+from analyzer.redact.lines import HYPERSCAN_MIN
 from analyzer.redact.redactors import Redactor
 from analyzer.redact.tokens import TokenMap
 
@@ -29,7 +34,9 @@ CHUNK = 16 << 20  # bytes of a big file redacted at once, cut at a line end
 PEM_BEGIN, PEM_END = b"-----BEGIN ", b"-----END "
 LONG_LINE = 4  # pieces a line may grow to before it is cut anyway: memory stays bounded
 PEM_MAX = 1 << 20  # bytes from a piece's end searched for a PEM block it cuts (a key is ~3 KB)
+SPAN_TAIL = 64 << 10  # bytes beyond PEM_MAX that `spans` reads of a block's end to find its cut
 SCANS = 2  # pieces the first pass scans at once (Hyperscan, without Python's lock, on two cores)
+FORK_MIN = 4 * CHUNK  # bytes from which a file's first pass runs in worker processes
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,66 @@ def chunks(path: Path, size: int | None = None) -> Iterator[bytes]:
             block = fh.read(len(block) - cut + size)  # the rest and `size` more, as before
 
 
+def spans(path: Path, size: int | None = None) -> Iterator[tuple[int, int]]:
+    """Where `chunks` cuts the file, as (start, end) offsets, so that a worker process reads and
+    studies each piece itself: the same cuts, told by the last bytes of each block (its last
+    line end, a PEM block it opens there), read into one buffer; a block whose last bytes do
+    not tell is read whole (a long line, a PEM block near the end)."""
+    size = size or CHUNK
+    buffer = bytearray()
+    with path.open("rb", buffering=0) as fh:
+        stop = os.fstat(fh.fileno()).st_size
+        pos, want = 0, size
+        while pos < stop:
+            n = min(want, stop - pos)
+            if pos + n >= stop:  # the last piece
+                yield pos, stop
+                return
+            whole_lines = n < LONG_LINE * size
+            tail = min(n, PEM_MAX + SPAN_TAIL)
+            if _read_into(fh, pos + n - tail, tail, buffer) < tail:
+                return  # the file was cut short meanwhile
+            cut = _cut_from_tail(buffer, n - tail)
+            if cut is None:
+                if _read_into(fh, pos, n, buffer) < n:
+                    return
+                cut = _cut(buffer, whole_lines)
+            if cut:
+                yield pos, pos + cut
+            pos, want = pos + cut, n - cut + size  # the rest and `size` more, as `chunks`
+
+
+def _cut_from_tail(tail: bytearray, offset: int) -> int | None:
+    """`_cut` of a block from its last bytes (`tail`, at `offset` in it), or None when they do
+    not tell: no line end in them, or not far enough in for the PEM search, or a PEM block whose
+    line starts before them."""
+    if offset == 0:
+        return None
+    cut = tail.rfind(b"\n") + 1
+    if cut < PEM_MAX:
+        return None
+    begin = tail.rfind(PEM_BEGIN, cut - PEM_MAX, cut)
+    if begin >= 0 and tail.find(PEM_END, begin, cut) < 0:
+        line = tail.rfind(b"\n", 0, begin) + 1
+        return offset + line if line > 0 else None
+    return offset + cut
+
+
+def _read_into(fh: BinaryIO, start: int, n: int, buffer: bytearray) -> int:
+    """Up to `n` bytes of the open file from `start` into `buffer` (resized in place, so its
+    pages are reused); how many were read."""
+    if len(buffer) > n:
+        del buffer[n:]
+    elif len(buffer) < n:
+        buffer.extend(bytes(n - len(buffer)))
+    got = 0
+    with memoryview(buffer) as view:
+        while got < n and (k := os.preadv(fh.fileno(), [view[got:]], start + got)):
+            got += k
+    del buffer[got:]
+    return got
+
+
 def prepared(
     path: Path, prepare: Callable[[int, bytes], T], workers: int = 1
 ) -> Iterator[tuple[int, T]]:
@@ -105,7 +172,7 @@ def prepared(
                 want += 1
 
 
-def _cut(block: bytes, whole_lines: bool = True) -> int:
+def _cut(block: bytes | bytearray, whole_lines: bool = True) -> int:
     """Where a piece ends: after its last newline (0: none, wait for more when `whole_lines`,
     else after the last blank, comma or brace), or before the line of a PEM block it opens near
     its end and does not close (unless that block started the piece: a "key" as big as a piece
@@ -137,12 +204,22 @@ def discover(
     plans: dict[Path, list[Plan]] = {}
     progress = Progress("finding names", sum(s.path.stat().st_size for s in texts), "bytes")
     try:
-        for s in texts:
-            pieces = plans[s.path] = []
-            study = partial(_study, learner, s.name)
-            for _, studied in prepared(s.path, study, SCANS):
-                pieces.append(learner.learn_from(studied, s.name))
-                progress.advance(studied.lines.size)
+        with ExitStack() as stack:
+            teacher = _Teacher(learner)
+            workers: Workers[Lesson | None] | None = None
+            for s in texts:
+                pieces = plans[s.path] = []
+                if s.path.stat().st_size >= FORK_MIN and workers is None:
+                    line_filter(teacher.prefilters)  # compiled once, before the fork
+                    workers = stack.enter_context(Workers(teacher, SCANS))
+                if workers is not None and s.path.stat().st_size >= FORK_MIN:
+                    lessons = _taught(s, workers, learner)
+                else:
+                    study = partial(_study, learner, s.name)
+                    lessons = (lesson for _, lesson in prepared(s.path, study, SCANS))
+                for lesson in lessons:
+                    pieces.append(learner.take(lesson))
+                    progress.advance(lesson.size)
     finally:
         progress.close()
     names = dict(learner.names)
@@ -157,8 +234,60 @@ def discover(
     return Found(names, frozenset(learner.reserved), plans)
 
 
-def _study(learner: Learner, where: str, _n: int, raw: bytes) -> Studied:
+def _study(learner: Learner, where: str, _n: int, raw: bytes) -> Lesson:
     return learner.prepare(raw, where)
+
+
+class _Teacher:
+    """A worker's first pass over one piece of a big file: read into the worker's own buffer,
+    scanned by Hyperscan and studied (`Learner.lesson`), handing back only what it taught. None
+    for a piece that is not plain ASCII in lines (or too small for Hyperscan): there polars
+    selects lines, and a forked process must not run polars (see `parse.workers`); the caller
+    studies such a piece itself."""
+
+    def __init__(self, learner: Learner):
+        self.learner = learner
+        self.prefilters = tuple(learner.prefilters)
+        self._local = threading.local()
+
+    def __call__(self, path: str, start: int, end: int, where: str) -> Lesson | None:
+        buffer = getattr(self._local, "buffer", None)
+        if buffer is None:
+            buffer = self._local.buffer = bytearray()
+        with open(path, "rb", buffering=0) as fh:
+            if _read_into(fh, start, end - start, buffer) != end - start:
+                return None  # the file changed meanwhile: the caller reads what is there
+        plain = len(buffer) >= HYPERSCAN_MIN and buffer.isascii() and b"\r" not in buffer
+        if not plain or line_filter(self.prefilters) is None:
+            return None
+        # read as bytes: the pass over plain lines only finds, slices and decodes the piece,
+        # and Hyperscan and numpy read a bytearray alike (a copy would cost its page faults)
+        return self.learner.prepare(cast(bytes, buffer), where)
+
+
+def _taught(s: SourceFile, workers: Workers[Lesson | None], learner: Learner) -> Iterator[Lesson]:
+    """The lessons of a big file's pieces, in order, each studied by a worker (`_Teacher`); a
+    piece a worker hands back is studied here."""
+    pending: deque[tuple[tuple, object]] = deque()
+
+    def done() -> Lesson:
+        args, future = pending.popleft()
+        lesson = workers.result(args, future)  # type: ignore[arg-type]
+        if lesson is None:
+            _path, start, end, where = args
+            with s.path.open("rb", buffering=0) as fh:
+                raw = bytearray()
+                _read_into(fh, start, end - start, raw)
+            lesson = learner.prepare(bytes(raw), where)
+        return lesson
+
+    for start, end in spans(s.path):
+        args = (str(s.path), start, end, s.name)
+        pending.append((args, workers.submit(*args)))
+        while len(pending) > 2 * workers.workers:
+            yield done()
+    while pending:
+        yield done()
 
 
 def _shortest(prefix: str, redactors: list[Redactor]) -> float:

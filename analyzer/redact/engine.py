@@ -183,15 +183,17 @@ class Plan:
 
 
 @dataclass(frozen=True)
-class Studied:
-    """A piece of the first pass, scanned and studied ahead of its learning (`Learner.study`):
-    its lines, each prefilter's lines, the token-shaped words it holds, and per `everywhere`
-    per-line redactor with candidate lines, what `lines_values` found there."""
+class Lesson:
+    """What one piece of the first pass teaches, found without touching the learner's state
+    (`Learner.lesson`; a worker may find it): the piece's size, the token-shaped words it holds,
+    the values to replace everywhere in the order the learner takes them (the first found keeps
+    its prefix), and the piece's plan for the second pass. It holds no text, so a worker process
+    hands it back small."""
 
-    lines: Lines
-    hits: list[list[int]]
+    size: int
     reserved: list[str]
-    values: dict[str, tuple[dict[str, str], list[int]]]
+    found: list[dict[str, str]]
+    plan: Plan
 
 
 @dataclass(frozen=True)
@@ -240,57 +242,49 @@ class Learner:
         self.reserved: set[str] = set()
 
     def text(self, text: str, where: str) -> Plan:
-        return self.learn_from(self.study(Lines(text), where), where)
+        return self.take(self.lesson(Lines(text), where))
 
     def piece(self, raw: bytes, where: str) -> Plan:
-        return self.learn_from(self.prepare(raw, where), where)
+        return self.take(self.prepare(raw, where))
 
-    def prepare(self, raw: bytes, where: str) -> Studied:
-        """A piece split, scanned and studied (no state is touched: a background thread may
-        do it)."""
-        return self.study(Lines.of_bytes(raw), where)
-
-    def study(self, lines: Lines, where: str) -> Studied:
-        """What the lines teach, found without touching the learner's state: the per-line
-        redactors' values are a piece's costliest Python, and a worker that does it frees
-        the thread that learns (in order: the first value found keeps its prefix)."""
-        hits = lines.hits(self.prefilters)
-        reserved: list[str] = []
-        for line in lines.get(hits[0]):
-            reserved += self.shapes.findall(line)
-        candidates = dict(
-            zip([r.id for r in self.per_line], hits[1 + len(self.gates) :], strict=True)
-        )
-        values = {
-            r.id: lines_values(r, lines.get(candidates[r.id]), where)
-            for r in self.learn
-            if r.per_line and candidates[r.id]
-        }
-        return Studied(lines, hits, reserved, values)
+    def prepare(self, raw: bytes, where: str) -> Lesson:
+        """A piece split, scanned and studied (no state is touched: a worker may do it)."""
+        return self.lesson(Lines.of_bytes(raw), where)
 
     @property
     def prefilters(self) -> list[str]:
         return [self.shapes_prefilter] + [str(r.prefilter) for r in [*self.gates, *self.per_line]]
 
-    def learn_from(self, studied: Studied, where: str) -> Plan:
-        lines, hits = studied.lines, studied.hits
-        self.reserved.update(studied.reserved)
+    def lesson(self, lines: Lines, where: str) -> Lesson:
+        """What the lines teach, found without touching the learner's state: the per-line
+        redactors' values are a piece's costliest Python, and a worker that finds them frees
+        the thread that learns (in order: the first value found keeps its prefix)."""
+        hits = lines.hits(self.prefilters)
+        reserved: list[str] = []
+        for line in lines.get(hits[0]):
+            reserved += self.shapes.findall(line)
         plan = Plan({r.id for r, h in zip(self.gates, hits[1:], strict=False) if h})
         ids = [r.id for r in self.per_line]
         plan.lines = dict(zip(ids, hits[1 + len(self.gates) :], strict=True))
         whole = [r for r in self.learn if not r.per_line]
         whole = [r for r in whole if r.prefilter is None or r.id in plan.whole]
         text = lines.text() if whole else ""
-        for r in whole:
-            self._add(find_values(r, text, where))
+        found = [find_values(r, text, where) for r in whole]
         for r in self.learn:
-            if r.id in studied.values:
-                idx = plan.lines[r.id]
-                found, holding = studied.values[r.id]
-                self._add(found)
+            idx = plan.lines.get(r.id) if r.per_line else None
+            if idx:
+                values, holding = lines_values(r, lines.get(idx), where)
+                found.append(values)
                 plan.lines[r.id] = [idx[k] for k in holding]  # the second pass needs no other
         plan.starts = lines.starts(plan.planned())
-        return plan
+        return Lesson(lines.size, reserved, found, plan)
+
+    def take(self, lesson: Lesson) -> Plan:
+        """What a piece taught, taken in order; the piece's plan."""
+        self.reserved.update(lesson.reserved)
+        for found in lesson.found:
+            self._add(found)
+        return lesson.plan
 
     def _add(self, found: dict[str, str]) -> None:
         for value, prefix in found.items():

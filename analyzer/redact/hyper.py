@@ -17,8 +17,8 @@ from typing import Any
 import polars as pl
 
 from analyzer.parse.bytescan import (
-    LineTable,
     Scanner,
+    _thread_scratch,
     cached_database,
     hyperscan,
     line_end,
@@ -66,11 +66,27 @@ class LineFilter:
         return LineHits(starts, self._numbers(raw, every) if every else {})
 
     def _numbers(self, raw: bytes, starts: set[int]) -> dict[int, int]:
-        """Line start -> line number, counted by numpy (`LineTable`): without Python's lock,
-        so the other worker's Python goes on meanwhile (`bytes.count` held it)."""
-        table = LineTable(raw)
-        table.add(0, len(raw))
-        return table.numbers(starts)
+        """Line start -> line number (the newlines before it), counted by numpy a block at a
+        time in this thread's scratch array: without Python's lock (`bytes.count` held it), and
+        without `LineTable`'s klog work (half its time), which no redactor asks for."""
+        assert np is not None
+        view = np.frombuffer(raw, np.uint8)
+        scratch = _thread_scratch()
+        keys = np.array(sorted(starts), dtype=np.int64)
+        found = np.empty(len(keys), np.int64)
+        before = lo = 0
+        for at in range(0, len(raw), len(scratch)):
+            newline = scratch[: min(len(scratch), len(raw) - at)]
+            np.equal(view[at : at + len(newline)], 10, out=newline)
+            hi = int(np.searchsorted(keys, at + len(newline)))
+            if hi > lo:  # keys in this block: the newlines before each
+                ends = np.flatnonzero(newline)
+                found[lo:hi] = before + np.searchsorted(ends, keys[lo:hi] - at)
+                before, lo = before + len(ends), hi
+            else:
+                before += int(np.count_nonzero(newline))
+        del view
+        return dict(zip(keys.tolist(), found.tolist(), strict=True))
 
 
 @lru_cache(maxsize=64)

@@ -1,0 +1,124 @@
+"""Work spread over forked worker processes where they start, else over threads.
+
+Threads share Python's lock, and the Hyperscan binding takes it back for every match it reports:
+while one thread holds it (its own Python work), the other's scan waits at its next match. A
+forked process inherits what it serves (a compiled database, a catalogue: nothing is pickled but
+each task's arguments and result) and runs beside the others. Threads remain off Linux, on one
+core, in a daemonic process (a `batch` worker may not have children) and where the processes do
+not start and answer in time; a process that dies (the out-of-memory killer) leaves its task, and
+the rest, to threads.
+
+A forked child must not use polars' thread pool (its threads are not forked: a parallel
+expression waits for them forever); the work served here uses Hyperscan, numpy and Python."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+PROCESS_START_S = 10.0  # forked processes that do not answer by then are given up
+
+
+class Workers(Generic[T]):
+    """`serve(*args)` run by forked processes (`fork_pool`), else by threads."""
+
+    def __init__(self, serve: Callable[..., T], workers: int):
+        self.serve = serve
+        self.workers = workers
+        self.processes = fork_pool(serve, workers)
+        self.threads = ThreadPoolExecutor(workers) if self.processes is None else None
+
+    def submit(self, *args: Any) -> Future[T]:
+        """`serve(*args)` under way."""
+        if self.processes is not None:
+            with contextlib.suppress(BrokenProcessPool):
+                return self.processes.submit(_serve_adopted, *args)
+            self._to_threads()
+        assert self.threads is not None
+        return self.threads.submit(self.serve, *args)
+
+    def result(self, args: tuple, future: Future[T]) -> T:
+        """The submitted task's result (run again here if its process died)."""
+        try:
+            return future.result()
+        except BrokenProcessPool:
+            self._to_threads()
+            return self.serve(*args)
+
+    def _to_threads(self) -> None:
+        if self.processes is not None:
+            self.processes.shutdown(wait=True, cancel_futures=True)
+            self.processes = None
+        if self.threads is None:
+            self.threads = ThreadPoolExecutor(self.workers)
+
+    def close(self) -> None:
+        for pool in (self.processes, self.threads):
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> Workers[T]:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def fork_pool(serve: Callable[..., Any], workers: int) -> ProcessPoolExecutor | None:
+    """`workers` processes forked from this one, each serving `serve` (inherited, not pickled),
+    started and answering; None on one core, off Linux, in a daemonic process or where they
+    cannot start (no semaphores, a process limit, a child stuck on a lock some thread held when
+    it was forked)."""
+    import multiprocessing
+
+    if workers < 2 or sys.platform != "linux" or multiprocessing.current_process().daemon:
+        return None
+    pool = None
+    # a Ctrl-C from the terminal reaches the whole process group: it waits in a new process
+    # until that process ignores it (a child forked from this thread inherits its mask)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        fork = multiprocessing.get_context("fork")
+        pool = ProcessPoolExecutor(workers, fork, initializer=_adopt, initargs=(serve, os.getpid()))
+        pool.submit(int).result(timeout=PROCESS_START_S)
+        return pool
+    except BaseException as exc:  # OSError, BrokenProcessPool, TimeoutError, KeyboardInterrupt
+        if pool is not None:
+            for process in list(getattr(pool, "_processes", {}).values()):
+                process.kill()
+            pool.shutdown(wait=False, cancel_futures=True)
+        if not isinstance(exc, Exception):
+            raise
+        return None
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+_ADOPTED: list[Callable[..., Any]] = []  # in a worker process: what it serves
+
+
+def _adopt(serve: Callable[..., Any], parent: int) -> None:
+    """A worker process starts: it leaves Ctrl-C to its parent, ends at SIGTERM (not through
+    the parent's handler), dies with its parent (kill -9 included; else it would wait for work
+    forever) and keeps what it serves."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # gone before that took effect
+        os._exit(0)
+    _ADOPTED[:] = [serve]
+
+
+def _serve_adopted(*args: Any) -> Any:
+    return _ADOPTED[0](*args)

@@ -96,3 +96,36 @@ def test_a_damaged_cache_file_is_rebuilt(cache, monkeypatch, damage):
     assert load_ruleset().version == built.version
     _no_rebuild(monkeypatch)  # and the rebuilt file is sound again
     assert load_ruleset().rules.keys() == built.rules.keys()
+
+
+def test_the_parsed_phrases_are_read_back_until_their_text_changes(tmp_path, monkeypatch):
+    """analyzer/catalogue/messages.yaml is parsed once per text: the parsed mapping is kept in
+    the cache folder, a damaged copy is parsed again, an edited text gets its own."""
+    from analyzer.catalogue import messages
+    from analyzer.structured import load_yaml
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    phrases = tmp_path / "messages.yaml"
+    shutil.copyfile(messages.MESSAGES_PATH, phrases)
+    monkeypatch.setattr(messages, "MESSAGES_PATH", phrases)
+    parses: list[str] = []
+    monkeypatch.setattr(messages, "load_yaml", lambda text: parses.append(text) or load_yaml(text))
+
+    def fresh() -> dict:
+        messages._messages.cache_clear()
+        return messages._messages()
+
+    parsed = load_yaml(phrases.read_text(encoding="utf-8"))["messages"]
+    assert (fresh(), len(parses)) == (parsed, 1)
+    assert (fresh(), len(parses)) == (parsed, 1)  # read back
+    [kept] = (tmp_path / "cache" / "hami-bundle-analyzer").glob("messages-*.json")
+    kept.write_text('{"cut": ', encoding="utf-8")
+    assert (fresh(), len(parses)) == (parsed, 2)  # parsed again
+    assert (fresh(), len(parses)) == (parsed, 2)  # and written again
+    phrases.write_text(
+        phrases.read_text(encoding="utf-8").replace("No fault found", "Nothing wrong"),
+        encoding="utf-8",
+    )
+    assert fresh()["verdict-healthy"]["en"].startswith("Nothing wrong")
+    assert len(list(kept.parent.glob("messages-*.json"))) == 2
+    messages._messages.cache_clear()

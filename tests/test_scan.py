@@ -11,6 +11,8 @@ import sys
 
 import polars as pl
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from analyzer import progress as progress_mod
 from analyzer.bundle import recognise as recognise_mod
@@ -389,6 +391,55 @@ def test_the_scan_picks_the_literals_a_log_holds_least(ruleset):
     assert "device" in m.lits["sym-plugin-taint-toleration"]
     assert not {"device", "daemon"} & set(adapted.lits["sym-plugin-taint-toleration"])
     assert adapted.lits["sym-plugin-restarts"] == m.lits["sym-plugin-restarts"]  # named in YAML
+
+
+# a piece of a line: the nth example line of the signatures (each holds its literals) or words
+LINE_PIECES = st.one_of(
+    st.integers(0, 10_000),
+    st.text(
+        st.sampled_from("abcdefghijklmnopqrstuvwxyz ABC:=.-_/\u212a\u017f\u0130重启"), max_size=30
+    ),
+)
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    lines=st.lists(st.lists(LINE_PIECES, max_size=3), min_size=1, max_size=40),
+    upper=st.lists(st.booleans(), min_size=1, max_size=7),
+)
+def test_a_short_texts_candidates_are_those_of_every_literals_automaton(ruleset, lines, upper):
+    """A short text is searched for each literal first, and only those it holds make the
+    automaton: the rows, and the literals each holds as written or in any ASCII case, are the
+    same as with the automaton of every literal. Signatures' lines, in some case (`upper` says
+    which characters go upper case, in turn), and other words."""
+    from analyzer.analyze import matcher_for
+
+    examples = sorted({x for s in ruleset.signatures.values() for x in s.examples_match})
+    texts = [
+        " ".join(examples[p % len(examples)] if isinstance(p, int) else p for p in pieces)
+        for pieces in lines
+    ]
+    texts = [
+        "".join(c.upper() if upper[i % len(upper)] else c for i, c in enumerate(t)) for t in texts
+    ]
+    frame = pl.DataFrame({"line": list(range(1, len(texts) + 1)), "text": texts})
+    m = matcher_for(ruleset).for_kind("device-plugin-log")
+
+    def found(presence_chars: int) -> list[tuple]:
+        logs_mod.PRESENCE_CHARS = presence_chars
+        cand = m.candidates(frame).select("line", "held", "held_folded", "odd")
+        return [(n, sorted(held), sorted(folded), odd) for n, held, folded, odd in cand.iter_rows()]
+
+    saved = logs_mod.PRESENCE_CHARS
+    try:
+        assert sum(map(len, texts)) < saved  # short: searched for each literal
+        assert found(saved) == found(-1)  # -1: no text is short enough
+    finally:
+        logs_mod.PRESENCE_CHARS = saved
 
 
 @pytest.mark.parametrize("bulk", [True, False])

@@ -1,18 +1,23 @@
-"""The code cache of the command line (analyzer/codecache.py): the cached dataclass methods and
-regular expressions are what Python would compile, a damaged cache file or entry is never used,
-and a warm run compiles nothing."""
+"""The code cache of the command line (analyzer/codecache.py): the cached dataclass methods,
+namedtuple constructors, string annotations and regular expressions are what Python would
+compile, a damaged cache file or entry is never used, and a warm run compiles nothing."""
 
 from __future__ import annotations
 
 import _sre
+import collections
+import contextlib
 import dataclasses
 import os
 import re
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import pytest
+import regex
+from regex import _regex  # type: ignore[attr-defined]
 
 from analyzer import codecache
 from analyzer.codecache import CODE_FILE, CodeCache, pattern_code, read_codes, write_codes
@@ -21,12 +26,24 @@ REPO = Path(__file__).resolve().parents[1]
 BUNDLE = REPO / "sample_bundles" / "healthy-single-gpu" / "bundle"
 
 
+@contextlib.contextmanager
+def in_front_of(module, name: str, hook):
+    """`module`'s builtin `name` replaced by `hook` while the block runs."""
+    namespace = vars(module)
+    saved = namespace.get(name)
+    namespace[name] = hook
+    try:
+        yield
+    finally:
+        if saved is None:
+            del namespace[name]
+        else:
+            namespace[name] = saved
+
+
 def _declare(cache: CodeCache):
     """A frozen dataclass declared with `cache` standing in for dataclasses' exec."""
-    namespace = vars(dataclasses)
-    saved = namespace.get("exec")
-    namespace["exec"] = cache.exec
-    try:
+    with in_front_of(dataclasses, "exec", cache.exec):
 
         @dataclasses.dataclass(frozen=True)
         class Point:
@@ -34,11 +51,6 @@ def _declare(cache: CodeCache):
             y: int = 0
             tags: tuple[str, ...] = dataclasses.field(default_factory=tuple)
 
-    finally:
-        if saved is None:
-            del namespace["exec"]
-        else:
-            namespace["exec"] = saved
     return Point
 
 
@@ -75,16 +87,48 @@ def test_a_damaged_cache_file_is_not_used(damage):
     cache = CodeCache({})
     _declare(cache)
     cache.compile(r"(?P<word>\w+)", 0)
-    written = write_codes(cache.used, cache.used_patterns)
-    assert read_codes(written) == (cache.used, cache.used_patterns)
-    assert read_codes(damage(written)) == ({}, {})
+    cache.compile_regex(r"(?P<word>\w+)", 0, False, {}, True)
+    written = write_codes(cache.used, cache.used_patterns, cache.used_regexes)
+    assert read_codes(written) == (cache.used, cache.used_patterns, cache.used_regexes)
+    assert read_codes(damage(written)) == ({}, {}, {})
+
+
+def test_a_namedtuple_and_an_annotation_from_the_cache_are_the_ones_compiled_afresh():
+    first = CodeCache({})
+    with in_front_of(collections, "eval", first.eval):
+        Fresh = collections.namedtuple("Fresh", "x y")
+    with in_front_of(typing, "compile", first.compile_source):
+        fresh_ref = typing.ForwardRef("list[Fresh] | None")
+    assert first.missed == len(first.used) == 2
+    second = CodeCache(*read_codes(write_codes(first.used, {})))
+    with in_front_of(collections, "eval", second.eval):
+        Cached = collections.namedtuple("Cached", "x y")
+    with in_front_of(typing, "compile", second.compile_source):
+        cached_ref = typing.ForwardRef("list[Fresh] | None")
+    assert second.missed == 0
+    assert Fresh(1, y=2) == Cached(1, y=2) == (1, 2)
+    with pytest.raises(TypeError):
+        Cached(1)
+    # as typing compiles it (no `from __future__` of this module)
+    reference = compile("list[Fresh] | None", "<string>", "eval", dont_inherit=True)
+    for ref in (fresh_ref, cached_ref):
+        assert ref.__forward_code__ == reference
+        assert eval(ref.__forward_code__, {"Fresh": Fresh}) == list[Fresh] | None
+    with pytest.raises(SyntaxError), in_front_of(typing, "compile", second.compile_source):
+        typing.ForwardRef("two words")
+    # any other call is compiled as the builtin does
+    code = second.compile_source("x: int = 1", "<string>", "exec")
+    assert code.co_filename == "<string>" and second.missed == 0
 
 
 def test_a_cache_file_holding_anything_but_code_is_not_used():
     code = compile("1", "<string>", "eval")
-    assert read_codes(write_codes({"def f(): pass": "not code"}, {})) == ({}, {})  # type: ignore[dict-item]
-    assert read_codes(write_codes([code], {})) == ({}, {})  # type: ignore[arg-type]
-    assert read_codes(write_codes({}, {"a": "not a pattern's code"})) == ({}, {})  # type: ignore[dict-item]
+    nothing = ({}, {}, {})
+    assert read_codes(write_codes({("exec", "def f(): pass"): "not code"}, {})) == nothing  # type: ignore[dict-item]
+    assert read_codes(write_codes({"1": code}, {})) == nothing  # type: ignore[dict-item]
+    assert read_codes(write_codes([code], {})) == nothing  # type: ignore[arg-type]
+    assert read_codes(write_codes({}, {"a": "not a pattern's code"})) == nothing  # type: ignore[dict-item]
+    assert read_codes(write_codes({}, {}, {"a": "not a pattern's code"})) == nothing  # type: ignore[dict-item]
 
 
 # patterns of the kinds re compiles differently: named groups, inline and passed flags, bytes,
@@ -144,6 +188,65 @@ def test_a_pattern_from_the_cache_is_the_one_re_compiles(pattern, flags):
         )
 
 
+# patterns of regex's own syntax: possessive and atomic groups, Unicode properties, fuzzy
+# matching, variable look-behind, version 1, flags passed and inline, bytes
+REGEXES: list[tuple[str | bytes, int]] = [
+    (r"(?P<pod>[\w.-]++)/(?>\d+)", 0),
+    (r"\p{Han}+|\p{InCJK_Symbols_and_Punctuation}", 0),
+    (r"(?:nvidia){e<=1}", 0),
+    (r"(?<=node \w+ )ready", regex.IGNORECASE),
+    (r"(?V1)[\w--_]+", 0),
+    (rb"\nE\d{4} ", 0),
+]
+
+
+@pytest.mark.parametrize(("pattern", "flags"), REGEXES)
+def test_a_regex_pattern_from_the_cache_is_the_one_regex_compiles(pattern, flags):
+    first = CodeCache({})
+    fresh = first.compile_regex(pattern, flags, False, {}, True)
+    assert first.missed == 1 and first.compile_regex(pattern, flags, False, {}, True) is fresh
+    second = CodeCache(*read_codes(write_codes({}, {}, first.used_regexes)))
+    cached = second.compile_regex(pattern, flags, False, {}, True)
+    assert second.missed == 0
+    reference = codecache._compile_regex_afresh(pattern, flags, False, {}, False)
+    for compiled in (fresh, cached):
+        assert compiled._pickled_data == reference._pickled_data
+        assert (compiled.pattern, compiled.flags, compiled.groupindex) == (
+            reference.pattern,
+            reference.flags,
+            reference.groupindex,
+        )
+
+
+def test_regex_named_lists_debug_and_locale_go_to_regex(capsys):
+    cache = CodeCache({})
+    assert cache.compile_regex(r"\L<gpus>", 0, False, {"gpus": ["a100"]}, True).search("a100")
+    cache.compile_regex("a+", regex.DEBUG, False, {}, True)
+    assert "GREEDY_REPEAT" in capsys.readouterr().out
+    cache.compile_regex(r"(?L)\w+", 0, False, {}, True)
+    cache.compile_regex("b+", 0, False, {}, False)  # regex.compile(..., cache_pattern=False)
+    assert cache.used_regexes == {} and cache.missed == 0
+
+
+def test_a_cached_regex_entry_that_is_not_valid_code_is_compiled_afresh():
+    key = (r"(?P<n>\d+) GPUs", 0, int(regex.DEFAULT_VERSION), regex.__version__)
+    good = codecache._compile_regex_afresh(key[0], 0, False, {}, False)._pickled_data
+    cache = CodeCache({}, {}, {key: ("not", "code")})
+    compiled = cache.compile_regex(key[0], 0, False, {}, True)
+    assert compiled.match("8 GPUs").group("n") == "8"
+    assert cache.missed == 1 and cache.used_regexes[key] == good
+
+
+def test_patterns_compiled_while_unrecorded_are_not_kept_unless_used_again(monkeypatch):
+    cache = CodeCache({})
+    monkeypatch.setattr(codecache, "_installed", cache)
+    with codecache.unrecorded():
+        cache.compile_regex("validated", 0, False, {}, True)
+        cache.compile_regex("used later", 0, False, {}, True)
+    cache.compile_regex("used later", 0, False, {}, True)
+    assert [k[0] for k in cache.used_regexes] == ["used later"]
+
+
 def test_a_cached_pattern_entry_that_is_not_valid_code_is_compiled_afresh():
     good = pattern_code(r"(?P<n>\d+) GPUs", 0)
     bad = (good[0], [99999, *good[1][1:]], *good[2:])
@@ -169,15 +272,17 @@ def test_the_cache_keeps_what_other_commands_used_up_to_its_bound(monkeypatch):
     monkeypatch.setattr(codecache, "MAX_CODES", 6)
     monkeypatch.setattr(codecache, "MAX_PATTERNS", 2)
     code = compile("pass", "<string>", "exec")
-    cache = CodeCache({f"old {i}": code for i in range(3)}, {("old", 0): pattern_code("old", 0)})
-    cache.used = {f"new {i}": code for i in range(3)}
+    cache = CodeCache(
+        {("exec", f"old {i}"): code for i in range(3)}, {("old", 0): pattern_code("old", 0)}
+    )
+    cache.used = {("exec", f"new {i}"): code for i in range(3)}
     cache.compile("new", 0)
-    codes, patterns = cache.to_keep()
+    codes, patterns, _ = cache.to_keep()
     assert (len(codes), set(patterns)) == (6, {("old", 0), ("new", 0)})
-    cache.used["new 3"] = code  # 7 > 6: the texts of classes since edited go
+    cache.used[("exec", "new 3")] = code  # 7 > 6: the texts of classes since edited go
     cache.compile("newer", 0)  # 3 > 2: the same for patterns
-    codes, patterns = cache.to_keep()
-    assert set(codes) == {f"new {i}" for i in range(4)}
+    codes, patterns, _ = cache.to_keep()
+    assert set(codes) == {("exec", f"new {i}") for i in range(4)}
     assert set(patterns) == {("new", 0), ("newer", 0)}
 
 
@@ -195,11 +300,25 @@ def test_a_warm_run_compiles_no_dataclass_and_a_damaged_cache_file_is_rewritten(
     assert first.returncode == 0, first.stderr
     path = tmp_path / "hami-bundle-analyzer" / CODE_FILE
     written = path.read_bytes()
-    codes, patterns = read_codes(written)
+    codes, patterns, regexes = read_codes(written)
     assert len(codes) > 100  # the dataclass methods of a small run
+    # and the string annotations its dependencies check
+    assert ("eval", "bool | None") in codes
     assert len(patterns) > 100  # the patterns its modules and the recognition compile
     for (pattern, flags), code in patterns.items():  # the code re's compiler would give
         assert (pattern, *code) == _compiled_by_re(pattern, flags)
+    # regex's: the analyzer's modules' and rules' patterns, not the ~450 the rules' validation
+    # compiled (the rule cache keeps those)
+    assert 3 < len(regexes) < 50
+    for (pattern, flags, version, _), code in regexes.items():  # regex's own compile of each
+        # (its code lists a set's members in the order of the process's string hashes)
+        reference = codecache._compile_regex_afresh(pattern, flags | version, False, {}, False)
+        compiled = _regex.compile(*code)
+        assert (compiled.pattern, compiled.flags, compiled.groupindex) == (
+            reference.pattern,
+            reference.flags,
+            reference.groupindex,
+        )
     os.utime(path, ns=(1, 1))
     second = _analyze(tmp_path)
     assert (second.returncode, second.stdout) == (0, first.stdout)
@@ -207,29 +326,49 @@ def test_a_warm_run_compiles_no_dataclass_and_a_damaged_cache_file_is_rewritten(
     path.write_bytes(written[: len(written) // 2])
     third = _analyze(tmp_path)
     assert (third.returncode, third.stdout) == (0, first.stdout)
-    codes, patterns = read_codes(path.read_bytes())
+    codes, patterns, regexes = read_codes(path.read_bytes())
     # the first run also validated the rules, with patterns a run from the cached rules skips
     assert codes == read_codes(written)[0] and patterns.items() < read_codes(written)[1].items()
+    assert regexes.keys() == read_codes(written)[2].keys()
 
 
-def test_importing_the_package_leaves_dataclasses_and_re_alone():
-    """Only the command line's entry point puts the cache in front of dataclasses' exec and
-    re's compiler."""
+def test_importing_the_package_leaves_the_standard_library_alone():
+    """Only the command line's entry point puts the cache in front of dataclasses' exec,
+    namedtuple's eval, typing's compile and the compilers of re and regex."""
     code = (
-        "import dataclasses, re, analyzer.analyze, analyzer.cli; "
-        "print('exec' in vars(dataclasses), re._compiler.compile.__module__)"
+        "import collections, dataclasses, re, regex, typing, analyzer.analyze, analyzer.cli; "
+        "print('exec' in vars(dataclasses), 'eval' in vars(collections), "
+        "'compile' in vars(typing), re._compiler.compile.__module__, "
+        "regex._main._compile.__module__)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "re._compiler"]
+    assert out.stdout.split() == ["False", "False", "False", "re._compiler", "regex._main"]
+
+
+def test_a_command_that_never_uses_regex_does_not_import_it_for_the_cache(tmp_path):
+    """The cache stands in for regex's compiler when regex is imported, not before: `version`
+    (and `--help`) import no regex."""
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "analyzer", "version"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)},
+        check=True,
+    )
+    imported = {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines()}
+    assert "analyzer.codecache" in imported and "regex" not in imported
 
 
 def _hooks(conn) -> None:
-    """Sent back from a spawned worker: whether dataclasses and re go through the cache."""
+    """Sent back from a spawned worker: whether the standard library goes through the cache."""
     installed = codecache._installed
     conn.send(
         (
             vars(dataclasses).get("exec") == getattr(installed, "exec", None),
+            vars(collections).get("eval") == getattr(installed, "eval", None),
+            vars(typing).get("compile") == getattr(installed, "compile_source", None),
             re._compiler.compile == getattr(installed, "compile", None),  # type: ignore[attr-defined]
+            regex._main._compile == getattr(installed, "compile_regex", None),  # type: ignore[attr-defined]
         )
     )
 
@@ -247,6 +386,6 @@ def test_a_spawned_worker_starts_with_the_code_cache(tmp_path, monkeypatch):
     worker = ctx.Process(target=startup.spawned, args=(f"{__name__}:_hooks", theirs))
     worker.start()
     theirs.close()
-    assert ours.poll(60) and ours.recv() == (True, True)
+    assert ours.poll(60) and ours.recv() == (True, True, True, True, True)
     worker.join(10)
     assert worker.exitcode == 0

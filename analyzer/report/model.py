@@ -4,6 +4,7 @@ datetimes until a renderer formats them."""
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from dataclasses import dataclass, fields, is_dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -310,10 +311,20 @@ class Report:
 
 def plain(value: Any) -> Any:
     """Plain data for JSON and tables, without dataclasses.asdict's deep copies."""
-    if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, str | int | float | None):  # most of a report's values
+        return value
     if isinstance(value, list | tuple):
         return [plain(v) for v in value]
     if isinstance(value, dict):
         return {k: plain(v) for k, v in value.items()}
+    cls: type = type(value)
+    names = _field_names(cls)
+    if names is not None:
+        return {name: plain(getattr(value, name)) for name in names}
     return value
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...] | None:
+    """A dataclass's field names (dataclasses.fields builds its tuple at each call)."""
+    return tuple(f.name for f in fields(cls)) if is_dataclass(cls) else None

@@ -14,7 +14,7 @@ from typing import Any
 
 import regex
 
-from analyzer import __version__
+from analyzer import __version__, codecache
 from analyzer.atomic import atomic_path
 from analyzer.bundle.probes import compile_recognition
 from analyzer.cache import cache_dir, prune
@@ -126,7 +126,8 @@ def load_ruleset(extra_dirs: list[Path] | None = None, use_cache: bool = True) -
                 return _unpickle(fh)
         except Exception:  # a corrupt cache is ignored and rebuilt
             pass
-    ruleset = _load_ruleset(dirs, _rules_digest(dirs)[:12])
+    with codecache.unrecorded():  # what it compiles is kept in the cached rule set
+        ruleset = _load_ruleset(dirs, _rules_digest(dirs)[:12])
     if cache is not None:
         try:
             with atomic_path(cache) as tmp, tmp.open("wb") as fh:

@@ -222,7 +222,7 @@ def line_end(data: bytes | bytearray, start: int) -> int:
 _THREAD = threading.local()
 
 
-def _thread_scratch() -> Any:
+def thread_scratch() -> Any:
     """This thread's boolean array for LineTable's newline search."""
     assert np is not None
     scratch = getattr(_THREAD, "scratch", None)
@@ -241,7 +241,7 @@ class LineTable:
         """`scratch`: a boolean array at least the size of a block's newline search; by default
         this thread's (a new one per chunk would cost page faults)."""
         self.chunk = chunk
-        self.scratch = _thread_scratch() if scratch is None else scratch
+        self.scratch = thread_scratch() if scratch is None else scratch
         self.lines = 0
         self.klog_lines = 0
         self.severities = dict.fromkeys("EWF", 0)

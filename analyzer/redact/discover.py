@@ -35,7 +35,7 @@ PEM_BEGIN, PEM_END = b"-----BEGIN ", b"-----END "
 LONG_LINE = 4  # pieces a line may grow to before it is cut anyway: memory stays bounded
 PEM_MAX = 1 << 20  # bytes from a piece's end searched for a PEM block it cuts (a key is ~3 KB)
 SPAN_TAIL = 64 << 10  # bytes beyond PEM_MAX that `spans` reads of a block's end to find its cut
-SCANS = 2  # pieces the first pass scans at once (Hyperscan, without Python's lock, on two cores)
+SCANS = 2  # pieces the first pass studies at once (worker processes, else threads)
 FORK_MIN = 4 * CHUNK  # bytes from which a file's first pass runs in worker processes
 
 

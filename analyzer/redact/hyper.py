@@ -18,13 +18,13 @@ import polars as pl
 
 from analyzer.parse.bytescan import (
     Scanner,
-    _thread_scratch,
     cached_database,
     hyperscan,
     line_end,
     line_pattern,
     line_start,
     np,
+    thread_scratch,
 )
 
 NON_ASCII = r"[\x80-\xff][^\n]*$"  # one report per line holding a byte outside ASCII
@@ -71,7 +71,7 @@ class LineFilter:
         without `LineTable`'s klog work (half its time), which no redactor asks for."""
         assert np is not None
         view = np.frombuffer(raw, np.uint8)
-        scratch = _thread_scratch()
+        scratch = thread_scratch()
         keys = np.array(sorted(starts), dtype=np.int64)
         found = np.empty(len(keys), np.int64)
         before = lo = 0

@@ -28,7 +28,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, BinaryIO
 
 import polars as pl
 
@@ -231,6 +231,14 @@ def thread_scratch() -> Any:
     return scratch
 
 
+def thread_buffer() -> bytearray:
+    """This thread's buffer for the piece of a file it reads (`read_into` reuses its pages)."""
+    buffer = getattr(_THREAD, "buffer", None)
+    if buffer is None:
+        buffer = _THREAD.buffer = bytearray()
+    return buffer
+
+
 class LineTable:
     """Where one chunk's lines start and which are klog lines of which severity, found with
     numpy: it compares every byte in SIMD without holding Python's lock, where `bytes.count`
@@ -337,7 +345,6 @@ class ByteScan:
         self.reported = reported  # hot signatures whose lines Hyperscan reports
         self.counted = counted  # (hot signature, its plain text) counted by `bytes.count`
         self.hot = reported + [sid for sid, _ in counted]
-        self._local = threading.local()  # each worker's buffer for its chunks
 
     @classmethod
     def build(
@@ -427,9 +434,7 @@ class ByteScan:
         self, path: str, start: int, end: int, heads: dict[str, int], errors: int, examine: int
     ) -> _Found:
         """The chunk file[start:end] read into this worker's buffer and scanned (`_scan`)."""
-        buffer = getattr(self._local, "buffer", None)
-        if buffer is None:
-            buffer = self._local.buffer = bytearray()
+        buffer = thread_buffer()
         _read_range(path, start, end, buffer)
         return self._scan(buffer, heads, errors, examine)
 
@@ -615,22 +620,27 @@ def _ranges(path) -> Iterator[tuple[int, int]]:
 
 
 def _read_range(path: str, start: int, end: int, buffer: bytearray) -> None:
-    """file[start:end] into `buffer` (resized in place: a new buffer costs a page fault per 4
-    KiB, as much as reading into it), ending with a newline even where the file's last line or
-    an overlong line does not. A file cut short meanwhile gives what is left."""
-    if len(buffer) != end - start:
-        if len(buffer) > end - start:
-            del buffer[end - start :]
-        else:
-            buffer.extend(bytes(end - start - len(buffer)))
-    got = 0
-    with open(path, "rb", buffering=0) as fh, memoryview(buffer) as view:
-        fh.seek(start)
-        while got < len(view) and (n := fh.readinto(view[got:])):
-            got += n
-    del buffer[got:]
+    """file[start:end] into `buffer` (`read_into`), ending with a newline even where the file's
+    last line or an overlong line does not. A file cut short meanwhile gives what is left."""
+    with open(path, "rb", buffering=0) as fh:
+        read_into(fh, start, end - start, buffer)
     if not buffer.endswith(b"\n"):
         buffer += b"\n"
+
+
+def read_into(fh: BinaryIO, start: int, n: int, buffer: bytearray) -> int:
+    """Up to `n` bytes of the open file from `start` into `buffer`, resized in place (a new
+    buffer costs a page fault per 4 KiB, as much as reading into it); how many were read."""
+    if len(buffer) > n:
+        del buffer[n:]
+    elif len(buffer) < n:
+        buffer.extend(bytes(n - len(buffer)))
+    got = 0
+    with memoryview(buffer) as view:
+        while got < n and (k := os.preadv(fh.fileno(), [view[got:]], start + got)):
+            got += k
+    del buffer[got:]
+    return got
 
 
 def _database(expressions: list[str], flags: list[int]) -> Any:

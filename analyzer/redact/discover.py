@@ -17,10 +17,11 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import BinaryIO, TypeVar, cast
+from typing import TypeVar, cast
 
 from analyzer.bundle.model import BundleFile
 from analyzer.bundle.text import looks_binary
+from analyzer.parse.bytescan import read_into, thread_buffer
 from analyzer.parse.workers import Workers
 from analyzer.progress import Progress
 from analyzer.redact.engine import MIN_EVERYWHERE, Learner, Lesson, Plan
@@ -97,11 +98,11 @@ def spans(path: Path, size: int | None = None) -> Iterator[tuple[int, int]]:
                 return
             whole_lines = n < LONG_LINE * size
             tail = min(n, PEM_MAX + SPAN_TAIL)
-            if _read_into(fh, pos + n - tail, tail, buffer) < tail:
+            if read_into(fh, pos + n - tail, tail, buffer) < tail:
                 return  # the file was cut short meanwhile
             cut = _cut_from_tail(buffer, n - tail)
             if cut is None:
-                if _read_into(fh, pos, n, buffer) < n:
+                if read_into(fh, pos, n, buffer) < n:
                     return
                 cut = _cut(buffer, whole_lines)
             if cut:
@@ -123,21 +124,6 @@ def _cut_from_tail(tail: bytearray, offset: int) -> int | None:
         line = tail.rfind(b"\n", 0, begin) + 1
         return offset + line if line > 0 else None
     return offset + cut
-
-
-def _read_into(fh: BinaryIO, start: int, n: int, buffer: bytearray) -> int:
-    """Up to `n` bytes of the open file from `start` into `buffer` (resized in place, so its
-    pages are reused); how many were read."""
-    if len(buffer) > n:
-        del buffer[n:]
-    elif len(buffer) < n:
-        buffer.extend(bytes(n - len(buffer)))
-    got = 0
-    with memoryview(buffer) as view:
-        while got < n and (k := os.preadv(fh.fileno(), [view[got:]], start + got)):
-            got += k
-    del buffer[got:]
-    return got
 
 
 def prepared(
@@ -248,14 +234,11 @@ class _Teacher:
     def __init__(self, learner: Learner):
         self.learner = learner
         self.prefilters = tuple(learner.prefilters)
-        self._local = threading.local()
 
     def __call__(self, path: str, start: int, end: int, where: str) -> Lesson | None:
-        buffer = getattr(self._local, "buffer", None)
-        if buffer is None:
-            buffer = self._local.buffer = bytearray()
+        buffer = thread_buffer()
         with open(path, "rb", buffering=0) as fh:
-            if _read_into(fh, start, end - start, buffer) != end - start:
+            if read_into(fh, start, end - start, buffer) != end - start:
                 return None  # the file changed meanwhile: the caller reads what is there
         plain = len(buffer) >= HYPERSCAN_MIN and buffer.isascii() and b"\r" not in buffer
         if not plain or line_filter(self.prefilters) is None:
@@ -277,7 +260,7 @@ def _taught(s: SourceFile, workers: Workers[Lesson | None], learner: Learner) ->
             _path, start, end, where = args
             with s.path.open("rb", buffering=0) as fh:
                 raw = bytearray()
-                _read_into(fh, start, end - start, raw)
+                read_into(fh, start, end - start, raw)
             lesson = learner.prepare(bytes(raw), where)
         return lesson
 

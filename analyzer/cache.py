@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
+
+from analyzer.atomic import atomic_path
+
+T = TypeVar("T")
 
 
 def cache_dir(*parts: str) -> Path | None:
@@ -32,3 +38,30 @@ def prune(folder: Path, pattern: str, keep: int) -> None:
     for old in sorted(folder.glob(pattern), key=mtime, reverse=True)[keep:]:
         with contextlib.suppress(OSError):
             old.unlink()
+
+
+def kept(
+    folder: Path | None,
+    name: str,
+    keep: tuple[str, int],
+    read: Callable[[bytes], T | None],
+    make: Callable[[], T],
+    write: Callable[[T], bytes | None],
+) -> T:
+    """What an earlier run kept as `folder/name` (`read` of its bytes; None, or any error: it is
+    damaged, or another version's), else `make()`, kept there for the next run (`write`'s bytes,
+    unless None) with at most `keep[1]` files matching the glob `keep[0]`. `name` must say
+    everything the value depends on (a digest of its inputs): an entry is never stale."""
+    path = folder / name if folder is not None else None
+    if path is not None:
+        with contextlib.suppress(Exception):
+            found = read(path.read_bytes())
+            if found is not None:
+                return found
+    value = make()
+    data = write(value) if path is not None else None
+    if path is not None and data is not None:
+        with contextlib.suppress(OSError), atomic_path(path) as tmp:
+            tmp.write_bytes(data)
+        prune(path.parent, *keep)
+    return value

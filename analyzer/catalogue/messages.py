@@ -8,14 +8,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
 from pathlib import Path
 
-from analyzer.atomic import atomic_path
-from analyzer.cache import cache_dir, prune
+from analyzer.cache import cache_dir, kept
 from analyzer.structured import load_yaml
 
 MESSAGES_PATH = Path(__file__).resolve().parent / "messages.yaml"
@@ -27,20 +25,15 @@ def _messages() -> dict[str, dict[str, str]]:
     folder as JSON, named by the text's digest (parsing the YAML costs a run ~2.5 ms, reading
     the JSON back ~0.1 ms)."""
     text = MESSAGES_PATH.read_text(encoding="utf-8")
-    folder = cache_dir()
     digest = hashlib.sha256(text.encode()).hexdigest()[:24]
-    kept = folder / f"messages-{digest}.json" if folder is not None else None
-    if kept is not None:
-        with contextlib.suppress(OSError, ValueError):
-            parsed = json.loads(kept.read_text(encoding="utf-8"))
-            if isinstance(parsed, dict):
-                return parsed
-    parsed = load_yaml(text)["messages"]
-    if kept is not None:
-        with contextlib.suppress(OSError), atomic_path(kept) as tmp:
-            tmp.write_text(json.dumps(parsed, ensure_ascii=False), encoding="utf-8")
-        prune(kept.parent, "messages-*.json", 4)
-    return parsed
+    return kept(
+        cache_dir(),
+        f"messages-{digest}.json",
+        ("messages-*.json", 4),
+        read=lambda data: parsed if isinstance(parsed := json.loads(data), dict) else None,
+        make=lambda: load_yaml(text)["messages"],
+        write=lambda parsed: json.dumps(parsed, ensure_ascii=False).encode(),
+    )
 
 
 def message(key: str, lang: str = "en", **values: object) -> str:

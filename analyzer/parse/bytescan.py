@@ -17,7 +17,6 @@ not hot: its lines are candidates like any other signature's.
 from __future__ import annotations
 
 import bisect
-import contextlib
 import functools
 import hashlib
 import os
@@ -32,8 +31,7 @@ from typing import Any, BinaryIO
 
 import polars as pl
 
-from analyzer.atomic import atomic_path
-from analyzer.cache import cache_dir, prune
+from analyzer.cache import cache_dir, kept
 from analyzer.parse.batch import (
     ERROR_EXAMINED,
     ERROR_LINE_CAP,
@@ -662,21 +660,27 @@ def cached_database(expressions: list[str], flags: list[int], use: str) -> Any:
     """The database from the cache folder (checksummed: a damaged file is compiled again), or
     compiled and saved there; `use` names the files of one user of the folder."""
     assert hyperscan is not None
-    folder = cache_dir("hyperscan")
     key = repr((hyperscan.__version__, platform.machine(), expressions, flags)).encode()
-    path = folder / f"{use}-{hashlib.sha256(key).hexdigest()[:32]}.db" if folder else None
-    if path is not None:
-        with contextlib.suppress(Exception):  # missing, damaged, or for another CPU
-            data = path.read_bytes()
-            if hashlib.sha256(data[32:]).digest() == data[:32]:
-                return hyperscan.loadb(data[32:], hyperscan.HS_MODE_BLOCK)
-    database = compile_database(expressions, flags)
-    if path is not None and database is not None:
-        with contextlib.suppress(OSError), atomic_path(path) as tmp:
-            payload = hyperscan.dumpb(database)
-            tmp.write_bytes(hashlib.sha256(payload).digest() + payload)
-        prune(path.parent, f"{use}-*.db", CACHED_DATABASES)
-    return database
+
+    def read(data: bytes) -> Any:  # a damaged file, or one for another CPU, is compiled again
+        if hashlib.sha256(data[32:]).digest() != data[:32]:
+            return None
+        return hyperscan.loadb(data[32:], hyperscan.HS_MODE_BLOCK)
+
+    def write(database: Any) -> bytes | None:
+        if database is None:
+            return None
+        payload = hyperscan.dumpb(database)
+        return hashlib.sha256(payload).digest() + payload
+
+    return kept(
+        cache_dir("hyperscan"),
+        f"{use}-{hashlib.sha256(key).hexdigest()[:32]}.db",
+        (f"{use}-*.db", CACHED_DATABASES),
+        read,
+        lambda: compile_database(expressions, flags),
+        write,
+    )
 
 
 def compile_database(expressions: list[str], flags: list[int]) -> Any:

@@ -59,6 +59,7 @@ CHUNK_BYTES = 16 << 20  # per scanned chunk (each worker reads one at a time int
 LINE_CAP = 64 << 20  # a line longer than this is read as several (memory stays bounded)
 SCAN_BLOCK = 1 << 20  # a chunk is scanned a block of lines at a time (in the core's cache)
 LINE_BLOCK = 512 << 10  # bytes whose newlines numpy looks for at once
+SECOND_TAIL = 16  # characters of a counted text's end that stand for its second occurrence
 _ERROR_LINE = re.compile(("(?m)^[EF]" + "".join(KLOG_HEADER[1:])).encode())
 _KLOG_LINE = re.compile("".join(KLOG_HEADER).encode())
 # per byte of a klog header (parse.batch): a table of the byte values that may stand there
@@ -369,8 +370,13 @@ class ByteScan:
             return None
         multiline = hyperscan.HS_FLAG_MULTILINE
         expressions = [p for _, p in reported]
-        # a second occurrence of a counted text in one line, which `bytes.count` counted too
-        expressions += [f"{_bytes_literal(x)}[^\\n]*{_bytes_literal(x)}" for _, x in counted]
+        # lines where `bytes.count` may have counted a text twice: the text, then its last
+        # bytes further on in the line (a superset of a second occurrence: `_Lines.extra`
+        # counts each such line again), which Hyperscan finds for half of what the text twice
+        # costs (its whole length stays active through each line the text is on)
+        expressions += [
+            f"{_bytes_literal(x)}[^\\n]*{_bytes_literal(x[-SECOND_TAIL:])}" for _, x in counted
+        ]
         flags = [multiline] * len(expressions)
         expressions += [_bytes_literal(x) for x in literals]
         flags += [0] * len(literals)
@@ -532,7 +538,8 @@ class _Lines:
 
     def extra(self, needle: bytes, seconds: list[int]) -> int:
         """How many more times than once `bytes.count` counted `needle` in the lines where a
-        second occurrence ends at one of `seconds`."""
+        match of its second-occurrence superset ends at one of `seconds` (0 for a line that
+        holds it once)."""
         starts = {line_start(self.chunk, e) for e in seconds}
         return sum(self.chunk.count(needle, s, self.end(s)) - 1 for s in starts)
 

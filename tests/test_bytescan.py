@@ -59,7 +59,7 @@ def _scan_both(ruleset, monkeypatch, content: bytes, chunk: int):
 
         def spy(*args):
             scan = real(*args)
-            used.append(scan is not None)
+            used.append(scan)
             return scan
 
         patch.setattr(logs_mod, "_byte_scan", spy)
@@ -68,6 +68,11 @@ def _scan_both(ruleset, monkeypatch, content: bytes, chunk: int):
         by_lines = parse_texts(ruleset, {"device-plugin.log": content}).logs[0]
     assert by_bytes.artefact.text is None and by_lines.artefact.text is None
     return by_bytes, by_lines, used
+
+
+def _taken(scans) -> list[bool]:
+    """Per big log read, whether the byte scan read it."""
+    return [scan is not None for scan in scans]
 
 
 def _same(a, b) -> None:
@@ -109,12 +114,29 @@ def test_the_byte_scan_reads_a_log_as_the_line_reader_does(ruleset, monkeypatch,
         "long-lines": lambda: _log([*lines, "I0815 10:00:00.1  1 x.go:1] " + "y" * 9000], 20),
     }[shape]()
     by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, content, chunk)
-    assert used == [True]  # the path under test
+    assert _taken(used) == [True]  # the path under test
     _same(by_bytes, by_lines)
     counts = by_bytes.stats.sig_counts
     if shape not in ("mostly-prose", "rare-errors"):
         assert counts["dp-numa-sysfs-benign"] == 120 if shape != "long-lines" else 60
         assert by_bytes.stats.severities["F"] > 0
+
+
+def test_a_plain_hot_text_is_counted_where_dense_and_its_lines_reported_where_sparse(
+    ruleset, monkeypatch
+):
+    """Dense: counted by `bytes.count` (a line holding it twice, or once and its last characters
+    again, counted once); sparse: each line reported. Both give the line reader's counts."""
+    dense = _log(VOCABULARY, 40)  # the numa text on 3 of 21 lines, "Device info" on 1
+    sparse = _log(VOCABULARY + [VOCABULARY[4]] * 60, 10)  # both on fewer than 1 in 10
+    for content, counted, reported in (
+        (dense, ["dp-numa-sysfs-benign"], {"dp-annotation-unchanged"}),
+        (sparse, [], {"dp-numa-sysfs-benign", "dp-annotation-unchanged"}),
+    ):
+        by_bytes, by_lines, (scan,) = _scan_both(ruleset, monkeypatch, content, 4 << 10)
+        assert [sid for sid, _ in scan.counted] == counted
+        assert reported <= set(scan.reported)
+        _same(by_bytes, by_lines)
 
 
 @settings(
@@ -130,7 +152,7 @@ def test_any_mix_of_lines_reads_the_same_both_ways(ruleset, monkeypatch, picks, 
     head = [VOCABULARY[0], VOCABULARY[2], VOCABULARY[6]]  # a device plugin's log, recognised
     content = _log(head + [VOCABULARY[i] for i in picks], 3)
     by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, content, chunk)
-    assert used == [True]
+    assert _taken(used) == [True]
     _same(by_bytes, by_lines)
 
 
@@ -138,7 +160,7 @@ def test_without_hyperscan_the_line_reader_scans_every_log(ruleset, monkeypatch)
     monkeypatch.setattr(bytescan, "hyperscan", None)
     content = _log(VOCABULARY, 40)
     by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, content, 64 << 10)
-    assert used == [False]
+    assert _taken(used) == [False]
     _same(by_bytes, by_lines)
 
 
@@ -205,7 +227,7 @@ def test_a_hot_signature_byte_mode_cannot_take_is_a_candidate_like_any_other(
     monkeypatch.setattr(bytescan, "line_counter", lambda pattern: counter)
     content = _log(VOCABULARY, 40)
     by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, content, 64 << 10)
-    assert used == [True]
+    assert _taken(used) == [True]
     _same(by_bytes, by_lines)
 
 

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from analyzer.bundle import recognise as recognise_mod
 from analyzer.parse import bytescan, workers
 from analyzer.parse import logs as logs_mod
-from analyzer.parse.literals import leading_superset
+from analyzer.parse.batch import KLOG_HEADER
+from analyzer.parse.literals import leading_superset, misses_lines_starting
 from conftest import parse_texts
 
 NUMA = '"failed to get numa information from sysfs"'
@@ -295,6 +296,43 @@ GO_FRAME = (
 )
 def test_a_pattern_without_literal_is_scanned_for_its_leading_part(pattern, superset):
     assert leading_superset(pattern) == superset
+
+
+ATOMS = [r"[A-Za-z0-9_.~-]+", r"\d", r"\d{4}", "[IWEF]", "I", " ", "/", r"\s+", "[^ ]", ".", "x?"]
+
+
+@st.composite
+def anchored_patterns(draw) -> str:
+    """Alternatives of atoms, each after `^` (or not, now and then)."""
+    ways = draw(st.lists(st.lists(st.sampled_from(ATOMS), min_size=1, max_size=7), min_size=1))
+    anchor = draw(st.sampled_from(["^", "^", ""]))
+    return "|".join(anchor + "".join(way) for way in ways)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    pattern=anchored_patterns(),
+    header=st.from_regex(logs_mod.KLOG_START, fullmatch=True),
+    rest=st.text(alphabet="IWE0123456789 /.:_-~abx\t", max_size=20),
+)
+def test_a_pattern_said_to_miss_klog_lines_matches_none(pattern, header, rest):
+    """`misses_lines_starting` is what lets the byte scan look for a prefilter in a klog log's
+    other lines only: no line starting with a klog header may hold a match."""
+    if misses_lines_starting(pattern, KLOG_HEADER):
+        assert re.search(pattern, header + rest, re.MULTILINE) is None
+
+
+def test_a_stack_trace_in_a_klog_log_is_found_on_its_few_lines(ruleset, monkeypatch):
+    """A prefilter no klog line matches (the Go frame's) runs on the other lines of a block,
+    copied together where they are few: the same rows as the line reader's."""
+    assert misses_lines_starting(leading_superset(GO_FRAME), KLOG_HEADER)
+    klog = [VOCABULARY[0], VOCABULARY[2], VOCABULARY[6], VOCABULARY[4]] * 60
+    trace = VOCABULARY[11:15]  # "", goroutine 1 [running]:, a frame, its file
+    content = _log(klog + trace + klog, 3)
+    by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, content, 64 << 10)
+    assert _taken(used) == [True]
+    _same(by_bytes, by_lines)
+    assert by_bytes.stats.sig_counts["go-stack-frame"] == 6
 
 
 @settings(max_examples=300, deadline=None)

@@ -40,7 +40,7 @@ from analyzer.parse.batch import (
     SIG_TAIL_CAP,
     Batch,
 )
-from analyzer.parse.literals import leading_superset
+from analyzer.parse.literals import leading_superset, misses_lines_starting
 from analyzer.parse.workers import Workers
 
 hyperscan: ModuleType | None
@@ -60,6 +60,9 @@ LINE_CAP = 64 << 20  # a line longer than this is read as several (memory stays 
 SCAN_BLOCK = 1 << 20  # a chunk is scanned a block of lines at a time (in the core's cache)
 LINE_BLOCK = 512 << 10  # bytes whose newlines numpy looks for at once
 SECOND_TAIL = 16  # characters of a counted text's end that stand for its second occurrence
+# a block's lines that are not klog lines are copied together for the prefilters no klog line
+# matches while they are at most this share of its lines (else the whole block is scanned)
+ASIDE_SHARE = 1 / 16
 _ERROR_LINE = re.compile(("(?m)^[EF]" + "".join(KLOG_HEADER[1:])).encode())
 _KLOG_LINE = re.compile("".join(KLOG_HEADER).encode())
 # per byte of a klog header (parse.batch): a table of the byte values that may stand there
@@ -257,8 +260,9 @@ class LineTable:
         self._blocks: list[tuple[int, int, Any]] = []
         self._errors: list[Any] = []  # per block, the starts of its E/F klog lines
 
-    def add(self, start: int, end: int) -> None:
-        """The lines of chunk[start:end] (whole lines, after those added before)."""
+    def add(self, start: int, end: int) -> tuple[Any, Any]:
+        """The lines of chunk[start:end] (whole lines, after those added before); where its
+        lines that are not klog lines start, and where their newlines are."""
         assert np is not None
         chunk, scratch = self.chunk, self.scratch
         view = np.frombuffer(chunk, np.uint8)
@@ -295,6 +299,8 @@ class LineTable:
             self.severities[x] += int(np.count_nonzero(klog & (firsts == ord(x))))
         self._errors.append(starts[klog & ((firsts == ord("E")) | (firsts == ord("F")))])
         del view, words, heads
+        others = ~klog
+        return starts[others], ends[others]
 
     def error_starts(self, n: int) -> list[int]:
         """The starts of the chunk's first `n` E/F klog lines."""
@@ -337,10 +343,17 @@ class ByteScan:
     """The Hyperscan database of one matcher's scan of a big log, and its pass over a file."""
 
     def __init__(
-        self, database: Any, size: int, reported: list[str], counted: list[tuple[str, str]]
+        self,
+        database: Any,
+        size: int,
+        reported: list[str],
+        counted: list[tuple[str, str]],
+        aside: tuple[Any, int] | None = None,
     ):
         self.scanner = Scanner(database)
         self.size = size  # its patterns
+        # the prefilters no klog line matches, and how many: run on the other lines only
+        self.aside = (Scanner(aside[0]), aside[1]) if aside is not None else None
         self.reported = reported  # hot signatures whose lines Hyperscan reports
         self.counted = counted  # (hot signature, its plain text) counted by `bytes.count`
         self.hot = reported + [sid for sid, _ in counted]
@@ -365,9 +378,15 @@ class ByteScan:
             return None
         # a superset of each one's lines: Hyperscan anchors a regex on a literal inside it, which
         # can be on most lines (".go:" of a stack frame's path is in every klog line's header)
-        prefilter_lines = [line_pattern(leading_superset(p) or p) for p in prefilters]
+        supersets = [leading_superset(p) or p for p in prefilters]
+        prefilter_lines = [line_pattern(x) for x in supersets]
         if any(p is None for p in prefilter_lines):
             return None
+        # one that no klog line can match (a stack frame's `^[\w.~-]+/`) would run at the start
+        # of every line: it is looked for in the other lines, a few where klog lines are most
+        off_klog = [misses_lines_starting(x, KLOG_HEADER) for x in supersets]
+        aside = [p for p, off in zip(prefilter_lines, off_klog, strict=True) if p and off]
+        inline = [p for p, off in zip(prefilter_lines, off_klog, strict=True) if p and not off]
         multiline = hyperscan.HS_FLAG_MULTILINE
         expressions = [p for _, p in reported]
         # lines where `bytes.count` may have counted a text twice: the text, then its last
@@ -382,12 +401,16 @@ class ByteScan:
         flags += [0] * len(literals)
         expressions += [_bytes_literal(x) for x in caseless]
         flags += [hyperscan.HS_FLAG_CASELESS] * len(caseless)
-        expressions += [p for p in prefilter_lines if p is not None]
-        flags += [multiline | hyperscan.HS_FLAG_PREFILTER] * len(prefilters)
+        prefilter = multiline | hyperscan.HS_FLAG_PREFILTER
+        expressions += inline
+        flags += [prefilter] * len(inline)
         database = _database(expressions, flags)
-        if database is None:
+        aside_database = _database(aside, [prefilter] * len(aside)) if aside else None
+        if database is None or (aside and aside_database is None):
             return None
-        return cls(database, len(expressions), [sid for sid, _ in reported], counted)
+        sids = [sid for sid, _ in reported]
+        found_aside = (aside_database, len(aside)) if aside else None
+        return cls(database, len(expressions), sids, counted, found_aside)
 
     def batches(self, path, workers: int | None = None) -> Iterator[Batch]:
         """The file's batches in order, one per chunk, scanned `workers` at a time. Each worker
@@ -459,7 +482,11 @@ class ByteScan:
         # passing over whole chunks wait on memory (a third more CPU per chunk)
         for start, end in line_blocks(chunk, SCAN_BLOCK):
             self.scanner.scan(view[start:end], bins, start)
-            table.add(start, end)
+            lines = table.lines
+            others = table.add(start, end)
+            if self.aside is not None and len(others[0]):
+                lines = table.lines - lines
+                self._scan_aside(chunk, view[start:end], start, others, lines, candidate_ends)
             for j, needle in enumerate(needles):
                 occurrences[j] += chunk.count(needle, start, end)
         view.release()
@@ -516,6 +543,25 @@ class ByteScan:
                 [lines_of.is_error(s) and not lines_of.is_hot(s) for s in starts],
             ),
         )
+
+    def _scan_aside(
+        self, chunk: bytearray, block: memoryview, start: int, others, lines: int, found: list
+    ) -> None:
+        """The prefilters no klog line matches, on a block's other lines (`others`: their starts
+        and newlines): copied together where they are few, else the whole block; each match's
+        line end (past its newline) added to `found`."""
+        assert self.aside is not None and np is not None
+        scanner, size = self.aside
+        starts, newlines = others
+        if len(starts) > ASIDE_SHARE * lines:
+            scanner.scan(block, [found] * size, start)
+            return
+        copied = [chunk[s : n + 1] for s, n in zip(starts.tolist(), newlines.tolist(), strict=True)]
+        hits: list[int] = []
+        scanner.scan(b"".join(copied), [hits] * size)
+        if hits:
+            ends = np.cumsum([len(line) for line in copied])  # each copied line's end in them
+            found.extend((newlines[np.searchsorted(ends, hits)] + 1).tolist())
 
 
 class _Lines:

@@ -358,3 +358,104 @@ def _text(op, av) -> str:
     if op is C.BRANCH:
         return "(?:" + "|".join(_sequence_text(list(b)) for b in av[1]) + ")"
     raise _Unprintable(op)
+
+
+class _Reachable(Exception):
+    """A match may start or end at the start of such a line, or get past it."""
+
+
+def misses_lines_starting(pattern: str, head: Sequence[str]) -> bool:
+    r"""True when no line whose first characters match `head` (one character class each, as
+    `parse.batch.KLOG_HEADER`) holds a match of `pattern`: each alternative starts at a line's
+    start (`^` before anything is matched) and dies within those characters. The byte scan looks
+    for such a pattern in a klog log's other lines only. False wherever that is not certain:
+    flags, look-arounds, back-references, other anchors.
+
+    >>> klog = ["[IWEF]", *["[0-9]"] * 4, " "]
+    >>> misses_lines_starting(r"^(?:[A-Za-z0-9_\.\~\-]+/|[\s]+/)", klog)
+    True
+    >>> misses_lines_starting(r"^[A-Z]\d+ ", klog), misses_lines_starting(r"^I?\d", klog)
+    (False, False)
+    >>> misses_lines_starting(r"[a-z]+/", klog), misses_lines_starting(r"^(?i)[a-z]+/", klog)
+    (False, False)
+    """
+    try:
+        parsed = P.parse(pattern)
+        if parsed.state.flags & ~(C.SRE_FLAG_UNICODE | C.SRE_FLAG_MULTILINE):
+            return False
+        items = list(parsed)
+        if not _anchored(items):
+            return False
+        ascii_chars = [chr(c) for c in range(128)]
+        sets = [frozenset(c for c in ascii_chars if re.fullmatch(h, c)) for h in head]
+        return not _Steps(sets).after(items, {0})  # a match ending within them: reachable
+    except (re.error, TypeError, ValueError, RecursionError, _Reachable, _Unprintable):
+        return False
+
+
+def _anchored(items) -> bool:
+    """Every match of the sequence starts at a line's start: `^` comes before anything else."""
+    if not items:
+        return False
+    op, av = items[0]
+    if op is C.AT:
+        return av is C.AT_BEGINNING
+    if op is C.SUBPATTERN and not av[1] and not av[2]:
+        return _anchored(list(av[-1]))
+    if op is C.BRANCH:
+        return all(_anchored(list(b)) for b in av[1])
+    return False
+
+
+class _Steps:
+    """The positions a match can reach within a line's first characters (one set each), from
+    a start at the line's start; `_Reachable` when it can get past them."""
+
+    def __init__(self, sets: list[frozenset[str]]):
+        self.sets = sets
+        self._chars: dict[str, frozenset[str]] = {}
+
+    def after(self, items, positions: set[int]) -> set[int]:
+        for op, av in items:
+            if not positions:
+                break
+            positions = self._one(op, av, positions)
+        return positions
+
+    def _one(self, op, av, positions: set[int]) -> set[int]:
+        if op is C.AT:
+            if av is not C.AT_BEGINNING:
+                raise _Reachable
+            return positions & {0}
+        if op is C.SUBPATTERN:
+            if av[1] or av[2]:  # flags set or cleared inside
+                raise _Reachable
+            return self.after(list(av[-1]), positions)
+        if op is C.BRANCH:
+            return set().union(*(self.after(list(b), positions) for b in av[1]))
+        if op in (C.MAX_REPEAT, C.MIN_REPEAT):
+            least, most, sub = av[0], av[1], list(av[2])
+            for _ in range(least):
+                if not positions:
+                    return positions
+                positions = self.after(sub, positions)
+            seen, fresh, n = set(positions), set(positions), least
+            while fresh and (most is C.MAXREPEAT or n < most):
+                fresh = self.after(sub, fresh) - seen
+                seen |= fresh
+                n += 1
+            return seen
+        if op in (C.LITERAL, C.NOT_LITERAL, C.ANY, C.IN):
+            chars = self._chars_of(_text(op, av))
+            out = {i + 1 for i in positions if self.sets[i] & chars}
+            if len(self.sets) in out:
+                raise _Reachable
+            return out
+        raise _Reachable
+
+    def _chars_of(self, element: str) -> frozenset[str]:
+        """The ASCII characters one element matches."""
+        if element not in self._chars:
+            one = re.compile(element)
+            self._chars[element] = frozenset(c for c in map(chr, range(128)) if one.fullmatch(c))
+        return self._chars[element]

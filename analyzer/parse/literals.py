@@ -435,7 +435,9 @@ class _Steps:
             return set().union(*(self.after(list(b), positions) for b in av[1]))
         if op in (C.MAX_REPEAT, C.MIN_REPEAT):
             least, most, sub = av[0], av[1], list(av[2])
-            for _ in range(least):
+            # past as many rounds as there are positions, more give the same set: it only grows
+            # where `sub` matches the empty string, else each round moves every position on
+            for _ in range(min(least, len(self.sets) + 1)):
                 if not positions:
                     return positions
                 positions = self.after(sub, positions)

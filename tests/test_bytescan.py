@@ -126,10 +126,13 @@ def test_the_byte_scan_reads_a_log_as_the_line_reader_does(ruleset, monkeypatch,
 def test_a_plain_hot_text_is_counted_where_dense_and_its_lines_reported_where_sparse(
     ruleset, monkeypatch
 ):
-    """Dense: counted by `bytes.count` (a line holding it twice, or once and its last characters
-    again, counted once); sparse: each line reported. Both give the line reader's counts."""
-    dense = _log(VOCABULARY, 40)  # the numa text on 3 of 21 lines, "Device info" on 1
-    sparse = _log(VOCABULARY + [VOCABULARY[4]] * 60, 10)  # both on fewer than 1 in 10
+    """Dense (once in 2 KiB or more often): counted by `bytes.count` (a line holding it twice, or
+    once and its last characters again, counted once); sparse: each line reported. Both give the
+    line reader's counts."""
+    # the numa text once in ~140 bytes, "Device info" once in ~4 KB
+    dense = _log(VOCABULARY[:11] + [VOCABULARY[0]] * 20 + [VOCABULARY[4]] * 20, 40)
+    # both on many lines, but once in 3 KB or less often: long lines between them
+    sparse = _log(VOCABULARY + [VOCABULARY[17]] * 3, 10)
     for content, counted, reported in (
         (dense, ["dp-numa-sysfs-benign"], {"dp-annotation-unchanged"}),
         (sparse, [], {"dp-numa-sysfs-benign", "dp-annotation-unchanged"}),

@@ -104,11 +104,11 @@ HOT_MAX = 8  # is flagged by its own regex in the scan (at most this many: one p
 # as its own prefilter: then its regex costs as much per line as the whole literal pass
 HOT_SHARE_SLOW = 0.05
 CASE_VARIANTS = 64
-# a hot signature of plain text on this share of a big log's first lines is counted in each chunk
-# by `bytes.count` (a pass over the chunk, ~3 ms per 16 MiB: as much as ~10,000 lines reported
-# one by one at ~0.3 us each, a tenth of a chunk's lines of ~140 bytes); a sparser one's lines
-# are reported
-COUNTED_SHARE = 0.1
+# a hot signature of plain text found at least once in this many bytes of a big log's first MiB
+# is counted in each chunk by `bytes.count` (a pass over the chunk, ~3 ms per 16 MiB: as much as
+# ~10,000 lines reported one by one at ~0.3 us each, one in 1.7 KB); a sparser one's lines are
+# reported
+COUNTED_EVERY = 2048
 FALLBACK_PER_SCAN = 8  # literal-less patterns joined into one regex scan
 
 
@@ -772,9 +772,9 @@ def _own(frame: pl.DataFrame) -> pl.DataFrame:
 def _byte_scan(matcher: Matcher, hot: list[str], head: list[str]) -> ByteScan | None:
     """The byte scan of this matcher's signatures (the hot ones it can count itself), or None
     where it cannot stand in for the line reader. A hot signature of plain text is counted by
-    `bytes.count` where it is on COUNTED_SHARE of the log's first lines (`head`) or more; its
-    lines are reported one by one where it is sparser. Imported here: only big logs need
-    Hyperscan."""
+    `bytes.count` where the log's first lines (`head`) hold it once in COUNTED_EVERY bytes or
+    more often; its lines are reported one by one where it is sparser. Imported here: only big
+    logs need Hyperscan."""
     from analyzer.parse.bytescan import accepted, line_counter
 
     first = "\n".join(head)
@@ -782,7 +782,7 @@ def _byte_scan(matcher: Matcher, hot: list[str], head: list[str]) -> ByteScan | 
         sid: matcher.pattern[sid]
         for sid in hot
         if _is_plain(matcher.pattern[sid])
-        and first.count(matcher.pattern[sid]) >= COUNTED_SHARE * len(head)
+        and first.count(matcher.pattern[sid]) * COUNTED_EVERY >= len(first)
     }
     counters = {sid: line_counter(matcher.pattern[sid]) for sid in hot if sid not in plain}
     reported = {sid: counter for sid, counter in counters.items() if counter is not None}

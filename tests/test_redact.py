@@ -1302,3 +1302,32 @@ def test_a_redaction_stopped_midway_leaves_no_worker(how, tmp_path):
         assert code == 130 and b"Traceback" not in err, err
         assert [p.name for p in tmp_path.iterdir()] == [log.name]  # no output, no temporary
     assert not any(map(running, workers)), workers
+
+
+@pytest.mark.parametrize(
+    ("setup", "want"),
+    [
+        ("", "REDACTION_ALLOCATOR"),  # the package's setting: the redaction's replaces it
+        ("import polars; ", "PACKAGE_ALLOCATOR"),  # polars loaded first: nothing changes
+        ("os.environ['_RJEM_MALLOC_CONF'] = 'narenas:2'; ", "'narenas:2'"),  # the user's wins
+    ],
+)
+def test_a_redaction_keeps_polars_freed_pages_unless_polars_is_loaded_or_configured(setup, want):
+    """Importing the redaction before polars configures polars' allocator to keep freed pages
+    (the second pass reuses them instead of faulting in new ones); otherwise it changes
+    nothing. Also checks that PACKAGE_ALLOCATOR is what `analyzer/__init__.py` sets."""
+    import subprocess
+
+    code = (
+        "import os, analyzer; "
+        + setup
+        + "import analyzer.redact as r; from analyzer.redact import *; "
+        + "print(os.environ['_RJEM_MALLOC_CONF'].endswith("
+        + (f"r.{want}" if want.isidentifier() else want)
+        + "))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.stdout.strip() == "True", done.stderr

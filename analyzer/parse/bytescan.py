@@ -65,15 +65,25 @@ SECOND_TAIL = 16  # characters of a counted text's end that stand for its second
 ASIDE_SHARE = 1 / 16
 _ERROR_LINE = re.compile(("(?m)^[EF]" + "".join(KLOG_HEADER[1:])).encode())
 _KLOG_LINE = re.compile("".join(KLOG_HEADER).encode())
-# per byte of a klog header (parse.batch): a table of the byte values that may stand there
-_HEADER_TABLES = (
-    [
+
+
+def _header_pairs() -> list[Any]:
+    """Per two bytes of a klog header (parse.batch), read as one little-endian 16-bit number: a
+    table of the numbers that may stand there (three lookups per line instead of six)."""
+    assert np is not None
+    per_byte = [
         np.array([re.fullmatch(p.encode(), bytes([b])) is not None for b in range(256)])
         for p in KLOG_HEADER
     ]
-    if np is not None
-    else []
-)
+    if len(per_byte) % 2:
+        per_byte.append(np.ones(256, bool))
+    return [
+        np.logical_and.outer(per_byte[k + 1], per_byte[k]).ravel()
+        for k in range(0, len(per_byte), 2)
+    ]
+
+
+_HEADER_PAIRS = _header_pairs() if np is not None else []
 
 
 SPACE = r"\t\x0b\x0c\r "  # \s without the newline
@@ -283,10 +293,11 @@ class LineTable:
         inside = starts[starts <= len(view) - 8]
         words = np.ndarray((max(0, len(view) - 7),), "<u8", chunk, strides=(1,))[inside]
         heads = words.view(np.uint8).reshape(-1, 8)
+        pairs = words.view("<u2").reshape(-1, 4)
         klog = np.zeros(len(starts), bool)
-        klog[: len(inside)] = _HEADER_TABLES[0][heads[:, 0]]
-        for k, table in enumerate(_HEADER_TABLES[1:], 1):
-            klog[: len(inside)] &= table[heads[:, k]]
+        klog[: len(inside)] = _HEADER_PAIRS[0][pairs[:, 0]]
+        for k, table in enumerate(_HEADER_PAIRS[1:], 1):
+            klog[: len(inside)] &= table[pairs[:, k]]
         firsts = np.zeros(len(starts), np.uint8)
         firsts[: len(inside)] = heads[:, 0]
         for i in range(len(inside), len(starts)):  # the few lines in the chunk's last 8 bytes
@@ -298,7 +309,7 @@ class LineTable:
         for x in "EWF":
             self.severities[x] += int(np.count_nonzero(klog & (firsts == ord(x))))
         self._errors.append(starts[klog & ((firsts == ord("E")) | (firsts == ord("F")))])
-        del view, words, heads
+        del view, words, heads, pairs
         others = ~klog
         return starts[others], ends[others]
 

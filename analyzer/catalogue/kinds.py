@@ -70,6 +70,9 @@ class Kind:
     collect: str = ""  # shell command; "" when there is nothing to ask for
     where: str = "cluster"  # cluster | node (the command runs on the GPU node)
     marker: regex.Pattern | None = None  # one alternation of the kind's marker lines
+    # literals one of which every line the marker matches holds (parse.literals, worked out when
+    # the rules are loaded and cached with them); None: the marker is searched in every line
+    marker_literals: tuple[str, ...] | None = None
     containers: tuple[str, ...] = ()
     # whether its lines are searched for signatures: by default everything textual but parsed
     # objects and configs, whose values become facts instead (a node's YAML holds no log lines)

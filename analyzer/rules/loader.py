@@ -9,6 +9,7 @@ import gc
 import hashlib
 import os
 import pickle
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,10 @@ from analyzer.bundle.probes import compile_recognition
 from analyzer.cache import cache_dir, prune
 from analyzer.catalogue.datafiles import check_annotations, load_decisions, load_episodes
 from analyzer.catalogue.fields import LINE_KEY, Context, read_fields, read_yaml
-from analyzer.catalogue.kinds import load_catalogue
+from analyzer.catalogue.kinds import Catalogue, load_catalogue
 from analyzer.errors import RuleLoadError
 from analyzer.parse.annotations import AnnotationSpec
-from analyzer.parse.literals import literal_options, required_literals
+from analyzer.parse.literals import ignores_case, literal_options, required_literals
 from analyzer.parse.registry import check_parsers
 from analyzer.rules import builtin_rules_dir
 from analyzer.rules.model import Rule, RuleSet, Signature
@@ -189,7 +190,7 @@ def _load_ruleset(dirs: list[Path], version: str) -> RuleSet:
     from analyzer.rules.lint import lint
 
     problems: list[str] = []
-    catalogue = load_catalogue(dirs[0] / "kinds.yaml")
+    catalogue = _with_marker_literals(load_catalogue(dirs[0] / "kinds.yaml"))
     check_parsers(catalogue)
     compile_recognition(catalogue)  # its recognition entries' problems, with file:line
     annotation_doc = check_annotations(dirs[0] / "annotations.yaml", problems)
@@ -225,6 +226,22 @@ def _load_ruleset(dirs: list[Path], version: str) -> RuleSet:
         raise RuleLoadError(errors)
     ruleset.warnings = warnings
     return ruleset
+
+
+def _with_marker_literals(catalogue: Catalogue) -> Catalogue:
+    """The catalogue with each log marker's required literals: recognition's marker vote looks
+    for them before it searches a line (its layer is below the literals' parser)."""
+    kinds = {
+        kid: replace(k, marker_literals=_marker_literals(k.marker.pattern)) if k.marker else k
+        for kid, k in catalogue.kinds.items()
+    }
+    return replace(catalogue, kinds=kinds)
+
+
+def _marker_literals(pattern: str) -> tuple[str, ...] | None:
+    """Literals one of which every match holds as written (None: none, or found ignoring case)."""
+    literals = None if ignores_case(pattern) else required_literals(pattern)
+    return tuple(literals) if literals else None
 
 
 def _load_signature(path: str, s: Any, catalogue, problems: list[str]) -> Signature | None:

@@ -70,9 +70,6 @@ class Kind:
     collect: str = ""  # shell command; "" when there is nothing to ask for
     where: str = "cluster"  # cluster | node (the command runs on the GPU node)
     marker: regex.Pattern | None = None  # one alternation of the kind's marker lines
-    # literals one of which every line the marker matches holds (parse.literals, worked out when
-    # the rules are loaded and cached with them); None: the marker is searched in every line
-    marker_literals: tuple[str, ...] | None = None
     containers: tuple[str, ...] = ()
     # whether its lines are searched for signatures: by default everything textual but parsed
     # objects and configs, whose values become facts instead (a node's YAML holds no log lines)
@@ -122,6 +119,10 @@ class Catalogue:
     recognition: Declared | None = None  # the top-level `recognition:` (shared steps)
     attribution: AttributionHints = field(default_factory=AttributionHints)
     hami: HamiNames = field(default_factory=HamiNames)  # which names are HAMi's own
+    # recognition's patterns (markers, probes' lines) by their text: literals one of which each
+    # match holds, looked for before the pattern is searched (worked out by the rule loader with
+    # parse.literals and cached with the rules; a pattern not here is searched in every text)
+    literals: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def __contains__(self, kind_id: str) -> bool:
         return kind_id in self.kinds

@@ -17,11 +17,11 @@ import regex
 
 from analyzer import __version__, codecache
 from analyzer.atomic import atomic_path
-from analyzer.bundle.probes import compile_recognition
+from analyzer.bundle.probes import compile_recognition, gating_patterns
 from analyzer.cache import cache_dir, prune
 from analyzer.catalogue.datafiles import check_annotations, load_decisions, load_episodes
 from analyzer.catalogue.fields import LINE_KEY, Context, read_fields, read_yaml
-from analyzer.catalogue.kinds import Catalogue, load_catalogue
+from analyzer.catalogue.kinds import load_catalogue
 from analyzer.errors import RuleLoadError
 from analyzer.parse.annotations import AnnotationSpec
 from analyzer.parse.literals import ignores_case, literal_options, required_literals
@@ -190,9 +190,10 @@ def _load_ruleset(dirs: list[Path], version: str) -> RuleSet:
     from analyzer.rules.lint import lint
 
     problems: list[str] = []
-    catalogue = _with_marker_literals(load_catalogue(dirs[0] / "kinds.yaml"))
+    catalogue = load_catalogue(dirs[0] / "kinds.yaml")
     check_parsers(catalogue)
-    compile_recognition(catalogue)  # its recognition entries' problems, with file:line
+    recognition = compile_recognition(catalogue)  # its entries' problems, with file:line
+    catalogue = replace(catalogue, literals=_literals_of(gating_patterns(recognition)))
     annotation_doc = check_annotations(dirs[0] / "annotations.yaml", problems)
     sig_docs, rule_docs, files = _read_docs(dirs, problems)
     signatures: dict[str, Signature] = {}
@@ -228,20 +229,15 @@ def _load_ruleset(dirs: list[Path], version: str) -> RuleSet:
     return ruleset
 
 
-def _with_marker_literals(catalogue: Catalogue) -> Catalogue:
-    """The catalogue with each log marker's required literals: recognition's marker vote looks
-    for them before it searches a line (its layer is below the literals' parser)."""
-    kinds = {
-        kid: replace(k, marker_literals=_marker_literals(k.marker.pattern)) if k.marker else k
-        for kid, k in catalogue.kinds.items()
-    }
-    return replace(catalogue, kinds=kinds)
-
-
-def _marker_literals(pattern: str) -> tuple[str, ...] | None:
-    """Literals one of which every match holds as written (None: none, or found ignoring case)."""
-    literals = None if ignores_case(pattern) else required_literals(pattern)
-    return tuple(literals) if literals else None
+def _literals_of(patterns: list[str]) -> dict[str, tuple[str, ...]]:
+    """Recognition's patterns' required literals, for `Catalogue.literals` (recognition's
+    layer is below the literals' parser): those found as written, not ignoring case."""
+    out = {}
+    for pattern in patterns:
+        literals = None if ignores_case(pattern) else required_literals(pattern)
+        if literals:
+            out[pattern] = tuple(literals)
+    return out
 
 
 def _load_signature(path: str, s: Any, catalogue, problems: list[str]) -> Signature | None:

@@ -37,7 +37,9 @@ PREFIXES = st.sampled_from(
         "[pod/x/y] 2024-08-15T10:00:00Z stderr P ",
     ]
 )
-ODD = st.text(st.sampled_from("ab \t\r\x00\x0b\x0c\x1c\x1f\x7f]/:é重\u212a\u017f\u0130\u2028"), max_size=4)
+ODD = st.text(
+    st.sampled_from("ab \t\r\x00\x0b\x0c\x1c\x1f\x7f]/:é重\u212a\u017f\u0130\u2028"), max_size=4
+)
 WORDS = st.text(st.sampled_from("abcdefghijklmnopqrstuvwxyz ABCKS:=.-_/()*0123456789"), max_size=30)
 
 

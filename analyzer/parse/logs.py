@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 import regex
+from polars.datatypes import DataTypeClass
 
 from analyzer.bundle.model import Artefact
 from analyzer.bundle.text import (
@@ -666,7 +667,7 @@ def _cut(lines: list[str]) -> bool:
     )
 
 
-SHORT_SCHEMA = {
+SHORT_SCHEMA: dict[str, pl.DataType | DataTypeClass] = {
     **LINE_SCHEMA,
     **dict.fromkeys(smalllog.KLOG_FIELDS, pl.String),
     "sigs": pl.List(pl.String),

@@ -188,6 +188,7 @@ def _read_docs(dirs: list[Path], problems: list[str]):
 
 def _load_ruleset(dirs: list[Path], version: str) -> RuleSet:
     from analyzer.rules.lint import lint
+    from analyzer.rules.schema import rust_takes_all
 
     problems: list[str] = []
     catalogue = load_catalogue(dirs[0] / "kinds.yaml")
@@ -196,6 +197,7 @@ def _load_ruleset(dirs: list[Path], version: str) -> RuleSet:
     catalogue = replace(catalogue, literals=_literals_of(gating_patterns(recognition)))
     annotation_doc = check_annotations(dirs[0] / "annotations.yaml", problems)
     sig_docs, rule_docs, files = _read_docs(dirs, problems)
+    rust_takes_all(_signature_patterns(sig_docs, catalogue))
     signatures: dict[str, Signature] = {}
     for path, s in sig_docs:
         sig = _load_signature(path, s, catalogue, problems)
@@ -227,6 +229,17 @@ def _load_ruleset(dirs: list[Path], version: str) -> RuleSet:
         raise RuleLoadError(errors)
     ruleset.warnings = warnings
     return ruleset
+
+
+def _signature_patterns(sig_docs: list[tuple[str, Any]], catalogue) -> list[str]:
+    """The signatures' regexes as their reader expands them (those it cannot are left to it)."""
+    out = []
+    for _path, s in sig_docs:
+        raw = s.get("regex") if isinstance(s, dict) else None
+        if isinstance(raw, str):
+            with contextlib.suppress(ValueError):
+                out.append(catalogue.hami.expand(raw))
+    return out
 
 
 def _literals_of(patterns: list[str]) -> dict[str, tuple[str, ...]]:

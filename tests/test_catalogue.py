@@ -7,13 +7,23 @@ names the file and line."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from analyzer.analyze import matcher_for
-from analyzer.bundle.probes import MarkerStep, ObjectStep, compile_recognition, recognition_of
+from analyzer.bundle.probes import (
+    MarkerStep,
+    ObjectStep,
+    Probe,
+    Text,
+    compile_recognition,
+    recognition_of,
+)
 from analyzer.bundle.reader import BundleReader, open_bundle
 from analyzer.bundle.sniff import sniff
 from analyzer.catalogue.kinds import load_catalogue
@@ -228,3 +238,63 @@ def test_a_list_of_node_metrics_is_no_node(ruleset):
     assert sniff(NODE_METRICS_LIST, ruleset.catalogue)[0] == "text"
     nodes = NODE_METRICS_LIST.replace("metrics.k8s.io/v1beta1", "v1").replace("NodeMetrics", "Node")
     assert sniff(nodes, ruleset.catalogue) == ("node", "kind: List whose items are Nodes")
+
+
+def _marker_step(with_literals: bool) -> MarkerStep:
+    step = next(s for s in recognition_of(CATALOGUE).steps if isinstance(s, MarkerStep))
+    if with_literals:
+        return step
+    return dataclasses.replace(step, markers=tuple((k, m, None) for k, m, _ in step.markers))
+
+
+def test_recognitions_literals_are_known():
+    """The marker vote looks for each kind's literals before it searches a line, and most
+    probes for their patterns' literals before they search a text."""
+    step = _marker_step(True)
+    assert step.markers and all(literals for _kid, _marker, literals in step.markers)
+    probes = [s for s in recognition_of(CATALOGUE).steps if isinstance(s, Probe)]
+    assert sum(bool(p.needs) for p in probes) > len(probes) // 2
+
+
+# pieces of texts: recognition's literals and the first lines of each kind's example file
+RECOGNITION_PIECES = sorted(
+    {x for literals in CATALOGUE.literals.values() for x in literals}
+    | {
+        line
+        for p in sorted(EXAMPLES.iterdir())
+        for line in p.read_bytes()[:4000].decode("utf-8", "replace").splitlines()[:20]
+    }
+)
+TEXTS = st.lists(
+    st.lists(
+        st.one_of(
+            st.sampled_from(RECOGNITION_PIECES),
+            st.text(st.sampled_from('abcdeknorstvw 0123456789:.[]/"-_\u212a重\t'), max_size=20),
+        ),
+        max_size=4,
+    ).map("".join),
+    min_size=1,
+    max_size=30,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(lines=TEXTS)
+def test_the_marker_vote_with_literals_is_the_vote_without(lines):
+    """A line without any of a kind's marker literals is not searched: the same kind wins,
+    with the same counts, as when every line is searched."""
+    text = "\n".join(lines)
+    found = [_marker_step(x).attempt(Text(text, len(lines)), None) for x in (True, False)]
+    assert found[0] == found[1]
+
+
+WITHOUT_LITERALS = dataclasses.replace(CATALOGUE, literals={})
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines=TEXTS)
+def test_recognition_with_literals_is_recognition_without(lines):
+    """A probe does not search a text without its patterns' literals: every text gets the
+    kind and reason it gets when every pattern is searched."""
+    text = "\n".join(lines)
+    assert sniff(text, CATALOGUE) == sniff(text, WITHOUT_LITERALS)

@@ -129,3 +129,41 @@ def test_the_parsed_phrases_are_read_back_until_their_text_changes(tmp_path, mon
     assert fresh()["verdict-healthy"]["en"].startswith("Nothing wrong")
     assert len(list(kept.parent.glob("messages-*.json"))) == 2
     messages._messages.cache_clear()
+
+
+def test_a_cached_rules_self_tests_are_read_back_when_asked(cache, monkeypatch):
+    """A rule's self-test cases are pickled apart and read back on first use: the same cases
+    as the validated rule set's, and a run that never asks for them does not unpickle them."""
+    from analyzer.rules.model import Rule
+
+    assert not hasattr(Rule, "tests")  # a class-level default would hide the packed cases
+    validated = load_ruleset()
+    _no_rebuild(monkeypatch)
+    cached = load_ruleset()
+    assert all("tests" not in r.__dict__ for r in cached.rules.values())
+    assert {k: r.tests for k, r in cached.rules.items()} == {
+        k: r.tests for k, r in validated.rules.items()
+    }
+    assert sum(bool(r.tests) for r in cached.rules.values()) > 100
+    with pytest.raises(AttributeError):
+        _ = next(iter(cached.rules.values())).no_such_field
+
+
+def test_rusts_engine_is_asked_once_for_every_signature_and_still_names_a_bad_one(cache, tmp_path):
+    """Validation asks Rust's engine for every signature's regex in one call; when one is
+    refused, each is asked on its own, and the refused one is named with Rust's message."""
+    from analyzer.errors import RuleLoadError
+    from analyzer.rules import schema
+
+    built = load_ruleset(use_cache=False)
+    assert {s.pattern for s in built.signatures.values()} <= schema._RUST_TAKES
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    bad = SIGNATURE.replace("sym-test-cached", "sym-test-lookahead").replace(
+        "regex: 'the plugin keeps dying'", "regex: 'the plugin (?=keeps) dying'"
+    )
+    (extra / "bad.yaml").write_text(bad.format(meaning="bad"), encoding="utf-8")
+    with pytest.raises(RuleLoadError) as caught:
+        load_ruleset([extra], use_cache=False)
+    message = str(caught.value)
+    assert "sym-test-lookahead" in message and "linear-time scanner" in message

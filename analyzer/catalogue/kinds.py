@@ -119,6 +119,10 @@ class Catalogue:
     recognition: Declared | None = None  # the top-level `recognition:` (shared steps)
     attribution: AttributionHints = field(default_factory=AttributionHints)
     hami: HamiNames = field(default_factory=HamiNames)  # which names are HAMi's own
+    # recognition's patterns (markers, probes' lines) by their text: literals one of which each
+    # match holds, looked for before the pattern is searched (worked out by the rule loader with
+    # parse.literals and cached with the rules; a pattern not here is searched in every text)
+    literals: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def __contains__(self, kind_id: str) -> bool:
         return kind_id in self.kinds

@@ -13,13 +13,14 @@ import itertools
 import re
 import string
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import polars as pl
 import regex
+from polars.datatypes import DataTypeClass
 
 from analyzer.bundle.model import Artefact
 from analyzer.bundle.text import (
@@ -34,6 +35,7 @@ from analyzer.bundle.text import (
     rejoin_hard_wraps,
 )
 from analyzer.catalogue.signatures import MATCH_TIMEOUT
+from analyzer.parse import smalllog
 from analyzer.parse.batch import (
     ERROR_EXAMINED,
     ERROR_LINE_CAP,
@@ -431,19 +433,60 @@ class Matcher:
         with the regexes of the signatures whose literals it holds (case-insensitive ones in any
         ASCII case, all of them on a row holding a character that folds to ASCII), and of those
         without literals."""
-        rows: list[tuple] = []
-        at, line_at = frame.columns.index("text"), frame.columns.index("line")
         cand = self.candidates(frame)
+        rows = self._verified(
+            zip(
+                cand.select(frame.columns).iter_rows(),
+                cand["held"].to_list(),
+                cand["held_folded"].to_list(),
+                cand["odd"].to_list(),
+                strict=True,
+            ),
+            frame.columns.index("text"),
+            frame.columns.index("line"),
+            timeouts,
+        )
+        return pl.DataFrame(rows, schema={**frame.schema, "sig": pl.String}, orient="row")
+
+    def attribute_short(
+        self, lines: list[int], texts: list[str], timeouts: list[tuple[str, int]]
+    ) -> list[tuple[int, str, str]]:
+        """`attribute` of a short plain text's lines (`smalllog.fits`), as (line, text, sig)
+        rows: its candidates found in Python, not polars; the signatures' own prefilter (those
+        without a literal) is still Rust's, so the same lines are checked."""
+        plain, cased = self._literal_sets(ascii_folded=False)
+        patterns = self._case_and_fallback_patterns(cased)
+        checked = (
+            pl.DataFrame({"text": texts}).select(self._any(patterns)).to_series().to_list()
+            if patterns and texts
+            else [False] * len(texts)
+        )
+        found = smalllog.candidates(
+            texts,
+            self.literals,
+            sorted(self._by_folded_literal()),
+            sorted(FOLDS_TO_ASCII.values()),
+            sorted(plain - set(self.literals)),
+            checked,
+        )
+        rows = (((lines[i], texts[i]), held, folded, odd) for i, held, folded, odd in found)
+        return self._verified(rows, 1, 0, timeouts)
+
+    def _verified(
+        self,
+        candidates: Iterable[tuple[tuple, list[str], list[str], bool]],
+        at: int,
+        line_at: int,
+        timeouts: list[tuple[str, int]],
+    ) -> list[tuple]:
+        """Each candidate row (with the literals it holds, as written and in any ASCII case, and
+        whether it holds a character folding to ASCII) once per signature whose regex matches
+        its text (`row[at]`), in rule order."""
+        rows: list[tuple] = []
         by_folded = self._by_folded_literal()
         ascii_folded = {sid for sids in by_folded.values() for sid in sids}
         order = {lit: i for i, lit in enumerate(self.lit_to_sigs)}  # signatures in rule order
-        for row, held, held_folded, is_odd in zip(
-            cand.select(frame.columns).iter_rows(),
-            cand["held"].to_list(),
-            cand["held_folded"].to_list(),
-            cand["odd"].to_list(),
-            strict=True,
-        ):
+        for row, held, held_folded, is_odd in candidates:
             text = row[at]
             held = sorted(set(held), key=order.__getitem__)
             found = dict.fromkeys(sid for lit in held for sid in self.lit_to_sigs[lit])
@@ -458,7 +501,7 @@ class Matcher:
                         rows.append((*row, sid))
                 except TimeoutError:
                     timeouts.append((sid, row[line_at]))
-        return pl.DataFrame(rows, schema={**frame.schema, "sig": pl.String}, orient="row")
+        return rows
 
     def _by_folded_literal(self) -> dict[str, list[str]]:
         """The lower-cased literals of the case-insensitive signatures that Aho-Corasick can find
@@ -601,28 +644,55 @@ def _parse_small(artefact: Artefact, text: str, matcher: Matcher) -> ParsedLog:
         containers = [containers[i] for i in idx]
         rfcs = [rfcs[i] for i in idx]
     offset = artefact.first_line - 1
-    frame = pl.DataFrame(
-        {
-            "line": [n + offset for n in numbers],
-            "raw": raw_lines,
-            "text": joined,
-            "container": containers,
-            "rfc": rfcs,
-        },
-        schema=LINE_SCHEMA,
-    )
-    timeouts: list[tuple[str, int]] = []
-    hits = matcher.attribute(frame.select("line", "text"), timeouts=timeouts)
+    columns: dict[str, list] = {
+        "line": [n + offset for n in numbers],
+        "raw": raw_lines,
+        "text": joined,
+        "container": containers,
+        "rfc": rfcs,
+    }
+    stats = LogStats(lines=len(joined), hard_wrap_joins=joins, truncated_last_line=_cut(joined))
+    if smalllog.fits(text):
+        return ParsedLog(artefact, stats, _short_frame(columns, matcher, stats))
+    frame = pl.DataFrame(columns, schema=LINE_SCHEMA)
+    hits = matcher.attribute(frame.select("line", "text"), timeouts=stats.timeouts)
     frame = _with_sigs(_with_header(frame), hits)
-    stats = LogStats(lines=len(joined), hard_wrap_joins=joins, timeouts=timeouts)
     stats.sig_counts = dict(hits.group_by("sig", maintain_order=True).len().iter_rows())
     sev = frame["sev"].drop_nulls()
     stats.klog_lines = len(sev)
     stats.severities = dict(sorted(sev.value_counts().iter_rows()))  # the same order each run
-    if joined and not KLOG_RE.match(joined[-1]) and regex.match(r"^[IWEF]\d{4}\b", joined[-1]):
-        stats.truncated_last_line = True
     _finish_stats(frame, stats)
     return ParsedLog(artefact, stats, frame)
+
+
+def _cut(lines: list[str]) -> bool:
+    """The last line looks like the start of a klog header cut short."""
+    return bool(
+        lines and not KLOG_RE.match(lines[-1]) and regex.match(r"^[IWEF]\d{4}\b", lines[-1])
+    )
+
+
+SHORT_SCHEMA: dict[str, pl.DataType | DataTypeClass] = {
+    **LINE_SCHEMA,
+    **dict.fromkeys(smalllog.KLOG_FIELDS, pl.String),
+    "sigs": pl.List(pl.String),
+}
+
+
+def _short_frame(columns: dict[str, list], matcher: Matcher, stats: LogStats) -> pl.DataFrame:
+    """A short plain text's frame and statistics (`smalllog.fits`) built in Python: the same as
+    polars builds them for other texts, in one polars call rather than ~30."""
+    hits = matcher.attribute_short(columns["line"], columns["text"], stats.timeouts)
+    header = smalllog.klog_columns(columns["text"])
+    stats.sig_counts = smalllog.sig_counts(hits)
+    stats.klog_lines = sum(x is not None for x in header["sev"])
+    stats.severities = smalllog.severities(header["sev"])
+    stats.first_clock = smalllog.clock(header, 0)
+    stats.last_clock = smalllog.clock(header, -1)
+    stats.containers = smalllog.containers(columns["container"])
+    stats.pods = smalllog.prefix_pods(columns["raw"])
+    sigs = smalllog.sigs_per_line(columns["line"], hits)
+    return pl.DataFrame({**columns, **header, "sigs": sigs}, schema=SHORT_SCHEMA)
 
 
 @dataclass

@@ -9,6 +9,7 @@ import gc
 import hashlib
 import os
 import pickle
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,14 +17,14 @@ import regex
 
 from analyzer import __version__, codecache
 from analyzer.atomic import atomic_path
-from analyzer.bundle.probes import compile_recognition
+from analyzer.bundle.probes import compile_recognition, gating_patterns
 from analyzer.cache import cache_dir, prune
 from analyzer.catalogue.datafiles import check_annotations, load_decisions, load_episodes
 from analyzer.catalogue.fields import LINE_KEY, Context, read_fields, read_yaml
 from analyzer.catalogue.kinds import load_catalogue
 from analyzer.errors import RuleLoadError
 from analyzer.parse.annotations import AnnotationSpec
-from analyzer.parse.literals import literal_options, required_literals
+from analyzer.parse.literals import ignores_case, literal_options, required_literals
 from analyzer.parse.registry import check_parsers
 from analyzer.rules import builtin_rules_dir
 from analyzer.rules.model import Rule, RuleSet, Signature
@@ -187,13 +188,16 @@ def _read_docs(dirs: list[Path], problems: list[str]):
 
 def _load_ruleset(dirs: list[Path], version: str) -> RuleSet:
     from analyzer.rules.lint import lint
+    from analyzer.rules.schema import rust_takes_all
 
     problems: list[str] = []
     catalogue = load_catalogue(dirs[0] / "kinds.yaml")
     check_parsers(catalogue)
-    compile_recognition(catalogue)  # its recognition entries' problems, with file:line
+    recognition = compile_recognition(catalogue)  # its entries' problems, with file:line
+    catalogue = replace(catalogue, literals=_literals_of(gating_patterns(recognition)))
     annotation_doc = check_annotations(dirs[0] / "annotations.yaml", problems)
     sig_docs, rule_docs, files = _read_docs(dirs, problems)
+    rust_takes_all(_signature_patterns(sig_docs, catalogue))
     signatures: dict[str, Signature] = {}
     for path, s in sig_docs:
         sig = _load_signature(path, s, catalogue, problems)
@@ -225,6 +229,28 @@ def _load_ruleset(dirs: list[Path], version: str) -> RuleSet:
         raise RuleLoadError(errors)
     ruleset.warnings = warnings
     return ruleset
+
+
+def _signature_patterns(sig_docs: list[tuple[str, Any]], catalogue) -> list[str]:
+    """The signatures' regexes as their reader expands them (those it cannot are left to it)."""
+    out = []
+    for _path, s in sig_docs:
+        raw = s.get("regex") if isinstance(s, dict) else None
+        if isinstance(raw, str):
+            with contextlib.suppress(ValueError):
+                out.append(catalogue.hami.expand(raw))
+    return out
+
+
+def _literals_of(patterns: list[str]) -> dict[str, tuple[str, ...]]:
+    """Recognition's patterns' required literals, for `Catalogue.literals` (recognition's
+    layer is below the literals' parser): those found as written, not ignoring case."""
+    out = {}
+    for pattern in patterns:
+        literals = None if ignores_case(pattern) else required_literals(pattern)
+        if literals:
+            out[pattern] = tuple(literals)
+    return out
 
 
 def _load_signature(path: str, s: Any, catalogue, problems: list[str]) -> Signature | None:

@@ -52,9 +52,30 @@ _VERSIONS = {"type": "string", "description": "comma-separated constraints, e.g.
 
 
 # ---- readers of the fields that need more than a type ----------------------------------------
+_RUST_TAKES: set[str] = set()  # patterns Rust's engine compiled in `rust_takes_all`
+
+
+def rust_takes_all(patterns: list[str]) -> None:
+    """Ask Rust's engine for many patterns in one polars call, before each is read: a call per
+    pattern costs ~0.3 ms, ~90 ms for the catalogue's signatures when the rules are validated.
+    When it takes them all, `_rust_error` does not ask again; when one fails, each is asked on
+    its own, for its own message."""
+    import polars as pl
+
+    try:
+        pl.DataFrame({"t": [""]}).select(
+            pl.col("t").str.contains(p).alias(str(i)) for i, p in enumerate(patterns)
+        )
+    except Exception:  # polars raises ComputeError with the Rust message
+        return
+    _RUST_TAKES.update(patterns)
+
+
 def _rust_error(pattern: str) -> str | None:
     import polars as pl
 
+    if pattern in _RUST_TAKES:
+        return None
     try:
         pl.Series([""]).str.contains(pattern)
     except Exception as exc:  # polars raises ComputeError with the Rust message

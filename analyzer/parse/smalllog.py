@@ -5,7 +5,7 @@ literals more than that: parsing the two logs of a small bundle (80 lines) throu
 ~45 M instructions, a twentieth of the run. For a short text that is ASCII without the
 separators U+001C-U+001F (the only ASCII characters that Python's `\\s` takes and Rust's does
 not), each function here gives exactly what its polars counterpart in `parse/logs.py` gives;
-tests/test_scan.py compares the two on signatures' lines, klog lines and odd characters.
+tests/test_smalllog.py compares the two on signatures' lines, klog lines and odd characters.
 """
 
 from __future__ import annotations

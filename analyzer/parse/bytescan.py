@@ -493,11 +493,11 @@ class ByteScan:
         # passing over whole chunks wait on memory (a third more CPU per chunk)
         for start, end in line_blocks(chunk, SCAN_BLOCK):
             self.scanner.scan(view[start:end], bins, start)
-            lines = table.lines
+            before = table.lines
             others = table.add(start, end)
             if self.aside is not None and len(others[0]):
-                lines = table.lines - lines
-                self._scan_aside(chunk, view[start:end], start, others, lines, candidate_ends)
+                block_lines = table.lines - before
+                self._scan_aside(chunk, view[start:end], start, others, block_lines, candidate_ends)
             for j, needle in enumerate(needles):
                 occurrences[j] += chunk.count(needle, start, end)
         view.release()

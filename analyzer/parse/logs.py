@@ -616,8 +616,9 @@ def _finish_stats(frame: pl.DataFrame, stats: LogStats) -> None:
 
 
 def _prefix_pods(frame: pl.DataFrame) -> list[str]:
-    pods = frame["raw"].head(20_000).str.extract(r"^\[pod/([^/\]\s]+)/", 1).drop_nulls()
-    return sorted(pods.unique().to_list())[:20]
+    rows = frame["raw"].head(smalllog.PREFIX_POD_ROWS)
+    pods = rows.str.extract(smalllog.POD_PREFIX, 1).drop_nulls()
+    return sorted(pods.unique().to_list())[: smalllog.PREFIX_PODS]
 
 
 def _parse_small(artefact: Artefact, text: str, matcher: Matcher) -> ParsedLog:

@@ -20,7 +20,9 @@ SMALL_CHARS = 16 << 10  # a text up to this long, and plain, is parsed here
 
 KLOG_FIELDS = ("sev", "mm", "dd", "clock", "pid", "src", "msg")  # KLOG_HEADER_PATTERN's groups
 _NOT_PLAIN = re.compile(r"[^\x00-\x1b\x20-\x7f]")
-_POD_PREFIX = re.compile(r"^\[pod/([^/\]\s]+)/")  # as `parse.logs._prefix_pods` extracts it
+POD_PREFIX = r"^\[pod/([^/\]\s]+)/"  # `kubectl logs --prefix`: the pod it names (group 1)
+PREFIX_POD_ROWS, PREFIX_PODS = 20_000, 20  # the first rows looked at, the first pods kept
+_POD_PREFIX = re.compile(POD_PREFIX)
 
 # a candidate row: its index, the literals it holds, those it holds in any ASCII case (lower
 # case), and whether it holds a character that folds to an ASCII letter
@@ -101,6 +103,6 @@ def containers(names: Sequence[str | None]) -> list[str]:
 
 
 def prefix_pods(raws: Sequence[str]) -> list[str]:
-    """The pods named by `kubectl logs --prefix` prefixes (the first 20)."""
-    pods = {m[1] for raw in raws[:20_000] if (m := _POD_PREFIX.match(raw))}
-    return sorted(pods)[:20]
+    """The pods named by `kubectl logs --prefix` prefixes (the first PREFIX_PODS)."""
+    pods = {m[1] for raw in raws[:PREFIX_POD_ROWS] if (m := _POD_PREFIX.match(raw))}
+    return sorted(pods)[:PREFIX_PODS]

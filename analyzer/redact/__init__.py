@@ -9,8 +9,8 @@ the token map read from `map_file` when it exists, extended, and written back (m
 import os
 import sys
 
-ALLOCATOR_ENV = "_RJEM_MALLOC_CONF"  # polars' allocator (jemalloc), read when polars is loaded
-PACKAGE_ALLOCATOR = "dirty_decay_ms:100,muzzy_decay_ms:0"  # what `analyzer/__init__.py` sets
+from analyzer import ALLOCATOR_ENV, PACKAGE_ALLOCATOR
+
 # the redaction's: freed pages kept for jemalloc's own default of 10 s. The second pass makes
 # and drops a few 16 MiB buffers per piece: given back after 100 ms, each new one cost a page
 # fault per 4 KiB (on a 1 GB log 200,000 more faults, 0.4-0.7 s of CPU, for ~30 MiB less peak)

@@ -4,6 +4,8 @@ catalogue."""
 
 from __future__ import annotations
 
+import copy
+import functools
 import io
 import os
 import subprocess
@@ -471,3 +473,42 @@ def test_case_insensitive_signatures_are_attributed_like_their_regex_on_every_ro
         }
     assert set(got.select("line", "sig").iter_rows()) == want
     assert len(want) > len(folded)
+
+
+@functools.cache
+def _plugin_matcher() -> logs_mod.Matcher:
+    from analyzer.analyze import matcher_for
+    from analyzer.rules.loader import load_ruleset
+
+    return matcher_for(load_ruleset()).for_kind("device-plugin-log")
+
+
+_LITERAL_PIECES = sorted(_plugin_matcher().literals)
+_SAMPLE_LINES = st.lists(
+    st.lists(
+        st.one_of(
+            st.sampled_from(_LITERAL_PIECES),
+            st.text(st.sampled_from("abcdeGINPU :=/.-0123456789"), max_size=12),
+        ),
+        max_size=4,
+    ).map("".join),
+    min_size=1,
+    max_size=40,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lines=_SAMPLE_LINES)
+def test_the_sample_counts_adapted_keeps_are_what_hot_signatures_would_count(lines):
+    """`adapted` counts the lines holding each literal found as it is, the scan's own among
+    them, in its one pass; `hot_signatures` reads those counts instead of searching the sample
+    again: every count is the number of lines holding the literal, and the hot signatures are
+    the ones it finds when it searches itself."""
+    adapted = _plugin_matcher().adapted(lines)
+    assert adapted.sample_counts is not None and adapted.sample_counts[0] is lines
+    held = adapted.sample_counts[1]
+    for literal in {*adapted.literals, *held}:
+        assert held.get(literal, 0) == sum(literal in line for line in lines)
+    searched = copy.copy(adapted)
+    searched.sample_counts = None
+    assert logs_mod.hot_signatures(adapted, lines) == logs_mod.hot_signatures(searched, lines)

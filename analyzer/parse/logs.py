@@ -139,6 +139,9 @@ class Matcher:
         # the kinds a signature is searched in, when not all (a signature's `scanned_in`)
         self.scanned_in = {sid: kinds for sid, kinds in (scanned_in or {}).items() if kinds}
         self._without: dict[frozenset[str], Matcher] = {}
+        # set by `adapted`: its sample, and how many of its lines hold each of the literals
+        # found as they are (`hot_signatures` reads them instead of searching the sample again)
+        self.sample_counts: tuple[list[str], dict[str, int]] | None = None
         prefilters = prefilters or {}
         self.lits = {
             sid: prefilters[sid] if sid in prefilters else required_literals(pat)
@@ -211,6 +214,8 @@ class Matcher:
                     for x in s
                 }
             )
+            if not fold:  # every literal the adapted scan finds as it is, for `hot_signatures`
+                candidates = sorted({*candidates, *self.literals})
             if not candidates:
                 counts[fold] = {}
                 continue
@@ -228,7 +233,9 @@ class Matcher:
                 return seen.get(x.lower() if fold else x, 0)
 
             lits[sid] = least_common(options, frequency)
-        return Matcher(self.sigs, lits, self._compile, choices=self._choices)
+        matcher = Matcher(self.sigs, lits, self._compile, choices=self._choices)
+        matcher.sample_counts = (sample, counts[False])
+        return matcher
 
     def _literal_choices(self, sid: str) -> LiteralChoices | None:
         if self._choices is not None:
@@ -726,11 +733,18 @@ def hot_signatures(matcher: Matcher, lines: list[str]) -> list[str]:
         return []
     share: dict[str, float] = {}
     col = pl.Series("text", lines)
-    if matcher.literals:
+    counted = matcher.sample_counts
+    if counted is not None and counted[0] is lines:  # counted by `adapted` on these lines
+        held = counted[1]
+        holding: Iterable[tuple[str, int]] = [(x, held[x]) for x in matcher.literals if x in held]
+    elif matcher.literals:
         found = col.str.extract_many(matcher.literals, overlapping=True).list.unique().explode()
-        for lit, n in found.drop_nulls().value_counts().iter_rows():
-            for sid in matcher.lit_to_sigs[lit]:
-                share[sid] = max(share.get(sid, 0.0), n / len(lines))
+        holding = found.drop_nulls().value_counts().iter_rows()
+    else:
+        holding = []
+    for lit, n in holding:
+        for sid in matcher.lit_to_sigs[lit]:
+            share[sid] = max(share.get(sid, 0.0), n / len(lines))
     for sid in matcher.folded:
         share[sid] = float(col.str.contains(matcher.folded_pattern(sid)).sum()) / len(lines)
     slow = {

@@ -1261,28 +1261,64 @@ def test_property_node_name_prefilter_selects_every_get_pods_line(data):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_line_numbers_are_the_newlines_before_each_start(seed):
-    """The first pass numbers the lines it selects by counting newlines a block of the scratch
-    array at a time: a start in any block, at a block's first byte, after empty lines, the last
-    line without a newline."""
+    """The first pass finds the line each match ends on, and numbers it, by counting newlines a
+    block of the scratch array at a time: an end in any block, at a block's first or last byte,
+    on a newline, after empty lines, on the last line without a newline; the same start and
+    number as `line_start` and counting the newlines before it give."""
     import random
 
-    from analyzer.parse.bytescan import LINE_BLOCK
-    from analyzer.redact.hyper import line_filter
+    from analyzer.parse.bytescan import LINE_BLOCK, line_start
+    from analyzer.redact.hyper import line_filter, line_starts
 
-    fast = line_filter(("x",))
-    if fast is None:
+    if line_filter(("x",)) is None:
         pytest.skip("Hyperscan has no wheel for this platform")
     rng = random.Random(seed)
     lines = [b"y" * rng.choice([0, 0, 1, 40, 300, 5000]) for _ in range(3000)]
-    raw = b"\n".join(lines)
-    starts = {0} | {raw.rfind(b"\n", 0, rng.randrange(len(raw))) + 1 for _ in range(500)}
-    starts |= {
-        k * LINE_BLOCK
-        for k in range(1, len(raw) // LINE_BLOCK + 1)
-        if raw[k * LINE_BLOCK - 1] == 10
-    }
+    lines.insert(rng.randrange(3000), b"z" * (LINE_BLOCK + 10))  # a line longer than a block
+    raw = b"\n".join(lines) + rng.choice([b"", b"\n"])
+    ends = [1, len(raw)] + [rng.randrange(1, len(raw) + 1) for _ in range(500)]
+    ends += [k * LINE_BLOCK + d for k in range(1, len(raw) // LINE_BLOCK) for d in (-1, 0, 1, 2)]
+    if seed % 2:  # blocks without a match between those with one
+        ends = [e for e in ends if e < LINE_BLOCK or e > len(raw) - LINE_BLOCK]
+    ends += [i + 1 for i in rng.sample(range(len(raw)), 200) if raw[i] == 10]  # on a newline
     assert len(raw) > 2 * LINE_BLOCK
-    assert fast._numbers(raw, starts) == {s: raw.count(b"\n", 0, s) for s in starts}
+    # and a line that starts in a block without a match and ends blocks later
+    long = b"a\n" + b"b\n" * LINE_BLOCK + b"z" * (2 * LINE_BLOCK + seed)
+    for data, at in ((raw, ends), (long, [1, len(long) - LINE_BLOCK, len(long)])):
+        want = {e: (line_start(data, e), data.count(b"\n", 0, line_start(data, e))) for e in at}
+        assert line_starts(data, at) == want
+
+
+LINE_PARTS = st.sampled_from(["x", "yy", "\n", "\n\n", "x\n", " ", "é", "héllo x", "a" * 70])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(LINE_PARTS, min_size=1, max_size=60), st.sampled_from(["x", "x|y", "^y|h", "y$"]))
+def test_property_hyperscan_hits_are_the_lines_each_match_ends_on(parts, prefilter):
+    """The lines the prefilters select are those `line_start` gives for each match end (and,
+    holding a byte outside ASCII, those polars selects), numbered by the newlines before them."""
+    import polars as pl
+
+    from analyzer.parse.bytescan import line_end, line_start
+    from analyzer.redact.hyper import line_filter
+
+    fast = line_filter((prefilter, "l+o"))
+    if fast is None:
+        pytest.skip("Hyperscan has no wheel for this platform")
+    raw = "".join(parts).encode()
+    ends: list[list[int]] = [[], [], []]
+    fast.scanner.scan(raw, ends)
+    want = [sorted({line_start(raw, e) for e in found}) for found in ends[:2]]
+    for s in sorted({line_start(raw, e) for e in ends[2]}):  # wide lines: polars decides
+        line = raw[s : line_end(raw, s)].decode()
+        for k, p in enumerate((prefilter, "l+o")):
+            if pl.Series([line]).str.contains(p)[0] and s not in want[k]:
+                want[k] = sorted([*want[k], s])
+    got = fast.hits(raw)
+    assert got.starts == want
+    every = sorted({s for found in want for s in found})
+    assert got.numbers == {s: raw.count(b"\n", 0, s) for s in every}
+    assert list(got.numbers) == every
 
 
 @pytest.mark.skipif(

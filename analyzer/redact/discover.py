@@ -12,7 +12,7 @@ import os
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import partial
@@ -188,16 +188,24 @@ def discover(
     texts = text_sources(sources)
     learner = Learner(redactors)
     plans: dict[Path, list[Plan]] = {}
+    parsed = [r for r in redactors if r.mode == "find" and r.parsed_nodes]
+    parsed_names: Future[set[str]] | None = None
     progress = Progress("finding names", sum(s.path.stat().st_size for s in texts), "bytes")
     try:
         with ExitStack() as stack:
             teacher = _Teacher(learner)
             workers: Workers[Lesson | None] | None = None
+            if any(s.path.stat().st_size >= FORK_MIN for s in texts):
+                line_filter(teacher.prefilters)  # compiled once, before the fork
+                workers = stack.enter_context(Workers(teacher, SCANS))
+                if parsed and workers.processes is not None:
+                    # the analyzer's parsers read the small files meanwhile: this process only
+                    # waits for its workers' lessons (started once they are forked: a thread
+                    # running at a fork may hold a lock the child then waits for)
+                    background = stack.enter_context(ThreadPoolExecutor(1))
+                    parsed_names = background.submit(parsed_node_names, texts)
             for s in texts:
                 pieces = plans[s.path] = []
-                if s.path.stat().st_size >= FORK_MIN and workers is None:
-                    line_filter(teacher.prefilters)  # compiled once, before the fork
-                    workers = stack.enter_context(Workers(teacher, SCANS))
                 if workers is not None and s.path.stat().st_size >= FORK_MIN:
                     lessons = _taught(s, workers, learner)
                 else:
@@ -206,12 +214,14 @@ def discover(
                 for lesson in lessons:
                     pieces.append(learner.take(lesson))
                     progress.advance(lesson.size)
+            found_nodes = parsed_names.result() if parsed_names is not None else None
     finally:
         progress.close()
     names = dict(learner.names)
-    parsed = [r for r in redactors if r.mode == "find" and r.parsed_nodes]
     if parsed:
-        for value in sorted(parsed_node_names(texts)):
+        if found_nodes is None:
+            found_nodes = parsed_node_names(texts)
+        for value in sorted(found_nodes):
             if not parsed[0].kept(value):
                 names.setdefault(value, parsed[0].token)
     for value, prefix in (known.known() if known else {}).items():

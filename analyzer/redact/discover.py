@@ -255,7 +255,7 @@ class _Teacher:
             return None
         # read as bytes: the pass over plain lines only finds, slices and decodes the piece,
         # and Hyperscan and numpy read a bytearray alike (a copy would cost its page faults)
-        return self.learner.prepare(cast(bytes, buffer), where)
+        return self.learner.prepare(cast(bytes, buffer), where, plain=True)
 
 
 def _taught(s: SourceFile, workers: Workers[Lesson | None], learner: Learner) -> Iterator[Lesson]:

@@ -1062,9 +1062,10 @@ def test_writer_makes_deferred_pieces_in_order_and_reports_their_failure():
     st.lists(PIECE_PARTS, max_size=120), st.integers(1, 64), st.integers(1, 8), st.integers(0, 8)
 )
 def test_property_spans_are_where_chunks_cut(parts, size, pem_max, tail):
-    """The offsets the first pass hands its workers cut the file where `chunks` (the second
-    pass) cuts it, whether a block's last bytes tell the cut or it is read whole: line ends,
-    PEM blocks, overlong lines, no last newline."""
+    """The offsets the first pass hands its workers cut the file where `chunks` cuts it,
+    whether a block's last bytes tell the cut or it is read whole: line ends, PEM blocks,
+    overlong lines, no last newline; the pieces read at those offsets (`pieces`, both passes)
+    are `chunks`' pieces."""
     from unittest import mock
 
     import analyzer.redact.discover as discover
@@ -1079,6 +1080,7 @@ def test_property_spans_are_where_chunks_cut(parts, size, pem_max, tail):
         path.write_bytes(data)
         got = [data[start:end] for start, end in discover.spans(path, size)]
         assert got == list(discover.chunks(path, size))
+        assert list(discover.pieces(path, size)) == got
 
 
 def test_spans_told_by_block_ends_cut_as_chunks(tmp_path, monkeypatch):

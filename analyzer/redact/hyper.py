@@ -22,7 +22,6 @@ from analyzer.parse.bytescan import (
     hyperscan,
     line_end,
     line_pattern,
-    line_start,
     np,
     thread_scratch,
 )

@@ -1369,3 +1369,37 @@ def test_a_redaction_keeps_polars_freed_pages_unless_polars_is_loaded_or_configu
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
     )
     assert done.stdout.strip() == "True", done.stderr
+
+
+# the registry pattern as it was written before its path was read possessively: the reference
+REGISTRY_BACKTRACKING = (
+    r"/(?<=(?<![\w./@:-])(?P<value>(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z]{2,}(?::\d+)?"
+    r"|localhost:\d+|(?:\d{1,3}\.){3}\d{1,3}:\d+)/)[\w.-]+(?:/[\w.-]+)*"
+    r"(?::\w[\w.-]*|@sha256:[0-9a-f]{64})"
+)
+REGISTRY_HOSTS = st.sampled_from(
+    ["acme.io", "a.b-c.corp", "localhost:5000", "10.0.0.7:5000", "k8s.io", "x.y:80", "1.2.3.4", "a"]
+)
+# what may follow a host's `/`: path segments (with what ends a path inside them), then a tag
+REGISTRY_TAILS = st.tuples(
+    st.lists(st.sampled_from(["a", "b-c", "é", "x.y", "_", "", ":", "@", " "]), max_size=4),
+    st.sampled_from(["", ":", ":v1", ":-", "@", "/", " ", "@sha256:" + "f" * 64, "@sha256:f"]),
+).map(lambda t: "/".join(t[0]) + t[1])
+REGISTRY_GLUE = st.sampled_from(["", " ", "\n", "/", "-", ".", "@", ":", "x", '"'])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(REGISTRY_GLUE, REGISTRY_HOSTS, REGISTRY_TAILS), max_size=6))
+def test_property_registry_pattern_possessive_path_matches_as_before(parts):
+    """The registry pattern reads the image path possessively (`++`, `*+`): only the longest
+    path can be followed by the tag's `:` or `@`, so whatever the text, every match, its span
+    and its `value`, is the backtracking pattern's."""
+    text = "".join(glue + host + "/" + tail for glue, host, tail in parts)
+    (now,) = next(r for r in load_redactors() if r.id == "private-registry").patterns
+    before = regex.compile(REGISTRY_BACKTRACKING)
+
+    def found(p: regex.Pattern) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+        return [(m.span(), m.span("value")) for m in p.finditer(text)]
+
+    assert found(now) == found(before)
+    assert now.findall(text) == before.findall(text)

@@ -1062,9 +1062,10 @@ def test_writer_makes_deferred_pieces_in_order_and_reports_their_failure():
     st.lists(PIECE_PARTS, max_size=120), st.integers(1, 64), st.integers(1, 8), st.integers(0, 8)
 )
 def test_property_spans_are_where_chunks_cut(parts, size, pem_max, tail):
-    """The offsets the first pass hands its workers cut the file where `chunks` (the second
-    pass) cuts it, whether a block's last bytes tell the cut or it is read whole: line ends,
-    PEM blocks, overlong lines, no last newline."""
+    """The offsets the first pass hands its workers cut the file where `chunks` cuts it,
+    whether a block's last bytes tell the cut or it is read whole: line ends, PEM blocks,
+    overlong lines, no last newline; the pieces read at those offsets (`pieces`, both passes)
+    are `chunks`' pieces."""
     from unittest import mock
 
     import analyzer.redact.discover as discover
@@ -1079,6 +1080,7 @@ def test_property_spans_are_where_chunks_cut(parts, size, pem_max, tail):
         path.write_bytes(data)
         got = [data[start:end] for start, end in discover.spans(path, size)]
         assert got == list(discover.chunks(path, size))
+        assert list(discover.pieces(path, size)) == got
 
 
 def test_spans_told_by_block_ends_cut_as_chunks(tmp_path, monkeypatch):
@@ -1261,28 +1263,64 @@ def test_property_node_name_prefilter_selects_every_get_pods_line(data):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_line_numbers_are_the_newlines_before_each_start(seed):
-    """The first pass numbers the lines it selects by counting newlines a block of the scratch
-    array at a time: a start in any block, at a block's first byte, after empty lines, the last
-    line without a newline."""
+    """The first pass finds the line each match ends on, and numbers it, by counting newlines a
+    block of the scratch array at a time: an end in any block, at a block's first or last byte,
+    on a newline, after empty lines, on the last line without a newline; the same start and
+    number as `line_start` and counting the newlines before it give."""
     import random
 
-    from analyzer.parse.bytescan import LINE_BLOCK
-    from analyzer.redact.hyper import line_filter
+    from analyzer.parse.bytescan import LINE_BLOCK, line_start
+    from analyzer.redact.hyper import line_filter, line_starts
 
-    fast = line_filter(("x",))
-    if fast is None:
+    if line_filter(("x",)) is None:
         pytest.skip("Hyperscan has no wheel for this platform")
     rng = random.Random(seed)
     lines = [b"y" * rng.choice([0, 0, 1, 40, 300, 5000]) for _ in range(3000)]
-    raw = b"\n".join(lines)
-    starts = {0} | {raw.rfind(b"\n", 0, rng.randrange(len(raw))) + 1 for _ in range(500)}
-    starts |= {
-        k * LINE_BLOCK
-        for k in range(1, len(raw) // LINE_BLOCK + 1)
-        if raw[k * LINE_BLOCK - 1] == 10
-    }
+    lines.insert(rng.randrange(3000), b"z" * (LINE_BLOCK + 10))  # a line longer than a block
+    raw = b"\n".join(lines) + rng.choice([b"", b"\n"])
+    ends = [1, len(raw)] + [rng.randrange(1, len(raw) + 1) for _ in range(500)]
+    ends += [k * LINE_BLOCK + d for k in range(1, len(raw) // LINE_BLOCK) for d in (-1, 0, 1, 2)]
+    if seed % 2:  # blocks without a match between those with one
+        ends = [e for e in ends if e < LINE_BLOCK or e > len(raw) - LINE_BLOCK]
+    ends += [i + 1 for i in rng.sample(range(len(raw)), 200) if raw[i] == 10]  # on a newline
     assert len(raw) > 2 * LINE_BLOCK
-    assert fast._numbers(raw, starts) == {s: raw.count(b"\n", 0, s) for s in starts}
+    # and a line that starts in a block without a match and ends blocks later
+    long = b"a\n" + b"b\n" * LINE_BLOCK + b"z" * (2 * LINE_BLOCK + seed)
+    for data, at in ((raw, ends), (long, [1, len(long) - LINE_BLOCK, len(long)])):
+        want = {e: (line_start(data, e), data.count(b"\n", 0, line_start(data, e))) for e in at}
+        assert line_starts(data, at) == want
+
+
+LINE_PARTS = st.sampled_from(["x", "yy", "\n", "\n\n", "x\n", " ", "é", "héllo x", "a" * 70])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(LINE_PARTS, min_size=1, max_size=60), st.sampled_from(["x", "x|y", "^y|h", "y$"]))
+def test_property_hyperscan_hits_are_the_lines_each_match_ends_on(parts, prefilter):
+    """The lines the prefilters select are those `line_start` gives for each match end (and,
+    holding a byte outside ASCII, those polars selects), numbered by the newlines before them."""
+    import polars as pl
+
+    from analyzer.parse.bytescan import line_end, line_start
+    from analyzer.redact.hyper import line_filter
+
+    fast = line_filter((prefilter, "l+o"))
+    if fast is None:
+        pytest.skip("Hyperscan has no wheel for this platform")
+    raw = "".join(parts).encode()
+    ends: list[list[int]] = [[], [], []]
+    fast.scanner.scan(raw, ends)
+    want = [sorted({line_start(raw, e) for e in found}) for found in ends[:2]]
+    for s in sorted({line_start(raw, e) for e in ends[2]}):  # wide lines: polars decides
+        line = raw[s : line_end(raw, s)].decode()
+        for k, p in enumerate((prefilter, "l+o")):
+            if pl.Series([line]).str.contains(p)[0] and s not in want[k]:
+                want[k] = sorted([*want[k], s])
+    got = fast.hits(raw)
+    assert got.starts == want
+    every = sorted({s for found in want for s in found})
+    assert got.numbers == {s: raw.count(b"\n", 0, s) for s in every}
+    assert list(got.numbers) == every
 
 
 @pytest.mark.skipif(
@@ -1331,3 +1369,37 @@ def test_a_redaction_keeps_polars_freed_pages_unless_polars_is_loaded_or_configu
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
     )
     assert done.stdout.strip() == "True", done.stderr
+
+
+# the registry pattern as it was written before its path was read possessively: the reference
+REGISTRY_BACKTRACKING = (
+    r"/(?<=(?<![\w./@:-])(?P<value>(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z]{2,}(?::\d+)?"
+    r"|localhost:\d+|(?:\d{1,3}\.){3}\d{1,3}:\d+)/)[\w.-]+(?:/[\w.-]+)*"
+    r"(?::\w[\w.-]*|@sha256:[0-9a-f]{64})"
+)
+REGISTRY_HOSTS = st.sampled_from(
+    ["acme.io", "a.b-c.corp", "localhost:5000", "10.0.0.7:5000", "k8s.io", "x.y:80", "1.2.3.4", "a"]
+)
+# what may follow a host's `/`: path segments (with what ends a path inside them), then a tag
+REGISTRY_TAILS = st.tuples(
+    st.lists(st.sampled_from(["a", "b-c", "é", "x.y", "_", "", ":", "@", " "]), max_size=4),
+    st.sampled_from(["", ":", ":v1", ":-", "@", "/", " ", "@sha256:" + "f" * 64, "@sha256:f"]),
+).map(lambda t: "/".join(t[0]) + t[1])
+REGISTRY_GLUE = st.sampled_from(["", " ", "\n", "/", "-", ".", "@", ":", "x", '"'])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(REGISTRY_GLUE, REGISTRY_HOSTS, REGISTRY_TAILS), max_size=6))
+def test_property_registry_pattern_possessive_path_matches_as_before(parts):
+    """The registry pattern reads the image path possessively (`++`, `*+`): only the longest
+    path can be followed by the tag's `:` or `@`, so whatever the text, every match, its span
+    and its `value`, is the backtracking pattern's."""
+    text = "".join(glue + host + "/" + tail for glue, host, tail in parts)
+    (now,) = next(r for r in load_redactors() if r.id == "private-registry").patterns
+    before = regex.compile(REGISTRY_BACKTRACKING)
+
+    def found(p: regex.Pattern) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+        return [(m.span(), m.span("value")) for m in p.finditer(text)]
+
+    assert found(now) == found(before)
+    assert now.findall(text) == before.findall(text)

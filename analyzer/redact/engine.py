@@ -247,9 +247,10 @@ class Learner:
     def piece(self, raw: bytes, where: str) -> Plan:
         return self.take(self.prepare(raw, where))
 
-    def prepare(self, raw: bytes, where: str) -> Lesson:
-        """A piece split, scanned and studied (no state is touched: a worker may do it)."""
-        return self.lesson(Lines.of_bytes(raw), where)
+    def prepare(self, raw: bytes, where: str, plain: bool = False) -> Lesson:
+        """A piece split, scanned and studied (no state is touched: a worker may do it);
+        `plain`: see `Lines.of_bytes`."""
+        return self.lesson(Lines.of_bytes(raw, plain), where)
 
     @property
     def prefilters(self) -> list[str]:

@@ -22,7 +22,6 @@ from analyzer.parse.bytescan import (
     hyperscan,
     line_end,
     line_pattern,
-    line_start,
     np,
     thread_scratch,
 )
@@ -50,8 +49,13 @@ class LineFilter:
         n = len(self.prefilters)
         ends: list[list[int]] = [[] for _ in range(n + 1)]
         self.scanner.scan(raw, ends)
-        starts = [sorted({line_start(raw, e) for e in found}) for found in ends[:n]]
-        wide = [line_start(raw, e) for e in ends[n]]
+        found = [e for bin_ in ends for e in bin_]
+        if not found:
+            return LineHits([[] for _ in range(n)], {})
+        at = line_starts(raw, found)
+        numbers = dict(at.values())
+        starts = [sorted({at[e][0] for e in bin_}) for bin_ in ends[:n]]
+        wide = sorted({at[e][0] for e in ends[n]})
         if wide:
             texts = [raw[s : line_end(raw, s)].decode("utf-8") for s in wide]
             series = pl.Series(texts, dtype=pl.String)
@@ -63,30 +67,41 @@ class LineFilter:
                 if picked:
                     starts[k] = sorted({*starts[k], *(wide[i] for i in picked)})
         every = {s for found in starts for s in found}
-        return LineHits(starts, self._numbers(raw, every) if every else {})
+        return LineHits(starts, {s: numbers[s] for s in sorted(every)})
 
-    def _numbers(self, raw: bytes, starts: set[int]) -> dict[int, int]:
-        """Line start -> line number (the newlines before it), counted by numpy a block at a
-        time in this thread's scratch array: without Python's lock (`bytes.count` held it), and
-        without `LineTable`'s klog work (half its time), which no redactor asks for."""
-        assert np is not None
-        view = np.frombuffer(raw, np.uint8)
-        scratch = thread_scratch()
-        keys = np.array(sorted(starts), dtype=np.int64)
-        found = np.empty(len(keys), np.int64)
-        before = lo = 0
-        for at in range(0, len(raw), len(scratch)):
-            newline = scratch[: min(len(scratch), len(raw) - at)]
-            np.equal(view[at : at + len(newline)], 10, out=newline)
-            hi = int(np.searchsorted(keys, at + len(newline)))
-            if hi > lo:  # keys in this block: the newlines before each
-                ends = np.flatnonzero(newline)
-                found[lo:hi] = before + np.searchsorted(ends, keys[lo:hi] - at)
-                before, lo = before + len(ends), hi
-            else:
-                before += int(np.count_nonzero(newline))
-        del view
-        return dict(zip(keys.tolist(), found.tolist(), strict=True))
+
+def line_starts(raw: bytes | bytearray, ends: list[int]) -> dict[int, tuple[int, int]]:
+    """Match end -> (start, number) of the line it ends on (`bytescan.line_start`; the number is
+    the newlines before it), for all ends at once: numpy finds the newlines a block at a time in
+    this thread's scratch array, without Python's lock (`bytes.count` held it) and without a
+    Python step per match (`line_start` was one per match end), nor `LineTable`'s klog work."""
+    assert np is not None
+    view = np.frombuffer(raw, np.uint8)
+    scratch = thread_scratch()
+    # a match's line is the one its last byte is on (a match is never empty)
+    keys, where = np.unique(np.maximum(np.array(ends, np.int64) - 1, 0), return_inverse=True)
+    starts = np.empty(len(keys), np.int64)
+    numbers = np.empty(len(keys), np.int64)
+    before, lo, last = 0, 0, -1  # newlines before the block, keys done, the last newline seen
+    for at in range(0, len(raw), len(scratch)):
+        newline = scratch[: min(len(scratch), len(raw) - at)]
+        np.equal(view[at : at + len(newline)], 10, out=newline)
+        hi = int(np.searchsorted(keys, at + len(newline)))
+        if hi > lo:  # keys in this block: the newlines before each, and the last of those
+            found = np.flatnonzero(newline) + at
+            k = np.searchsorted(found, keys[lo:hi])
+            numbers[lo:hi] = before + k
+            starts[lo:hi] = np.concatenate(([last], found))[k] + 1
+            before, lo = before + len(found), hi
+            last = int(found[-1]) if len(found) else last
+        else:
+            count = int(np.count_nonzero(newline))
+            if count:
+                last = at + len(newline) - 1 - int(np.argmax(newline[::-1]))
+            before += count
+    del view
+    pairs = list(zip(starts.tolist(), numbers.tolist(), strict=True))
+    return {e: pairs[i] for e, i in zip(ends, where.tolist(), strict=True)}
 
 
 @lru_cache(maxsize=64)

@@ -74,11 +74,12 @@ class Lines:
         self.size = len(text)  # bytes of the piece it was read from (characters of a text)
 
     @classmethod
-    def of_bytes(cls, raw: bytes) -> Lines:
+    def of_bytes(cls, raw: bytes, plain: bool = False) -> Lines:
         """The lines of a piece of a file: kept as bytes when it is big, valid UTF-8 and free of
         carriage returns (which polars' line reader drops; polars splits it only when asked),
-        else as decoded text."""
-        if b"\r" in raw or len(raw) < SMALL or not _utf8(raw):
+        else as decoded text. `plain`: the caller has just found it ASCII without carriage
+        returns (each check reads the whole piece)."""
+        if len(raw) < SMALL or (not plain and (b"\r" in raw or not _utf8(raw))):
             lines = cls(raw.decode(*ENCODING))
         else:
             lines = cls.__new__(cls)

@@ -31,6 +31,7 @@ import _sre
 import collections
 import contextlib
 import dataclasses
+import inspect
 import marshal
 import re
 import sys
@@ -108,8 +109,11 @@ class CodeCache:
         exec(self.code(source, "exec") if isinstance(source, str) else source, scope, names)
 
     def eval(self, source: str | CodeType, scope: dict | None = None, names: dict | None = None, /):
-        """`eval` as namedtuple calls it."""
-        return eval(self.code(source, "eval") if isinstance(source, str) else source, scope, names)
+        """`eval` as namedtuple and inspect call it (a text's leading spaces and tabs are
+        dropped first, as the builtin drops them)."""
+        if isinstance(source, str):
+            source = self.code(source.lstrip(" \t"), "eval")
+        return eval(source, scope, names)
 
     def compile_source(self, source, filename, mode, *args, **kwargs) -> CodeType:
         """`compile` as typing calls it for an annotation written as a string; any other call
@@ -265,6 +269,7 @@ def install() -> CodeCache:
     # builtins
     vars(dataclasses)["exec"] = codes.exec
     vars(collections)["eval"] = codes.eval
+    vars(inspect)["eval"] = codes.eval
     vars(typing)["compile"] = codes.compile_source
     if hasattr(_compiler, "_code"):  # the compiler `pattern_code` follows (3.11-3.13)
         _compiler.compile = codes.compile  # re._compile looks it up at each call

@@ -8,6 +8,7 @@ import _sre
 import collections
 import contextlib
 import dataclasses
+import inspect
 import os
 import re
 import subprocess
@@ -119,6 +120,51 @@ def test_a_namedtuple_and_an_annotation_from_the_cache_are_the_ones_compiled_afr
     # any other call is compiled as the builtin does
     code = second.compile_source("x: int = 1", "<string>", "exec")
     assert code.co_filename == "<string>" and second.missed == 0
+
+
+def test_string_annotations_inspect_evaluates_from_the_cache_are_the_builtins():
+    """typer reads a command's parameters with `inspect.signature(eval_str=True)`, which evals
+    each annotation written as a string (the command line's module has `from __future__ import
+    annotations`): through the cache, as the builtin eval gives them (leading spaces and tabs
+    dropped as it drops them; a text that is no expression is the same SyntaxError)."""
+
+    def command(a, b, c=1): ...
+
+    command.__annotations__ = {
+        "a": "list[int] | None",
+        "b": "  dict[str, Path]",
+        "c": "\tint",
+        "return": "str",
+    }
+    expected = inspect.get_annotations(command, eval_str=True)  # the builtin eval
+    first = CodeCache({})
+    with in_front_of(inspect, "eval", first.eval):
+        fresh = inspect.get_annotations(command, eval_str=True)
+    assert first.missed == 4
+    second = CodeCache(*read_codes(write_codes(first.used, {})))
+    with in_front_of(inspect, "eval", second.eval):
+        cached = inspect.get_annotations(command, eval_str=True)
+        signature = inspect.signature(command, eval_str=True)  # what typer asks
+    assert second.missed == 0
+    assert [p.annotation for p in signature.parameters.values()] == [
+        list[int] | None,
+        dict[str, Path],
+        int,
+    ]
+    assert (
+        fresh
+        == cached
+        == expected
+        == {
+            "a": list[int] | None,
+            "b": dict[str, Path],
+            "c": int,
+            "return": str,
+        }
+    )
+    command.__annotations__ = {"a": "two words"}
+    with pytest.raises(SyntaxError), in_front_of(inspect, "eval", second.eval):
+        inspect.get_annotations(command, eval_str=True)
 
 
 def test_a_cache_file_holding_anything_but_code_is_not_used():
@@ -334,15 +380,16 @@ def test_a_warm_run_compiles_no_dataclass_and_a_damaged_cache_file_is_rewritten(
 
 def test_importing_the_package_leaves_the_standard_library_alone():
     """Only the command line's entry point puts the cache in front of dataclasses' exec,
-    namedtuple's eval, typing's compile and the compilers of re and regex."""
+    namedtuple's and inspect's eval, typing's compile and the compilers of re and regex."""
     code = (
-        "import collections, dataclasses, re, regex, typing, analyzer.analyze, analyzer.cli; "
+        "import collections, dataclasses, inspect, re, regex, typing, analyzer.analyze, "
+        "analyzer.cli; "
         "print('exec' in vars(dataclasses), 'eval' in vars(collections), "
-        "'compile' in vars(typing), re._compiler.compile.__module__, "
+        "'compile' in vars(typing), 'eval' in vars(inspect), re._compiler.compile.__module__, "
         "regex._main._compile.__module__)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "False", "False", "re._compiler", "regex._main"]
+    assert out.stdout.split() == ["False"] * 4 + ["re._compiler", "regex._main"]
 
 
 def test_a_command_that_never_uses_regex_does_not_import_it_for_the_cache(tmp_path):
@@ -366,6 +413,7 @@ def _hooks(conn) -> None:
         (
             vars(dataclasses).get("exec") == getattr(installed, "exec", None),
             vars(collections).get("eval") == getattr(installed, "eval", None),
+            vars(inspect).get("eval") == getattr(installed, "eval", None),
             vars(typing).get("compile") == getattr(installed, "compile_source", None),
             re._compiler.compile == getattr(installed, "compile", None),  # type: ignore[attr-defined]
             regex._main._compile == getattr(installed, "compile_regex", None),  # type: ignore[attr-defined]
@@ -386,6 +434,6 @@ def test_a_spawned_worker_starts_with_the_code_cache(tmp_path, monkeypatch):
     worker = ctx.Process(target=startup.spawned, args=(f"{__name__}:_hooks", theirs))
     worker.start()
     theirs.close()
-    assert ours.poll(60) and ours.recv() == (True, True, True, True, True)
+    assert ours.poll(60) and ours.recv() == (True,) * 6
     worker.join(10)
     assert worker.exitcode == 0

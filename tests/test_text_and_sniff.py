@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from analyzer.bundle.sniff import sniff
 from analyzer.bundle.text import clean, decode, looks_binary, rejoin_hard_wraps
@@ -25,6 +27,30 @@ def test_clean_crlf_and_ansi():
 def test_binary_detection():
     assert looks_binary(b"\x00\x01\x02" * 100)
     assert not looks_binary(b"I0815 09:04:51.202341  412873 main.go:275] ok\n")
+
+
+def _by_each_byte(head: bytes) -> bool:
+    """What looks_binary computed before: the control bytes counted one by one."""
+    if not head:
+        return False
+    sample = head[:8192]
+    if b"\x00" in sample:
+        return True
+    controls = sum(1 for b in sample if b < 9 or (13 < b < 32 and b != 27))
+    return controls / len(sample) > 0.05
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    head=st.binary(max_size=300)
+    | st.lists(
+        st.sampled_from([b"a", b"\t", b"\n", b"\x1b", b"\x01", b"\x0e", b"\x1f", b"\xff"])
+    ).map(b"".join)
+    | st.builds(lambda a, n: a * n, st.binary(min_size=1, max_size=3), st.integers(2800, 3000))
+)
+def test_binary_detection_counts_control_bytes_as_each_byte_did(head):
+    """Every byte value, texts near the 5 % share, and heads longer than the 8 KiB looked at."""
+    assert looks_binary(head) == _by_each_byte(head)
 
 
 def test_rejoin_fixed_width_wraps():

@@ -64,14 +64,20 @@ def decode(data: bytes) -> tuple[str, list[str]]:
     return text, warnings
 
 
+# the control bytes `looks_binary` counts: C0 but tab, newline, VT, FF, CR and ESC
+_CONTROLS = bytes(b for b in range(32) if b < 9 or (13 < b < 32 and b != 27))
+
+
 def looks_binary(head: bytes) -> bool:
-    """Binary junk: NUL bytes or a high share of control characters in the first block."""
+    """Binary junk: NUL bytes or a high share of control characters in the first block (counted
+    as the bytes `translate` deletes: one C pass, where a generator over each byte cost every
+    recognised file ~0.1 ms a KB)."""
     if not head:
         return False
     if b"\x00" in head[:8192]:
         return True
     sample = head[:8192]
-    controls = sum(1 for b in sample if b < 9 or (13 < b < 32 and b != 27))
+    controls = len(sample) - len(sample.translate(None, _CONTROLS))
     return controls / len(sample) > 0.05
 
 

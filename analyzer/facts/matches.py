@@ -67,8 +67,7 @@ class SignatureIndex:
 
     def sources(self, sid: str, kinds: frozenset[str] = frozenset()) -> frozenset[str]:
         """Kinds where the line is expected (`kinds`, when a condition narrows them)."""
-        srcs = kinds or frozenset(self.signatures[sid].sources)
-        return frozenset(s for s in srcs if s not in PROSE_KINDS)
+        return (kinds or frozenset(self.signatures[sid].sources)).difference(PROSE_KINDS)
 
     def absence_known(self, sid: str, kinds: frozenset[str] = frozenset()) -> bool:
         srcs = self.sources(sid, kinds)

@@ -6,7 +6,7 @@ batch read (`primary`, `findings`, `links`, ...); `nodes` holds every node's own
 from __future__ import annotations
 
 import datetime as dt
-import json
+from json.encoder import encode_basestring
 from typing import Any
 
 from analyzer.report.model import NodeReport, Report, plain
@@ -42,6 +42,96 @@ def _default(o: Any) -> Any:
     return str(o)
 
 
+_INFINITY = float("inf")
+_SEQUENCES = list | tuple  # made once: written in the call, a new union at each call
+
+
+def _float(o: float) -> str:
+    if o != o:
+        return "NaN"
+    if o == _INFINITY:
+        return "Infinity"
+    if o == -_INFINITY:
+        return "-Infinity"
+    return float.__repr__(o)
+
+
+def _key(k: Any) -> str:
+    """A member's name as json writes it (a key that is not a text is converted the same way)."""
+    if isinstance(k, str):
+        return k
+    if isinstance(k, float):
+        return _float(k)
+    if k is True:
+        return "true"
+    if k is False:
+        return "false"
+    if k is None:
+        return "null"
+    if isinstance(k, int):
+        return int.__repr__(k)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {k.__class__.__name__}")
+
+
+def indented(value: Any) -> str:
+    """`json.dumps(value, indent=2, ensure_ascii=False, default=_default)`, in 60 % of its
+    time: json's indented writer is pure Python and passes every piece up through a generator
+    per level of nesting; this appends the pieces to one list. The same checks in the same
+    order (a text, None, True, False, an int, a float, a list or tuple, a dict, else
+    `_default`); a document that holds itself recurses until Python stops it, where json
+    says "Circular reference" (a report's document is a tree). tests/test_jsonout.py
+    compares the two on generated documents."""
+    out: list[str] = []
+    _write(value, 0, out)
+    return "".join(out)
+
+
+def _write(o: Any, depth: int, out: list[str]) -> None:
+    if isinstance(o, str):
+        out.append(encode_basestring(o))
+    elif o is None:
+        out.append("null")
+    elif o is True:
+        out.append("true")
+    elif o is False:
+        out.append("false")
+    elif isinstance(o, int):
+        out.append(int.__repr__(o))
+    elif isinstance(o, float):
+        out.append(_float(o))
+    elif isinstance(o, _SEQUENCES):
+        if not o:
+            out.append("[]")
+            return
+        inner = "\n" + "  " * (depth + 1)
+        sep = "[" + inner
+        for v in o:
+            if type(v) is str:  # most items: written here, not by a call
+                out.append(sep + encode_basestring(v))
+            else:
+                out.append(sep)
+                _write(v, depth + 1, out)
+            sep = "," + inner
+        out.append("\n" + "  " * depth + "]")
+    elif isinstance(o, dict):
+        if not o:
+            out.append("{}")
+            return
+        inner = "\n" + "  " * (depth + 1)
+        sep = "{" + inner
+        for k, v in o.items():
+            key = encode_basestring(k if type(k) is str else _key(k))
+            if type(v) is str:
+                out.append(sep + key + ": " + encode_basestring(v))
+            else:
+                out.append(sep + key + ": ")
+                _write(v, depth + 1, out)
+            sep = "," + inner
+        out.append("\n" + "  " * depth + "}")
+    else:
+        _write(_default(o), depth, out)
+
+
 def node_document(n: NodeReport) -> dict[str, Any]:
     doc = {k: plain(getattr(n, k)) for k in NODE_KEYS}
     doc["primary"]["likely"] = n.primary.likely
@@ -64,8 +154,7 @@ def report_document(report: Report) -> dict[str, Any]:
 
 
 def render_json(report: Report) -> str:
-    """`report_document` as json writes it with `indent=2`, in 60 % of the time (json's
-    indented writer is pure Python: ~6 ms for a small bundle's report): the worst node's
+    """`report_document` as json writes it with `indent=2` (`indented`): the worst node's
     members are both the top level's and the first of `nodes`, and each is encoded once. A
     JSON text holds no newline but between its lines (json escapes one in a string), so its
     text one level down is the same with each line indented two more spaces."""
@@ -74,14 +163,12 @@ def render_json(report: Report) -> str:
 
     def value(v: Any, depth: int) -> str:
         if id(v) not in once:
-            once[id(v)] = json.dumps(v, indent=2, ensure_ascii=False, default=_default)
+            once[id(v)] = indented(v)
         return once[id(v)].replace("\n", "\n" + "  " * depth)
 
     def members(d: dict[str, Any], depth: int) -> str:
         pad = "  " * depth
-        lines = (
-            f"{pad}{json.dumps(k, ensure_ascii=False)}: {value(v, depth)}" for k, v in d.items()
-        )
+        lines = (f"{pad}{encode_basestring(k)}: {value(v, depth)}" for k, v in d.items())
         return "{\n" + ",\n".join(lines) + "\n" + "  " * (depth - 1) + "}"
 
     once[id(doc["nodes"])] = "[\n" + ",\n".join("  " + members(n, 2) for n in doc["nodes"]) + "\n]"

@@ -22,6 +22,7 @@ import yaml
 
 from conftest import CLI, SAMPLES, diagnose_texts
 from contract import (
+    CPU_LIMIT_S,
     Bounded,
     assert_bounded_contract,
     assert_contract,
@@ -234,7 +235,7 @@ def test_issue_23_reproducer_keeps_the_bounded_contract(name, tmp_path):
         pytest.skip("needs `unshare -rm` and a tmpfs mount (root or user namespaces)")
     before = {p: tree_digest(p) for p in run.inputs}
     outcome = run_case(run)
-    assert_bounded_contract(outcome, run.inputs, before)
+    assert_bounded_contract(outcome, run.inputs, before, run.cpu_limit_s or CPU_LIMIT_S)
     case.expect(outcome)
 
 

@@ -452,3 +452,18 @@ def test_a_scan_process_that_dies_leaves_its_chunks_to_threads(ruleset, monkeypa
 
     monkeypatch.setattr(bytescan.ByteScan, "scan_range", dies_in_a_child)
     _same(_scan_log(ruleset, monkeypatch, content), expected)
+
+
+def test_a_line_holding_a_literal_only_through_a_character_folding_to_ascii_is_a_candidate(
+    ruleset, monkeypatch
+):
+    """The literals shorter than SHORT_ALONE (LONG S, CAPITAL I WITH DOT: two bytes each) are
+    looked for by a database of their own; a line that a case-insensitive signature matches only
+    through one of them is found as the line reader finds it (once, past the log's head: not a
+    hot signature)."""
+    folded = "I0815 10:00:00.000013  1 x.go:1] conflict: the name\u017fpaceSelector is managed by"
+    content = _log(VOCABULARY, 40) + (folded + "\n").encode() + _log(VOCABULARY, 40)
+    by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, content, 4 << 10)
+    assert _taken(used) == [True] and used[0].short is not None
+    _same(by_bytes, by_lines)
+    assert by_bytes.stats.sig_counts["txt-namespace-selector-conflict"] == 1

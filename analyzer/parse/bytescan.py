@@ -194,9 +194,9 @@ class _Found:
     lines: int
     klog_lines: int
     severities: dict[str, int]
-    # per hot signature: (id, its first lines the sample still wants, its last lines, count),
-    # lines as (number, text)
-    hot: list[tuple[str, list[tuple[int, str]], list[tuple[int, str]], int]]
+    # per hot signature: (id, its first lines the sample still wants as (number, text), its
+    # last lines as (number, start, length): made text only if they are the file's last, count)
+    hot: list[tuple[str, list[tuple[int, str]], list[tuple[int, int, int]], int]]
     # unmatched E/F lines: (their rank among the chunk's E/F lines, line, text)
     loose: list[tuple[int, int, str]]
     candidates: tuple[list[int], list[str], list[bool]]
@@ -448,9 +448,10 @@ class ByteScan:
         reads its own chunks (`_ranges` finds where they start and end)."""
         workers = workers or max(1, min(4, os.cpu_count() or 1))
         seen = dict.fromkeys(self.hot, 0)
-        # each hot signature's last lines, kept here and handed over once, in a last batch
-        # (every chunk's would be a frame built and dropped)
-        tails = {sid: deque[tuple[int, str]](maxlen=SIG_TAIL_CAP) for sid in self.hot}
+        # each hot signature's last lines (number, offset in the file, length), kept here and
+        # handed over once, in a last batch, read from the file then: a chunk's would be ~1,000
+        # texts made, sent and dropped, and a frame built
+        tails = {sid: deque[tuple[int, int, int]](maxlen=SIG_TAIL_CAP) for sid in self.hot}
         errors = 0  # loose E/F lines kept
         examined = 0  # E/F lines before the next chunk to merge
         base = 0
@@ -460,9 +461,10 @@ class ByteScan:
             nonlocal errors, examined, base
             size, args, future = pending.popleft()
             found = pool.result(args, future)
+            start = args[1]
             for sid, _head, tail, n in found.hot:
                 seen[sid] += n
-                tails[sid].extend((base + k, text) for k, text in tail)
+                tails[sid].extend((base + k, start + at, length) for k, at, length in tail)
             loose = [(n, t) for rank, n, t in found.loose if examined + rank < ERROR_EXAMINED]
             errors += len(loose)
             examined += found.severities["E"] + found.severities["F"]
@@ -484,7 +486,7 @@ class ByteScan:
         finally:
             pool.close()
         last: list[tuple[str, pl.DataFrame | None, int]] = [
-            (sid, _rows_frame(rows, 0), 0) for sid, rows in tails.items() if rows
+            (sid, _rows_frame(_lines_at(path, rows), 0), 0) for sid, rows in tails.items() if rows
         ]
         yield Batch(0, 0, 0, {}, hot=last, loose=None, candidates=None)
 
@@ -565,7 +567,7 @@ class ByteScan:
                 (
                     sid,
                     [(rows[s], _text(chunk, s)) for s in firsts],
-                    [(rows[s], _text(chunk, s)) for s in lasts],
+                    [(rows[s], s, line_end(chunk, s) - s) for s in lasts],
                     n,
                 )
                 for sid, firsts, lasts, n in hot_picks
@@ -647,7 +649,16 @@ def _holds(ends: list[int], end: int) -> bool:
 
 
 def _text(chunk: bytearray, start: int) -> str:
-    line = chunk[start : line_end(chunk, start)]
+    return _decoded(chunk[start : line_end(chunk, start)])
+
+
+def _lines_at(path, rows: Iterable[tuple[int, int, int]]) -> list[tuple[int, str]]:
+    """(number, text) of the lines given as (number, offset in the file, length)."""
+    with open(path, "rb", buffering=0) as fh:
+        return [(n, _decoded(os.pread(fh.fileno(), length, at))) for n, at, length in rows]
+
+
+def _decoded(line: bytes | bytearray) -> str:
     if line.endswith(b"\r"):
         line = line[:-1]
     return line.decode("utf-8", errors="replace")

@@ -18,6 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
+from analyzer.atomic import private_folder
 from analyzer.errors import AnalyzerError
 
 ARCHIVE_SUFFIXES = (".tgz", ".zip", ".tar", ".gz")
@@ -99,7 +100,7 @@ def local_copy(spec: str) -> Iterator[str]:
     if "file" in fs.protocol:
         yield root
         return
-    with tempfile.TemporaryDirectory(prefix="hami-bundle-") as tmp:
+    with private_folder("hami-bundle-") as tmp:
         dest = os.path.join(tmp, posixpath.basename(root.rstrip("/")) or "bundle")
         fs.get(root, dest, recursive=fs.isdir(root))
         yield dest

@@ -12,12 +12,12 @@ someone the bot does not read) makes no API write at all.
 from __future__ import annotations
 
 import json
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import regex
 
+from analyzer.atomic import private_folder
 from analyzer.bot import github
 from analyzer.bot.decide import (
     Authors,
@@ -153,7 +153,7 @@ def run_bot(
         everything = github.comments(event.issue)
         mine = [x for x in everything if x.author.lower() == me.lower() and input_digest(x.body)]
         read = [x for x in everything if authors.takes(x, event.author, me)]
-    with tempfile.TemporaryDirectory(prefix="hami-bot-") as tmp:
+    with private_folder("hami-bot-") as tmp:
         posts = _posts(event, read, config, limits, Path(tmp), fetch=not dry_run)
         result = analyze(
             Thread(tuple(posts), config.accumulate),

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, TYPE_CHECKING, Any, BinaryIO, Protocol
 
+from analyzer.atomic import new_name
 from analyzer.bundle.model import BundleFile, InputWarning, Inventory
 from analyzer.bundle.text import printable
 from analyzer.errors import BundleError
@@ -446,9 +447,11 @@ class BundleReader:
         extracted, a copy cut): a folder of plain files needs none, and works where TMPDIR is
         read-only."""
         if self._tmp is None:
+            folder = self._tmp = new_name("hami-bundle-")  # `close` removes it from now on
             try:
-                self._tmp = Path(tempfile.mkdtemp(prefix="hami-bundle-"))
+                os.mkdir(folder, 0o700)
             except OSError as exc:
+                self._tmp = None
                 raise BundleError(
                     f"cannot create a temporary folder in {tempfile.gettempdir()}: "
                     f"{exc.strerror or exc}; point TMPDIR at a writable folder"

@@ -10,7 +10,6 @@ import secrets
 import shlex
 import shutil
 import tarfile
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer import __version__
-from analyzer.atomic import atomic_path
+from analyzer.atomic import atomic_path, private_folder
 from analyzer.bundle.text import printable
 from analyzer.catalogue.kinds import Catalogue
 from analyzer.collect import discover, helm, nodedebug, plan, select
@@ -348,7 +347,7 @@ class Collector:
 
 
 def collect(opts: Options, catalogue: Catalogue, progress: Callable[[str], None]) -> Result:
-    with tempfile.TemporaryDirectory(prefix="hami-collect-") as tmp:
+    with private_folder("hami-collect-") as tmp:
         staging = Path(tmp) / "bundle"
         staging.mkdir()
         collector = Collector(opts, catalogue, staging, progress)

@@ -12,7 +12,6 @@ import codecs
 import itertools
 import re
 import string
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,7 @@ import polars as pl
 import regex
 from polars.datatypes import DataTypeClass
 
+from analyzer.atomic import private_folder
 from analyzer.bundle.model import Artefact
 from analyzer.bundle.text import (
     ANSI_RE,
@@ -766,8 +766,8 @@ def _parse_streamed(artefact: Artefact, matcher: Matcher) -> ParsedLog:
     except pl.exceptions.ComputeError:
         # invalid UTF-8 somewhere past the head: stream a repaired copy kept in a private folder
         # (the input may be the user's own directory, which is never written to)
-        with tempfile.TemporaryDirectory(prefix="hami-utf8-") as tmp:
-            repaired = Path(tmp) / "repaired.log"
+        with private_folder("hami-utf8-") as tmp:
+            repaired = tmp / "repaired.log"
             decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
             with open(path, "rb") as src, open(repaired, "wb") as dst:
                 while chunk := src.read(64 << 20):

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from analyzer.atomic import atomic_dir, atomic_path
+from analyzer.atomic import atomic_dir, atomic_path, private_folder
 from analyzer.bundle.model import InputWarning, Inventory
 from analyzer.bundle.reader import BundleReader, Limits, open_bundle
 from analyzer.bundle.thread import ThreadFiles
@@ -47,7 +47,7 @@ def _redacted(
     """The inputs redacted into a private temporary folder, with the reader's warnings."""
     with (
         _sources(inputs, limits) as (sources, warnings),
-        tempfile.TemporaryDirectory(prefix="hami-redacted-") as tmp,
+        private_folder("hami-redacted-") as tmp,
     ):
         result = redact_files(sources, Path(tmp) / "bundle", redactors=redactors, map_file=map_file)
         yield result, warnings
@@ -159,7 +159,7 @@ def redact_issue(raw: bytes, redactors: list[Path], map_file: Path | None) -> by
     """An issue (Markdown or event JSON) as redacted Markdown, for `analyze --redact` of issues."""
     from analyzer.bundle.issue import issue_from_payload
 
-    with tempfile.TemporaryDirectory(prefix="hami-issue-") as tmp:
+    with private_folder("hami-issue-") as tmp:
         src = Path(tmp) / "issue.md"
         src.write_text(issue_from_payload(raw), encoding="utf-8", errors="surrogateescape")
         result = redact_files(

@@ -26,7 +26,7 @@ def atomic_path(path: Path, *, private: bool = False) -> Iterator[Path]:
     sees half a file and a failure leaves nothing behind. The final file is 0600 when `private`
     (a token map: it undoes a redaction), else what a plain `open` would give (0666 less umask)."""
     path = Path(path)
-    tmp = new_name(f".{path.name[:64]}.", path.parent, ".tmp")
+    tmp = _beside(path)
     try:
         os.close(os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
         yield tmp
@@ -42,7 +42,7 @@ def atomic_dir(path: Path) -> Iterator[Path]:
     not exist, or be an empty folder) when the block ends without error, and is removed when it
     fails: a half-written copy is never mistaken for a finished one."""
     path = Path(path)
-    tmp = new_name(f".{path.name[:64]}.", path.parent, ".tmp")
+    tmp = _beside(path)
     try:
         os.mkdir(tmp, 0o700)
         yield tmp
@@ -57,6 +57,11 @@ def new_name(prefix: str, parent: Path | str | None = None, suffix: str = "") ->
     or folder made under it is this process's and may be removed on any failure, even before the
     call that makes it has returned (see the module's docstring)."""
     return Path(parent or tempfile.gettempdir()) / f"{prefix}{os.urandom(16).hex()}{suffix}"
+
+
+def _beside(path: Path) -> Path:
+    """A hidden temporary name in `path`'s folder, where a rename onto `path` is atomic."""
+    return new_name(f".{path.name[:64]}.", path.parent, ".tmp")
 
 
 @contextmanager

@@ -9,7 +9,7 @@ import datetime as dt
 from json.encoder import encode_basestring
 from typing import Any
 
-from analyzer.report.model import NodeReport, Report, plain
+from analyzer.report.model import SEQUENCES, NodeReport, Report, plain
 
 SCHEMA_VERSION = "2.1"  # 2.1: `namespace` (where the printed commands address HAMi)
 NODE_KEYS = (
@@ -43,7 +43,6 @@ def _default(o: Any) -> Any:
 
 
 _INFINITY = float("inf")
-_SEQUENCES = list | tuple  # made once: written in the call, a new union at each call
 
 
 def _float(o: float) -> str:
@@ -99,7 +98,7 @@ def _write(o: Any, depth: int, out: list[str]) -> None:
         out.append(int.__repr__(o))
     elif isinstance(o, float):
         out.append(_float(o))
-    elif isinstance(o, _SEQUENCES):
+    elif isinstance(o, SEQUENCES):
         if not o:
             out.append("[]")
             return

@@ -312,14 +312,14 @@ class Report:
 # isinstance's type sets, made once: `str | int` written in a call makes a new union at each
 # call, 5x the check itself (plain() makes ~1,700 calls for a small bundle's report)
 _SCALARS = str | int | float | None
-_SEQUENCES = list | tuple
+SEQUENCES = list | tuple  # the sequences JSON writes as arrays (jsonout too)
 
 
 def plain(value: Any) -> Any:
     """Plain data for JSON and tables, without dataclasses.asdict's deep copies."""
     if isinstance(value, _SCALARS):  # most of a report's values
         return value
-    if isinstance(value, _SEQUENCES):
+    if isinstance(value, SEQUENCES):
         return [plain(v) for v in value]
     if isinstance(value, dict):
         return {k: plain(v) for k, v in value.items()}

@@ -467,3 +467,57 @@ def test_a_line_holding_a_literal_only_through_a_character_folding_to_ascii_is_a
     assert _taken(used) == [True] and used[0].short is not None
     _same(by_bytes, by_lines)
     assert by_bytes.stats.sig_counts["txt-namespace-selector-conflict"] == 1
+
+
+def test_a_literal_is_looked_for_up_to_its_ending_rarest_in_the_head_and_checked_whole(
+    ruleset, monkeypatch
+):
+    """Hyperscan's literal matcher costs per place where a literal's last bytes are; the scan
+    looks for each literal up to its ending the log's head holds least (here "err:" is on most
+    lines). A line holding that start but not the literal is a candidate that no signature
+    takes: the counts and rows are the line reader's."""
+    literal = "nvml GetDeviceCount err:"
+    noisy = [f"E0815 10:00:00.0000{i:02d}  1 x.go:1] parse err: bad value {i}" for i in range(90)]
+    decoy = "I0815 10:00:00.000030  1 x.go:1] nvml GetDeviceCount errXYZ holds its every start"
+    found = f"E0815 10:00:00.000031  1 metrics.go:226] Failed to collect GPU info: {literal} 999"
+    cuts = []
+    real = bytescan.rare_endings
+    monkeypatch.setattr(bytescan, "rare_endings", lambda *a: cuts.append(real(*a)) or cuts[-1])
+    content = _log(noisy + VOCABULARY, 1) + _log([decoy, *VOCABULARY], 30) + _log([found], 3)
+    by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, content, 4 << 10)
+    assert _taken(used) == [True]
+    starts = [x for x in cuts[0] if literal.startswith(x)]  # what the database looked for
+    assert starts and all(x != literal and x in decoy for x in starts)
+    _same(by_bytes, by_lines)
+    assert 3 in by_bytes.stats.sig_counts.values()  # the lines holding the whole literal
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    literals=st.lists(st.text(alphabet="ab:é中 ", min_size=1, max_size=12), max_size=6),
+    sample=st.text(alphabet="ab:é中 \n", max_size=80),
+)
+def test_a_literal_is_cut_at_its_longest_rarest_ending(literals, sample):
+    """Each literal becomes its longest start, cut between characters and at least
+    MIN_LITERAL bytes, whose last RARE_END bytes the sample holds least; a literal too short to
+    cut stays whole."""
+    data = sample.encode()
+    n = bytescan.RARE_END
+
+    def held(b: bytes) -> int:
+        return sum(data[i : i + n] == b for i in range(len(data)))
+
+    for literal, cut in zip(literals, bytescan.rare_endings(literals, data), strict=True):
+        whole = literal.encode()
+        starts = [
+            literal[:k].encode()
+            for k in range(1, len(literal) + 1)
+            if len(literal[:k].encode()) >= bytescan.MIN_LITERAL
+        ]
+        if not starts or len(data) < n:
+            assert cut == literal
+            continue
+        assert whole.startswith(cut.encode()) and cut.encode() in starts
+        fewest = min(held(s[-n:]) for s in starts)
+        assert held(cut.encode()[-n:]) == fewest
+        assert all(len(s) <= len(cut.encode()) for s in starts if held(s[-n:]) == fewest)

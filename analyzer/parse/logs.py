@@ -871,15 +871,16 @@ def _byte_scan(matcher: Matcher, hot: list[str], head: list[str]) -> ByteScan | 
     }
     counters = {sid: line_counter(matcher.pattern[sid]) for sid in hot if sid not in plain}
     reported = {sid: counter for sid, counter in counters.items() if counter is not None}
-    scan = _byte_scan_of(matcher, plain, reported)
+    sample = first.encode()
+    scan = _byte_scan_of(matcher, plain, reported, sample)
     if scan is None and reported:  # one counter Hyperscan refuses sinks the whole database
         reported = {sid: counter for sid, counter in reported.items() if accepted(counter)}
-        scan = _byte_scan_of(matcher, plain, reported)
+        scan = _byte_scan_of(matcher, plain, reported, sample)
     return scan
 
 
 def _byte_scan_of(
-    matcher: Matcher, plain: dict[str, str], reported: dict[str, str]
+    matcher: Matcher, plain: dict[str, str], reported: dict[str, str], sample: bytes
 ) -> ByteScan | None:
     """The byte scan that counts the `plain` hot signatures and reports the lines of the
     `reported` ones (with these counters); every other signature makes lines candidates."""
@@ -896,6 +897,7 @@ def _byte_scan_of(
         rest.literals + sorted(folds),
         caseless,
         [rest.pattern[sid] for sid in rest.fallback],
+        sample,
     )
 
 

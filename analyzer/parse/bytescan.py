@@ -240,27 +240,35 @@ def rare_endings(literals: list[str], sample: bytes) -> list[str]:
     ['device plugin re']
     """
     assert np is not None
-    if len(sample) < RARE_END:
+    encoded = [x.encode() for x in literals]
+    if len(sample) < RARE_END or not encoded:
         return list(literals)
     grams = np.sort(np.ndarray((len(sample) - RARE_END + 1,), "<u4", sample, strides=(1,)))
-    ends: list[list[int]] = []  # per literal, where it may be cut (byte offsets)
-    keys: list[int] = []  # the RARE_END bytes before each of those, as a little-endian number
-    encoded = [x.encode() for x in literals]
-    for b in encoded:
-        cuts = [e for e in range(MIN_LITERAL, len(b)) if b[e] & 0xC0 != 0x80]
-        cuts += [len(b)] if len(b) >= MIN_LITERAL else []
-        ends.append(cuts)
-        keys.extend(int.from_bytes(b[e - RARE_END : e], "little") for e in cuts)
-    wanted = np.array(keys, np.uint32)
-    held = np.searchsorted(grams, wanted, "right") - np.searchsorted(grams, wanted, "left")
-    counts, at, out = held.tolist(), 0, []
-    for text, b, cuts in zip(literals, encoded, ends, strict=True):
-        if cuts:
-            rarest = min(counts[at : at + len(cuts)])
-            last = max(i for i in range(len(cuts)) if counts[at + i] == rarest)
-            text = b[: cuts[last]].decode()
-            at += len(cuts)
-        out.append(text)
+    joined = b"".join(encoded)
+    data = np.frombuffer(joined, np.uint8)
+    sizes = np.array([len(b) for b in encoded], np.int64)
+    firsts = np.cumsum(sizes) - sizes  # where each literal starts in `joined`
+    owner = np.repeat(np.arange(len(encoded)), sizes)
+    # a cut is after a character (the next byte is not a continuation byte), or at the end
+    after = np.arange(1, len(joined) + 1)
+    at_end = after == (firsts + sizes)[owner]
+    between = np.zeros(len(joined), bool)
+    between[:-1] = (data[1:] & 0xC0) != 0x80
+    length = after - firsts[owner]
+    cuts = np.flatnonzero((at_end | between) & (length >= MIN_LITERAL))
+    if not len(cuts):
+        return list(literals)
+    padded = joined + bytes(RARE_END)
+    words = np.ndarray((len(joined),), "<u4", padded, strides=(1,))
+    keys = words[cuts + 1 - RARE_END]  # the RARE_END bytes ending at each cut
+    held = np.searchsorted(grams, keys, "right") - np.searchsorted(grams, keys, "left")
+    # per literal, the cut held least, the longest of those: first in (owner, held, -length)
+    order = np.lexsort((-length[cuts], held, owner[cuts]))
+    ranked = owner[cuts][order]
+    first = order[np.flatnonzero(np.diff(ranked, prepend=-1))]
+    out = list(literals)
+    for k, n in zip(owner[cuts][first].tolist(), length[cuts][first].tolist(), strict=True):
+        out[k] = encoded[k][:n].decode()
     return out
 
 
@@ -594,8 +602,8 @@ class ByteScan:
         loose: list[tuple[int, int]] = []  # (rank among the E/F lines, line start)
         if errors > 0 and examine > 0:
             taken = set(starts)
-            for rank, s in enumerate(table.error_starts(examine)):
-                if s not in taken and not lines_of.is_hot(s):
+            for rank, s in lines_of.cold(table.error_starts(examine)):
+                if s not in taken:
                     loose.append((rank, s))
                     if len(loose) == errors:
                         break
@@ -647,7 +655,8 @@ class _Lines:
 
     def __init__(self, chunk: bytearray, matched_ends: list[list[int]], literals: list[str]):
         self.chunk = chunk
-        self.matched_ends = matched_ends  # per hot signature Hyperscan reports: its lines' ends
+        # the ends (past the newline) of the lines of the hot signatures Hyperscan reports
+        self.reported = set().union(*matched_ends)
         self.needles = [x.encode() for x in literals]
 
     def end(self, start: int) -> int:
@@ -655,10 +664,24 @@ class _Lines:
 
     def is_hot(self, start: int) -> bool:
         """The line holds a hot signature's match."""
-        end = self.end(start)
-        if any(self.chunk.find(x, start, end) >= 0 for x in self.needles):
-            return True
-        return any(_holds(ends, end) for ends in self.matched_ends)
+        return not any(True for _ in self.cold([start]))
+
+    def cold(self, starts: Iterable[int]) -> Iterator[tuple[int, int]]:
+        """(rank, start) of the lines of `starts` that hold no hot signature's match, in order
+        (a loop of its own: the first chunks ask it of up to ERROR_EXAMINED lines each, and a
+        call per line cost as much as the rest of the chunk's scan)."""
+        chunk, size, needles, reported = self.chunk, len(self.chunk), self.needles, self.reported
+        find = chunk.find
+        for rank, start in enumerate(starts):
+            end = find(b"\n", start)
+            end = (size if end < 0 else end) + 1
+            if end in reported:
+                continue
+            for needle in needles:
+                if find(needle, start, end) >= 0:
+                    break
+            else:
+                yield rank, start
 
     def extra(self, needle: bytes, seconds: list[int]) -> int:
         """How many more times than once `bytes.count` counted `needle` in the lines where a
@@ -683,11 +706,6 @@ class _Lines:
             at = chunk.rfind(b"\n", 0, i) + 1
             last.append(at)
         return out, last[::-1]
-
-
-def _holds(ends: list[int], end: int) -> bool:
-    i = bisect.bisect_left(ends, end)
-    return i < len(ends) and ends[i] == end
 
 
 def _text(chunk: bytearray, start: int) -> str:

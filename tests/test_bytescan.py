@@ -256,6 +256,17 @@ LINE_BYTES = st.lists(
 )
 
 
+def test_an_ending_a_few_lines_hold_is_kept_so_two_slices_of_a_log_cut_alike():
+    """The database is compiled once per set of cuts: an ending on one line in a few hundred is
+    as good as absent, so a log's slice with one more such line cuts its literals alike."""
+    periodic = b"I0815 10:00:00.000004  1 plugin.go:9] Device info unchanged, skipping update\n"
+    one_slice = periodic * 300
+    another = one_slice + b"E0815 10:00:00.000005  1 x.go:1] parse err: once\n"
+    literal = "nvml GetDeviceCount err:"
+    assert bytescan.rare_endings([literal], one_slice) == [literal]
+    assert bytescan.rare_endings([literal], another) == [literal]
+
+
 @settings(max_examples=200, deadline=None)
 @given(parts=LINE_BYTES, block=st.sampled_from([1, 7, 64, 4096]), lines=st.integers(1, 80))
 def test_the_line_table_classes_lines_as_the_klog_regex_does(parts, block, lines):
@@ -495,17 +506,23 @@ def test_a_literal_is_looked_for_up_to_its_ending_rarest_in_the_head_and_checked
 @settings(max_examples=200, deadline=None)
 @given(
     literals=st.lists(st.text(alphabet="ab:é中 ", min_size=1, max_size=12), max_size=6),
-    sample=st.text(alphabet="ab:é中 \n", max_size=80),
+    # up to ~500 lines: an ending held a few times may be rare enough (RARE_SHARE)
+    sample=st.tuples(st.text(alphabet="ab:é中 \n", max_size=200), st.integers(0, 500)).map(
+        lambda text_and_lines: text_and_lines[0] + "\n" * text_and_lines[1]
+    ),
 )
-def test_a_literal_is_cut_at_its_longest_rarest_ending(literals, sample):
+def test_a_literal_is_cut_at_its_longest_rare_ending(literals, sample):
     """Each literal becomes its longest start, cut between characters and at least
-    MIN_LITERAL bytes, whose last RARE_END bytes the sample holds least; a literal too short to
-    cut stays whole."""
+    MIN_LITERAL bytes, whose last RARE_END bytes the sample holds at most once in a hundred
+    lines (RARE_SHARE; else the longest it holds least); a literal too short to cut stays
+    whole."""
     data = sample.encode()
     n = bytescan.RARE_END
+    rare = bytescan.RARE_SHARE * (data.count(b"\n") + 1)
 
     def held(b: bytes) -> int:
-        return sum(data[i : i + n] == b for i in range(len(data)))
+        count = sum(data[i : i + n] == b for i in range(len(data)))
+        return 0 if count <= rare else count
 
     for literal, cut in zip(literals, bytescan.rare_endings(literals, data), strict=True):
         whole = literal.encode()

@@ -182,6 +182,29 @@ def test_loose_errors_are_the_unmatched_among_the_first_error_lines(ruleset, mon
     assert loose["line"].to_list() == [6, 12, 18, 24, 30]  # among the first 30 E lines
 
 
+@pytest.mark.parametrize("reader", ["bytes", "lines"])
+def test_a_candidate_no_signature_takes_is_loose_only_among_the_first_error_lines(
+    ruleset, monkeypatch, reader
+):
+    """An E/F line that is a candidate (it holds a literal's start, or a case-insensitive
+    literal's window, which the readers' prefilters find differently) but that no signature
+    takes is kept as an unmatched error line only among the file's first ERROR_EXAMINED E/F
+    lines, as the other unmatched ones are: the kept rows do not depend on how loose a
+    reader's prefilter is."""
+    monkeypatch.setattr(logs_mod, "ERROR_EXAMINED", 30)
+    monkeypatch.setattr(bytescan, "ERROR_EXAMINED", 30)
+    # the head: "err:" on most lines, so the scan looks for a start of "nvml GetDeviceCount err:"
+    head = [f"I0815 10:00:00.0000{i:02d}  1 x.go:1] parse err: bad value {i}" for i in range(90)]
+    early = "E0815 10:00:00.000030  1 x.go:1] nvml GetDeviceCount errXYZ early"
+    late = "E0815 10:00:00.000031  1 x.go:1] nvml GetDeviceCount errXYZ late"
+    errors = ["E0815 10:00:00.000032  1 y.go:2] unmatched error"] * 40
+    content = _log([*head, early, *errors, late], 1)
+    by_bytes, by_lines, _used = _scan_both(ruleset, monkeypatch, content, 4 << 10)
+    _same(by_bytes, by_lines)
+    kept = (by_bytes if reader == "bytes" else by_lines).frame["text"].to_list()
+    assert early in kept and late not in kept  # the 1st E line is examined, the 42nd not
+
+
 @pytest.mark.parametrize(
     ("pattern", "translated"),
     [
@@ -500,7 +523,8 @@ def test_a_literal_is_looked_for_up_to_its_ending_rarest_in_the_head_and_checked
     starts = [x for x in cuts[0] if literal.startswith(x)]  # what the database looked for
     assert starts and all(x != literal and x in decoy for x in starts)
     _same(by_bytes, by_lines)
-    assert 3 in by_bytes.stats.sig_counts.values()  # the lines holding the whole literal
+    # the lines holding the whole literal, and only those
+    assert by_bytes.stats.sig_counts["hami-vgpu-monitor-nvml-error"] == 3
 
 
 @settings(max_examples=200, deadline=None)

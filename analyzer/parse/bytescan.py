@@ -76,7 +76,6 @@ SECOND_TAIL = 16  # characters of a counted text's end that stand for its second
 # a block's lines that are not klog lines are copied together for the prefilters no klog line
 # matches while they are at most this share of its lines (else the whole block is scanned)
 ASIDE_SHARE = 1 / 16
-_ERROR_LINE = re.compile(("(?m)^[EF]" + "".join(KLOG_HEADER[1:])).encode())
 _KLOG_LINE = re.compile("".join(KLOG_HEADER).encode())
 
 
@@ -207,7 +206,10 @@ class _Found:
     hot: list[tuple[str, list[tuple[int, str]], list[tuple[int, int, int]], int]]
     # unmatched E/F lines: (their rank among the chunk's E/F lines, line, text)
     loose: list[tuple[int, int, str]]
-    candidates: tuple[list[int], list[str], list[bool]]
+    # candidate lines: (line, text, rank among the chunk's E/F lines of an E/F line that no hot
+    # signature matches, else -1): one no signature takes is a loose line, if among the file's
+    # first ERROR_EXAMINED E/F lines, as the loose lines are
+    candidates: tuple[list[int], list[str], list[int]]
 
 
 class Scanner:
@@ -235,8 +237,8 @@ class Scanner:
 
 def rare_endings(literals: list[str], sample: bytes) -> list[str]:
     """Each literal, or its longest start (at least MIN_LITERAL bytes, cut between characters)
-    whose last RARE_END bytes `sample` holds at most once a hundred lines (RARE_SHARE), else the
-    longest of those it holds least. A line that holds a literal holds its start: the candidates
+    whose last RARE_END bytes occur in `sample` at most RARE_SHARE times its number of lines
+    (once in a hundred lines), else the longest of those it holds least. A line that holds a literal holds its start: the candidates
     are a superset, each checked later against the whole literal and its signature's regex.
 
     >>> rare_endings(["device plugin registered"], b"registered\\n" * 10 + b"plugin\\n" * 300)
@@ -381,6 +383,17 @@ class LineTable:
             out.extend(errors[: n - len(out)].tolist())
         return out
 
+    def error_ranks(self, starts: list[int]) -> list[int]:
+        """Each line start's rank among the chunk's E/F klog lines (-1: another line)."""
+        assert np is not None
+        errors = np.concatenate(self._errors) if self._errors else np.empty(0, np.uint32)
+        if not len(errors) or not starts:
+            return [-1] * len(starts)
+        keys = np.array(starts, np.int64)
+        at = np.searchsorted(errors, keys)
+        held = errors[np.minimum(at, len(errors) - 1)] == keys
+        return np.where(held, at, -1).tolist()
+
     def numbers(self, starts: Iterable[int]) -> dict[int, int]:
         """Each line start's line number (0 = the chunk's first line)."""
         assert np is not None
@@ -524,8 +537,9 @@ class ByteScan:
                 tails[sid].extend((base + k, start + at, length) for k, at, length in tail)
             loose = [(n, t) for rank, n, t in found.loose if examined + rank < ERROR_EXAMINED]
             errors += len(loose)
+            examinable = [0 <= rank < ERROR_EXAMINED - examined for rank in found.candidates[2]]
             examined += found.severities["E"] + found.severities["F"]
-            batch = _batch(found, loose, base, size)
+            batch = _batch(found, loose, examinable, base, size)
             base += found.lines
             return batch
 
@@ -633,7 +647,10 @@ class ByteScan:
             candidates=(
                 [rows[s] for s in starts],
                 [_text(chunk, s) for s in starts],
-                [lines_of.is_error(s) and not lines_of.is_hot(s) for s in starts],
+                [
+                    rank if rank >= 0 and not lines_of.is_hot(s) else -1
+                    for s, rank in zip(starts, table.error_ranks(starts), strict=True)
+                ],
             ),
         )
 
@@ -697,9 +714,6 @@ class _Lines:
         starts = {line_start(self.chunk, e) for e in seconds}
         return sum(self.chunk.count(needle, s, self.end(s)) - 1 for s in starts)
 
-    def is_error(self, start: int) -> bool:
-        return _ERROR_LINE.match(self.chunk, start) is not None
-
     def holding(self, needle: bytes, head: int, tail: int) -> tuple[list[int], list[int]]:
         """The starts of the first `head` and of the last `tail` lines holding `needle`."""
         chunk, out = self.chunk, list[int]()
@@ -744,8 +758,12 @@ def _frame(lines: list[int], texts: list[str], base: int, **extra: list) -> pl.D
     )
 
 
-def _batch(found: _Found, loose: list[tuple[int, str]], base: int, size: int) -> Batch:
-    lines, texts, errs = found.candidates
+def _batch(
+    found: _Found, loose: list[tuple[int, str]], examinable: list[bool], base: int, size: int
+) -> Batch:
+    """The chunk's batch; `examinable`: per candidate, whether it is a loose line if no
+    signature takes it."""
+    lines, texts, _ranks = found.candidates
     return Batch(
         lines=found.lines,
         bytes=size,
@@ -757,7 +775,7 @@ def _batch(found: _Found, loose: list[tuple[int, str]], base: int, size: int) ->
             if n
         ],
         loose=_rows_frame(loose, base) if loose else None,
-        candidates=_frame(lines, texts, base, _err=errs) if lines else None,
+        candidates=_frame(lines, texts, base, _err=examinable) if lines else None,
     )
 
 

@@ -951,7 +951,9 @@ def _line_batches(
             column = batch.get_column
             total = _total(batch)
             ef = column("_e") | column("_f")
-            loose = column("_loose") & (ef.cum_sum() + examined <= ERROR_EXAMINED)
+            examinable = ef.cum_sum() + examined <= ERROR_EXAMINED  # among the first E/F lines
+            loose = column("_loose") & examinable
+            keep = column("_keep")
             examined += int(ef.sum())
             yield Batch(
                 lines=batch.height,
@@ -964,8 +966,16 @@ def _line_batches(
                     if column(f).any()
                 ],
                 loose=_rows(batch, cols, loose) if loose.any() else None,
-                candidates=_own(_rows(batch, [*cols, "_err"], column("_keep")))
-                if column("_keep").any()
+                # a candidate no signature takes is a loose line: among the first ones only
+                candidates=_own(
+                    pl.DataFrame(
+                        [
+                            *(column(c).filter(keep) for c in cols),
+                            (column("_err") & examinable).filter(keep).alias("_err"),
+                        ]
+                    )
+                )
+                if keep.any()
                 else None,
             )
 

@@ -238,8 +238,9 @@ class Scanner:
 def rare_endings(literals: list[str], sample: bytes) -> list[str]:
     """Each literal, or its longest start (at least MIN_LITERAL bytes, cut between characters)
     whose last RARE_END bytes occur in `sample` at most RARE_SHARE times its number of lines
-    (once in a hundred lines), else the longest of those it holds least. A line that holds a literal holds its start: the candidates
-    are a superset, each checked later against the whole literal and its signature's regex.
+    (once in a hundred lines), else the longest of those it holds least. A line that holds a
+    literal holds its start: the candidates are a superset, each checked later against the
+    whole literal and its signature's regex.
 
     >>> rare_endings(["device plugin registered"], b"registered\\n" * 10 + b"plugin\\n" * 300)
     ['device plugin reg']
@@ -535,9 +536,10 @@ class ByteScan:
             for sid, _head, tail, n in found.hot:
                 seen[sid] += n
                 tails[sid].extend((base + k, start + at, length) for k, at, length in tail)
-            loose = [(n, t) for rank, n, t in found.loose if examined + rank < ERROR_EXAMINED]
-            errors += len(loose)
+            # an E/F line's rank among the chunk's: is it among the file's first examined?
             examinable = [0 <= rank < ERROR_EXAMINED - examined for rank in found.candidates[2]]
+            loose = [(n, t) for rank, n, t in found.loose if rank < ERROR_EXAMINED - examined]
+            errors += len(loose)
             examined += found.severities["E"] + found.severities["F"]
             batch = _batch(found, loose, examinable, base, size)
             base += found.lines
@@ -630,6 +632,12 @@ class ByteScan:
                         break
             wanted.update(s for _, s in loose)
         rows = table.numbers(wanted)
+        # per candidate, its rank among the chunk's E/F lines if it is one that no hot signature
+        # matches (if no other signature does either, it is a loose line), else -1
+        cold = {s for _, s in lines_of.cold(starts)}
+        ranks = [
+            r if s in cold else -1 for s, r in zip(starts, table.error_ranks(starts), strict=True)
+        ]
         return _Found(
             lines=table.lines,
             klog_lines=table.klog_lines,
@@ -647,10 +655,7 @@ class ByteScan:
             candidates=(
                 [rows[s] for s in starts],
                 [_text(chunk, s) for s in starts],
-                [
-                    rank if rank >= 0 and not lines_of.is_hot(s) else -1
-                    for s, rank in zip(starts, table.error_ranks(starts), strict=True)
-                ],
+                ranks,
             ),
         )
 
@@ -685,10 +690,6 @@ class _Lines:
 
     def end(self, start: int) -> int:
         return line_end(self.chunk, start) + 1
-
-    def is_hot(self, start: int) -> bool:
-        """The line holds a hot signature's match."""
-        return not any(True for _ in self.cold([start]))
 
     def cold(self, starts: Iterable[int]) -> Iterator[tuple[int, int]]:
         """(rank, start) of the lines of `starts` that hold no hot signature's match, in order

@@ -837,9 +837,10 @@ def _total(batch: pl.DataFrame) -> Callable[[str], int]:
     return lambda name: int(batch.get_column(name).sum())
 
 
-def _rows(batch: pl.DataFrame, cols: list[str], mask: pl.Series) -> pl.DataFrame:
-    """`cols` of the rows of `batch` where `mask` is true (views of the batch's strings)."""
-    return pl.DataFrame([batch.get_column(c).filter(mask) for c in cols])
+def _rows(batch: pl.DataFrame, cols: list[str], mask: pl.Series, *extra: pl.Series) -> pl.DataFrame:
+    """`cols` of the rows of `batch` where `mask` is true (views of the batch's strings), and
+    the same rows of the `extra` series."""
+    return pl.DataFrame([s.filter(mask) for s in [*map(batch.get_column, cols), *extra]])
 
 
 def _own(frame: pl.DataFrame) -> pl.DataFrame:
@@ -968,12 +969,7 @@ def _line_batches(
                 loose=_rows(batch, cols, loose) if loose.any() else None,
                 # a candidate no signature takes is a loose line: among the first ones only
                 candidates=_own(
-                    pl.DataFrame(
-                        [
-                            *(column(c).filter(keep) for c in cols),
-                            (column("_err") & examinable).filter(keep).alias("_err"),
-                        ]
-                    )
+                    _rows(batch, cols, keep, (column("_err") & examinable).alias("_err"))
                 )
                 if keep.any()
                 else None,

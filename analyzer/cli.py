@@ -282,31 +282,36 @@ def analyze(
     """Diagnose a bundle: the verdict, its evidence and the fix.
 
     Exit 0: no fault, 1: a fault, 2: usage or input error, 3: internal error, 4: inconclusive."""
-    from analyzer.analyze import AnalyzeOptions, Issue, RedactOptions
-    from analyzer.analyze import analyze as run
+    from analyzer.parse.scanstart import scan_processes
 
-    _no_overwrite({"-o": output, "--map": map_file}, inputs, rules, redactors)
-    ruleset = _ruleset(rules)
-    if output is not None and not output.parent.is_dir():
-        _fail(f"cannot write {output}: no such directory {output.parent}")
-    if (redactors or map_file) and not redact:
-        _fail("--redactors and --map need --redact")
-    options = AnalyzeOptions(
-        ruleset=ruleset,
-        node=node,
-        lang=lang.value,
-        limits=_limits(max_bytes, max_members),
-        redact=RedactOptions(tuple(redactors or ()), map_file) if redact else None,
-    )
-    try:
-        if from_issue or (len(inputs) == 1 and _is_issue(inputs[0])):
-            result = run(Issue(_read_input(inputs[0])), options)
-        else:
-            with progress_shown():  # a big log's scan reports on stderr
-                result = run(inputs, options)
-    except AnalyzerError as exc:
-        _fail(str(exc))
-        return
+    # a big log's scan processes, forked before the analysis's modules are imported (a redacted
+    # copy is scanned after its redaction, which has processes of its own)
+    with scan_processes([] if redact else inputs):
+        from analyzer.analyze import AnalyzeOptions, Issue, RedactOptions
+        from analyzer.analyze import analyze as run
+
+        _no_overwrite({"-o": output, "--map": map_file}, inputs, rules, redactors)
+        ruleset = _ruleset(rules)
+        if output is not None and not output.parent.is_dir():
+            _fail(f"cannot write {output}: no such directory {output.parent}")
+        if (redactors or map_file) and not redact:
+            _fail("--redactors and --map need --redact")
+        options = AnalyzeOptions(
+            ruleset=ruleset,
+            node=node,
+            lang=lang.value,
+            limits=_limits(max_bytes, max_members),
+            redact=RedactOptions(tuple(redactors or ()), map_file) if redact else None,
+        )
+        try:
+            if from_issue or (len(inputs) == 1 and _is_issue(inputs[0])):
+                result = run(Issue(_read_input(inputs[0])), options)
+            else:
+                with progress_shown():  # a big log's scan reports on stderr
+                    result = run(inputs, options)
+        except AnalyzerError as exc:
+            _fail(str(exc))
+            return
     report, digest = result.report, result.digest
     if format is Format.json:
         from analyzer.render.jsonout import render_json

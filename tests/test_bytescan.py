@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analyzer.bundle import recognise as recognise_mod
-from analyzer.parse import bytescan, workers
+from analyzer.parse import bigscan, bytescan, hsdb, workers
 from analyzer.parse import logs as logs_mod
 from analyzer.parse.batch import KLOG_HEADER
 from analyzer.parse.literals import leading_superset, misses_lines_starting
@@ -43,7 +43,7 @@ VOCABULARY = [
     "I0815 10:00:00.000009  1 x.go:1] caf\u00e9 \u00fcber \u4e2d\u6587 unicode text",
     "I0815 10:00:00.000010  1 x.go:1] a very long line " + "x" * 3000,
     # once, and its last characters again later: a second occurrence to the scan's superset
-    f"E0815 10:00:00.000011  412873 register.go:168] {NUMA} from {NUMA[-bytescan.SECOND_TAIL :]}",
+    f"E0815 10:00:00.000011  412873 register.go:168] {NUMA} from {NUMA[-hsdb.SECOND_TAIL :]}",
 ]
 
 
@@ -54,7 +54,7 @@ def _scan_both(ruleset, monkeypatch, content: bytes, chunk: int):
         patch.setattr(recognise_mod, "SMALL_FILE", 1)
         patch.setattr(logs_mod, "BATCH_ROWS", 700)
         patch.setattr(logs_mod, "POOL_BYTES", 20_000)
-        patch.setattr(bytescan, "CHUNK_BYTES", chunk)
+        patch.setattr(bigscan, "CHUNK_BYTES", chunk)
         used = []
         real = logs_mod._byte_scan
 
@@ -160,8 +160,12 @@ def test_any_mix_of_lines_reads_the_same_both_ways(ruleset, monkeypatch, picks, 
     _same(by_bytes, by_lines)
 
 
-def test_without_hyperscan_the_line_reader_scans_every_log(ruleset, monkeypatch):
-    monkeypatch.setattr(bytescan, "hyperscan", None)
+@pytest.mark.parametrize("missing", ["hyperscan", "numpy"])
+def test_without_hyperscan_or_numpy_the_line_reader_scans_every_log(ruleset, monkeypatch, missing):
+    if missing == "hyperscan":
+        monkeypatch.setattr(hsdb, "hyperscan", None)
+    else:
+        monkeypatch.setattr(bigscan, "numpy_found", lambda: False)
     content = _log(VOCABULARY, 40)
     by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, content, 64 << 10)
     assert _taken(used) == [False]
@@ -172,7 +176,7 @@ def test_loose_errors_are_the_unmatched_among_the_first_error_lines(ruleset, mon
     """Each E/F line is checked on its own: only the file's first ERROR_EXAMINED are (both
     readers), and of those the first ERROR_LINE_CAP unmatched are kept."""
     monkeypatch.setattr(logs_mod, "ERROR_EXAMINED", 30)
-    monkeypatch.setattr(bytescan, "ERROR_EXAMINED", 30)
+    monkeypatch.setattr(bigscan, "ERROR_EXAMINED", 30)
     lines = [f"E0815 10:00:00.000001  1 x.go:1] {NUMA}"] * 5
     lines += ["E0815 10:00:00.000002  1 y.go:2] unmatched error"]
     content = _log(lines, 20)  # 120 E lines, of which 20 unmatched
@@ -192,7 +196,7 @@ def test_a_candidate_no_signature_takes_is_loose_only_among_the_first_error_line
     lines, as the other unmatched ones are: the kept rows do not depend on how loose a
     reader's prefilter is."""
     monkeypatch.setattr(logs_mod, "ERROR_EXAMINED", 30)
-    monkeypatch.setattr(bytescan, "ERROR_EXAMINED", 30)
+    monkeypatch.setattr(bigscan, "ERROR_EXAMINED", 30)
     # the head: "err:" on most lines, so the scan looks for a start of "nvml GetDeviceCount err:"
     head = [f"I0815 10:00:00.0000{i:02d}  1 x.go:1] parse err: bad value {i}" for i in range(90)]
     early = "E0815 10:00:00.000030  1 x.go:1] nvml GetDeviceCount errXYZ early"
@@ -217,7 +221,7 @@ def test_a_candidate_no_signature_takes_is_loose_only_among_the_first_error_line
     ],
 )
 def test_regexes_are_read_line_by_line_in_byte_mode(pattern, translated):
-    assert bytescan.line_pattern(pattern) == translated
+    assert hsdb.line_pattern(pattern) == translated
 
 
 @pytest.mark.parametrize(
@@ -235,7 +239,7 @@ def test_regexes_are_read_line_by_line_in_byte_mode(pattern, translated):
     ],
 )
 def test_what_byte_mode_cannot_read_the_same_way_is_refused(pattern):
-    assert bytescan.line_pattern(pattern) is None
+    assert hsdb.line_pattern(pattern) is None
 
 
 @pytest.mark.parametrize(
@@ -249,9 +253,9 @@ def test_a_hot_signature_byte_mode_cannot_take_is_a_candidate_like_any_other(
     """A frequent signature whose regex byte mode cannot read, or whose counter Hyperscan
     refuses (a look-behind, found only when the whole database does not compile): its lines are
     candidates attributed by its own regex, and counted the same."""
-    assert bytescan.line_counter(r"(?<=a)numa") is not None
-    assert not bytescan.accepted(bytescan.line_counter(r"(?<=a)numa"))
-    monkeypatch.setattr(bytescan, "line_counter", lambda pattern: counter)
+    assert hsdb.line_counter(r"(?<=a)numa") is not None
+    assert not hsdb.accepted(hsdb.line_counter(r"(?<=a)numa"))
+    monkeypatch.setattr(hsdb, "line_counter", lambda pattern: counter)
     content = _log(VOCABULARY, 40)
     by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, content, 64 << 10)
     assert _taken(used) == [True]
@@ -261,12 +265,12 @@ def test_a_hot_signature_byte_mode_cannot_take_is_a_candidate_like_any_other(
 def test_a_line_longer_than_the_cap_is_read_as_several(ruleset, monkeypatch):
     """Memory stays bounded by the chunk and the line cap whatever the file: a 100 KiB line read
     with a 16 KiB cap is several lines, and the lines around it are counted as before."""
-    monkeypatch.setattr(bytescan, "LINE_CAP", 16 << 10)
+    monkeypatch.setattr(bigscan, "LINE_CAP", 16 << 10)
     long = "I0815 10:00:00.1  1 x.go:1] " + "z" * (100 << 10)
     content = _log([VOCABULARY[0], long, VOCABULARY[0]], 5)
     with monkeypatch.context() as patch:
         patch.setattr(recognise_mod, "SMALL_FILE", 1)
-        patch.setattr(bytescan, "CHUNK_BYTES", 4 << 10)
+        patch.setattr(bigscan, "CHUNK_BYTES", 4 << 10)
         log = parse_texts(ruleset, {"device-plugin.log": content}).logs[0]
     assert log.artefact.text is None
     assert log.stats.sig_counts["dp-numa-sysfs-benign"] == 10
@@ -390,26 +394,26 @@ def test_compiled_databases_are_kept_between_runs_and_a_damaged_one_is_compiled_
 ):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     compiles = []
-    real = bytescan.compile_database
+    real = hsdb.compile_database
 
     def counting(expressions, flags):
         compiles.append(expressions)
         return real(expressions, flags)
 
-    monkeypatch.setattr(bytescan, "compile_database", counting)
+    monkeypatch.setattr(hsdb, "compile_database", counting)
 
     def found(database) -> list[int]:
         ends: list[list[int]] = [[]]
-        bytescan.Scanner(database).scan(b"x numa y numa\n", ends)
+        hsdb.Scanner(database).scan(b"x numa y numa\n", ends)
         return ends[0]
 
-    first = bytescan.cached_database(["numa"], [0], "test")
-    again = bytescan.cached_database(["numa"], [0], "test")
+    first = hsdb.cached_database(["numa"], [0], "test")
+    again = hsdb.cached_database(["numa"], [0], "test")
     assert len(compiles) == 1 and found(first) == found(again) == [6, 13]
     (saved,) = (tmp_path / "hami-bundle-analyzer" / "hyperscan").glob("test-*.db")
     data = saved.read_bytes()
     saved.write_bytes(data[:40] + bytes(255 - b for b in data[40:60]) + data[60:])
-    assert found(bytescan.cached_database(["numa"], [0], "test")) == [6, 13]
+    assert found(hsdb.cached_database(["numa"], [0], "test")) == [6, 13]
     assert len(compiles) == 2
 
 
@@ -429,9 +433,9 @@ def test_the_chunks_tile_the_file_and_end_at_line_ends(
     path = tmp_path_factory.mktemp("ranges") / "log"
     path.write_bytes(content)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(bytescan, "CHUNK_BYTES", chunk)
-        patch.setattr(bytescan, "LINE_CAP", cap)
-        ranges = list(bytescan._ranges(path))
+        patch.setattr(bigscan, "CHUNK_BYTES", chunk)
+        patch.setattr(bigscan, "LINE_CAP", cap)
+        ranges = list(bigscan._ranges(path))
     edges = [0, *(end for _, end in ranges)]
     assert ranges == list(itertools.pairwise(edges)) and edges[-1] == len(content)
     for start, end in ranges:
@@ -448,7 +452,7 @@ def test_the_chunks_tile_the_file_and_end_at_line_ends(
 def _scan_log(ruleset, monkeypatch, content: bytes):
     with monkeypatch.context() as patch:
         patch.setattr(recognise_mod, "SMALL_FILE", 1)
-        patch.setattr(bytescan, "CHUNK_BYTES", 4 << 10)
+        patch.setattr(bigscan, "CHUNK_BYTES", 4 << 10)
         return parse_texts(ruleset, {"device-plugin.log": content}).logs[0]
 
 
@@ -477,14 +481,14 @@ def test_a_scan_process_that_dies_leaves_its_chunks_to_threads(ruleset, monkeypa
     """The out-of-memory killer takes a scan process: the scan goes on in threads, the same."""
     content = _log(VOCABULARY, 60)
     expected = _scan_log(ruleset, monkeypatch, content)
-    parent, real = os.getpid(), bytescan.ByteScan.scan_range
+    parent, real = os.getpid(), bytescan.scan_chunk
 
-    def dies_in_a_child(self, path, start, *args):
+    def dies_in_a_child(plan, path, start, *args):
         if os.getpid() != parent and start > 0:
             os.kill(os.getpid(), signal.SIGKILL)
-        return real(self, path, start, *args)
+        return real(plan, path, start, *args)
 
-    monkeypatch.setattr(bytescan.ByteScan, "scan_range", dies_in_a_child)
+    monkeypatch.setattr(bytescan, "scan_chunk", dies_in_a_child)
     _same(_scan_log(ruleset, monkeypatch, content), expected)
 
 
@@ -517,6 +521,7 @@ def test_a_literal_is_looked_for_up_to_its_ending_rarest_in_the_head_and_checked
     cuts = []
     real = bytescan.rare_endings
     monkeypatch.setattr(bytescan, "rare_endings", lambda *a: cuts.append(real(*a)) or cuts[-1])
+    monkeypatch.setattr(workers, "fork_pool", lambda *a: None)  # the cuts are made here
     content = _log(noisy + VOCABULARY, 1) + _log([decoy, *VOCABULARY], 30) + _log([found], 3)
     by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, content, 4 << 10)
     assert _taken(used) == [True]

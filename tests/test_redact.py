@@ -891,8 +891,8 @@ def test_hyperscan_database_cache_is_used_and_a_bad_copy_compiled_again(tmp_path
     """The prefilters' database is read from the cache folder when there, and a copy that does
     not load is compiled again (and still finds the same lines)."""
     import analyzer.redact.hyper as hyper
-    from analyzer.parse import bytescan
-    from analyzer.parse.bytescan import Scanner
+    from analyzer.parse import hsdb
+    from analyzer.parse.hsdb import Scanner
 
     if hyper.hyperscan is None:
         pytest.skip("Hyperscan has no wheel for this platform")
@@ -901,8 +901,8 @@ def test_hyperscan_database_cache_is_used_and_a_bad_copy_compiled_again(tmp_path
     first = hyper._cached_database(expressions)
     (cached,) = (tmp_path / "hami-bundle-analyzer" / "hyperscan").iterdir()
     compiles = []
-    real = bytescan.compile_database
-    monkeypatch.setattr(bytescan, "compile_database", lambda *a: compiles.append(a) or real(*a))
+    real = hsdb.compile_database
+    monkeypatch.setattr(hsdb, "compile_database", lambda *a: compiles.append(a) or real(*a))
     data = b"a gpu-12 b\n\xc3\xa9 gpu-3\n"
     for database, compiled in ((hyper._cached_database(expressions), 0), (None, 1)):
         if database is None:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from analyzer import progress as progress_mod
 from analyzer.bundle import recognise as recognise_mod
-from analyzer.parse import bytescan
+from analyzer.parse import bigscan
 from analyzer.parse import logs as logs_mod
 from analyzer.parse.literals import ignores_case, required_literals
 from analyzer.rules.templates import is_plain, render, template
@@ -63,7 +63,7 @@ def test_hot_and_case_insensitive_signatures_stream_like_the_small_path(ruleset,
     monkeypatch.setattr(recognise_mod, "SMALL_FILE", 1000)
     monkeypatch.setattr(logs_mod, "BATCH_ROWS", 900)
     monkeypatch.setattr(logs_mod, "POOL_BYTES", 20_000)
-    monkeypatch.setattr(bytescan, "CHUNK_BYTES", 64 << 10)
+    monkeypatch.setattr(bigscan, "CHUNK_BYTES", 64 << 10)
     from analyzer.analyze import matcher_for
 
     lines = text.split("\n")[:-1]
@@ -182,7 +182,7 @@ def test_the_scan_reports_progress_only_when_asked(ruleset, monkeypatch, capsys)
     text = _mixed_log()
     monkeypatch.setattr(recognise_mod, "SMALL_FILE", 1000)
     monkeypatch.setattr(logs_mod, "BATCH_ROWS", 900)
-    monkeypatch.setattr(bytescan, "CHUNK_BYTES", 64 << 10)
+    monkeypatch.setattr(bigscan, "CHUNK_BYTES", 64 << 10)
     monkeypatch.setattr(progress_mod, "QUIET_FOR", 0.0)
     monkeypatch.setattr(progress_mod, "FILE_EVERY", 0.0)
     parse_texts(ruleset, {"dp.log": text})

@@ -1,11 +1,16 @@
-"""A big plain log scanned as bytes: one Hyperscan pass per chunk finds every line worth a look.
+"""A big plain log's chunk scanned as bytes, in a scan process: one Hyperscan pass finds every line
+worth a look, numpy counts the lines. Imports numpy and Hyperscan, never polars (a forked process
+may not use polars' thread pool, and the scan processes forked before the analysis's modules were
+imported import only this).
 
-The patterns of one Hyperscan database find, in a chunk of the file, the lines holding a
-signature's literal (candidates, attributed later with the signatures' own regexes) and the lines
-of each frequent ("hot") signature; numpy counts the chunk's lines and which are klog lines of
-which severity (`LineTable`). The chunks are scanned on every core, each by a worker process
-that reads it itself (threads where processes cannot be forked), a block of lines at a time
-while it is in the core's cache; Python works per found line, never per line of the file.
+The patterns of one Hyperscan database (`hsdb.ScanPlan`) find, in a chunk of the file, the lines
+holding a signature's literal (candidates, attributed later with the signatures' own regexes) and
+the lines of each frequent ("hot") signature; numpy counts the chunk's lines and which are klog
+lines of which severity (`LineTable`). The chunks are scanned on every core, each by a process
+that reads it itself (threads where processes cannot be forked: analyzer/parse/workers.py), a
+block of lines at a time while it is in the core's cache; Python works per found line, never per
+line of the file. The parent's side, which chunks go where and what comes back, is
+analyzer/parse/bigscan.py.
 
 Hyperscan matches bytes: where a frequent signature's count is concerned, `\\d`, `\\w`, `\\b` and
 case-insensitivity are ASCII and a character class or `.` reads one byte of a multi-byte
@@ -17,53 +22,29 @@ not hot: its lines are candidates like any other signature's.
 from __future__ import annotations
 
 import bisect
-import functools
-import hashlib
 import os
-import platform
 import re
 import threading
-from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, BinaryIO
 
-import polars as pl
+from analyzer.parse.batch import CHUNK_BYTES, KLOG_HEADER, SIG_TAIL_CAP, ChunkFound, line_text
+from analyzer.parse.hsdb import Databases, Scanner, ScanPlan
+from analyzer.parse.literals import MIN_LITERAL
 
-from analyzer.cache import cache_dir, kept
-from analyzer.parse.batch import (
-    ERROR_EXAMINED,
-    ERROR_LINE_CAP,
-    KLOG_HEADER,
-    SIG_HEAD_CAP,
-    SIG_TAIL_CAP,
-    Batch,
-)
-from analyzer.parse.literals import MIN_LITERAL, leading_superset, misses_lines_starting
-from analyzer.parse.workers import Workers
-
-hyperscan: ModuleType | None
 np: ModuleType | None
 # numpy's OpenBLAS starts a thread per further core when it is imported (~50-100 ms of CPU), a
 # thread that the scan's forked workers would not have; nothing here multiplies matrices. A value
 # the user set stands.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-try:  # binary wheels on the usual platforms; without them the line reader scans every log
-    import hyperscan
+try:  # a binary wheel on the usual platforms; without it the line reader scans every log
     import numpy as np
 except ImportError:  # pragma: no cover - exercised on platforms without a wheel
-    hyperscan = np = None
+    np = None
 
-CHUNK_BYTES = 16 << 20  # per scanned chunk (each worker reads one at a time into its buffer)
-LINE_CAP = 64 << 20  # a line longer than this is read as several (memory stays bounded)
 SCAN_BLOCK = 1 << 20  # a chunk is scanned a block of lines at a time (in the core's cache)
 LINE_BLOCK = 512 << 10  # bytes whose newlines numpy looks for at once
-# a literal of fewer bytes than this is looked for by a database of its own: one two-byte literal
-# (a character outside ASCII that ignoring case matches to a letter, such as LONG S) in the main
-# database doubled what every one of its ~590 literals costs (Hyperscan's literal matcher on
-# 16 MiB: 24 -> 51 ms; alone, the short ones cost ~4 ms)
-SHORT_ALONE = 3
 # Hyperscan's literal matcher confirms a literal where its last bytes are: a literal ending in
 # bytes most lines hold ("tion", " device ") is checked all over the log. Each literal is cut
 # after RARE_END bytes that at most RARE_SHARE of the log's first lines hold (never shorter
@@ -72,7 +53,6 @@ SHORT_ALONE = 3
 # to another (the fewest changed 26-74 of 585 cuts between two slices of one log)
 RARE_END = 4
 RARE_SHARE = 0.01
-SECOND_TAIL = 16  # characters of a counted text's end that stand for its second occurrence
 # a block's lines that are not klog lines are copied together for the prefilters no klog line
 # matches while they are at most this share of its lines (else the whole block is scanned)
 ASIDE_SHARE = 1 / 16
@@ -96,143 +76,6 @@ def _header_pairs() -> list[Any]:
 
 
 _HEADER_PAIRS = _header_pairs() if np is not None else []
-
-
-SPACE = r"\t\x0b\x0c\r "  # \s without the newline
-_UNSUPPORTED_ESCAPES = set("pPXRhHvVKkgGQEzZAN0123456789xuUc")
-_COMPILED: dict[tuple, Any] = {}  # Hyperscan databases (None: refused)
-
-
-def line_pattern(pattern: str) -> str | None:
-    """A signature's regex for Hyperscan's byte mode, where nothing may cross a line's end:
-    negated classes and `\\s` leave the newline out. None when the byte mode cannot read it the
-    same way: non-ASCII characters, Unicode classes, back-references, dot-all or verbose mode, or
-    a set inside a set.
-
-    >>> line_pattern(r'"Scheduling pod" podName="(?P<pod>[^"]+)" \\S+\\s+x')
-    '"Scheduling pod" podName="(?:[^\\\\n"]+)" \\\\S+[\\\\t\\\\x0b\\\\x0c\\\\r ]+x'
-    >>> line_pattern(r"GPU\\p{L}") is None
-    True
-    """
-    if not pattern.isascii():
-        return None
-    out: list[str] = []
-    i, in_class = 0, False
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            nxt = pattern[i + 1 : i + 2]
-            if not nxt or nxt in _UNSUPPORTED_ESCAPES:
-                return None
-            if nxt == "s":
-                out.append(SPACE if in_class else f"[{SPACE}]")
-            elif nxt in "DW" and not in_class:
-                out.append(rf"[^\n\{nxt.lower()}]")
-            elif nxt in "SDW" and in_class:
-                return None  # the class would take the newline
-            else:
-                out.append(c + nxt)
-            i += 2
-            continue
-        if in_class:
-            if c == "[":
-                return None
-            if c == "]":
-                in_class = False
-            out.append(c)
-            i += 1
-            continue
-        if c == "[":
-            negated = pattern.startswith("[^", i)
-            out.append(r"[^\n" if negated else "[")
-            i += 2 if negated else 1
-            if pattern.startswith("]", i):  # a leading ] is a member
-                out.append(r"\]")
-                i += 1
-            in_class = True
-            continue
-        if pattern.startswith("(?", i):
-            rest = pattern[i + 2 :]
-            if rest.startswith(("P<", "<")) and not rest.startswith(("<=", "<!")):
-                i = pattern.index(">", i) + 1
-                out.append("(?:")
-                continue
-            flags = rest.split(")", 1)[0].split(":", 1)[0]
-            if rest.startswith("P=") or "s" in flags or "x" in flags:
-                return None
-        out.append(c)
-        i += 1
-    return None if in_class else "".join(out)
-
-
-def line_counter(pattern: str) -> str | None:
-    """A pattern with one match per line that a signature's regex matches (at the line's end),
-    or None when Hyperscan's byte mode cannot read the regex the same way. Whether Hyperscan
-    compiles it (a look-behind it refuses) is `accepted`'s question."""
-    line = line_pattern(pattern)
-    if hyperscan is None or line is None:
-        return None
-    return f"(?:{line})[^\\n]*\\n"
-
-
-@functools.lru_cache(maxsize=256)
-def accepted(counter: str) -> bool:
-    """Hyperscan compiles this multi-line pattern on its own: asked only when a scan's database
-    does not compile (a compile per hot signature would cost every big log 10 ms; the answer is
-    not kept in the cache folder, where a file per signature would push the databases out)."""
-    assert hyperscan is not None
-    return compile_database([counter], [hyperscan.HS_FLAG_MULTILINE]) is not None
-
-
-_BYTE_ESCAPES = [
-    chr(b) if chr(b).isascii() and chr(b).isalnum() else f"\\x{b:02x}" for b in range(256)
-]
-
-
-def _bytes_literal(text: str) -> str:
-    """A literal as a Hyperscan pattern: every byte that is not a letter or digit as \\xHH."""
-    return "".join(map(_BYTE_ESCAPES.__getitem__, text.encode("utf-8")))
-
-
-@dataclass(frozen=True)
-class _Found:
-    """One chunk's findings, with line numbers counted from the chunk's start (0 = its first)."""
-
-    lines: int
-    klog_lines: int
-    severities: dict[str, int]
-    # per hot signature: (id, its first lines the sample still wants as (number, text), its
-    # last lines as (number, start, length): made text only if they are the file's last, count)
-    hot: list[tuple[str, list[tuple[int, str]], list[tuple[int, int, int]], int]]
-    # unmatched E/F lines: (their rank among the chunk's E/F lines, line, text)
-    loose: list[tuple[int, int, str]]
-    # candidate lines: (line, text, rank among the chunk's E/F lines of an E/F line that no hot
-    # signature matches, else -1): one no signature takes is a loose line, if among the file's
-    # first ERROR_EXAMINED E/F lines, as the loose lines are
-    candidates: tuple[list[int], list[str], list[int]]
-
-
-class Scanner:
-    """A compiled database and each thread's scratch space (one scan at a time may use one)."""
-
-    def __init__(self, database: Any):
-        self.database = database
-        self._local = threading.local()
-
-    def scan(
-        self, data: bytes | bytearray | memoryview, bins: list[list[int]], base: int = 0
-    ) -> None:
-        """Append each match's end offset (plus `base`) to its pattern's bin (patterns may share
-        a bin), in the order of the ends."""
-        assert hyperscan is not None
-        scratch = getattr(self._local, "scratch", None)
-        if scratch is None:
-            scratch = self._local.scratch = hyperscan.Scratch(self.database)
-
-        def on_match(pattern: int, _start: int, end: int, _flags: int, _context: object) -> None:
-            bins[pattern].append(base + end)
-
-        self.database.scan(data, match_event_handler=on_match, scratch=scratch)
 
 
 def rare_endings(literals: list[str], sample: bytes) -> list[str]:
@@ -302,15 +145,22 @@ def thread_scratch() -> Any:
     return scratch
 
 
-def thread_buffer() -> bytearray:
+def thread_buffer(size: int) -> bytearray:
     """This thread's buffer for the piece of a file it reads (`read_into` reuses its pages),
-    made the size of a chunk at once: grown from empty by `read_into`, its pages were touched
-    twice, by a zeroed copy and by the buffer (8,200 page faults for a chunk instead of 4,100,
-    ~10 ms of a worker's first chunk)."""
+    made `size` bytes (the first piece's) at once: grown from empty by `read_into`, its pages
+    were touched twice, by a zeroed copy and by the buffer (8,200 page faults for a 16 MiB
+    chunk instead of 4,100, ~10 ms of a worker's first chunk)."""
     buffer = getattr(_THREAD, "buffer", None)
     if buffer is None:
-        buffer = _THREAD.buffer = bytearray(CHUNK_BYTES)
+        buffer = _THREAD.buffer = bytearray(size)
     return buffer
+
+
+def warm_up() -> None:
+    """A scan process starts (`parse.workers`): its buffer made and its pages touched while it
+    waits for its first chunk (a first read into fresh pages cost that chunk ~10-15 ms)."""
+    assert np is not None
+    np.frombuffer(thread_buffer(CHUNK_BYTES), np.uint8)[::4096] = 0
 
 
 class LineTable:
@@ -423,158 +273,29 @@ def line_blocks(data: bytes | bytearray, size: int) -> Iterator[tuple[int, int]]
         at = end
 
 
-class ByteScan:
-    """The Hyperscan database of one matcher's scan of a big log, and its pass over a file."""
+class ChunkScanner:
+    """A plan's databases, scanning chunks: built once per process (`scanner_for`)."""
 
-    def __init__(
-        self,
-        database: Any,
-        size: int,
-        reported: list[str],
-        counted: list[tuple[str, str]],
-        aside: tuple[Any, int] | None = None,
-        short: tuple[Any, int] | None = None,
-    ):
-        self.scanner = Scanner(database)
-        self.size = size  # its patterns
+    def __init__(self, plan: ScanPlan, databases: Databases):
+        self.scanner = Scanner(databases.main)
+        self.size = databases.size  # its patterns
         # the prefilters no klog line matches, and how many: run on the other lines only
-        self.aside = (Scanner(aside[0]), aside[1]) if aside is not None else None
-        # the literals shorter than SHORT_ALONE, and how many: a database of their own
-        self.short = (Scanner(short[0]), short[1]) if short is not None else None
-        self.reported = reported  # hot signatures whose lines Hyperscan reports
-        self.counted = counted  # (hot signature, its plain text) counted by `bytes.count`
-        self.hot = reported + [sid for sid, _ in counted]
-
-    @classmethod
-    def build(
-        cls,
-        reported: list[tuple[str, str]],
-        counted: list[tuple[str, str]],
-        literals: list[str],
-        caseless: list[str],
-        prefilters: list[str],
-        sample: bytes = b"",
-    ) -> ByteScan | None:
-        """The hot signatures: `reported`, (signature, `line_counter`) whose lines Hyperscan
-        reports, and `counted`, (signature, text) of plain ones that `bytes.count` counts (a
-        line reported costs a call into Python, a quarter of a microsecond: a periodic line is
-        a third of some logs). `literals` and `caseless` (ASCII case ignored): what makes a line
-        a candidate, with `prefilters`, the regexes of signatures without a literal (found by a
-        superset of their matches). `sample`, the log's first lines: the literals are cut at
-        their ending rarest there (`rare_endings`). None when a pattern cannot be taken or
-        Hyperscan is missing."""
-        if hyperscan is None or np is None:
-            return None
-        literals = sorted(set(rare_endings(literals, sample)))
-        # a superset of each one's lines: Hyperscan anchors a regex on a literal inside it, which
-        # can be on most lines (".go:" of a stack frame's path is in every klog line's header)
-        supersets = [leading_superset(p) or p for p in prefilters]
-        prefilter_lines = [line_pattern(x) for x in supersets]
-        if any(p is None for p in prefilter_lines):
-            return None
-        # one that no klog line can match (a stack frame's `^[\w.~-]+/`) would run at the start
-        # of every line: it is looked for in the other lines, a few where klog lines are most
-        off_klog = [misses_lines_starting(x, KLOG_HEADER) for x in supersets]
-        aside = [p for p, off in zip(prefilter_lines, off_klog, strict=True) if p and off]
-        inline = [p for p, off in zip(prefilter_lines, off_klog, strict=True) if p and not off]
-        multiline = hyperscan.HS_FLAG_MULTILINE
-        expressions = [p for _, p in reported]
-        # lines where `bytes.count` may have counted a text twice: the text, then its last
-        # bytes further on in the line (a superset of a second occurrence: `_Lines.extra`
-        # counts each such line again), which Hyperscan finds for half of what the text twice
-        # costs (its whole length stays active through each line the text is on)
-        expressions += [
-            f"{_bytes_literal(x)}[^\\n]*{_bytes_literal(x[-SECOND_TAIL:])}" for _, x in counted
-        ]
-        flags = [multiline] * len(expressions)
-        short: list[tuple[str, int]] = []  # (literal, flag): those shorter than SHORT_ALONE
-        for texts, flag in ((literals, 0), (caseless, hyperscan.HS_FLAG_CASELESS)):
-            for x in texts:
-                if len(x.encode()) < SHORT_ALONE:
-                    short.append((x, flag))
-                else:
-                    expressions.append(_bytes_literal(x))
-                    flags.append(flag)
-        prefilter = multiline | hyperscan.HS_FLAG_PREFILTER
-        expressions += inline
-        flags += [prefilter] * len(inline)
-        database = _database(expressions, flags)
-        aside_database = _database(aside, [prefilter] * len(aside)) if aside else None
-        short_database = (
-            _database([_bytes_literal(x) for x, _ in short], [f for _, f in short])
-            if short
-            else None
+        self.aside = (Scanner(databases.aside[0]), databases.aside[1]) if databases.aside else None
+        # the literals shorter than SHORT_ALONE, how many (a database of their own), and
+        # whether each holds a byte outside ASCII (as the characters folding to ASCII letters do)
+        self.short = (
+            (Scanner(databases.short[0]), *databases.short[1:]) if databases.short else None
         )
-        if database is None or (aside and aside_database is None):
-            return None
-        if short and short_database is None:
-            return None
-        sids = [sid for sid, _ in reported]
-        found_aside = (aside_database, len(aside)) if aside else None
-        found_short = (short_database, len(short)) if short else None
-        return cls(database, len(expressions), sids, counted, found_aside, found_short)
+        self.reported = [sid for sid, _ in plan.reported]  # hot signatures Hyperscan reports
+        self.counted = list(plan.counted)  # (hot signature, its plain text): `bytes.count`
 
-    def batches(self, path, workers: int | None = None) -> Iterator[Batch]:
-        """The file's batches in order, one per chunk, scanned `workers` at a time. Each worker
-        reads its own chunks (`_ranges` finds where they start and end)."""
-        workers = workers or max(1, min(4, os.cpu_count() or 1))
-        seen = dict.fromkeys(self.hot, 0)
-        # each hot signature's last lines (number, offset in the file, length), kept here and
-        # handed over once, in a last batch, read from the file then: a chunk's would be ~1,000
-        # texts made, sent and dropped, and a frame built
-        tails = {sid: deque[tuple[int, int, int]](maxlen=SIG_TAIL_CAP) for sid in self.hot}
-        errors = 0  # loose E/F lines kept
-        examined = 0  # E/F lines before the next chunk to merge
-        base = 0
-        pending: deque = deque()
-
-        def done() -> Batch:
-            nonlocal errors, examined, base
-            size, args, future = pending.popleft()
-            found = pool.result(args, future)
-            start = args[1]
-            for sid, _head, tail, n in found.hot:
-                seen[sid] += n
-                tails[sid].extend((base + k, start + at, length) for k, at, length in tail)
-            # an E/F line's rank among the chunk's: is it among the file's first examined?
-            examinable = [0 <= rank < ERROR_EXAMINED - examined for rank in found.candidates[2]]
-            loose = [(n, t) for rank, n, t in found.loose if rank < ERROR_EXAMINED - examined]
-            errors += len(loose)
-            examined += found.severities["E"] + found.severities["F"]
-            batch = _batch(found, loose, examinable, base, size)
-            base += found.lines
-            return batch
-
-        pool = Workers(self.scan_range, workers)
-        try:
-            for start, end in _ranges(path):
-                heads = {sid: max(0, SIG_HEAD_CAP - n) for sid, n in seen.items()}
-                wanted = (ERROR_LINE_CAP - errors, ERROR_EXAMINED - examined)
-                args = (str(path), start, end, heads, *wanted)
-                pending.append((end - start, args, pool.submit(*args)))
-                while len(pending) > workers or (pending and pending[0][2].done()):
-                    yield done()
-            while pending:
-                yield done()
-        finally:
-            pool.close()
-        last: list[tuple[str, pl.DataFrame | None, int]] = [
-            (sid, _rows_frame(_lines_at(path, rows), 0), 0) for sid, rows in tails.items() if rows
-        ]
-        yield Batch(0, 0, 0, {}, hot=last, loose=None, candidates=None)
-
-    def scan_range(
-        self, path: str, start: int, end: int, heads: dict[str, int], errors: int, examine: int
-    ) -> _Found:
-        """The chunk file[start:end] read into this worker's buffer and scanned (`_scan`)."""
-        buffer = thread_buffer()
-        _read_range(path, start, end, buffer)
-        return self._scan(buffer, heads, errors, examine)
-
-    def _scan(self, chunk: bytearray, heads: dict[str, int], errors: int, examine: int) -> _Found:
+    def _scan(
+        self, chunk: bytearray, heads: dict[str, int], errors: int, examine: int
+    ) -> ChunkFound:
         """One chunk (whole lines, the last one ending with a newline): `heads`, how many first
         rows each hot signature still wants; at most `errors` loose E/F lines among its first
         `examine` E/F lines (bounds: the chunks before may not be merged yet)."""
+        assert np is not None
         n_reported, n_counted = len(self.reported), len(self.counted)
         n_bins = n_reported + n_counted
         candidate_ends: list[int] = []
@@ -585,12 +306,16 @@ class ByteScan:
         needles = [text.encode() for _, text in self.counted]
         occurrences = [0] * len(needles)
         view = memoryview(chunk)
+        # where the short literals are all outside ASCII, a block of ASCII cannot hold one:
+        # numpy's max says so in a quarter of the time Hyperscan takes to look
+        short = self.short
+        high = np.frombuffer(chunk, np.uint8) if short is not None and short[2] else None
         # block by block, each pass over a block while it is in the core's cache: two workers
         # passing over whole chunks wait on memory (a third more CPU per chunk)
         for start, end in line_blocks(chunk, SCAN_BLOCK):
             self.scanner.scan(view[start:end], bins, start)
-            if self.short is not None:
-                self.short[0].scan(view[start:end], short_bins, start)
+            if short is not None and (high is None or high[start:end].max() >= 0x80):
+                short[0].scan(view[start:end], short_bins, start)
             before = table.lines
             others = table.add(start, end)
             if self.aside is not None and len(others[0]):
@@ -598,6 +323,7 @@ class ByteScan:
                 self._scan_aside(chunk, view[start:end], start, others, block_lines, candidate_ends)
             for j, needle in enumerate(needles):
                 occurrences[j] += chunk.count(needle, start, end)
+        del high  # the chunk's buffer is resized for the next one: nothing may hold it
         view.release()
         reported_ends, seconds = bins[:n_reported], bins[n_reported:n_bins]
         lines_of = _Lines(chunk, reported_ends, [x for _, x in self.counted])
@@ -638,7 +364,7 @@ class ByteScan:
         ranks = [
             r if s in cold else -1 for s, r in zip(starts, table.error_ranks(starts), strict=True)
         ]
-        return _Found(
+        return ChunkFound(
             lines=table.lines,
             klog_lines=table.klog_lines,
             severities=table.severities,
@@ -677,6 +403,40 @@ class ByteScan:
         if hits:
             ends = np.cumsum([len(line) for line in copied])  # each copied line's end in them
             found.extend((newlines[np.searchsorted(ends, hits)] + 1).tolist())
+
+
+_SCANNERS: dict[str, ChunkScanner] = {}  # this process's, by plan
+
+
+def scanner_for(plan: ScanPlan) -> ChunkScanner:
+    """The plan's scanner, built at this process's first chunk of it: the literals cut at their
+    ending rarest in the log's head (as written where Hyperscan refused the cut ones, which the
+    parent's check of the whole literals makes a case that should not happen)."""
+    scanner = _SCANNERS.get(plan.key)
+    if scanner is None:
+        cut = sorted(set(rare_endings(list(plan.literals), plan.sample)))
+        databases = plan.databases(cut) or plan.databases(sorted(set(plan.literals)))
+        assert databases is not None, "the parent checked that Hyperscan takes the plan"
+        if len(_SCANNERS) > 4:
+            _SCANNERS.clear()
+        scanner = _SCANNERS[plan.key] = ChunkScanner(plan, databases)
+    return scanner
+
+
+def scan_chunk(
+    plan: ScanPlan,
+    path: str,
+    start: int,
+    end: int,
+    heads: dict[str, int],
+    errors: int,
+    examine: int,
+) -> ChunkFound:
+    """A scan process's task: the chunk file[start:end] read into this thread's buffer and
+    scanned (`ChunkScanner._scan`)."""
+    buffer = thread_buffer(end - start)
+    _read_range(path, start, end, buffer)
+    return scanner_for(plan)._scan(buffer, heads, errors, examine)
 
 
 class _Lines:
@@ -731,74 +491,7 @@ class _Lines:
 
 
 def _text(chunk: bytearray, start: int) -> str:
-    return _decoded(chunk[start : line_end(chunk, start)])
-
-
-def _lines_at(path, rows: Iterable[tuple[int, int, int]]) -> list[tuple[int, str]]:
-    """(number, text) of the lines given as (number, offset in the file, length)."""
-    with open(path, "rb", buffering=0) as fh:
-        return [(n, _decoded(os.pread(fh.fileno(), length, at))) for n, at, length in rows]
-
-
-def _decoded(line: bytes | bytearray) -> str:
-    if line.endswith(b"\r"):
-        line = line[:-1]
-    return line.decode("utf-8", errors="replace")
-
-
-def _rows_frame(rows: Iterable[tuple[int, str]], base: int) -> pl.DataFrame:
-    """A frame of (line, text) pairs, lines counted from `base`."""
-    pairs = list(rows)
-    return _frame([n for n, _ in pairs], [t for _, t in pairs], base)
-
-
-def _frame(lines: list[int], texts: list[str], base: int, **extra: list) -> pl.DataFrame:
-    return pl.DataFrame(
-        {"line": [base + n + 1 for n in lines], "text": texts, **extra},
-        schema={"line": pl.Int64, "text": pl.String, **{k: pl.Boolean for k in extra}},
-    )
-
-
-def _batch(
-    found: _Found, loose: list[tuple[int, str]], examinable: list[bool], base: int, size: int
-) -> Batch:
-    """The chunk's batch; `examinable`: per candidate, whether it is a loose line if no
-    signature takes it."""
-    lines, texts, _ranks = found.candidates
-    return Batch(
-        lines=found.lines,
-        bytes=size,
-        klog_lines=found.klog_lines,
-        severities=found.severities,
-        hot=[
-            (sid, _rows_frame(head, base) if head else None, n)
-            for sid, head, _tail, n in found.hot
-            if n
-        ],
-        loose=_rows_frame(loose, base) if loose else None,
-        candidates=_frame(lines, texts, base, _err=examinable) if lines else None,
-    )
-
-
-def _ranges(path) -> Iterator[tuple[int, int]]:
-    """The file's chunks of whole lines, as (start, end) offsets, about CHUNK_BYTES each: the
-    line under way at a chunk's end is taken to its end, up to LINE_CAP bytes (a longer one is
-    read as several lines). Only the bytes at each chunk's end are read here."""
-    with open(path, "rb") as fh:
-        start = 0
-        while True:
-            fh.seek(start + CHUNK_BYTES - 1)
-            last = fh.read(1)
-            if not last:  # the file ends within this chunk
-                end = fh.seek(0, os.SEEK_END)
-                if end > start:
-                    yield start, end
-                return
-            end = start + CHUNK_BYTES
-            if last != b"\n":
-                end += len(fh.readline(LINE_CAP))
-            yield start, end
-            start = end
+    return line_text(chunk[start : line_end(chunk, start)])
 
 
 def _read_range(path: str, start: int, end: int, buffer: bytearray) -> None:
@@ -823,62 +516,3 @@ def read_into(fh: BinaryIO, start: int, n: int, buffer: bytearray) -> int:
             got += k
     del buffer[got:]
     return got
-
-
-def _database(expressions: list[str], flags: list[int]) -> Any:
-    """The compiled block-mode database, or None when Hyperscan refuses a pattern (kept per
-    pattern set: a batch worker scans many big logs with one catalogue; and between runs in the
-    cache folder, since compiling takes as long as scanning 100 MB)."""
-    key = (tuple(expressions), tuple(flags))
-    if key not in _COMPILED:
-        if len(_COMPILED) > 32:
-            _COMPILED.clear()
-        _COMPILED[key] = cached_database(expressions, flags, "scan")
-    return _COMPILED[key]
-
-
-CACHED_DATABASES = 16  # kept in the cache folder
-
-
-def cached_database(expressions: list[str], flags: list[int], use: str) -> Any:
-    """The database from the cache folder (checksummed: a damaged file is compiled again), or
-    compiled and saved there; `use` names the files of one user of the folder."""
-    assert hyperscan is not None
-    key = repr((hyperscan.__version__, platform.machine(), expressions, flags)).encode()
-
-    def read(data: bytes) -> Any:  # a damaged file, or one for another CPU, is compiled again
-        if hashlib.sha256(data[32:]).digest() != data[:32]:
-            return None
-        return hyperscan.loadb(data[32:], hyperscan.HS_MODE_BLOCK)
-
-    def write(database: Any) -> bytes | None:
-        if database is None:
-            return None
-        payload = hyperscan.dumpb(database)
-        return hashlib.sha256(payload).digest() + payload
-
-    return kept(
-        cache_dir("hyperscan"),
-        f"{use}-{hashlib.sha256(key).hexdigest()[:32]}.db",
-        (f"{use}-*.db", CACHED_DATABASES),
-        read,
-        lambda: compile_database(expressions, flags),
-        write,
-    )
-
-
-def compile_database(expressions: list[str], flags: list[int]) -> Any:
-    """A block-mode Hyperscan database of these patterns (ids: their positions), or None when
-    Hyperscan refuses one."""
-    assert hyperscan is not None
-    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    try:
-        database.compile(
-            expressions=[x.encode() for x in expressions],
-            ids=list(range(len(expressions))),
-            elements=len(expressions),
-            flags=flags,
-        )
-    except hyperscan.error:  # CompilerError and the like
-        return None
-    return database

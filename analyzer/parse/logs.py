@@ -53,7 +53,7 @@ from analyzer.parse.literals import (
 from analyzer.progress import Progress, progress_for
 
 if TYPE_CHECKING:
-    from analyzer.parse.bytescan import ByteScan
+    from analyzer.parse.bigscan import ByteScan
 
 ANSI_PATTERN = r"\x1b\[[0-9;?]*[ -/]*[@-~]"
 
@@ -861,7 +861,7 @@ def _byte_scan(matcher: Matcher, hot: list[str], head: list[str]) -> ByteScan | 
     `bytes.count` where the log's first lines (`head`) hold it once in COUNTED_EVERY bytes or
     more often; its lines are reported one by one where it is sparser. Imported here: only big
     logs need Hyperscan."""
-    from analyzer.parse.bytescan import accepted, line_counter
+    from analyzer.parse.hsdb import accepted, line_counter
 
     first = "\n".join(head)
     plain = {
@@ -885,7 +885,7 @@ def _byte_scan_of(
 ) -> ByteScan | None:
     """The byte scan that counts the `plain` hot signatures and reports the lines of the
     `reported` ones (with these counters); every other signature makes lines candidates."""
-    from analyzer.parse.bytescan import ByteScan
+    from analyzer.parse.bigscan import ByteScan
 
     rest = matcher.without([*plain, *reported])
     if any(not rest._ascii_folded(sid) for sid in rest.folded):

@@ -17,22 +17,25 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from importlib import import_module
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 PROCESS_START_S = 10.0  # forked processes that do not answer by then are given up
+Serve = Callable[..., Any] | str  # a function, or its name: "module:function"
 
 
 class Workers(Generic[T]):
-    """`serve(*args)` run by forked processes (`fork_pool`), else by threads."""
+    """`serve(*args)` run by forked processes (`fork_pool`, or the ones `prestarted` forked for
+    this `serve` and number), else by threads."""
 
-    def __init__(self, serve: Callable[..., T], workers: int):
+    def __init__(self, serve: Serve, workers: int):
         self.serve = serve
         self.workers = workers
-        self.processes = fork_pool(serve, workers)
+        self.processes = _take_prestarted(serve, workers) or fork_pool(serve, workers)
         self.threads = ThreadPoolExecutor(workers) if self.processes is None else None
 
     def submit(self, *args: Any) -> Future[T]:
@@ -42,7 +45,7 @@ class Workers(Generic[T]):
                 return self.processes.submit(_serve_adopted, *args)
             self._to_threads()
         assert self.threads is not None
-        return self.threads.submit(self.serve, *args)
+        return self.threads.submit(_function(self.serve), *args)
 
     def result(self, args: tuple, future: Future[T]) -> T:
         """The submitted task's result (run again here if its process died)."""
@@ -50,7 +53,7 @@ class Workers(Generic[T]):
             return future.result()
         except BrokenProcessPool:
             self._to_threads()
-            return self.serve(*args)
+            return _function(self.serve)(*args)
 
     def _to_threads(self) -> None:
         if self.processes is not None:
@@ -71,11 +74,45 @@ class Workers(Generic[T]):
         self.close()
 
 
-def fork_pool(serve: Callable[..., Any], workers: int) -> ProcessPoolExecutor | None:
+def fork_pool(serve: Serve, workers: int) -> ProcessPoolExecutor | None:
     """`workers` processes forked from this one, each serving `serve` (inherited, not pickled),
     started and answering; None on one core, off Linux, in a daemonic process or where they
     cannot start (no semaphores, a process limit, a child stuck on a lock some thread held when
     it was forked)."""
+    started = _fork(serve, workers)
+    return _answering(*started) if started is not None else None
+
+
+_EARLY: dict[tuple[str, int], tuple[ProcessPoolExecutor, Future]] = {}  # by `prestarted`
+
+
+@contextlib.contextmanager
+def prestarted(serve: str, workers: int) -> Iterator[None]:
+    """The processes of a `Workers(serve, workers)` to come forked now, without waiting for them:
+    each imports serve's module, one after the other (this process has imports of its own to do
+    meanwhile, on the other core). Ended on the way out if no `Workers` took them."""
+    if (serve, workers) not in _EARLY:
+        started = _fork(serve, workers, one_at_a_time=True)
+        if started is not None:
+            _EARLY[serve, workers] = started
+    try:
+        yield
+    finally:
+        left = _EARLY.pop((serve, workers), None)
+        if left is not None:
+            _kill(left[0])
+
+
+def _take_prestarted(serve: Serve, workers: int) -> ProcessPoolExecutor | None:
+    """The processes `prestarted` forked for this serve and number, answering (taken: once)."""
+    started = _EARLY.pop((serve, workers), None) if isinstance(serve, str) else None
+    return _answering(*started) if started is not None else None
+
+
+def _fork(
+    serve: Serve, workers: int, one_at_a_time: bool = False
+) -> tuple[ProcessPoolExecutor, Future] | None:
+    """The forked processes, and a task whose result says they answer."""
     import multiprocessing
 
     if workers < 2 or sys.platform != "linux" or multiprocessing.current_process().daemon:
@@ -86,14 +123,12 @@ def fork_pool(serve: Callable[..., Any], workers: int) -> ProcessPoolExecutor | 
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         fork = multiprocessing.get_context("fork")
-        pool = ProcessPoolExecutor(workers, fork, initializer=_adopt, initargs=(serve, os.getpid()))
-        pool.submit(int).result(timeout=PROCESS_START_S)
-        return pool
-    except BaseException as exc:  # OSError, BrokenProcessPool, TimeoutError, KeyboardInterrupt
-        if pool is not None:
-            for process in list(getattr(pool, "_processes", {}).values()):
-                process.kill()
-            pool.shutdown(wait=False, cancel_futures=True)
+        lock = fork.Lock() if one_at_a_time else None
+        initargs = (serve, os.getpid(), lock)
+        pool = ProcessPoolExecutor(workers, fork, initializer=_adopt, initargs=initargs)
+        return pool, pool.submit(int)  # the processes are forked at the first task
+    except BaseException as exc:  # OSError, KeyboardInterrupt
+        _kill(pool)
         if not isinstance(exc, Exception):
             raise
         return None
@@ -101,13 +136,41 @@ def fork_pool(serve: Callable[..., Any], workers: int) -> ProcessPoolExecutor | 
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
+def _answering(pool: ProcessPoolExecutor, probe: Future) -> ProcessPoolExecutor | None:
+    """The pool once its first task is done, or None (killed) where it is not in time."""
+    try:
+        probe.result(timeout=PROCESS_START_S)
+        return pool
+    except BaseException as exc:  # BrokenProcessPool, TimeoutError, KeyboardInterrupt
+        _kill(pool)
+        if not isinstance(exc, Exception):
+            raise
+        return None
+
+
+def _kill(pool: ProcessPoolExecutor | None) -> None:
+    if pool is not None:
+        for process in list(getattr(pool, "_processes", {}).values()):
+            process.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _function(serve: Serve) -> Callable[..., Any]:
+    """`serve`, its module imported where it is given by name."""
+    if isinstance(serve, str):
+        module, name = serve.split(":")
+        return getattr(import_module(module), name)
+    return serve
+
+
 _ADOPTED: list[Callable[..., Any]] = []  # in a worker process: what it serves
 
 
-def _adopt(serve: Callable[..., Any], parent: int) -> None:
+def _adopt(serve: Serve, parent: int, lock: Any = None) -> None:
     """A worker process starts: it leaves Ctrl-C to its parent, ends at SIGTERM (not through
     the parent's handler), dies with its parent (kill -9 included; else it would wait for work
-    forever) and keeps what it serves."""
+    forever) and keeps what it serves (given by name: imported, holding `lock` if given, and
+    its module's `warm_up` run)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -117,7 +180,10 @@ def _adopt(serve: Callable[..., Any], parent: int) -> None:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     if os.getppid() != parent:  # gone before that took effect
         os._exit(0)
-    _ADOPTED[:] = [serve]
+    with lock if lock is not None else contextlib.nullcontext():
+        _ADOPTED[:] = [_function(serve)]
+        if isinstance(serve, str):  # its module's `warm_up`, if it has one, before any task
+            getattr(import_module(serve.split(":")[0]), "warm_up", lambda: None)()
 
 
 def _serve_adopted(*args: Any) -> Any:

@@ -266,7 +266,7 @@ class _Teacher:
         self.prefilters = tuple(learner.prefilters)
 
     def __call__(self, path: str, start: int, end: int, where: str) -> Lesson | None:
-        buffer = thread_buffer()
+        buffer = thread_buffer(end - start)
         with open(path, "rb", buffering=0) as fh:
             if read_into(fh, start, end - start, buffer) != end - start:
                 return None  # the file changed meanwhile: the caller reads what is there

@@ -1,7 +1,7 @@
 """A Hyperscan pass over a piece's bytes: which lines the prefilters select.
 
 One Hyperscan database of every prefilter (each made a line pattern the way the big-log scan
-makes its signatures: `parse.bytescan.line_pattern`) scans a piece without Python's lock, about
+makes its signatures: `parse.hsdb.line_pattern`) scans a piece without Python's lock, about
 twice as fast as polars splitting it into lines and running the alternation over them. Byte mode
 reads `\\w`, `\\d`, `\\b` and `(?i)` as ASCII: on a line of ASCII that is what Rust's regex crate
 reads, so there the lines found are the lines polars finds (a match that would cross a line's end
@@ -16,15 +16,8 @@ from typing import Any
 
 import polars as pl
 
-from analyzer.parse.bytescan import (
-    Scanner,
-    cached_database,
-    hyperscan,
-    line_end,
-    line_pattern,
-    np,
-    thread_scratch,
-)
+from analyzer.parse.bytescan import line_end, np, thread_scratch
+from analyzer.parse.hsdb import Scanner, cached_database, hyperscan, line_pattern
 
 NON_ASCII = r"[\x80-\xff][^\n]*$"  # one report per line holding a byte outside ASCII
 

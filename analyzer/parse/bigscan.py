@@ -1,0 +1,237 @@
+"""A big plain log's byte scan from the parent's side: which patterns (`hsdb.ScanPlan`), checked
+with Hyperscan here; the file cut into chunks, scanned by the scan processes (analyzer/parse/
+bytescan.py: numpy and Hyperscan, never imported here); what they find merged, in the file's
+order, into batches of polars frames for analyzer/parse/logs.py."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+from collections import deque
+from collections.abc import Iterable, Iterator
+
+import polars as pl
+
+from analyzer.parse.batch import (
+    CHUNK_BYTES,
+    ERROR_EXAMINED,
+    ERROR_LINE_CAP,
+    SIG_HEAD_CAP,
+    SIG_TAIL_CAP,
+    Batch,
+    ChunkFound,
+    line_text,
+)
+from analyzer.parse.hsdb import ScanPlan
+from analyzer.parse.scanstart import SCAN_CHUNK, scan_workers
+from analyzer.parse.workers import Workers
+
+LINE_CAP = 64 << 20  # a line longer than this is read as several (memory stays bounded)
+HANDED_BYTES = 2 << 20  # candidate lines' text kept before they are handed on in a batch
+
+
+@functools.cache
+def numpy_found() -> bool:
+    """numpy is there for the scan processes (which import it: this process does not)."""
+    return importlib.util.find_spec("numpy") is not None
+
+
+class ByteScan:
+    """One matcher's plan for the scan of a big log, checked, and its pass over a file."""
+
+    def __init__(self, plan: ScanPlan, short: bool):
+        self.plan = plan
+        self.short = short  # literals shorter than SHORT_ALONE: a database of their own
+        self.reported = [sid for sid, _ in plan.reported]  # hot signatures Hyperscan reports
+        self.counted = list(plan.counted)  # (hot signature, its plain text): `bytes.count`
+        self.hot = self.reported + [sid for sid, _ in plan.counted]
+
+    @classmethod
+    def build(
+        cls,
+        reported: list[tuple[str, str]],
+        counted: list[tuple[str, str]],
+        literals: list[str],
+        caseless: list[str],
+        prefilters: list[str],
+        sample: bytes = b"",
+    ) -> ByteScan | None:
+        """The scan of `hsdb.ScanPlan.of` these, or None when a pattern cannot be taken or
+        Hyperscan is missing: Hyperscan compiles the plan with its literals as written here (a
+        scan process cuts them to their rarest ending in the `sample`, which cannot make a
+        pattern it refuses; the database is kept in the cache folder)."""
+        if not numpy_found():
+            return None
+        plan = ScanPlan.of(reported, counted, literals, caseless, prefilters, sample)
+        databases = plan.databases(sorted(set(literals))) if plan is not None else None
+        if plan is None or databases is None:
+            return None
+        return cls(plan, databases.short is not None)
+
+    def batches(self, path, workers: int | None = None) -> Iterator[Batch]:
+        """The file's batches in order, one per chunk, scanned `workers` at a time. Each worker
+        reads its own chunks (`_ranges` finds where they start and end)."""
+        workers = workers or scan_workers()
+        seen = dict.fromkeys(self.hot, 0)
+        # each hot signature's last lines, kept here and handed over once, in a last batch, read
+        # from the file then: a chunk's would be ~1,000 texts made, sent and dropped, and a frame
+        tails = {sid: _LastLines() for sid in self.hot}
+        candidates = _Candidates()
+        errors = 0  # loose E/F lines kept
+        examined = 0  # E/F lines before the next chunk to merge
+        base = 0
+        pending: deque = deque()
+
+        def done() -> Batch:
+            nonlocal errors, examined, base
+            size, args, future = pending.popleft()
+            found = pool.result(args, future)
+            start = args[2]
+            for sid, _head, tail, n in found.hot:
+                seen[sid] += n
+                tails[sid].add(base, start, tail)
+            # an E/F line's rank among the chunk's: is it among the file's first examined?
+            lines, texts, ranks = found.candidates
+            examinable = [0 <= rank < ERROR_EXAMINED - examined for rank in ranks]
+            candidates.add([base + n for n in lines], texts, examinable)
+            loose = [(n, t) for rank, n, t in found.loose if rank < ERROR_EXAMINED - examined]
+            errors += len(loose)
+            examined += found.severities["E"] + found.severities["F"]
+            handed = candidates.frame() if candidates.size >= HANDED_BYTES else None
+            batch = _batch(found, loose, handed, base, size)
+            base += found.lines
+            return batch
+
+        pool: Workers[ChunkFound] = Workers(SCAN_CHUNK, workers)
+        try:
+            for start, end in _ranges(path):
+                heads = {sid: max(0, SIG_HEAD_CAP - n) for sid, n in seen.items()}
+                wanted = (ERROR_LINE_CAP - errors, ERROR_EXAMINED - examined)
+                args = (self.plan, str(path), start, end, heads, *wanted)
+                pending.append((end - start, args, pool.submit(*args)))
+                while len(pending) > workers or (pending and pending[0][2].done()):
+                    yield done()
+            while pending:
+                yield done()
+        finally:
+            pool.close()
+        last: list[tuple[str, pl.DataFrame | None, int]] = [
+            (sid, _rows_frame(_lines_at(path, rows.rows()), 0), 0)
+            for sid, rows in tails.items()
+            if rows.parts
+        ]
+        yield Batch(0, 0, 0, {}, hot=last, loose=None, candidates=candidates.frame())
+
+
+class _Candidates:
+    """The candidate lines of the chunks merged so far, handed on together: a frame per chunk
+    (~160 lines) cost the parent ~0.6 ms of the CPU its workers scan with."""
+
+    def __init__(self) -> None:
+        self.lines: list[int] = []  # in the file, from 0
+        self.texts: list[str] = []
+        self.examinable: list[bool] = []  # a loose line if no signature takes it
+        self.size = 0  # characters of text
+
+    def add(self, lines: list[int], texts: list[str], examinable: list[bool]) -> None:
+        self.lines += lines
+        self.texts += texts
+        self.examinable += examinable
+        self.size += sum(map(len, texts))
+
+    def frame(self) -> pl.DataFrame | None:
+        """The lines not yet handed (None: there are none), with an `_err` column."""
+        if not self.lines:
+            return None
+        frame = _frame(self.lines, self.texts, 0, _err=self.examinable)
+        self.lines, self.texts, self.examinable, self.size = [], [], [], 0
+        return frame
+
+
+class _LastLines:
+    """A hot signature's last SIG_TAIL_CAP lines in the chunks merged so far, kept as the chunks
+    handed them (number and offset in the chunk, length) and put together once, at the end: a
+    line at a time, the parent spent ~25 ms of the own log's scan on the 58,000 it dropped."""
+
+    def __init__(self) -> None:
+        self.parts: deque[tuple[int, int, list[tuple[int, int, int]]]] = deque()
+        self.size = 0  # lines in `parts`
+
+    def add(self, base: int, start: int, lines: list[tuple[int, int, int]]) -> None:
+        """A chunk's last lines; `base`: its first line's number in the file, `start`: its
+        offset. The oldest chunk's lines go once the newer ones are SIG_TAIL_CAP."""
+        if not lines:
+            return
+        self.parts.append((base, start, lines))
+        self.size += len(lines)
+        while self.size - len(self.parts[0][2]) >= SIG_TAIL_CAP:
+            self.size -= len(self.parts.popleft()[2])
+
+    def rows(self) -> list[tuple[int, int, int]]:
+        """The last lines as (number, offset in the file, length), in order."""
+        lines = [(base + k, start + at, n) for base, start, part in self.parts for k, at, n in part]
+        return lines[-SIG_TAIL_CAP:]
+
+
+def _lines_at(path, rows: Iterable[tuple[int, int, int]]) -> list[tuple[int, str]]:
+    """(number, text) of the lines given as (number, offset in the file, length)."""
+    with open(path, "rb", buffering=0) as fh:
+        return [(n, line_text(os.pread(fh.fileno(), length, at))) for n, at, length in rows]
+
+
+def _rows_frame(rows: Iterable[tuple[int, str]], base: int) -> pl.DataFrame:
+    """A frame of (line, text) pairs, lines counted from `base`."""
+    pairs = list(rows)
+    return _frame([n for n, _ in pairs], [t for _, t in pairs], base)
+
+
+def _frame(lines: list[int], texts: list[str], base: int, **extra: list) -> pl.DataFrame:
+    return pl.DataFrame(
+        {"line": [base + n + 1 for n in lines], "text": texts, **extra},
+        schema={"line": pl.Int64, "text": pl.String, **{k: pl.Boolean for k in extra}},
+    )
+
+
+def _batch(
+    found: ChunkFound,
+    loose: list[tuple[int, str]],
+    candidates: pl.DataFrame | None,
+    base: int,
+    size: int,
+) -> Batch:
+    """The chunk's batch, with the candidates of it and of the chunks before not yet handed."""
+    return Batch(
+        lines=found.lines,
+        bytes=size,
+        klog_lines=found.klog_lines,
+        severities=found.severities,
+        hot=[
+            (sid, _rows_frame(head, base) if head else None, n)
+            for sid, head, _tail, n in found.hot
+            if n
+        ],
+        loose=_rows_frame(loose, base) if loose else None,
+        candidates=candidates,
+    )
+
+
+def _ranges(path) -> Iterator[tuple[int, int]]:
+    """The file's chunks of whole lines, as (start, end) offsets, about CHUNK_BYTES each: the
+    line under way at a chunk's end is taken to its end, up to LINE_CAP bytes (a longer one is
+    read as several lines). Only the bytes at each chunk's end are read here."""
+    with open(path, "rb") as fh:
+        start = 0
+        while True:
+            fh.seek(start + CHUNK_BYTES - 1)
+            last = fh.read(1)
+            if not last:  # the file ends within this chunk
+                end = fh.seek(0, os.SEEK_END)
+                if end > start:
+                    yield start, end
+                return
+            end = start + CHUNK_BYTES
+            if last != b"\n":
+                end += len(fh.readline(LINE_CAP))
+            yield start, end
+            start = end

@@ -1,0 +1,328 @@
+"""Hyperscan's side of a big log's byte scan: signature regexes in its byte mode, the scan's plan
+and its databases (compiled, kept in the cache folder), and a scanner with a scratch per thread.
+
+Neither numpy nor polars is imported here: the command line's process plans a big log's scan and
+checks that Hyperscan takes its patterns with this module, while its scan processes, forked
+before the analysis's modules were imported, import numpy for the chunks (analyzer/parse/bytescan.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import pickle
+import platform
+import threading
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from analyzer.cache import cache_dir, kept
+from analyzer.parse.batch import KLOG_HEADER
+from analyzer.parse.literals import leading_superset, misses_lines_starting
+
+hyperscan: ModuleType | None
+try:  # a binary wheel on the usual platforms; without it the line reader scans every log
+    import hyperscan
+except ImportError:  # pragma: no cover - exercised on platforms without a wheel
+    hyperscan = None
+
+# a literal of fewer bytes than this is looked for by a database of its own: one two-byte literal
+# (a character outside ASCII that ignoring case matches to a letter, such as LONG S) in the main
+# database doubled what every one of its ~590 literals costs (Hyperscan's literal matcher on
+# 16 MiB: 24 -> 51 ms; alone, the short ones cost ~4 ms)
+SHORT_ALONE = 3
+SECOND_TAIL = 16  # characters of a counted text's end that stand for its second occurrence
+# the whole lines of the log's head in its first RARE_SAMPLE bytes are where a plan's literals
+# are cut (`bytescan.rare_endings`): their sort took 3 ms, a whole MiB's 12 ms (of the ~370
+# before a big log's first chunk was scanned); and the plan goes with every chunk
+RARE_SAMPLE = 256 << 10
+
+
+SPACE = r"\t\x0b\x0c\r "  # \s without the newline
+_UNSUPPORTED_ESCAPES = set("pPXRhHvVKkgGQEzZAN0123456789xuUc")
+_COMPILED: dict[tuple, Any] = {}  # Hyperscan databases (None: refused)
+
+
+def line_pattern(pattern: str) -> str | None:
+    """A signature's regex for Hyperscan's byte mode, where nothing may cross a line's end:
+    negated classes and `\\s` leave the newline out. None when the byte mode cannot read it the
+    same way: non-ASCII characters, Unicode classes, back-references, dot-all or verbose mode, or
+    a set inside a set.
+
+    >>> line_pattern(r'"Scheduling pod" podName="(?P<pod>[^"]+)" \\S+\\s+x')
+    '"Scheduling pod" podName="(?:[^\\\\n"]+)" \\\\S+[\\\\t\\\\x0b\\\\x0c\\\\r ]+x'
+    >>> line_pattern(r"GPU\\p{L}") is None
+    True
+    """
+    if not pattern.isascii():
+        return None
+    out: list[str] = []
+    i, in_class = 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            nxt = pattern[i + 1 : i + 2]
+            if not nxt or nxt in _UNSUPPORTED_ESCAPES:
+                return None
+            if nxt == "s":
+                out.append(SPACE if in_class else f"[{SPACE}]")
+            elif nxt in "DW" and not in_class:
+                out.append(rf"[^\n\{nxt.lower()}]")
+            elif nxt in "SDW" and in_class:
+                return None  # the class would take the newline
+            else:
+                out.append(c + nxt)
+            i += 2
+            continue
+        if in_class:
+            if c == "[":
+                return None
+            if c == "]":
+                in_class = False
+            out.append(c)
+            i += 1
+            continue
+        if c == "[":
+            negated = pattern.startswith("[^", i)
+            out.append(r"[^\n" if negated else "[")
+            i += 2 if negated else 1
+            if pattern.startswith("]", i):  # a leading ] is a member
+                out.append(r"\]")
+                i += 1
+            in_class = True
+            continue
+        if pattern.startswith("(?", i):
+            rest = pattern[i + 2 :]
+            if rest.startswith(("P<", "<")) and not rest.startswith(("<=", "<!")):
+                i = pattern.index(">", i) + 1
+                out.append("(?:")
+                continue
+            flags = rest.split(")", 1)[0].split(":", 1)[0]
+            if rest.startswith("P=") or "s" in flags or "x" in flags:
+                return None
+        out.append(c)
+        i += 1
+    return None if in_class else "".join(out)
+
+
+def line_counter(pattern: str) -> str | None:
+    """A pattern with one match per line that a signature's regex matches (at the line's end),
+    or None when Hyperscan's byte mode cannot read the regex the same way. Whether Hyperscan
+    compiles it (a look-behind it refuses) is `accepted`'s question."""
+    line = line_pattern(pattern)
+    if hyperscan is None or line is None:
+        return None
+    return f"(?:{line})[^\\n]*\\n"
+
+
+@functools.lru_cache(maxsize=256)
+def accepted(counter: str) -> bool:
+    """Hyperscan compiles this multi-line pattern on its own: asked only when a scan's database
+    does not compile (a compile per hot signature would cost every big log 10 ms; the answer is
+    not kept in the cache folder, where a file per signature would push the databases out)."""
+    assert hyperscan is not None
+    return compile_database([counter], [hyperscan.HS_FLAG_MULTILINE]) is not None
+
+
+_BYTE_ESCAPES = [
+    chr(b) if chr(b).isascii() and chr(b).isalnum() else f"\\x{b:02x}" for b in range(256)
+]
+
+
+def bytes_literal(text: str) -> str:
+    """A literal as a Hyperscan pattern: every byte that is not a letter or digit as \\xHH."""
+    return "".join(map(_BYTE_ESCAPES.__getitem__, text.encode("utf-8")))
+
+
+class Scanner:
+    """A compiled database and each thread's scratch space (one scan at a time may use one)."""
+
+    def __init__(self, database: Any):
+        self.database = database
+        self._local = threading.local()
+
+    def scan(
+        self, data: bytes | bytearray | memoryview, bins: list[list[int]], base: int = 0
+    ) -> None:
+        """Append each match's end offset (plus `base`) to its pattern's bin (patterns may share
+        a bin), in the order of the ends."""
+        assert hyperscan is not None
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = hyperscan.Scratch(self.database)
+
+        def on_match(pattern: int, _start: int, end: int, _flags: int, _context: object) -> None:
+            bins[pattern].append(base + end)
+
+        self.database.scan(data, match_event_handler=on_match, scratch=scratch)
+
+
+@dataclass(frozen=True)
+class Databases:
+    """A plan's compiled databases: the main one and how many patterns it has; the prefilters no
+    klog line matches (run on the other lines only) and how many; the literals shorter than
+    SHORT_ALONE, how many, and whether each holds a byte outside ASCII (as the characters
+    folding to ASCII letters do: a block of ASCII then holds none)."""
+
+    main: Any
+    size: int
+    aside: tuple[Any, int] | None
+    short: tuple[Any, int, bool] | None
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    """What a scan process builds its scanner from (sent with each chunk; built once per
+    process). `reported`: (hot signature, `line_counter`) whose lines Hyperscan reports;
+    `counted`: (hot signature, text) of plain ones that `bytes.count` counts (a line reported
+    costs a call into Python, a quarter of a microsecond: a periodic line is a third of some
+    logs); `literals` and `caseless` (ASCII case ignored): what makes a line a candidate, as
+    written (each process cuts them, `bytescan.rare_endings`); `inline` and `aside`: the line
+    patterns of the signatures without a literal, run everywhere or on the lines that are not
+    klog lines only; `sample`: the log's first lines (those in its first RARE_SAMPLE bytes),
+    where the literals are cut."""
+
+    reported: tuple[tuple[str, str], ...]
+    counted: tuple[tuple[str, str], ...]
+    literals: tuple[str, ...]
+    caseless: tuple[str, ...]
+    inline: tuple[str, ...]
+    aside: tuple[str, ...]
+    sample: bytes
+    key: str = field(default="", compare=False)  # a digest of the rest: a process's memo key
+
+    @classmethod
+    def of(
+        cls,
+        reported: list[tuple[str, str]],
+        counted: list[tuple[str, str]],
+        literals: list[str],
+        caseless: list[str],
+        prefilters: list[str],
+        sample: bytes = b"",
+    ) -> ScanPlan | None:
+        """The plan, with `prefilters`, the regexes of the signatures without a literal (found
+        by a superset of their matches); None when one cannot be read in byte mode or Hyperscan
+        is missing."""
+        if hyperscan is None:
+            return None
+        # a superset of each one's lines: Hyperscan anchors a regex on a literal inside it, which
+        # can be on most lines (".go:" of a stack frame's path is in every klog line's header)
+        supersets = [leading_superset(p) or p for p in prefilters]
+        prefilter_lines = [line_pattern(x) for x in supersets]
+        if any(p is None for p in prefilter_lines):
+            return None
+        # one that no klog line can match (a stack frame's `^[\w.~-]+/`) would run at the start
+        # of every line: it is looked for in the other lines, a few where klog lines are most
+        off_klog = [misses_lines_starting(x, KLOG_HEADER) for x in supersets]
+        if len(sample) > RARE_SAMPLE:
+            sample = sample[: sample.rfind(b"\n", 0, RARE_SAMPLE) + 1] or sample[:RARE_SAMPLE]
+        parts = (
+            tuple(reported),
+            tuple(counted),
+            tuple(literals),
+            tuple(caseless),
+            tuple(p for p, off in zip(prefilter_lines, off_klog, strict=True) if p and not off),
+            tuple(p for p, off in zip(prefilter_lines, off_klog, strict=True) if p and off),
+            sample,
+        )
+        return cls(*parts, key=hashlib.sha256(pickle.dumps(parts)).hexdigest())  # type: ignore[arg-type]
+
+    def databases(self, literals: list[str]) -> Databases | None:
+        """The databases that find these literals (the plan's, or starts of them) with the rest
+        of the plan; None when Hyperscan refuses a pattern."""
+        assert hyperscan is not None
+        multiline = hyperscan.HS_FLAG_MULTILINE
+        expressions = [p for _, p in self.reported]
+        # lines where `bytes.count` may have counted a text twice: the text, then its last
+        # bytes further on in the line (a superset of a second occurrence: `_Lines.extra`
+        # counts each such line again), which Hyperscan finds for half of what the text twice
+        # costs (its whole length stays active through each line the text is on)
+        expressions += [
+            f"{bytes_literal(x)}[^\\n]*{bytes_literal(x[-SECOND_TAIL:])}" for _, x in self.counted
+        ]
+        flags = [multiline] * len(expressions)
+        short: list[tuple[str, int]] = []  # (literal, flag): those shorter than SHORT_ALONE
+        for texts, flag in ((literals, 0), (self.caseless, hyperscan.HS_FLAG_CASELESS)):
+            for x in texts:
+                if len(x.encode()) < SHORT_ALONE:
+                    short.append((x, flag))
+                else:
+                    expressions.append(bytes_literal(x))
+                    flags.append(flag)
+        prefilter = multiline | hyperscan.HS_FLAG_PREFILTER
+        expressions += self.inline
+        flags += [prefilter] * len(self.inline)
+        main = database(expressions, flags)
+        aside = database(list(self.aside), [prefilter] * len(self.aside)) if self.aside else None
+        short_database = (
+            database([bytes_literal(x) for x, _ in short], [f for _, f in short]) if short else None
+        )
+        if main is None or (self.aside and aside is None) or (short and short_database is None):
+            return None
+        return Databases(
+            main,
+            len(expressions),
+            (aside, len(self.aside)) if self.aside else None,
+            (short_database, len(short), all(not x.isascii() for x, _ in short)) if short else None,
+        )
+
+
+def database(expressions: list[str], flags: list[int]) -> Any:
+    """The compiled block-mode database, or None when Hyperscan refuses a pattern (kept per
+    pattern set: a batch worker scans many big logs with one catalogue; and between runs in the
+    cache folder, since compiling takes as long as scanning 100 MB)."""
+    key = (tuple(expressions), tuple(flags))
+    if key not in _COMPILED:
+        if len(_COMPILED) > 32:
+            _COMPILED.clear()
+        _COMPILED[key] = cached_database(expressions, flags, "scan")
+    return _COMPILED[key]
+
+
+CACHED_DATABASES = 16  # kept in the cache folder
+
+
+def cached_database(expressions: list[str], flags: list[int], use: str) -> Any:
+    """The database from the cache folder (checksummed: a damaged file is compiled again), or
+    compiled and saved there; `use` names the files of one user of the folder."""
+    assert hyperscan is not None
+    key = repr((hyperscan.__version__, platform.machine(), expressions, flags)).encode()
+
+    def read(data: bytes) -> Any:  # a damaged file, or one for another CPU, is compiled again
+        if hashlib.sha256(data[32:]).digest() != data[:32]:
+            return None
+        return hyperscan.loadb(data[32:], hyperscan.HS_MODE_BLOCK)
+
+    def write(database: Any) -> bytes | None:
+        if database is None:
+            return None
+        payload = hyperscan.dumpb(database)
+        return hashlib.sha256(payload).digest() + payload
+
+    return kept(
+        cache_dir("hyperscan"),
+        f"{use}-{hashlib.sha256(key).hexdigest()[:32]}.db",
+        (f"{use}-*.db", CACHED_DATABASES),
+        read,
+        lambda: compile_database(expressions, flags),
+        write,
+    )
+
+
+def compile_database(expressions: list[str], flags: list[int]) -> Any:
+    """A block-mode Hyperscan database of these patterns (ids: their positions), or None when
+    Hyperscan refuses one."""
+    assert hyperscan is not None
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    try:
+        database.compile(
+            expressions=[x.encode() for x in expressions],
+            ids=list(range(len(expressions))),
+            elements=len(expressions),
+            flags=flags,
+        )
+    except hyperscan.error:  # CompilerError and the like
+        return None
+    return database

@@ -1,0 +1,140 @@
+"""The byte scan's processes forked as `analyze` starts (analyzer/parse/scanstart.py): before the
+analysis's modules are imported, taken by the scan, ended when no scan takes them; the command
+itself never imports numpy, and its report is the one an analysis without them makes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from analyzer.parse import scanstart, workers
+from conftest import REPO
+
+linux_only = pytest.mark.skipif(sys.platform != "linux", reason="processes are forked on Linux")
+SERVE = "serve_probe:answer"
+
+
+@linux_only
+def test_prestarted_processes_are_taken_once_by_the_workers_of_their_serve():
+    with workers.prestarted(SERVE, 2):
+        (pool, _probe) = workers._EARLY[SERVE, 2]
+        early = set(pool._processes)
+        taken = workers.Workers(SERVE, 2)
+        try:
+            answers = [taken.result((), taken.submit()) for _ in range(6)]
+        finally:
+            taken.close()
+        assert not workers._EARLY  # taken: a second Workers forks its own
+    pids = {pid for pid, _ in answers}
+    assert pids <= early and os.getpid() not in pids
+    # each process ran its module's warm_up before its first task, in itself
+    assert all(warmed == [pid] for pid, warmed in answers)
+
+
+@linux_only
+def test_prestarted_processes_no_workers_took_are_ended_on_the_way_out():
+    with workers.prestarted(SERVE, 2):
+        (pool, _probe) = workers._EARLY[SERVE, 2]
+        processes = list(pool._processes.values())
+    assert not workers._EARLY
+    deadline = time.monotonic() + 10
+    while any(p.is_alive() for p in processes) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(p.is_alive() for p in processes)
+
+
+def test_workers_for_another_serve_or_number_fork_their_own(monkeypatch):
+    with workers.prestarted(SERVE, 2):
+        others = [workers.Workers(SERVE, 3), workers.Workers("serve_probe:warm_up", 2)]
+        for w in others:
+            w.close()
+        if sys.platform == "linux":
+            assert (SERVE, 2) in workers._EARLY
+    assert not workers._EARLY
+
+
+def test_a_big_file_in_an_input_or_its_folders_starts_the_scan_processes(tmp_path, monkeypatch):
+    monkeypatch.setattr(scanstart, "SMALL_FILE", 100)
+    started = []
+    monkeypatch.setattr(workers, "_fork", lambda *a, **k: started.append(a) or None)
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "small.log").write_bytes(b"x" * 100)
+    big = tmp_path / "a" / "b" / "big.log"
+    big.write_bytes(b"x" * 101)
+    for inputs, forks in [
+        ([str(tmp_path / "a" / "small.log")], False),
+        ([str(tmp_path / "missing")], False),
+        ([str(tmp_path / "a" / "small.log"), str(big)], True),
+        ([str(tmp_path)], True),  # two folders down
+    ]:
+        started.clear()
+        with scanstart.scan_processes(inputs):
+            pass
+        assert bool(started) == forks, inputs
+        assert not started or started[0][0] == scanstart.SCAN_CHUNK
+    monkeypatch.setattr(scanstart, "LOOKED_AT", 2)  # a huge folder is not walked through
+    started.clear()
+    for i in range(5):
+        (tmp_path / "a" / f"other-{i}").write_bytes(b"")
+    with scanstart.scan_processes([str(tmp_path / "a")]):
+        pass
+    assert not started
+
+
+KLOG = [
+    'E0815 10:00:00.000001  412873 register.go:168] "failed to get numa information from sysfs"',
+    "I0815 10:00:00.000002  412873 register.go:302] Updating node annotations with 2 device(s)",
+    "I0815 10:00:00.000005  1 notes.go:1] running HAMI V2.7.1 on this node",
+    "E0815 10:00:00.000007  412873 other.go:1] unmatched error",
+]
+
+
+@linux_only
+def test_the_command_forks_its_scan_processes_before_polars_and_never_imports_numpy(tmp_path):
+    """A bundle with a log over SMALL_FILE through the real entry point: the scan processes are
+    forked before polars is imported, the command's own process never imports numpy (the
+    chunks' findings come back in a module without it), and the JSON report is the one the
+    analysis makes without early processes."""
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    shutil.copy(REPO / "sample_bundles" / "healthy-single-gpu" / "bundle" / "node.yaml", bundle)
+    line = ("\n".join(KLOG) + "\n").encode()
+    (bundle / "device-plugin.log").write_bytes(line * ((scanstart.SMALL_FILE // len(line)) + 50))
+    code = (
+        "import os, runpy, sys\n"
+        "from analyzer.parse import workers\n"
+        "fork = workers._fork\n"
+        "def noted(*a, **k):\n"
+        "    os.write(2, f'fork polars={\"polars\" in sys.modules}\\n'.encode())\n"
+        "    return fork(*a, **k)\n"
+        "workers._fork = noted\n"
+        "take = workers._take_prestarted\n"
+        "def taken(*a):\n"
+        "    pool = take(*a)\n"
+        "    os.write(2, f'taken {pool is not None}\\n'.encode())\n"
+        "    return pool\n"
+        "workers._take_prestarted = taken\n"
+        "exit = os._exit\n"
+        "os._exit = lambda code: (os.write(2, f'end numpy={\"numpy\" in sys.modules}\\n'.encode()),"
+        " exit(code))\n"
+        "sys.argv = ['hami-analyzer', 'analyze', sys.argv[1], '--format', 'json']\n"
+        "runpy.run_module('analyzer', run_name='__main__')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(bundle)], capture_output=True, text=True, cwd=REPO
+    )
+    notes = [x for x in proc.stderr.splitlines() if x.startswith(("fork ", "end "))]
+    assert notes[0] == "fork polars=False" and notes[-1] == "end numpy=False", proc.stderr
+    assert "taken True" in proc.stderr.splitlines(), proc.stderr  # the scan was theirs
+    from analyzer.analyze import AnalyzeOptions, analyze
+    from analyzer.render.jsonout import render_json
+    from analyzer.rules.loader import load_ruleset
+
+    expected = render_json(analyze([str(bundle)], AnalyzeOptions(ruleset=load_ruleset())).report)
+    assert json.loads(proc.stdout) == json.loads(expected)

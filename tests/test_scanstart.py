@@ -138,3 +138,19 @@ def test_the_command_forks_its_scan_processes_before_polars_and_never_imports_nu
 
     expected = render_json(analyze([str(bundle)], AnalyzeOptions(ruleset=load_ruleset())).report)
     assert json.loads(proc.stdout) == json.loads(expected)
+
+
+def test_a_small_bundle_forks_nothing_and_imports_no_process_pool():
+    """The check costs a small bundle's `analyze` a few stat calls: multiprocessing (~18 ms to
+    import) stays out of its process."""
+    code = (
+        "import os, runpy, sys\n"
+        "exit = os._exit\n"
+        "os._exit = lambda code: (os.write(2, f'end {sorted(m for m in sys.modules if m in "
+        '("analyzer.parse.workers", "multiprocessing", "numpy"))}\\n\'.encode()), exit(code))\n'
+        "sys.argv = ['hami-analyzer', 'analyze', sys.argv[1], '--format', 'json']\n"
+        "runpy.run_module('analyzer', run_name='__main__')\n"
+    )
+    bundle = str(REPO / "sample_bundles" / "healthy-single-gpu" / "bundle")
+    proc = subprocess.run([sys.executable, "-c", code, bundle], capture_output=True, text=True)
+    assert "end []" in proc.stderr.splitlines(), proc.stderr

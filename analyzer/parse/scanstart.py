@@ -3,7 +3,8 @@ too big to read whole (most likely a big log to scan): forked before the analysi
 polars among them, are imported, they import what the scan needs (numpy and Hyperscan, ~55 ms
 each) one after the other on the core the command's own imports leave idle; forked once the
 scan starts, the command imported numpy itself first (~60 ms of a 1 GB log's ~1.5 s). A bundle
-that needs no scan leaves them idle until the command ends. Imports nothing heavy."""
+that needs no scan leaves them idle until the command ends. Imports nothing a small bundle's
+analysis does not."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from analyzer.bundle.recognise import SMALL_FILE
-from analyzer.parse import workers
 
 SCAN_CHUNK = "analyzer.parse.bytescan:scan_chunk"  # what a scan process serves
 LOOKED_AT = 500  # folder entries looked at for a big file (a bundle holds a few dozen)
@@ -32,6 +32,8 @@ def scan_processes(inputs: Sequence[str]) -> Iterator[None]:
     if not any(_holds_big_file(Path(x), budget) for x in inputs):
         yield
         return
+    from analyzer.parse import workers  # multiprocessing: ~18 ms a small bundle does without
+
     with workers.prestarted(SCAN_CHUNK, scan_workers()):
         yield
 

@@ -33,10 +33,6 @@ except ImportError:  # pragma: no cover - exercised on platforms without a wheel
 # 16 MiB: 24 -> 51 ms; alone, the short ones cost ~4 ms)
 SHORT_ALONE = 3
 SECOND_TAIL = 16  # characters of a counted text's end that stand for its second occurrence
-# the whole lines of the log's head in its first RARE_SAMPLE bytes are where a plan's literals
-# are cut (`bytescan.rare_endings`): their sort took 3 ms, a whole MiB's 12 ms (of the ~370
-# before a big log's first chunk was scanned); and the plan goes with every chunk
-RARE_SAMPLE = 256 << 10
 
 
 SPACE = r"\t\x0b\x0c\r "  # \s without the newline
@@ -180,8 +176,8 @@ class ScanPlan:
     logs); `literals` and `caseless` (ASCII case ignored): what makes a line a candidate, as
     written (each process cuts them, `bytescan.rare_endings`); `inline` and `aside`: the line
     patterns of the signatures without a literal, run everywhere or on the lines that are not
-    klog lines only; `sample`: the log's first lines (those in its first RARE_SAMPLE bytes),
-    where the literals are cut."""
+    klog lines only; `sample`: the log's first lines (`logs.PROFILE_BYTES`), where the literals
+    are cut (sent with each chunk: a quarter of a MiB)."""
 
     reported: tuple[tuple[str, str], ...]
     counted: tuple[tuple[str, str], ...]
@@ -216,8 +212,6 @@ class ScanPlan:
         # one that no klog line can match (a stack frame's `^[\w.~-]+/`) would run at the start
         # of every line: it is looked for in the other lines, a few where klog lines are most
         off_klog = [misses_lines_starting(x, KLOG_HEADER) for x in supersets]
-        if len(sample) > RARE_SAMPLE:
-            sample = sample[: sample.rfind(b"\n", 0, RARE_SAMPLE) + 1] or sample[:RARE_SAMPLE]
         parts = (
             tuple(reported),
             tuple(counted),

@@ -99,6 +99,11 @@ LiteralChoices = Sequence[Sequence[Sequence[str]]]
 BATCH_ROWS = 100_000  # per streamed batch: memory vs. per-batch overhead (1 GB: 80 batches)
 BATCH_BYTES = 16 << 20  # and about this much text, so that long lines do not blow memory up
 SMALL_FRAME = 20_000  # below this many rows signatures are attributed line by line
+# a big log's first bytes, whose lines choose its literals, its hot signatures and where its
+# literals are cut: a MiB (~8,000 klog lines) cost ~25 ms more before the scan's first chunk
+# than a quarter of it (Aho-Corasick over the head for ~600 literals, 13 ms; the head's read,
+# decoding and splitting 6 ms), and chose the same on the bench's logs
+PROFILE_BYTES = 256 << 10
 POOL_BYTES = 8 << 20  # candidate lines of a big log attributed together (1 GB bench: 2 calls)
 HOT_SHARE = 0.01  # a signature whose literals are in this share of a big log's first lines
 HOT_MAX = 8  # is flagged by its own regex in the scan (at most this many: one pass each)
@@ -106,10 +111,10 @@ HOT_MAX = 8  # is flagged by its own regex in the scan (at most this many: one p
 # as its own prefilter: then its regex costs as much per line as the whole literal pass
 HOT_SHARE_SLOW = 0.05
 CASE_VARIANTS = 64
-# a hot signature of plain text found at least once in this many bytes of a big log's first MiB
-# is counted in each chunk by `bytes.count` (a pass over the chunk, ~3 ms per 16 MiB: as much as
-# ~10,000 lines reported one by one at ~0.3 us each, one in 1.7 KB); a sparser one's lines are
-# reported
+# a hot signature of plain text found at least once in this many bytes of a big log's head
+# (PROFILE_BYTES) is counted in each chunk by `bytes.count` (a pass over the chunk, ~3 ms per
+# 16 MiB: as much as ~10,000 lines reported one by one at ~0.3 us each, one in 1.7 KB); a
+# sparser one's lines are reported
 COUNTED_EVERY = 2048
 FALLBACK_PER_SCAN = 8  # literal-less patterns joined into one regex scan
 
@@ -715,7 +720,7 @@ class _Profile:
 
 def _profile(path) -> _Profile:
     with open(path, "rb") as fh:
-        head = fh.read(1 << 20)
+        head = fh.read(PROFILE_BYTES)
     text, _warns = decode(head)
     lines = text.split("\n")[:-1] or [text]
     has_prefix = any(line_prefix(x).end() for x in lines[:2000])

@@ -2,8 +2,11 @@
 
 Threads share Python's lock, and the Hyperscan binding takes it back for every match it reports:
 while one thread holds it (its own Python work), the other's scan waits at its next match. A
-forked process inherits what it serves (a compiled database, a catalogue: nothing is pickled but
-each task's arguments and result) and runs beside the others. Threads remain off Linux, on one
+forked process inherits what it serves (a function: nothing is pickled but each task's arguments
+and result), or imports it (a "module:function" name, the module's `warm_up` run first), and runs
+beside the others. `prestarted` forks the processes of a `Workers` to come early, before the
+parent imports what it needs meanwhile (the byte scan's, as `analyze` starts: they import numpy
+while the parent imports polars). Threads remain off Linux, on one
 core, in a daemonic process (a `batch` worker may not have children) and where the processes do
 not start and answer in time; a process that dies (the out-of-memory killer) leaves its task, and
 the rest, to threads.
@@ -75,8 +78,8 @@ class Workers(Generic[T]):
 
 
 def fork_pool(serve: Serve, workers: int) -> ProcessPoolExecutor | None:
-    """`workers` processes forked from this one, each serving `serve` (inherited, not pickled),
-    started and answering; None on one core, off Linux, in a daemonic process or where they
+    """`workers` processes forked from this one, each serving `serve` (a function inherited, not
+    pickled; a name imported), started and answering; None on one core, off Linux, in a daemonic process or where they
     cannot start (no semaphores, a process limit, a child stuck on a lock some thread held when
     it was forked)."""
     started = _fork(serve, workers)

@@ -21,20 +21,42 @@ SERVE = "serve_probe:answer"
 
 
 @linux_only
-def test_prestarted_processes_are_taken_once_by_the_workers_of_their_serve():
+def test_prestarted_processes_are_taken_by_the_workers_of_their_serve_and_given_back():
     with workers.prestarted(SERVE, 2):
         (pool, _probe) = workers._EARLY[SERVE, 2]
         early = set(pool._processes)
-        taken = workers.Workers(SERVE, 2)
-        try:
-            answers = [taken.result((), taken.submit()) for _ in range(6)]
-        finally:
-            taken.close()
-        assert not workers._EARLY  # taken: a second Workers forks its own
+        answers = []
+        for _ in range(2):  # a bundle's two big logs, one after the other
+            taken = workers.Workers(SERVE, 2)
+            assert taken.processes is pool and not workers._EARLY  # taken
+            try:
+                answers += [taken.result((), taken.submit()) for _ in range(6)]
+            finally:
+                taken.close()
+            assert workers._EARLY[SERVE, 2][0] is pool  # given back, idle
+        processes = list(pool._processes.values())
+    assert not workers._EARLY
     pids = {pid for pid, _ in answers}
     assert pids <= early and os.getpid() not in pids
     # each process ran its module's warm_up before its first task, in itself
     assert all(warmed == [pid] for pid, warmed in answers)
+    _ended(processes)
+
+
+@linux_only
+def test_prestarted_processes_with_a_task_under_way_are_not_given_back():
+    with workers.prestarted(SERVE, 2):
+        taken = workers.Workers(SERVE, 2)
+        taken.submit()  # its result never taken: the scan stopped half-way
+        taken.close()
+        assert not workers._EARLY
+
+
+def _ended(processes) -> None:
+    deadline = time.monotonic() + 10
+    while any(p.is_alive() for p in processes) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(p.is_alive() for p in processes)
 
 
 @linux_only
@@ -43,10 +65,7 @@ def test_prestarted_processes_no_workers_took_are_ended_on_the_way_out():
         (pool, _probe) = workers._EARLY[SERVE, 2]
         processes = list(pool._processes.values())
     assert not workers._EARLY
-    deadline = time.monotonic() + 10
-    while any(p.is_alive() for p in processes) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not any(p.is_alive() for p in processes)
+    _ended(processes)
 
 
 def test_workers_for_another_serve_or_number_fork_their_own(monkeypatch):
@@ -97,15 +116,17 @@ KLOG = [
 
 @linux_only
 def test_the_command_forks_its_scan_processes_before_polars_and_never_imports_numpy(tmp_path):
-    """A bundle with a log over SMALL_FILE through the real entry point: the scan processes are
-    forked before polars is imported, the command's own process never imports numpy (the
-    chunks' findings come back in a module without it), and the JSON report is the one the
-    analysis makes without early processes."""
+    """A bundle with two logs over SMALL_FILE through the real entry point: the scan processes
+    are forked before polars is imported and scan both logs, the command's own process never
+    imports numpy (the chunks' findings come back in a module without it), and the JSON report
+    is the one the analysis makes without early processes."""
     bundle = tmp_path / "bundle"
     bundle.mkdir()
     shutil.copy(REPO / "sample_bundles" / "healthy-single-gpu" / "bundle" / "node.yaml", bundle)
     line = ("\n".join(KLOG) + "\n").encode()
-    (bundle / "device-plugin.log").write_bytes(line * ((scanstart.SMALL_FILE // len(line)) + 50))
+    big = line * ((scanstart.SMALL_FILE // len(line)) + 50)
+    (bundle / "device-plugin.log").write_bytes(big)
+    (bundle / "device-plugin-previous.log").write_bytes(big[: -len(line)])
     code = (
         "import os, runpy, sys\n"
         "from analyzer.parse import workers\n"
@@ -131,7 +152,8 @@ def test_the_command_forks_its_scan_processes_before_polars_and_never_imports_nu
     )
     notes = [x for x in proc.stderr.splitlines() if x.startswith(("fork ", "end "))]
     assert notes[0] == "fork polars=False" and notes[-1] == "end numpy=False", proc.stderr
-    assert "taken True" in proc.stderr.splitlines(), proc.stderr  # the scan was theirs
+    # both logs were scanned by them
+    assert proc.stderr.splitlines().count("taken True") == 2, proc.stderr
     from analyzer.analyze import AnalyzeOptions, analyze
     from analyzer.render.jsonout import render_json
     from analyzer.rules.loader import load_ruleset

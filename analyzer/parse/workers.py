@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from importlib import import_module
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 T = TypeVar("T")
 PROCESS_START_S = 10.0  # forked processes that do not answer by then are given up
@@ -38,20 +38,26 @@ class Workers(Generic[T]):
     def __init__(self, serve: Serve, workers: int):
         self.serve = serve
         self.workers = workers
-        self.processes = _take_prestarted(serve, workers) or fork_pool(serve, workers)
+        early = _take_prestarted(serve, workers)
+        self.prestarted = early is not None  # given back when closed, for the next such Workers
+        self.processes = early or fork_pool(serve, workers)
         self.threads = ThreadPoolExecutor(workers) if self.processes is None else None
+        self.pending: set[Future] = set()  # submitted, result not taken
 
     def submit(self, *args: Any) -> Future[T]:
         """`serve(*args)` under way."""
         if self.processes is not None:
             with contextlib.suppress(BrokenProcessPool):
-                return self.processes.submit(_serve_adopted, *args)
+                future = self.processes.submit(_serve_adopted, *args)
+                self.pending.add(future)
+                return future
             self._to_threads()
         assert self.threads is not None
         return self.threads.submit(_function(self.serve), *args)
 
     def result(self, args: tuple, future: Future[T]) -> T:
         """The submitted task's result (run again here if its process died)."""
+        self.pending.discard(future)
         try:
             return future.result()
         except BrokenProcessPool:
@@ -66,6 +72,11 @@ class Workers(Generic[T]):
             self.threads = ThreadPoolExecutor(self.workers)
 
     def close(self) -> None:
+        """Shut the processes and threads down; prestarted processes with no task left go back
+        to the `prestarted` that forked them (a bundle's next big log is scanned by them)."""
+        if self.prestarted and self.processes is not None and not self.pending:
+            _give_back(cast(str, self.serve), self.workers, self.processes)
+            self.processes = None
         for pool in (self.processes, self.threads):
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
@@ -87,6 +98,7 @@ def fork_pool(serve: Serve, workers: int) -> ProcessPoolExecutor | None:
 
 
 _EARLY: dict[tuple[str, int], tuple[ProcessPoolExecutor, Future]] = {}  # by `prestarted`
+_OPEN: set[tuple[str, int]] = set()  # the `prestarted` under way
 
 
 @contextlib.contextmanager
@@ -94,16 +106,31 @@ def prestarted(serve: str, workers: int) -> Iterator[None]:
     """The processes of a `Workers(serve, workers)` to come forked now, without waiting for them:
     each imports serve's module, one after the other (this process has imports of its own to do
     meanwhile, on the other core). Ended on the way out if no `Workers` took them."""
-    if (serve, workers) not in _EARLY:
-        started = _fork(serve, workers, one_at_a_time=True)
-        if started is not None:
-            _EARLY[serve, workers] = started
+    if (serve, workers) in _OPEN:  # already under way
+        yield
+        return
+    started = _fork(serve, workers, one_at_a_time=True)
+    if started is not None:
+        _EARLY[serve, workers] = started
+    _OPEN.add((serve, workers))
     try:
         yield
     finally:
+        _OPEN.discard((serve, workers))
         left = _EARLY.pop((serve, workers), None)
         if left is not None:
             _kill(left[0])
+
+
+def _give_back(serve: str, workers: int, pool: ProcessPoolExecutor) -> None:
+    """A `Workers`' prestarted processes, idle again: kept for the next one while their
+    `prestarted` is under way, else ended."""
+    if (serve, workers) in _OPEN and (serve, workers) not in _EARLY:
+        answered: Future = Future()
+        answered.set_result(None)
+        _EARLY[serve, workers] = (pool, answered)
+    else:
+        _kill(pool)
 
 
 def _take_prestarted(serve: Serve, workers: int) -> ProcessPoolExecutor | None:

@@ -110,7 +110,13 @@ def rare_endings(literals: list[str], sample: bytes) -> list[str]:
     padded = joined + bytes(RARE_END)
     words = np.ndarray((len(joined),), "<u4", padded, strides=(1,))
     keys = words[cuts + 1 - RARE_END]  # the RARE_END bytes ending at each cut
-    held = np.searchsorted(grams, keys, "right") - np.searchsorted(grams, keys, "left")
+    # looked up in sorted order: half the time of the cuts' own order (the sample's cache lines)
+    by_key = np.argsort(keys)
+    ordered = keys[by_key]
+    held = np.empty(len(keys), np.int64)
+    held[by_key] = np.searchsorted(grams, ordered, "right") - np.searchsorted(
+        grams, ordered, "left"
+    )
     held[held <= RARE_SHARE * (sample.count(b"\n") + 1)] = 0  # rare enough: as good as absent
     # per literal, the cut held least, the longest of those: first in (owner, held, -length)
     order = np.lexsort((-length[cuts], held, owner[cuts]))

@@ -502,7 +502,7 @@ def test_a_line_holding_a_literal_only_through_a_character_folding_to_ascii_is_a
     folded = "I0815 10:00:00.000013  1 x.go:1] conflict: the name\u017fpaceSelector is managed by"
     content = _log(VOCABULARY, 40) + (folded + "\n").encode() + _log(VOCABULARY, 40)
     by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, content, 4 << 10)
-    assert _taken(used) == [True] and used[0].short is not None
+    assert _taken(used) == [True] and used[0].short
     _same(by_bytes, by_lines)
     assert by_bytes.stats.sig_counts["txt-namespace-selector-conflict"] == 1
 

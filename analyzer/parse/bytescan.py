@@ -295,7 +295,7 @@ class ChunkScanner:
         self.reported = [sid for sid, _ in plan.reported]  # hot signatures Hyperscan reports
         self.counted = list(plan.counted)  # (hot signature, its plain text): `bytes.count`
 
-    def _scan(
+    def scan(
         self, chunk: bytearray, heads: dict[str, int], errors: int, examine: int
     ) -> ChunkFound:
         """One chunk (whole lines, the last one ending with a newline): `heads`, how many first
@@ -439,10 +439,10 @@ def scan_chunk(
     examine: int,
 ) -> ChunkFound:
     """A scan process's task: the chunk file[start:end] read into this thread's buffer and
-    scanned (`ChunkScanner._scan`)."""
+    scanned (`ChunkScanner.scan`)."""
     buffer = thread_buffer(end - start)
     _read_range(path, start, end, buffer)
-    return scanner_for(plan)._scan(buffer, heads, errors, examine)
+    return scanner_for(plan).scan(buffer, heads, errors, examine)
 
 
 class _Lines:

@@ -3,8 +3,8 @@ and its databases (compiled, kept in the cache folder), and a scanner with a scr
 
 Neither numpy nor polars is imported here: the command line's process plans a big log's scan and
 checks that Hyperscan takes its patterns with this module, while its scan processes, forked
-before the analysis's modules were imported, import numpy for the chunks (analyzer/parse/bytescan.py).
-"""
+before the analysis's modules were imported, import numpy for the chunks
+(analyzer/parse/bytescan.py)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,6 @@ except ImportError:  # pragma: no cover - exercised on platforms without a wheel
 # 16 MiB: 24 -> 51 ms; alone, the short ones cost ~4 ms)
 SHORT_ALONE = 3
 SECOND_TAIL = 16  # characters of a counted text's end that stand for its second occurrence
-
 
 SPACE = r"\t\x0b\x0c\r "  # \s without the newline
 _UNSUPPORTED_ESCAPES = set("pPXRhHvVKkgGQEzZAN0123456789xuUc")
@@ -206,22 +205,18 @@ class ScanPlan:
         # a superset of each one's lines: Hyperscan anchors a regex on a literal inside it, which
         # can be on most lines (".go:" of a stack frame's path is in every klog line's header)
         supersets = [leading_superset(p) or p for p in prefilters]
-        prefilter_lines = [line_pattern(x) for x in supersets]
-        if any(p is None for p in prefilter_lines):
+        read = [line_pattern(x) for x in supersets]
+        lines = [p for p in read if p is not None]
+        if len(lines) < len(read):
             return None
         # one that no klog line can match (a stack frame's `^[\w.~-]+/`) would run at the start
         # of every line: it is looked for in the other lines, a few where klog lines are most
         off_klog = [misses_lines_starting(x, KLOG_HEADER) for x in supersets]
-        parts = (
-            tuple(reported),
-            tuple(counted),
-            tuple(literals),
-            tuple(caseless),
-            tuple(p for p, off in zip(prefilter_lines, off_klog, strict=True) if p and not off),
-            tuple(p for p, off in zip(prefilter_lines, off_klog, strict=True) if p and off),
-            sample,
-        )
-        return cls(*parts, key=hashlib.sha256(pickle.dumps(parts)).hexdigest())  # type: ignore[arg-type]
+        inline = tuple(p for p, off in zip(lines, off_klog, strict=True) if p and not off)
+        aside = tuple(p for p, off in zip(lines, off_klog, strict=True) if p and off)
+        parts = (tuple(reported), tuple(counted), tuple(literals), tuple(caseless), inline, aside)
+        key = hashlib.sha256(pickle.dumps((*parts, sample))).hexdigest()
+        return cls(*parts, sample, key)
 
     def databases(self, literals: list[str]) -> Databases | None:
         """The databases that find these literals (the plan's, or starts of them) with the rest

@@ -48,26 +48,15 @@ class ByteScan:
         self.hot = self.reported + [sid for sid, _ in plan.counted]
 
     @classmethod
-    def build(
-        cls,
-        reported: list[tuple[str, str]],
-        counted: list[tuple[str, str]],
-        literals: list[str],
-        caseless: list[str],
-        prefilters: list[str],
-        sample: bytes = b"",
-    ) -> ByteScan | None:
-        """The scan of `hsdb.ScanPlan.of` these, or None when a pattern cannot be taken or
-        Hyperscan is missing: Hyperscan compiles the plan with its literals as written here (a
-        scan process cuts them to their rarest ending in the `sample`, which cannot make a
-        pattern it refuses; the database is kept in the cache folder)."""
+    def checked(cls, plan: ScanPlan) -> ByteScan | None:
+        """The scan of this plan, or None where numpy is missing or Hyperscan refuses a pattern:
+        it compiles the plan with its literals as written (a scan process cuts them to their
+        rarest ending in the plan's sample, which cannot make a pattern it refuses; the
+        database is kept in the cache folder)."""
         if not numpy_found():
             return None
-        plan = ScanPlan.of(reported, counted, literals, caseless, prefilters, sample)
-        databases = plan.databases(sorted(set(literals))) if plan is not None else None
-        if plan is None or databases is None:
-            return None
-        return cls(plan, databases.short is not None)
+        databases = plan.databases(sorted(set(plan.literals)))
+        return cls(plan, databases.short is not None) if databases is not None else None
 
     def batches(self, path, workers: int | None = None) -> Iterator[Batch]:
         """The file's batches in order, one per chunk, scanned `workers` at a time. Each worker

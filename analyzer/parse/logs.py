@@ -896,13 +896,14 @@ def _byte_scan_of(
     """The byte scan that counts the `plain` hot signatures and reports the lines of the
     `reported` ones (with these counters); every other signature makes lines candidates."""
     from analyzer.parse.bigscan import ByteScan
+    from analyzer.parse.hsdb import ScanPlan
 
     rest = matcher.without([*plain, *reported])
     if any(not rest._ascii_folded(sid) for sid in rest.folded):
         return None  # Hyperscan ignores ASCII case only
     caseless = sorted(rest._by_folded_literal())
     folds = {FOLDS_TO_ASCII[c] for x in caseless for c in x if c in FOLDS_TO_ASCII}
-    return ByteScan.build(
+    plan = ScanPlan.of(
         list(reported.items()),
         list(plain.items()),
         rest.literals + sorted(folds),
@@ -910,6 +911,7 @@ def _byte_scan_of(
         [rest.pattern[sid] for sid in rest.fallback],
         sample,
     )
+    return ByteScan.checked(plan) if plan is not None else None
 
 
 def _line_batches(

@@ -176,3 +176,15 @@ def test_a_small_bundle_forks_nothing_and_imports_no_process_pool():
     bundle = str(REPO / "sample_bundles" / "healthy-single-gpu" / "bundle")
     proc = subprocess.run([sys.executable, "-c", code, bundle], capture_output=True, text=True)
     assert "end []" in proc.stderr.splitlines(), proc.stderr
+
+
+def test_a_scan_process_without_numpy_starts_quietly(monkeypatch):
+    """`warm_up` runs in every scan process as it starts: where numpy is missing (the line
+    reader scans the logs then) it does nothing; an exception there would be a traceback on the
+    user's terminal from the process pool."""
+    from analyzer.parse import bytescan
+
+    monkeypatch.setattr(bytescan, "np", None)
+    monkeypatch.setattr(bytescan, "_THREAD", type(bytescan._THREAD)())
+    bytescan.warm_up()
+    assert getattr(bytescan._THREAD, "buffer", None) is None

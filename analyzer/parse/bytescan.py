@@ -164,9 +164,10 @@ def thread_buffer(size: int) -> bytearray:
 
 def warm_up() -> None:
     """A scan process starts (`parse.workers`): its buffer made and its pages touched while it
-    waits for its first chunk (a first read into fresh pages cost that chunk ~10-15 ms)."""
-    assert np is not None
-    np.frombuffer(thread_buffer(CHUNK_BYTES), np.uint8)[::4096] = 0
+    waits for its first chunk (a first read into fresh pages cost that chunk ~10-15 ms). Without
+    numpy no chunk comes (the line reader scans the log)."""
+    if np is not None:
+        np.frombuffer(thread_buffer(CHUNK_BYTES), np.uint8)[::4096] = 0
 
 
 class LineTable:

@@ -23,7 +23,7 @@ from analyzer.parse.batch import (
     ChunkFound,
     line_text,
 )
-from analyzer.parse.hsdb import ScanPlan
+from analyzer.parse.hsdb import SHORT_ALONE, ScanPlan
 from analyzer.parse.scanstart import SCAN_CHUNK, scan_workers
 from analyzer.parse.workers import Workers
 
@@ -40,12 +40,29 @@ def numpy_found() -> bool:
 class ByteScan:
     """One matcher's plan for the scan of a big log, checked, and its pass over a file."""
 
-    def __init__(self, plan: ScanPlan, short: bool):
+    def __init__(self, plan: ScanPlan):
         self.plan = plan
-        self.short = short  # literals shorter than SHORT_ALONE: a database of their own
-        self.reported = [sid for sid, _ in plan.reported]  # hot signatures Hyperscan reports
-        self.counted = list(plan.counted)  # (hot signature, its plain text): `bytes.count`
-        self.hot = self.reported + [sid for sid, _ in plan.counted]
+
+    @property
+    def reported(self) -> list[str]:
+        """The hot signatures whose lines Hyperscan reports."""
+        return [sid for sid, _ in self.plan.reported]
+
+    @property
+    def counted(self) -> list[tuple[str, str]]:
+        """(hot signature, its plain text): counted by `bytes.count`."""
+        return list(self.plan.counted)
+
+    @property
+    def hot(self) -> list[str]:
+        return self.reported + [sid for sid, _ in self.plan.counted]
+
+    @property
+    def short(self) -> bool:
+        """Literals shorter than SHORT_ALONE: looked for by a database of their own."""
+        return any(
+            len(x.encode()) < SHORT_ALONE for x in (*self.plan.literals, *self.plan.caseless)
+        )
 
     @classmethod
     def checked(cls, plan: ScanPlan) -> ByteScan | None:
@@ -56,7 +73,7 @@ class ByteScan:
         if not numpy_found():
             return None
         databases = plan.databases(sorted(set(plan.literals)))
-        return cls(plan, databases.short is not None) if databases is not None else None
+        return cls(plan) if databases is not None else None
 
     def batches(self, path, workers: int | None = None) -> Iterator[Batch]:
         """The file's batches in order, one per chunk, scanned `workers` at a time. Each worker

@@ -9,6 +9,7 @@ analysis does not."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -16,7 +17,7 @@ from pathlib import Path
 from analyzer.bundle.recognise import SMALL_FILE
 
 SCAN_CHUNK = "analyzer.parse.bytescan:scan_chunk"  # what a scan process serves
-LOOKED_AT = 500  # folder entries looked at for a big file (a bundle holds a few dozen)
+LOOKED_AT = 500  # files and folder entries looked at for a big file (a bundle holds dozens)
 
 
 def scan_workers() -> int:
@@ -26,10 +27,14 @@ def scan_workers() -> int:
 
 @contextlib.contextmanager
 def scan_processes(inputs: Sequence[str]) -> Iterator[None]:
-    """The scan processes forked now if an input is, or its folder holds, a file over
-    SMALL_FILE; ended on the way out if no scan took them."""
-    budget = [LOOKED_AT]
-    if not any(_holds_big_file(Path(x), budget) for x in inputs):
+    """The scan processes forked now if an input is, or its folders hold, a file over
+    SMALL_FILE (among the first LOOKED_AT sizes looked at); ended on the way out if no scan took
+    them."""
+    try:
+        big = any(size > SMALL_FILE for size in itertools.islice(_sizes(inputs), LOOKED_AT))
+    except OSError:  # the command reports an unreadable input itself
+        big = False
+    if not big:
         yield
         return
     from analyzer.parse import workers  # multiprocessing: ~18 ms a small bundle does without
@@ -38,24 +43,18 @@ def scan_processes(inputs: Sequence[str]) -> Iterator[None]:
         yield
 
 
-def _holds_big_file(path: Path, budget: list[int]) -> bool:
-    """A regular file over SMALL_FILE at `path` or in its folders (symbolic links not followed),
-    among the first `budget[0]` entries looked at."""
-    try:
-        if path.is_file():
-            return path.stat().st_size > SMALL_FILE
-        folders = [path] if path.is_dir() else []
-        while folders and budget[0] > 0:
-            with os.scandir(folders.pop()) as entries:
-                for entry in entries:
-                    budget[0] -= 1
-                    if budget[0] < 0:
-                        return False
-                    if entry.is_dir(follow_symlinks=False):
-                        folders.append(Path(entry.path))
-                    elif entry.is_file(follow_symlinks=False):
-                        if entry.stat(follow_symlinks=False).st_size > SMALL_FILE:
-                            return True
-    except OSError:  # the command reports an unreadable input itself
-        return False
-    return False
+def _sizes(inputs: Sequence[str]) -> Iterator[int]:
+    """The size of each input that is a regular file, then of each entry of the folders under
+    the others (0 for one that is not a regular file; symbolic links not followed)."""
+    folders = [path for path in map(Path, inputs) if path.is_dir()]
+    yield from (path.stat().st_size for path in map(Path, inputs) if path.is_file())
+    while folders:
+        with os.scandir(folders.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(Path(entry.path))
+                yield (
+                    entry.stat(follow_symlinks=False).st_size
+                    if entry.is_file(follow_symlinks=False)
+                    else 0
+                )

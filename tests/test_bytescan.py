@@ -9,6 +9,8 @@ import os
 import re
 import signal
 import sys
+import tempfile
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -218,6 +220,9 @@ def test_a_candidate_no_signature_takes_is_loose_only_among_the_first_error_line
         (r"x\D\W", r"x[^\n\d][^\n\w]"),
         (r"[]a]", r"[\]a]"),
         (r"(?i)\bhami\b", r"(?i)\bhami\b"),
+        ("caf\u00e9+", r"caf(?:\xc3\xa9)+"),  # a character outside ASCII is its bytes
+        ("v[:=\uff1a]?1", r"v(?:[:=]|\xef\xbc\x9a)?1"),  # in a class, a branch of its own
+        ("[\u2018\u2019]x", r"(?:\xe2\x80\x98|\xe2\x80\x99)x"),
     ],
 )
 def test_regexes_are_read_line_by_line_in_byte_mode(pattern, translated):
@@ -227,8 +232,10 @@ def test_regexes_are_read_line_by_line_in_byte_mode(pattern, translated):
 @pytest.mark.parametrize(
     "pattern",
     [
-        r"caf\u00e9",
-        "caf\u00e9",
+        r"caf\u00e9",  # regex's escape, not the character
+        "(?i)caf\u00e9",  # byte mode ignores the case of ASCII letters only
+        "[^\u201c\u201d]+",  # a negated class would read each byte of them
+        "[a-\u00e9]",
         r"\p{L}",
         r"(a)\1",
         r"(?s)a.b",
@@ -260,6 +267,86 @@ def test_a_hot_signature_byte_mode_cannot_take_is_a_candidate_like_any_other(
     by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, content, 64 << 10)
     assert _taken(used) == [True]
     _same(by_bytes, by_lines)
+
+
+LINE_WORDS = st.lists(
+    st.sampled_from(["done", "Failed:", "x", "y", "z", " ", "  ", ". Retrying", "\u00e9", "\t", ":"]),
+    max_size=8,
+).map("".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(lines=st.lists(LINE_WORDS, min_size=1, max_size=12))
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"done\s*$",
+        r"Failed: (?P<err>.*?)(?:\. Retrying|$)",
+        r"x(?:y|z$)?",
+        r"^\s*x\s*$",  # (a regex matching an empty line: Hyperscan misses some, so would its count)
+        r"(?:^|\s)x \[?y\]?\s*$|Failed",
+        r"y(?:(?:z|$))?",
+        "(?:done|\u00e9)[:x\uff1a]",
+    ],
+)
+def test_a_counter_reports_each_line_the_regex_matches_once_past_its_newline(lines, pattern):
+    """Hyperscan's count of a hot signature's lines, for regexes it takes only as rewritten: an
+    end anchor last in its match (read as the newline in one branch and as nothing in the
+    other, its ends mid-line dropped), a character outside ASCII (its bytes); on lines of these
+    words, where byte mode reads as Python's regex does."""
+    counter = hsdb.line_counter(pattern)
+    assert counter is not None and hsdb.accepted(counter)
+    data = "".join(line + "\n" for line in lines).encode()
+    ends: list[list[int]] = [[]]
+    hsdb.Scanner(hsdb.compile_database([counter], [hsdb.hyperscan.HS_FLAG_MULTILINE])).scan(
+        data, ends
+    )
+    reported = bytescan.past_newlines(data, ends[0])
+    newlines = [i + 1 for i, b in enumerate(data) if b == 10]
+    assert set(reported) <= set(newlines) and len(reported) == len(set(reported))
+    expected = [newlines[i] for i, line in enumerate(lines) if re.search(pattern, line)]
+    assert sorted(reported) == expected
+
+
+@pytest.mark.parametrize("pattern", [r"(?:a$|b)c", r"(?:a$)+", r"a$\s*", r"a$b"])
+def test_an_end_anchor_with_more_to_read_after_it_gets_no_counter(pattern):
+    assert hsdb.end_anchors(hsdb.line_pattern(pattern)) is None
+    assert hsdb.line_counter(pattern) is None
+
+
+def test_a_signature_frequent_only_after_the_head_is_counted_once_the_scan_meets_it(
+    ruleset, monkeypatch
+):
+    """A log quiet at its start, then in a loop: the first chunk whose candidates are mostly the
+    loop's asks for a plan that counts its signature, and that chunk and those under way are
+    scanned again with it (their candidates would be attributed one by one); the counts, the
+    kept rows and the loose lines are still the line reader's."""
+    quiet = [VOCABULARY[2], VOCABULARY[6]]
+    loop = [VOCABULARY[4], VOCABULARY[7], VOCABULARY[4]]  # nvml init fails, an unmatched error
+    content = _log(quiet, 200) + _log(loop, 500)
+    monkeypatch.setattr(logs_mod, "PROFILE_BYTES", 4 << 10)  # the head sees no loop
+    monkeypatch.setattr(bigscan, "REPLAN_MIN", 20)
+    scanned = []
+    real = bytescan.scan_chunk
+    monkeypatch.setattr(
+        bytescan, "scan_chunk", lambda plan, *a: scanned.append(plan.key) or real(plan, *a)
+    )
+    monkeypatch.setattr(workers, "ProcessPoolExecutor", _no_semaphores)  # threads: seen here
+    by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, content, 8 << 10)
+    loop_sid = max(by_lines.stats.sig_counts, key=by_lines.stats.sig_counts.get)
+    first, later = used[0], [s for s in used[1:] if s is not None]
+    assert loop_sid not in first.hot and any(loop_sid in s.hot for s in later)
+    assert len(set(scanned)) == 2  # the head's plan, then one with the loop's signature
+    assert len(scanned) > len(_chunks(content, 8 << 10))  # a chunk scanned again
+    _same(by_bytes, by_lines)
+
+
+def _chunks(content: bytes, size: int) -> list[tuple[int, int]]:
+    path = Path(tempfile.mkdtemp()) / "log"
+    path.write_bytes(content)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bigscan, "CHUNK_BYTES", size)
+        return list(bigscan._ranges(path))
 
 
 def test_a_line_longer_than_the_cap_is_read_as_several(ruleset, monkeypatch):

@@ -36,6 +36,8 @@ class Batch:
     hot: list[tuple[str, pl.DataFrame | None, int]]
     loose: pl.DataFrame | None  # E/F lines no signature can match (the first ones)
     candidates: pl.DataFrame | None  # lines another signature may match, with an `_err` column
+    # the signatures counted in this stretch (`hot`): every other one's lines are candidates
+    hot_ids: tuple[str, ...]
 
 
 def line_text(line: bytes | bytearray) -> str:

@@ -9,7 +9,7 @@ import functools
 import importlib.util
 import os
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import polars as pl
 
@@ -29,12 +29,22 @@ from analyzer.parse.workers import Workers
 
 LINE_CAP = 64 << 20  # a line longer than this is read as several (memory stays bounded)
 HANDED_BYTES = 2 << 20  # candidate lines' text kept before they are handed on in a batch
+# a chunk whose candidates are this share of its lines (and at least REPLAN_MIN) asks for a plan
+# with more hot signatures, at most REPLANS times a file (the bench's logs: ~0.2 %, never)
+REPLAN_SHARE = 0.02
+REPLAN_MIN = 1_000
+REPLANS = 3
 
 
 @functools.cache
 def numpy_found() -> bool:
     """numpy is there for the scan processes (which import it: this process does not)."""
     return importlib.util.find_spec("numpy") is not None
+
+
+# (the plan's hot signatures, a chunk's candidate texts, its number of lines and of bytes) -> a
+# scan with more hot signatures, or None
+Replan = Callable[[list[str], list[str], int, int], "ByteScan | None"]
 
 
 class ByteScan:
@@ -75,51 +85,84 @@ class ByteScan:
         databases = plan.databases(sorted(set(plan.literals)))
         return cls(plan) if databases is not None else None
 
-    def batches(self, path, workers: int | None = None) -> Iterator[Batch]:
+    def batches(
+        self, path, workers: int | None = None, replan: Replan | None = None
+    ) -> Iterator[Batch]:
         """The file's batches in order, one per chunk, scanned `workers` at a time. Each worker
-        reads its own chunks (`_ranges` finds where they start and end)."""
+        reads its own chunks (`_ranges` finds where they start and end).
+
+        The plan was made from the file's first lines: where a chunk's candidates are many
+        (REPLAN_SHARE of its lines), `replan` may give a scan with more hot signatures, which
+        the chunks not yet handed out get (a log quiet at first and then in a loop of one
+        error would otherwise send every line of the loop to be attributed one by one). Each
+        batch says which hot signatures its plan counted (`Batch.hot_ids`); the candidates of
+        a plan are handed on before the first batch of the next."""
         workers = workers or scan_workers()
+        scan = self
+        replans = 0
         seen = dict.fromkeys(self.hot, 0)
         # each hot signature's last lines, kept here and handed over once, in a last batch, read
         # from the file then: a chunk's would be ~1,000 texts made, sent and dropped, and a frame
         tails = {sid: _LastLines() for sid in self.hot}
         candidates = _Candidates()
+        pooled_by = self  # the scan whose candidates `candidates` holds
         errors = 0  # loose E/F lines kept
         examined = 0  # E/F lines before the next chunk to merge
         base = 0
         pending: deque = deque()
 
-        def done() -> Batch:
-            nonlocal errors, examined, base
-            size, args, future = pending.popleft()
+        def done() -> Iterator[Batch]:
+            nonlocal errors, examined, base, scan, replans, pooled_by
+            by, size, args, future = pending.popleft()
             found = pool.result(args, future)
+            lines, texts, ranks = found.candidates
+            many = len(lines) >= max(REPLAN_MIN, REPLAN_SHARE * found.lines)
+            if replan is not None and by is scan and many and replans < REPLANS:
+                replans += 1
+                better = replan(scan.hot, texts, found.lines, size)
+                if better is not None and set(better.hot) - set(scan.hot):
+                    # this chunk and those under way are scanned again by the new plan:
+                    # attributing a chunk's candidates costs several times its scan
+                    scan = better
+                    for sid in better.hot:
+                        seen.setdefault(sid, 0)
+                        tails.setdefault(sid, _LastLines())
+                    pending.appendleft((by, size, args, future))
+                    for k, (_by, size_k, args_k, future_k) in enumerate(pending):
+                        future_k.cancel()
+                        args_k = (scan.plan, *args_k[1:4], heads_now(), *args_k[5:])
+                        pending[k] = (scan, size_k, args_k, pool.submit(*args_k))
+                    return
+            if by is not pooled_by:  # the chunks of the plan before are all merged
+                yield _handed(candidates.frame(), pooled_by)
+                pooled_by = by
             start = args[2]
             for sid, _head, tail, n in found.hot:
                 seen[sid] += n
                 tails[sid].add(base, start, tail)
             # an E/F line's rank among the chunk's: is it among the file's first examined?
-            lines, texts, ranks = found.candidates
             examinable = [0 <= rank < ERROR_EXAMINED - examined for rank in ranks]
             candidates.add([base + n for n in lines], texts, examinable)
             loose = [(n, t) for rank, n, t in found.loose if rank < ERROR_EXAMINED - examined]
             errors += len(loose)
             examined += found.severities["E"] + found.severities["F"]
             handed = candidates.frame() if candidates.size >= HANDED_BYTES else None
-            batch = _batch(found, loose, handed, base, size)
+            yield _batch(found, loose, handed, base, size, by)
             base += found.lines
-            return batch
+
+        def heads_now() -> dict[str, int]:
+            return {sid: max(0, SIG_HEAD_CAP - seen[sid]) for sid in scan.hot}
 
         pool: Workers[ChunkFound] = Workers(SCAN_CHUNK, workers)
         try:
             for start, end in _ranges(path):
-                heads = {sid: max(0, SIG_HEAD_CAP - n) for sid, n in seen.items()}
                 wanted = (ERROR_LINE_CAP - errors, ERROR_EXAMINED - examined)
-                args = (self.plan, str(path), start, end, heads, *wanted)
-                pending.append((end - start, args, pool.submit(*args)))
-                while len(pending) > workers or (pending and pending[0][2].done()):
-                    yield done()
+                args = (scan.plan, str(path), start, end, heads_now(), *wanted)
+                pending.append((scan, end - start, args, pool.submit(*args)))
+                while len(pending) > workers or (pending and pending[0][3].done()):
+                    yield from done()
             while pending:
-                yield done()
+                yield from done()
         finally:
             pool.close()
         last: list[tuple[str, pl.DataFrame | None, int]] = [
@@ -127,7 +170,12 @@ class ByteScan:
             for sid, rows in tails.items()
             if rows.parts
         ]
-        yield Batch(0, 0, 0, {}, hot=last, loose=None, candidates=candidates.frame())
+        yield Batch(0, 0, 0, {}, last, None, candidates.frame(), tuple(pooled_by.hot))
+
+
+def _handed(candidates: pl.DataFrame | None, by: ByteScan) -> Batch:
+    """A batch of no lines that hands on the candidates a plan left."""
+    return Batch(0, 0, 0, {}, [], None, candidates, tuple(by.hot))
 
 
 class _Candidates:
@@ -205,8 +253,10 @@ def _batch(
     candidates: pl.DataFrame | None,
     base: int,
     size: int,
+    by: ByteScan,
 ) -> Batch:
-    """The chunk's batch, with the candidates of it and of the chunks before not yet handed."""
+    """The chunk's batch (scanned `by` that plan), with the candidates of it and of the chunks
+    before not yet handed."""
     return Batch(
         lines=found.lines,
         bytes=size,
@@ -219,6 +269,7 @@ def _batch(
         ],
         loose=_rows_frame(loose, base) if loose else None,
         candidates=candidates,
+        hot_ids=tuple(by.hot),
     )
 
 

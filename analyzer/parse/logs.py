@@ -759,8 +759,8 @@ def hot_signatures(matcher: Matcher, lines: list[str], of: float | None = None) 
         for sid in matcher.lit_to_sigs[lit]:
             share[sid] = max(share.get(sid, 0.0), n / len(lines) * scale)
     for sid in matcher.folded:
-        held = float(col.str.contains(matcher.folded_pattern(sid)).sum())
-        share[sid] = held / len(lines) * scale
+        holding_it = float(col.str.contains(matcher.folded_pattern(sid)).sum())
+        share[sid] = holding_it / len(lines) * scale
     slow = {
         sid
         for sid in matcher.folded

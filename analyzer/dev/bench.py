@@ -10,8 +10,9 @@ nothing and prints every figure with its ratio to a reference timed in the same 
    the bench into a temporary rules folder, never shipped).
 2. Log shapes (`--shapes-mb`, 256 MB each): logs made of what users pasted in public issues,
    repeated (`SHAPES`): a scheduler's handshake loop, a plugin quiet at first and then in a
-   register loop, the NVIDIA plugin restarting, the same behind containerd's prefixes. Where one
-   kind of line fills a log the scan's plan decides its speed; the same reference.
+   register loop, the NVIDIA plugin restarting, the same behind containerd's prefixes, a kubelet
+   journal failing to create sandboxes, the GPU operator's validator waiting for its driver.
+   Where one kind of line fills a log the scan's plan decides its speed; the same reference.
 3. Redaction: `hami-analyzer redact` against `analyze` of the same log.
 4. Cold start: `analyze` of a small bundle against the bare imports of its dependencies.
 5. Batch: synthetic bundles through `batch` on all cores against the warm single-process rate.
@@ -53,6 +54,8 @@ SHAPES = {
     "quiet-then-loop": ("device-plugin.log", "register-loop.log", True),  # hami #1422
     "plugin-restarts": ("device-plugin.log", "plugin-restarts.log", False),  # k8s-dp #856
     "cri-prefixed": ("device-plugin.log", "cri-prefixed.log", False),  # k8s-dp #444
+    "kubelet-journal": ("kubelet.log", "kubelet-journal.log", False),  # gpu-operator #349
+    "validator-loop": ("validator.log", "validator-loop.log", False),  # gpu-operator #531
 }
 
 

@@ -43,16 +43,17 @@ _COMPILED: dict[tuple, Any] = {}  # Hyperscan databases (None: refused)
 def line_pattern(pattern: str) -> str | None:
     """A signature's regex for Hyperscan's byte mode, where nothing may cross a line's end:
     negated classes and `\\s` leave the newline out, and a character outside ASCII is its UTF-8
-    bytes (in a class, one more branch: `[:：]` reads `(?:[:]|\\xef\\xbc\\x9a)`). None when the
-    byte mode cannot read it the same way: such a character where case is ignored, in a range or
-    in a negated class, Unicode classes, back-references, dot-all or verbose mode, or a set
-    inside a set.
+    bytes (in a class, one more branch: `[:：]` reads `(?:[:]|\\xef\\xbc\\x9a)`; a negated class
+    leaves it out, and reads its bytes as `.` reads a multi-byte character, one byte at a time).
+    None when the byte mode cannot read it the same way: such a character where case is ignored
+    or in a range, Unicode classes, back-references, dot-all or verbose mode, or a set inside a
+    set.
 
     >>> line_pattern(r'"Scheduling pod" podName="(?P<pod>[^"]+)" \\S+\\s+x')
     '"Scheduling pod" podName="(?:[^\\\\n"]+)" \\\\S+[\\\\t\\\\x0b\\\\x0c\\\\r ]+x'
     >>> print(line_pattern("version[:=\\uff1a] ‘x’"))
     version(?:[:=]|\\xef\\xbc\\x9a) (?:\\xe2\\x80\\x98)x(?:\\xe2\\x80\\x99)
-    >>> line_pattern(r"GPU\\p{L}"), line_pattern("[^“”]"), line_pattern("(?i)café")
+    >>> line_pattern(r"GPU\\p{L}"), line_pattern("[a-é]"), line_pattern("(?i)café")
     (None, None, None)
     """
     if _CASELESS.search(pattern) and any(c.lower() != c.upper() for c in pattern if ord(c) > 127):
@@ -65,10 +66,11 @@ def line_pattern(pattern: str) -> str | None:
         if ord(c) > 127:
             if not in_class:
                 out.append(f"(?:{_utf8(c)})")
-            elif out[class_at].startswith("[^") or "-" in (pattern[i - 1], pattern[i + 1 : i + 2]):
-                return None  # a negated class, or a range, would read a byte of it
-            else:
+            elif "-" in (pattern[i - 1], pattern[i + 1 : i + 2]):
+                return None  # a range would read a byte of it
+            elif not out[class_at].startswith("[^"):
                 wide.append(_utf8(c))
+            # a negated class reads each byte of the character it leaves out, as `.` reads a byte
             i += 1
             continue
         if c == "\\":

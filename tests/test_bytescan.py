@@ -344,6 +344,27 @@ def test_a_signature_frequent_only_after_the_head_is_counted_once_the_scan_meets
     _same(by_bytes, by_lines)
 
 
+def test_a_signature_without_literal_whose_stand_in_holds_most_lines_is_counted(
+    ruleset, monkeypatch
+):
+    """Go's `log` format (`2018/06/06 12:40:11 ...`, the NVIDIA plugin's before klog) starts
+    every line as a stack frame's path does (`leading_superset` of go-stack-frame: `^[...]+/`):
+    looked for by that stand-in, every line was a candidate; counted as a hot signature by its
+    own regex, the frames are found and counted as the line reader finds them."""
+    lines = [
+        "2018/06/06 12:40:11 Loading NVML",
+        "2018/06/06 12:40:16 Could not register device plugin: context deadline exceeded",
+        "2018/06/06 12:40:16 Starting to serve on /var/lib/kubelet/device-plugins/nvidia.sock",
+        "k8s.io/kubernetes/pkg/kubelet.(*Kubelet).Run(0xc000)",
+        "\t/go/src/k8s.io/kubernetes/pkg/kubelet/kubelet.go:1500 +0x1a5",
+    ]
+    content = _log(lines, 300)
+    by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, content, 8 << 10)
+    assert "go-stack-frame" in used[0].hot
+    assert by_bytes.stats.sig_counts["go-stack-frame"] == 600
+    _same(by_bytes, by_lines)
+
+
 def _chunks(content: bytes, size: int) -> list[tuple[int, int]]:
     path = Path(tempfile.mkdtemp()) / "log"
     path.write_bytes(content)

@@ -46,6 +46,7 @@ from analyzer.parse.batch import (
 )
 from analyzer.parse.literals import (
     ignores_case,
+    leading_superset,
     least_common,
     literal_options,
     required_literals,
@@ -738,8 +739,10 @@ def _profile(path) -> _Profile:
 def hot_signatures(matcher: Matcher, lines: list[str], of: float | None = None) -> list[str]:
     """Signatures whose literals are in at least HOT_SHARE of these lines (a big log's first;
     `of`: how many lines of the log they stand for, when they are some of them), most frequent
-    first, at most HOT_MAX. Every line of theirs would be a prefilter candidate attributed on
-    its own (a periodic line: a third of some logs); flagged by their own regex in the scan
+    first, at most HOT_MAX; one without a literal, where what the scan looks for instead (its
+    `leading_superset`) is. Every line of theirs would be a prefilter candidate attributed on
+    its own (a periodic line: a third of some logs; every line of Go's `log` format, whose date
+    `2018/06/06` starts as a stack frame's path does); flagged by their own regex in the scan
     instead, they are counted and sampled from the flags."""
     if not lines:
         return []
@@ -761,6 +764,13 @@ def hot_signatures(matcher: Matcher, lines: list[str], of: float | None = None) 
     for sid in matcher.folded:
         holding_it = float(col.str.contains(matcher.folded_pattern(sid)).sum())
         share[sid] = holding_it / len(lines) * scale
+    for sid in matcher.fallback:
+        pattern = matcher.pattern[sid]
+        try:
+            looked_for = float(col.str.contains(leading_superset(pattern) or pattern).sum())
+        except pl.exceptions.PolarsError:  # a regex Rust does not take: never hot
+            continue
+        share[sid] = looked_for / len(lines) * scale
     slow = {
         sid
         for sid in matcher.folded

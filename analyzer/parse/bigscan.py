@@ -112,21 +112,14 @@ class ByteScan:
         pending: deque = deque()
 
         def done() -> Iterator[Batch]:
-            nonlocal errors, examined, base, scan, replans, pooled_by
+            nonlocal errors, examined, base, pooled_by
             by, size, args, future = pending.popleft()
             found = pool.result(args, future)
             lines, texts, ranks = found.candidates
-            many = len(lines) >= max(REPLAN_MIN, REPLAN_SHARE * found.lines)
-            if replan is not None and by is scan and many and replans < REPLANS:
-                replans += 1
-                better = replan(scan.hot, texts, found.lines, size)
-                if better is not None and set(better.hot) - set(scan.hot):
+            if by is scan and len(lines) >= max(REPLAN_MIN, REPLAN_SHARE * found.lines):
+                if replanned(texts, found.lines, size):
                     # this chunk and those under way are scanned again by the new plan:
                     # attributing a chunk's candidates costs several times its scan
-                    scan = better
-                    for sid in better.hot:
-                        seen.setdefault(sid, 0)
-                        tails.setdefault(sid, _LastLines())
                     pending.appendleft((by, size, args, future))
                     for k, (_by, size_k, args_k, future_k) in enumerate(pending):
                         future_k.cancel()
@@ -149,6 +142,21 @@ class ByteScan:
             handed = candidates.frame() if candidates.size >= HANDED_BYTES else None
             yield _batch(found, loose, handed, base, size, by)
             base += found.lines
+
+        def replanned(texts: list[str], lines: int, size: int) -> bool:
+            """Whether a chunk's candidates gave a plan that counts more hot signatures."""
+            nonlocal scan, replans
+            if replan is None or replans >= REPLANS:
+                return False
+            replans += 1
+            better = replan(scan.hot, texts, lines, size)
+            if better is None or not set(better.hot) - set(scan.hot):
+                return False
+            scan = better
+            for sid in better.hot:
+                seen.setdefault(sid, 0)
+                tails.setdefault(sid, _LastLines())
+            return True
 
         def heads_now() -> dict[str, int]:
             return {sid: max(0, SIG_HEAD_CAP - seen[sid]) for sid in scan.hot}

@@ -344,6 +344,21 @@ def test_a_signature_frequent_only_after_the_head_is_counted_once_the_scan_meets
     _same(by_bytes, by_lines)
 
 
+def test_a_hot_regex_of_plain_text_with_escaped_punctuation_is_counted_as_text(
+    ruleset, monkeypatch
+):
+    """`Successfully registered annotation\\. Next check in 30s seconds` matches its text and
+    only it: where dense, `bytes.count` counts its lines (a line holding it twice once), as it
+    counts a regex without any escape, and the line reader's count is the same."""
+    line = "I0815 10:00:00.000012  1 register.go:213] Successfully registered annotation. Next check in 30s seconds"
+    twice = f"{line} ... Successfully registered annotation. Next check in 30s seconds"
+    content = _log([line, VOCABULARY[2], twice, VOCABULARY[6]], 150)
+    by_bytes, by_lines, (scan,) = _scan_both(ruleset, monkeypatch, content, 8 << 10)
+    assert ("dp-old-registered-annotation", line.split("] ", 1)[1]) in scan.counted
+    assert by_bytes.stats.sig_counts["dp-old-registered-annotation"] == 300
+    _same(by_bytes, by_lines)
+
+
 def test_a_signature_without_literal_whose_stand_in_holds_most_lines_is_counted(
     ruleset, monkeypatch
 ):

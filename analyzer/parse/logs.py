@@ -602,6 +602,20 @@ def _is_plain(pattern: str) -> bool:
     return not _METACHARACTER.search(pattern)
 
 
+def plain_text(pattern: str) -> str | None:
+    """The text a regex matches and only it, where it has no metacharacter but escaped
+    punctuation (`registered annotation\\. Next check`); else None.
+
+    >>> plain_text(r"annotation\\. Next check in 30s"), plain_text(r"a\\.b+"), plain_text(r"\\d")
+    ('annotation. Next check in 30s', None, None)
+    """
+    text = _ESCAPED_PUNCTUATION.sub(r"\1", pattern)
+    return text if not _METACHARACTER.search(_ESCAPED_PUNCTUATION.sub("", pattern)) else None
+
+
+_ESCAPED_PUNCTUATION = re.compile(r"\\([^\sA-Za-z0-9])")
+
+
 def parse_log(artefact: Artefact, matcher: Matcher) -> ParsedLog:
     matcher = matcher.for_kind(artefact.kind)
     if artefact.text is not None:
@@ -891,12 +905,8 @@ def _byte_scan(
 
     first = "\n".join(head)
     text, size = seen or (first, len(first))
-    plain = {
-        sid: matcher.pattern[sid]
-        for sid in hot
-        if _is_plain(matcher.pattern[sid])
-        and text.count(matcher.pattern[sid]) * COUNTED_EVERY >= size
-    }
+    texts = {sid: plain_text(matcher.pattern[sid]) for sid in hot}
+    plain = {sid: x for sid, x in texts.items() if x and text.count(x) * COUNTED_EVERY >= size}
     counters = {sid: line_counter(matcher.pattern[sid]) for sid in hot if sid not in plain}
     reported = {sid: counter for sid, counter in counters.items() if counter is not None}
     sample = first.encode()

@@ -290,6 +290,8 @@ LINE_WORDS = st.lists(
         r"(?:^|\s)x \[?y\]?\s*$|Failed",
         r"y(?:(?:z|$))?",
         "(?:done|\u00e9)[:x\uff1a]",
+        r"Failed: ?(?P<e>[^\n]*[^\n.\s])\.[ \t]*(?:\n|$)",  # `\n`: no line holds one
+        r"(?:done|Failed:) (?:x\S*?:)(?: y.*)?\s*$",  # one Hyperscan misses at the data's end
     ],
 )
 def test_a_counter_reports_each_line_the_regex_matches_once_past_its_newline(lines, pattern):
@@ -301,14 +303,32 @@ def test_a_counter_reports_each_line_the_regex_matches_once_past_its_newline(lin
     assert counter is not None and hsdb.accepted(counter)
     data = "".join(line + "\n" for line in lines).encode()
     ends: list[list[int]] = [[]]
-    hsdb.Scanner(hsdb.compile_database([counter], [hsdb.hyperscan.HS_FLAG_MULTILINE])).scan(
-        data, ends
-    )
+    database = hsdb.compile_database([counter], [hsdb.hyperscan.HS_FLAG_MULTILINE])
+    hsdb.Scanner(database).scan_lines(memoryview(data), 0, len(data), ends)
     reported = bytescan.past_newlines(data, ends[0])
     newlines = [i + 1 for i, b in enumerate(data) if b == 10]
     assert set(reported) <= set(newlines) and len(reported) == len(set(reported))
     expected = [newlines[i] for i, line in enumerate(lines) if re.search(pattern, line)]
     assert sorted(reported) == expected
+
+
+def test_a_match_that_ends_where_the_scanned_lines_end_is_reported():
+    """Hyperscan 5.4 misses `sch-encoded-node-devices`'s counter on the last line of the data
+    it scans (`Scanner.scan_lines` gives it the byte after): one line a block of ~1 MiB."""
+    counter = hsdb.line_counter(
+        r"(?:Encoded node Devices|Reporting devices) (?P<register>(?:GPU|MIG)-\S.*?:)"
+        r"(?: in \d{4}-\d\d-\d\d .*)?\s*$"
+    )
+    line = b"I0504 12:19:17.014777 1 util.go:112] Encoded node Devices GPU-8c,10,NVIDIA RTX A5000,false:\n"
+    scanner = hsdb.Scanner(hsdb.compile_database([counter], [hsdb.hyperscan.HS_FLAG_MULTILINE]))
+    data = b"x\n" + line + line
+    plain: list[list[int]] = [[]]
+    scanner.scan(data, plain)
+    assert plain[0] == [len(line) + 2]  # what Hyperscan alone reports: the last line is missed
+    for start, end in [(0, len(data)), (0, len(line) + 2), (2, len(data))]:
+        ends: list[list[int]] = [[]]
+        scanner.scan_lines(memoryview(data), start, end, ends)
+        assert ends[0] == [e for e in (len(line) + 2, len(data)) if start < e <= end]
 
 
 @pytest.mark.parametrize("pattern", [r"(?:a$|b)c", r"(?:a$)+", r"a$\s*", r"a$b"])

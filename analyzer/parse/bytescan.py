@@ -332,7 +332,7 @@ class ChunkScanner:
         # block by block, each pass over a block while it is in the core's cache: two workers
         # passing over whole chunks wait on memory (a third more CPU per chunk)
         for start, end in line_blocks(chunk, SCAN_BLOCK):
-            self.scanner.scan(view[start:end], bins, start)
+            self.scanner.scan_lines(view, start, end, bins)
             if short is not None and (high is None or high[start:end].max() >= 0x80):
                 short[0].scan(view[start:end], short_bins, start)
             before = table.lines

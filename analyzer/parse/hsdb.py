@@ -14,6 +14,7 @@ import pickle
 import platform
 import re
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -183,21 +184,26 @@ def end_anchors(line: str) -> list[int] | None:
     (None, None)
     """
     anchors: list[int] = []
-    i = 0
-    while i < len(line):
-        c = line[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "[":
-            i = _class_end(line, i)
-            continue
+    for i, c in _outside_classes(line):
         if c == "$":
             if not _nothing_after(line, i + 1):
                 return None
             anchors.append(i)
-        i += 1
     return anchors
+
+
+def _outside_classes(line: str, i: int = 0) -> Iterator[tuple[int, str]]:
+    """(index, character) of the pattern's characters from `line[i]` on that are neither
+    escaped nor in a class."""
+    while i < len(line):
+        c = line[i]
+        if c == "\\":
+            i += 2
+        elif c == "[":
+            i = _class_end(line, i)
+        else:
+            yield i, c
+            i += 1
 
 
 def _nothing_after(line: str, i: int) -> bool:
@@ -218,21 +224,13 @@ def _nothing_after(line: str, i: int) -> bool:
 def _group_close(line: str, i: int) -> int:
     """The index of the `)` closing the group `line[i]` is in (the pattern's end at the top)."""
     depth = 0
-    while i < len(line):
-        c = line[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "[":
-            i = _class_end(line, i)
-            continue
+    for at, c in _outside_classes(line, i):
         if c == "(":
             depth += 1
         elif c == ")":
             if depth == 0:
-                return i
+                return at
             depth -= 1
-        i += 1
     return len(line)
 
 

@@ -66,11 +66,11 @@ def line_pattern(pattern: str) -> str | None:
         c = pattern[i]
         if ord(c) > 127:
             if not in_class:
-                out.append(f"(?:{_utf8(c)})")
+                out.append(f"(?:{bytes_literal(c)})")
             elif "-" in (pattern[i - 1], pattern[i + 1 : i + 2]):
                 return None  # a range would read a byte of it
             elif not out[class_at].startswith("[^"):
-                wide.append(_utf8(c))
+                wide.append(bytes_literal(c))
             # a negated class reads each byte of the character it leaves out, as `.` reads a byte
             i += 1
             continue
@@ -132,10 +132,6 @@ def line_pattern(pattern: str) -> str | None:
 
 
 _CASELESS = re.compile(r"\(\?[a-zA-Z-]*i")  # an inline flag group that ignores case
-
-
-def _utf8(c: str) -> str:
-    return "".join(f"\\x{b:02x}" for b in c.encode())
 
 
 def line_counter(pattern: str) -> str | None:

@@ -68,6 +68,23 @@ def test_prestarted_processes_no_workers_took_are_ended_on_the_way_out():
     _ended(processes)
 
 
+@linux_only
+def test_processes_ended_on_the_way_out_are_reaped_at_once():
+    """Not zombies left for `init` when the command leaves by os._exit: their CPU then counts as
+    the command's (the bench's CPU column) and none outlives it."""
+    with workers.prestarted(SERVE, 2):
+        taken = workers.Workers(SERVE, 2)
+        try:
+            taken.result((), taken.submit())
+        finally:
+            taken.close()  # idle: given back, then killed as the block ends
+        processes = list(workers._EARLY[SERVE, 2][0]._processes.values())
+    assert processes and all(p.exitcode is not None for p in processes)  # no wait needed
+    for p in processes:
+        with pytest.raises(ChildProcessError):  # already reaped
+            os.waitpid(p.pid, os.WNOHANG)
+
+
 def test_workers_for_another_serve_or_number_fork_their_own(monkeypatch):
     with workers.prestarted(SERVE, 2):
         others = [workers.Workers(SERVE, 3), workers.Workers("serve_probe:warm_up", 2)]

@@ -28,6 +28,7 @@ from typing import Any, Generic, TypeVar, cast
 
 T = TypeVar("T")
 PROCESS_START_S = 10.0  # forked processes that do not answer by then are given up
+KILLED_JOIN_S = 1.0  # a killed process is waited for this long (it dies at once)
 Serve = Callable[..., Any] | str  # a function, or its name: "module:function"
 
 
@@ -179,9 +180,15 @@ def _answering(pool: ProcessPoolExecutor, probe: Future) -> ProcessPoolExecutor 
 
 
 def _kill(pool: ProcessPoolExecutor | None) -> None:
+    """The pool's processes killed and reaped: left to `init` when the command leaves by
+    `os._exit`, their CPU was missing from what the command's parent is told it used (the
+    bench's CPU column printed less than the wall for a log scanned by prestarted processes)."""
     if pool is not None:
-        for process in list(getattr(pool, "_processes", {}).values()):
+        processes = list(getattr(pool, "_processes", {}).values())
+        for process in processes:
             process.kill()
+        for process in processes:
+            process.join(KILLED_JOIN_S)
         pool.shutdown(wait=False, cancel_futures=True)
 
 

@@ -299,9 +299,7 @@ def bundles(work: Path, size_mb: int) -> dict[str, Path]:
                 subprocess.run(
                     [sys.executable, str(gen), str(log), str(size_mb), "--seed", "7"], check=True
                 )
-        shutil.copyfile(small_bundle() / "node.yaml", bundle / "node.yaml")
-        subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL)  # page cache, for both sides
-        out[name] = bundle
+        out[name] = _ready(bundle, log)
     return out
 
 
@@ -367,6 +365,14 @@ def bench_logs(work: Path, size_mb: int, runs: int) -> dict[str, Series]:
     return done
 
 
+def _ready(bundle: Path, log: Path) -> Path:
+    """The bundle with the sample's node.yaml beside its log, and the log in the page cache (for
+    the reference and the analyzer alike)."""
+    shutil.copyfile(small_bundle() / "node.yaml", bundle / "node.yaml")
+    subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL)
+    return bundle
+
+
 def _repeated(paste: bytes, fh, size: int) -> None:
     """`size` bytes of `paste` over and over, one digit changed in each copy (`1` becomes the
     copy's number modulo 10) so that the copies are not all the same."""
@@ -395,9 +401,7 @@ def shape_bundles(work: Path, size_mb: int) -> dict[str, Path]:
                 generate(log, half)
             with log.open("ab") as fh:
                 _repeated(workload(f"shapes/{paste}").read_bytes(), fh, size - log.stat().st_size)
-        shutil.copyfile(small_bundle() / "node.yaml", bundle / "node.yaml")
-        subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL)  # page cache, for both sides
-        out[name] = bundle
+        out[name] = _ready(bundle, log)
     return out
 
 

@@ -598,8 +598,9 @@ _METACHARACTER = re.compile(r"[\\.^$*+?{}\[\]|()]")
 
 
 def _is_plain(pattern: str) -> bool:
-    """True when the regex matches exactly its own text (no metacharacters)."""
-    return not _METACHARACTER.search(pattern)
+    """True when the regex matches exactly its own text as written (no metacharacters, not even
+    an escape: `plain_text` of it is itself)."""
+    return plain_text(pattern) == pattern
 
 
 def plain_text(pattern: str) -> str | None:
@@ -760,7 +761,7 @@ def hot_signatures(matcher: Matcher, lines: list[str], of: float | None = None) 
     instead, they are counted and sampled from the flags."""
     if not lines:
         return []
-    scale = len(lines) / (of or len(lines))
+    total = of or len(lines)  # the lines the shares are of
     share: dict[str, float] = {}
     col = pl.Series("text", lines)
     counted = matcher.sample_counts
@@ -774,17 +775,17 @@ def hot_signatures(matcher: Matcher, lines: list[str], of: float | None = None) 
         holding = []
     for lit, n in holding:
         for sid in matcher.lit_to_sigs[lit]:
-            share[sid] = max(share.get(sid, 0.0), n / len(lines) * scale)
+            share[sid] = max(share.get(sid, 0.0), n / total)
     for sid in matcher.folded:
         holding_it = float(col.str.contains(matcher.folded_pattern(sid)).sum())
-        share[sid] = holding_it / len(lines) * scale
+        share[sid] = holding_it / total
     for sid in matcher.fallback:
         pattern = matcher.pattern[sid]
         try:
             looked_for = float(col.str.contains(leading_superset(pattern) or pattern).sum())
         except pl.exceptions.PolarsError:  # a regex Rust does not take: never hot
             continue
-        share[sid] = looked_for / len(lines) * scale
+        share[sid] = looked_for / total
     slow = {
         sid
         for sid in matcher.folded

@@ -28,6 +28,7 @@ import typer
 from analyzer import __version__, codecache, startup
 from analyzer.bundle.text import printable
 from analyzer.errors import AnalyzerError, RuleLoadError
+from analyzer.progress import one_run
 from analyzer.progress import shown as progress_shown
 
 # click's plain help (not rich's boxes): it wraps prose and keeps option names and choice lists
@@ -282,11 +283,14 @@ def analyze(
     """Diagnose a bundle: the verdict, its evidence and the fix.
 
     Exit 0: no fault, 1: a fault, 2: usage or input error, 3: internal error, 4: inconclusive."""
-    from analyzer.parse.scanstart import scan_processes
+    from analyzer.parse.scanstart import holds_big_file, scan_processes
 
+    big = holds_big_file(inputs)
+    if big is False:
+        startup.small_inputs()
     # a big log's scan processes, forked before the analysis's modules are imported (a redacted
     # copy is scanned after its redaction, which has processes of its own)
-    with scan_processes([] if redact else inputs):
+    with scan_processes(big is True and not redact):
         from analyzer.analyze import AnalyzeOptions, Issue, RedactOptions
         from analyzer.analyze import analyze as run
 
@@ -961,7 +965,8 @@ def run(args: list[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
     try:
-        code = command.main(args=args, prog_name="hami-analyzer", standalone_mode=False)
+        with one_run():  # progress lines: the quiet period is the command's
+            code = command.main(args=args, prog_name="hami-analyzer", standalone_mode=False)
     except _Terminated:
         typer.echo("terminated", err=True)
         return 143

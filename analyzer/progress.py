@@ -1,6 +1,10 @@
 """One progress line on stderr for long runs (batch, a big log, redaction): redrawn in place on a
 terminal, a plain line every ten seconds when stderr is a file, silent for runs shorter than a
-few seconds. Every command that reports progress uses this one class, so they read alike."""
+few seconds. Every command that reports progress uses this one class, so they read alike.
+
+The quiet period is the command's (`one_run`), not each step's: a step that starts after it (a
+redaction's second pass, the scan of a redacted copy, a bundle's second big log) shows its line
+at its first progress, so a long run is never silent for a step's first seconds."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ QUIET_FOR = 3.0  # seconds of silence before the first line: short runs print no
 TTY_EVERY = 0.5
 FILE_EVERY = 10.0
 _SHOWN: ContextVar[bool] = ContextVar("hami_progress_shown", default=False)
+_RUN_START: ContextVar[float | None] = ContextVar("hami_progress_run", default=None)
 
 
 def _size(n: float) -> str:
@@ -40,6 +45,8 @@ class Progress:
     done: int = 0
     failed: int = 0
     start: float = field(default_factory=lambda: time.monotonic())
+    # when the quiet period began: the run's start inside `one_run`, else this step's
+    quiet_from: float = field(default_factory=lambda: _RUN_START.get() or time.monotonic())
     last: float = 0.0
     shown: bool = False
     first: tuple[float, int] | None = None  # (time, done) when the first work was done
@@ -55,7 +62,7 @@ class Progress:
         now = time.monotonic()
         if self.first is None:
             self.first = (now, self.done)
-        if now - self.start < QUIET_FOR and self.done < self.total:
+        if now - self.quiet_from < QUIET_FOR and self.done < self.total:
             return
         if now - self.last < (TTY_EVERY if self.tty else FILE_EVERY) and self.done < self.total:
             return
@@ -100,6 +107,16 @@ class Progress:
             self.stream.write("\n")
             self.stream.flush()
         self.shown = False
+
+
+@contextmanager
+def one_run() -> Iterator[None]:
+    """The steps inside are one run: its quiet period starts now (an outer run's stands)."""
+    token = _RUN_START.set(_RUN_START.get() or time.monotonic())
+    try:
+        yield
+    finally:
+        _RUN_START.reset(token)
 
 
 @contextmanager

@@ -83,3 +83,29 @@ def test_failures_are_counted(clock):
     p.advance(failed=True)
     p.advance(failed=False)
     assert p.line().endswith("1 failed")
+
+
+def test_a_step_that_starts_after_the_runs_quiet_period_shows_its_line_at_once(clock):
+    """Inside `one_run` the quiet period is the run's: the second pass of a redaction that
+    started 3 s ago shows its line at its first progress; a step of a run still in its first
+    seconds, or outside any run, waits for its own quiet period."""
+    with progress_mod.one_run():
+        first = Progress("finding names", total=100, unit="bytes", stream=_Tty())
+        clock[0] += 1.0
+        first.advance(50)
+        assert first.stream.getvalue() == ""  # the run is 1 s old
+        clock[0] += 2.5
+        first.advance(50)
+        second = Progress("redacting", total=100, unit="bytes", stream=_Tty())
+        clock[0] += 0.1
+        second.advance(10)
+        assert second.stream.getvalue().startswith("\rredacting: 10 B/100 B")
+        with progress_mod.one_run():  # an inner run keeps the outer one's start
+            inner = Progress("scanning", total=100, unit="bytes", stream=_Tty())
+            clock[0] += 0.1
+            inner.advance(1)
+            assert inner.stream.getvalue().startswith("\rscanning: 1 B/100 B")
+    alone = Progress("scanning", total=100, unit="bytes", stream=_Tty())
+    clock[0] += 0.1
+    alone.advance(1)
+    assert alone.stream.getvalue() == ""

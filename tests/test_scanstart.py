@@ -95,32 +95,38 @@ def test_workers_for_another_serve_or_number_fork_their_own(monkeypatch):
     assert not workers._EARLY
 
 
-def test_a_big_file_in_an_input_or_its_folders_starts_the_scan_processes(tmp_path, monkeypatch):
+def test_a_big_file_in_an_input_or_its_folders_is_found(tmp_path, monkeypatch):
     monkeypatch.setattr(scanstart, "SMALL_FILE", 100)
-    started = []
-    monkeypatch.setattr(workers, "_fork", lambda *a, **k: started.append(a) or None)
     (tmp_path / "a" / "b").mkdir(parents=True)
     (tmp_path / "a" / "small.log").write_bytes(b"x" * 100)
     big = tmp_path / "a" / "b" / "big.log"
     big.write_bytes(b"x" * 101)
-    for inputs, forks in [
+    for inputs, found in [
         ([str(tmp_path / "a" / "small.log")], False),
-        ([str(tmp_path / "missing")], False),
+        ([str(tmp_path / "missing")], False),  # not a file nor a folder: nothing to read
         ([str(tmp_path / "a" / "small.log"), str(big)], True),
         ([str(tmp_path)], True),  # two folders down
     ]:
-        started.clear()
-        with scanstart.scan_processes(inputs):
-            pass
-        assert bool(started) == forks, inputs
-        assert not started or started[0][0] == scanstart.SCAN_CHUNK
+        assert scanstart.holds_big_file(inputs) is found, inputs
     monkeypatch.setattr(scanstart, "LOOKED_AT", 2)  # a huge folder is not walked through
-    started.clear()
     for i in range(5):
         (tmp_path / "a" / f"other-{i}").write_bytes(b"")
-    with scanstart.scan_processes([str(tmp_path / "a")]):
+    assert scanstart.holds_big_file([str(tmp_path / "a")]) is None
+    big.unlink()
+    (tmp_path / "a" / "b").rmdir()
+    monkeypatch.setattr(scanstart, "LOOKED_AT", 6)  # as many as the entries left
+    assert scanstart.holds_big_file([str(tmp_path / "a")]) is False
+
+
+def test_the_scan_processes_start_only_when_asked(monkeypatch):
+    started = []
+    monkeypatch.setattr(workers, "_fork", lambda *a, **k: started.append(a) or None)
+    with scanstart.scan_processes(False):
         pass
     assert not started
+    with scanstart.scan_processes(True):
+        pass
+    assert started and started[0][0] == scanstart.SCAN_CHUNK
 
 
 KLOG = [
@@ -160,15 +166,25 @@ def test_the_command_forks_its_scan_processes_before_polars_and_never_imports_nu
         "workers._take_prestarted = taken\n"
         "exit = os._exit\n"
         "os._exit = lambda code: (os.write(2, f'end numpy={\"numpy\" in sys.modules}\\n'.encode()),"
+        " os.write(2, f'threads {sys.modules[\"polars\"].thread_pool_size()}\\n'.encode()),"
         " exit(code))\n"
         "sys.argv = ['hami-analyzer', 'analyze', sys.argv[1], '--format', 'json']\n"
         "runpy.run_module('analyzer', run_name='__main__')\n"
     )
+    env = {k: v for k, v in os.environ.items() if k != "POLARS_MAX_THREADS"}
     proc = subprocess.run(
-        [sys.executable, "-c", code, str(bundle)], capture_output=True, text=True, cwd=REPO
+        [sys.executable, "-c", code, str(bundle)], capture_output=True, text=True, cwd=REPO, env=env
     )
     notes = [x for x in proc.stderr.splitlines() if x.startswith(("fork ", "end "))]
     assert notes[0] == "fork polars=False" and notes[-1] == "end numpy=False", proc.stderr
+    # a big log's analysis keeps polars' whole pool
+    whole = subprocess.run(
+        [sys.executable, "-c", "import polars; print(polars.thread_pool_size())"],
+        capture_output=True,
+        text=True,
+        env=env,
+    ).stdout.strip()
+    assert f"threads {whole}" in proc.stderr.splitlines(), proc.stderr
     # both logs were scanned by them
     assert proc.stderr.splitlines().count("taken True") == 2, proc.stderr
     from analyzer.analyze import AnalyzeOptions, analyze
@@ -179,20 +195,29 @@ def test_the_command_forks_its_scan_processes_before_polars_and_never_imports_nu
     assert json.loads(proc.stdout) == json.loads(expected)
 
 
-def test_a_small_bundle_forks_nothing_and_imports_no_process_pool():
+def test_a_small_bundle_forks_nothing_imports_no_process_pool_and_gives_polars_one_thread():
     """The check costs a small bundle's `analyze` a few stat calls: multiprocessing (~18 ms to
-    import) stays out of its process."""
+    import) stays out of its process. Its polars gets one thread (`startup.small_inputs`), or
+    as many as the user's POLARS_MAX_THREADS says."""
     code = (
         "import os, runpy, sys\n"
         "exit = os._exit\n"
         "os._exit = lambda code: (os.write(2, f'end {sorted(m for m in sys.modules if m in "
-        '("analyzer.parse.workers", "multiprocessing", "numpy"))}\\n\'.encode()), exit(code))\n'
+        '("analyzer.parse.workers", "multiprocessing", "numpy"))}\\n\'.encode()),'
+        " os.write(2, f'threads {sys.modules[\"polars\"].thread_pool_size()}\\n'.encode()),"
+        " exit(code))\n"
         "sys.argv = ['hami-analyzer', 'analyze', sys.argv[1], '--format', 'json']\n"
         "runpy.run_module('analyzer', run_name='__main__')\n"
     )
     bundle = str(REPO / "sample_bundles" / "healthy-single-gpu" / "bundle")
-    proc = subprocess.run([sys.executable, "-c", code, bundle], capture_output=True, text=True)
-    assert "end []" in proc.stderr.splitlines(), proc.stderr
+    env = {k: v for k, v in os.environ.items() if k != "POLARS_MAX_THREADS"}
+    for users, threads in ((None, 1), ("2", 2)):
+        run_env = env if users is None else {**env, "POLARS_MAX_THREADS": users}
+        proc = subprocess.run(
+            [sys.executable, "-c", code, bundle], capture_output=True, text=True, env=run_env
+        )
+        lines = proc.stderr.splitlines()
+        assert "end []" in lines and f"threads {threads}" in lines, proc.stderr
 
 
 def test_a_scan_process_without_numpy_starts_quietly(monkeypatch):

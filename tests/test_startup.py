@@ -437,3 +437,26 @@ def test_a_spawned_worker_starts_with_the_code_cache(tmp_path, monkeypatch):
     assert ours.poll(60) and ours.recv() == (True,) * 6
     worker.join(10)
     assert worker.exitcode == 0
+
+
+def test_a_module_the_dependencies_import_but_seldom_use_runs_at_its_first_use():
+    """`startup.DEFERRED`: importlib.metadata is imported by polars as it is imported, and run
+    only when something reads it; then it is the module Python would have run."""
+    code = (
+        "import sys\n"
+        "from analyzer import startup\n"
+        "startup.begin()\n"
+        "import polars\n"
+        "deferred = sys.modules['importlib.metadata']\n"
+        "print(type(deferred).__name__, 'email' in sys.modules)\n"
+        "from importlib.metadata import version\n"
+        "print(version('polars') == polars.__version__, type(deferred).__name__)\n"
+        "import importlib.metadata as m\n"
+        "print(m is deferred, 'email' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == [
+        "_LazyModule False",  # imported, not run: nor what it imports
+        "True module",  # run at the first look into it
+        "True True",
+    ]

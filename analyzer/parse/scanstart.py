@@ -25,16 +25,24 @@ def scan_workers() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
-@contextlib.contextmanager
-def scan_processes(inputs: Sequence[str]) -> Iterator[None]:
-    """The scan processes forked now if an input is, or its folders hold, a file over
-    SMALL_FILE (among the first LOOKED_AT sizes looked at); ended on the way out if no scan took
-    them."""
+def holds_big_file(inputs: Sequence[str]) -> bool | None:
+    """True if an input is, or its folders hold, a file over SMALL_FILE among the first
+    LOOKED_AT sizes; False if none is and all were looked at; None when not all were (a huge
+    folder is not walked through) or one could not be (the command reports it itself)."""
+    sizes = _sizes(inputs)
     try:
-        big = any(size > SMALL_FILE for size in itertools.islice(_sizes(inputs), LOOKED_AT))
-    except OSError:  # the command reports an unreadable input itself
-        big = False
-    if not big:
+        if any(size > SMALL_FILE for size in itertools.islice(sizes, LOOKED_AT)):
+            return True
+        return False if next(sizes, None) is None else None
+    except OSError:
+        return None
+
+
+@contextlib.contextmanager
+def scan_processes(start: bool) -> Iterator[None]:
+    """The scan processes forked now if `start` (a big file to scan); ended on the way out if
+    no scan took them."""
+    if not start:
         yield
         return
     from analyzer.parse import workers  # multiprocessing: ~18 ms a small bundle does without

@@ -1,5 +1,5 @@
-"""Start-up of the command line: what every run pays before its work, and two costs of our own
-cut here. The entry point (analyzer/__main__.py) calls `begin` before the command line's
+"""Start-up of the command line: what every run pays before its work, and the costs of our own
+and of our dependencies' cut here. The entry point (analyzer/__main__.py) calls `begin` before the command line's
 modules are imported, and the command calls `done` once it has its rules.
 
 The cyclic collector. What start-up makes (the modules, then the rule set) lives as long as the
@@ -14,7 +14,10 @@ is still collected, only in larger batches.
 Dataclass methods and regular expressions, compiled at every start (~60 and ~20 ms): `begin`
 puts their cache in place (analyzer/codecache.py; `main` saves what a run compiled; a spawned
 worker starts through `spawned`). This module imports nothing else until
-`begin` has raised the threshold: the entry point imports it first."""
+`begin` has raised the threshold: the entry point imports it first.
+
+A module the dependencies import but a run does not use is loaded at its first use (`DEFERRED`),
+and a run of small inputs gives polars one thread (`small_inputs`)."""
 
 from __future__ import annotations
 

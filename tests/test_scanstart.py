@@ -103,7 +103,9 @@ def test_a_big_file_in_an_input_or_its_folders_is_found(tmp_path, monkeypatch):
     big.write_bytes(b"x" * 101)
     for inputs, found in [
         ([str(tmp_path / "a" / "small.log")], False),
-        ([str(tmp_path / "missing")], False),  # not a file nor a folder: nothing to read
+        ([str(tmp_path / "missing")], None),  # the command says it is missing
+        (["-"], None),  # standard input: its size is not known here
+        ([str(tmp_path / "a" / "small.log"), "-"], None),
         ([str(tmp_path / "a" / "small.log"), str(big)], True),
         ([str(tmp_path)], True),  # two folders down
     ]:

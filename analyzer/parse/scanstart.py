@@ -28,7 +28,10 @@ def scan_workers() -> int:
 def holds_big_file(inputs: Sequence[str]) -> bool | None:
     """True if an input is, or its folders hold, a file over SMALL_FILE among the first
     LOOKED_AT sizes; False if none is and all were looked at; None when not all were (a huge
-    folder is not walked through) or one could not be (the command reports it itself)."""
+    folder is not walked through) or one could not be (the command reports it itself), and
+    for standard input or a pipe, whose size is not known here."""
+    if not all(path.is_file() or path.is_dir() for path in map(Path, inputs)):
+        return None
     sizes = _sizes(inputs)
     try:
         if any(size > SMALL_FILE for size in itertools.islice(sizes, LOOKED_AT)):

@@ -252,6 +252,36 @@ def test_the_benchmarks_doubled_catalogue_loads_and_never_matches(ruleset, tmp_p
     assert not {sid for log in bundle.logs for sid in log.stats.sig_counts} & set(ids)
 
 
+def test_the_benchmarks_host_line_measures_the_cores_processes_get_at_once(monkeypatch):
+    """`parallel_capacity`: as many processes as cores, each timing the same loop; a machine of
+    real cores gives ~n, two vCPUs on one core ~1. Here with its timings given: one process alone
+    takes 1 s, side by side each takes 1.6 s."""
+    from analyzer.dev import bench
+
+    monkeypatch.setattr(bench.os, "cpu_count", lambda: 2)
+    calls: list[list[str]] = []
+
+    class Spin:
+        def __init__(self, cmd, **_):
+            calls.append(cmd)
+            self.seconds = "1.0" if len(calls) <= 2 else "1.6"
+
+        def communicate(self):
+            return self.seconds + "\n", None
+
+    monkeypatch.setattr(bench.subprocess, "Popen", Spin)
+    n, cores = bench.parallel_capacity()
+    assert n == 2 and cores == pytest.approx(2 * 1.0 / 1.6)
+    assert len(calls) == 4 and all(cmd[-1] == bench.SPIN for cmd in calls)
+
+
+def test_the_benchmarks_spin_loop_prints_its_own_time():
+    from analyzer.dev.bench import SPIN
+
+    out = subprocess.run([sys.executable, "-c", SPIN], capture_output=True, text=True, check=True)
+    assert 0 < float(out.stdout) < 60
+
+
 def test_the_rules_cache_keeps_only_the_newest_sets(tmp_path, monkeypatch):
     from analyzer.rules import loader
 

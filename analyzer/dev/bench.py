@@ -241,6 +241,28 @@ def _load() -> str:
     return f"load average {one:.1f} (5 min {five:.1f}) on {os.cpu_count()} cores"
 
 
+SPIN = "import time\nt = time.perf_counter()\nx = 0\nfor i in range(4_000_000):\n    x += i\nprint(time.perf_counter() - t)"
+
+
+def parallel_capacity() -> tuple[int, float]:
+    """How many cores' worth of work this machine gives as many processes at once as it has cores
+    (at most 4): a fixed loop of Python timed alone, then in each of them side by side. A VM's
+    vCPUs may share physical cores or lose time to the host: there, a ratio of the analyzer's
+    parallel scan to single-threaded ripgrep reads worse than on a machine of real cores."""
+    n = max(1, min(4, os.cpu_count() or 1))
+
+    def spin(k: int) -> list[float]:
+        procs = [
+            subprocess.Popen([sys.executable, "-c", SPIN], stdout=subprocess.PIPE, text=True)
+            for _ in range(k)
+        ]
+        return [float(p.communicate()[0]) for p in procs]
+
+    alone = min(spin(1)[0] for _ in range(2))
+    together = statistics.median(spin(n))
+    return n, n * alone / together
+
+
 def doubled_rules(dest: Path) -> list[str]:
     """One synthetic signature per real one, in dest/synthetic.yaml: its literal with the words in
     reverse order (the catalogue's vocabulary, in phrases nothing prints) and a capture, so that
@@ -625,6 +647,11 @@ def main() -> None:
     work = Path(args.dir) / "hami-bench"
     work.mkdir(parents=True, exist_ok=True)
     print(f"hami-analyzer benchmark: {', '.join(sections)}; work folder {work}")
+    n, cores = parallel_capacity()
+    print(
+        f"host: {n} processes at once get {cores:.1f} cores' worth of a fixed Python loop "
+        f"(alone against side by side; {_load()})"
+    )
     if "logs" in sections:
         bench_logs(work, args.size_mb, args.runs)
     if "shapes" in sections:

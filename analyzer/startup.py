@@ -1,6 +1,7 @@
 """Start-up of the command line: what every run pays before its work, and the costs of our own
-and of our dependencies' cut here. The entry point (analyzer/__main__.py) calls `begin` before the command line's
-modules are imported, and the command calls `done` once it has its rules.
+and of our dependencies' imports cut here. The entry point (analyzer/__main__.py) calls `begin`
+before the command line's modules are imported, and the command calls `done` once it has its
+rules.
 
 The cyclic collector. What start-up makes (the modules, then the rule set) lives as long as the
 process, so the collector's passes over it find nothing: about 120 of them in a small bundle's
@@ -83,8 +84,8 @@ def done() -> None:
 
 def small_inputs() -> None:
     """The command's inputs are all small files: polars gets one thread. A few hundred rows gain
-    nothing from its pool, and each call handed to a sleeping pool thread waits for it to wake:
-    a small bundle's analysis makes ~100 calls, ~20 ms of its run on two cores. Only before
-    polars is imported (it sizes its pool once), and a POLARS_MAX_THREADS of the user's stands."""
+    nothing from its pool, and each query handed to a sleeping pool thread waits for it to wake:
+    a small bundle's analysis runs ~55, ~10 ms of its run on two vCPUs. Only before polars is
+    imported (it sizes its pool once), and a POLARS_MAX_THREADS of the user's stands."""
     if "polars" not in sys.modules:
         os.environ.setdefault("POLARS_MAX_THREADS", "1")

@@ -241,7 +241,11 @@ def _load() -> str:
     return f"load average {one:.1f} (5 min {five:.1f}) on {os.cpu_count()} cores"
 
 
-SPIN = "import time\nt = time.perf_counter()\nx = 0\nfor i in range(4_000_000):\n    x += i\nprint(time.perf_counter() - t)"
+SPIN = (  # a fixed loop of Python, printing its own time
+    "import time\nt = time.perf_counter()\nx = 0\n"
+    "for i in range(4_000_000):\n    x += i\n"
+    "print(time.perf_counter() - t)"
+)
 
 
 def parallel_capacity() -> tuple[int, float]:

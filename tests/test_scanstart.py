@@ -4,6 +4,7 @@ itself never imports numpy, and its report is the one an analysis without them m
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -101,6 +102,9 @@ def test_a_big_file_in_an_input_or_its_folders_is_found(tmp_path, monkeypatch):
     (tmp_path / "a" / "small.log").write_bytes(b"x" * 100)
     big = tmp_path / "a" / "b" / "big.log"
     big.write_bytes(b"x" * 101)
+    (tmp_path / "p").mkdir()
+    packed = tmp_path / "p" / "logs.tgz"
+    packed.write_bytes(gzip.compress(b"x" * 1000))  # 29 bytes
     for inputs, found in [
         ([str(tmp_path / "a" / "small.log")], False),
         ([str(tmp_path / "missing")], None),  # the command says it is missing
@@ -108,6 +112,8 @@ def test_a_big_file_in_an_input_or_its_folders_is_found(tmp_path, monkeypatch):
         ([str(tmp_path / "a" / "small.log"), "-"], None),
         ([str(tmp_path / "a" / "small.log"), str(big)], True),
         ([str(tmp_path)], True),  # two folders down
+        ([str(packed)], None),  # a small archive may hold a big log
+        ([str(tmp_path / "a" / "small.log"), str(tmp_path / "p")], None),
     ]:
         assert scanstart.holds_big_file(inputs) is found, inputs
     monkeypatch.setattr(scanstart, "LOOKED_AT", 2)  # a huge folder is not walked through

@@ -28,6 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, TYPE_CHECKING, Any, BinaryIO, Protocol
 
 from analyzer.atomic import new_name
+from analyzer.bundle.containers import sniff_container
 from analyzer.bundle.model import BundleFile, InputWarning, Inventory
 from analyzer.bundle.text import printable
 from analyzer.errors import BundleError
@@ -88,22 +89,6 @@ class _Budget:
 class _Unreadable(Exception):
     """A file we recognise but cannot read here (its message says why): an input error for the
     bundle itself, a warning for a file inside it."""
-
-
-def _sniff_container(head: bytes) -> str | None:
-    if head.startswith(b"\x1f\x8b"):
-        return "gzip"
-    if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
-        return "zip"
-    if len(head) >= 262 and head[257:262] == b"ustar":
-        return "tar"
-    if head.startswith(b"BZh") and head[3:4].isdigit() and head[3:4] != b"0":
-        return "bzip2"
-    if head.startswith(b"\xfd7zXZ\x00"):
-        return "xz"
-    if head.startswith(b"\x28\xb5\x2f\xfd"):
-        return "zstd"
-    return None
 
 
 _CORRUPT: tuple[type[BaseException], ...] = (
@@ -528,7 +513,7 @@ class BundleReader:
         except OSError as exc:
             self._warn(name, f"unreadable ({exc.strerror or exc})")
             return
-        if _sniff_container(head) is None:
+        if sniff_container(head) is None:
             self.budget.add_member(name)
             self.budget.add_bytes(size, name)
         self._register(path, name, path.stat().st_mtime, depth, head)
@@ -548,7 +533,7 @@ class BundleReader:
         declared_kind: str | None = None,
     ) -> None:
         head = head if head is not None else _read_head(path)
-        kind = _sniff_container(head)
+        kind = sniff_container(head)
         if kind and depth >= self.limits.max_depth:
             self._warn(name, "archive nested too deep, not opened")
             kind = None
@@ -613,7 +598,7 @@ class BundleReader:
         """A compression layer is not a nesting level: `x.log.xz` reads as `x.log`. A compressed
         tar is read as a stream, so its bytes count once, as its members."""
         with _decompressed(path, fmt) as src:
-            inner = _sniff_container(src.read(512))
+            inner = sniff_container(src.read(512))
         if inner == "tar":
             with _decompressed(path, fmt) as src:
                 self._add_tar(src, name, depth)

@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from analyzer.bundle.containers import SNIFF_BYTES, sniff_container
 from analyzer.bundle.recognise import SMALL_FILE
 
 SCAN_CHUNK = "analyzer.parse.bytescan:scan_chunk"  # what a scan process serves
@@ -27,16 +28,23 @@ def scan_workers() -> int:
 
 def holds_big_file(inputs: Sequence[str]) -> bool | None:
     """True if an input is, or its folders hold, a file over SMALL_FILE among the first
-    LOOKED_AT sizes; False if none is and all were looked at; None when not all were (a huge
-    folder is not walked through) or one could not be (the command reports it itself), and
-    for standard input or a pipe, whose size is not known here."""
+    LOOKED_AT entries; False if none is and all were looked at; None where the sizes to come are
+    not known here: a folder with more entries (not walked through), an archive or compressed
+    file (a small .tgz may hold a big log), standard input or a pipe, an input that cannot be
+    read (the command reports it itself)."""
     if not all(path.is_file() or path.is_dir() for path in map(Path, inputs)):
         return None
-    sizes = _sizes(inputs)
+    entries = _entries(inputs)
+    files: list[Path] = []
     try:
-        if any(size > SMALL_FILE for size in itertools.islice(sizes, LOOKED_AT)):
-            return True
-        return False if next(sizes, None) is None else None
+        for path, size in itertools.islice(entries, LOOKED_AT):
+            if size > SMALL_FILE:
+                return True
+            if path is not None:
+                files.append(path)
+        if next(entries, None) is not None:
+            return None
+        return None if any(map(_packed, files)) else False
     except OSError:
         return None
 
@@ -54,18 +62,24 @@ def scan_processes(start: bool) -> Iterator[None]:
         yield
 
 
-def _sizes(inputs: Sequence[str]) -> Iterator[int]:
-    """The size of each input that is a regular file, then of each entry of the folders under
-    the others (0 for one that is not a regular file; symbolic links not followed)."""
+def _entries(inputs: Sequence[str]) -> Iterator[tuple[Path | None, int]]:
+    """Each input that is a regular file, then each entry of the folders under the others: its
+    path if it is a regular file (else None) and its size (0 if not a regular file); symbolic
+    links not followed."""
     folders = [path for path in map(Path, inputs) if path.is_dir()]
-    yield from (path.stat().st_size for path in map(Path, inputs) if path.is_file())
+    yield from ((path, path.stat().st_size) for path in map(Path, inputs) if path.is_file())
     while folders:
         with os.scandir(folders.pop()) as entries:
             for entry in entries:
                 if entry.is_dir(follow_symlinks=False):
                     folders.append(Path(entry.path))
-                yield (
-                    entry.stat(follow_symlinks=False).st_size
-                    if entry.is_file(follow_symlinks=False)
-                    else 0
-                )
+                if entry.is_file(follow_symlinks=False):
+                    yield Path(entry.path), entry.stat(follow_symlinks=False).st_size
+                else:
+                    yield None, 0
+
+
+def _packed(path: Path) -> bool:
+    """An archive or a compressed file, by its first bytes."""
+    with path.open("rb") as fh:
+        return sniff_container(fh.read(SNIFF_BYTES)) is not None

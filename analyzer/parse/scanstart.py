@@ -32,19 +32,22 @@ def holds_big_file(inputs: Sequence[str]) -> bool | None:
     not known here: a folder with more entries (not walked through), an archive or compressed
     file (a small .tgz may hold a big log), standard input or a pipe, an input that cannot be
     read (the command reports it itself)."""
-    if not all(path.is_file() or path.is_dir() for path in map(Path, inputs)):
+    paths = [Path(x) for x in inputs]
+    files = [path for path in paths if path.is_file()]
+    folders = [path for path in paths if path.is_dir()]
+    if len(files) + len(folders) < len(paths):
         return None
-    entries = _entries(inputs)
-    files: list[Path] = []
+    entries = _entries(files, folders)
+    regular: list[Path] = []
     try:
         for path, size in itertools.islice(entries, LOOKED_AT):
             if size > SMALL_FILE:
                 return True
             if path is not None:
-                files.append(path)
+                regular.append(path)
         if next(entries, None) is not None:
             return None
-        return None if any(map(_packed, files)) else False
+        return None if any(map(_packed, regular)) else False
     except OSError:
         return None
 
@@ -62,12 +65,12 @@ def scan_processes(start: bool) -> Iterator[None]:
         yield
 
 
-def _entries(inputs: Sequence[str]) -> Iterator[tuple[Path | None, int]]:
-    """Each input that is a regular file, then each entry of the folders under the others: its
-    path if it is a regular file (else None) and its size (0 if not a regular file); symbolic
-    links not followed."""
-    folders = [path for path in map(Path, inputs) if path.is_dir()]
-    yield from ((path, path.stat().st_size) for path in map(Path, inputs) if path.is_file())
+def _entries(files: list[Path], folders: list[Path]) -> Iterator[tuple[Path | None, int]]:
+    """The `files`, then each entry of the `folders` and the folders under them: its path if it
+    is a regular file (else None) and its size (0 if not a regular file); symbolic links not
+    followed."""
+    yield from ((path, path.stat().st_size) for path in files)
+    folders = list(folders)
     while folders:
         with os.scandir(folders.pop()) as entries:
             for entry in entries:

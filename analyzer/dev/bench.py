@@ -248,11 +248,15 @@ SPIN = (  # a fixed loop of Python, printing its own time
 )
 
 
+CAPACITY_ROUNDS = 3  # alone, then side by side, this many times
+
+
 def parallel_capacity() -> tuple[int, float]:
     """How many cores' worth of work this machine gives as many processes at once as it has cores
-    (at most 4): a fixed loop of Python timed alone, then in each of them side by side. A VM's
-    vCPUs may share physical cores or lose time to the host: there, a ratio of the analyzer's
-    parallel scan to single-threaded ripgrep reads worse than on a machine of real cores."""
+    (at most 4, and never more than there are): a fixed loop of Python timed alone, then in each
+    of them side by side, in alternated rounds. A VM's vCPUs may share physical cores or lose
+    time to the host: there, a ratio of the analyzer's parallel scan to single-threaded ripgrep
+    reads worse than on a machine of real cores."""
     n = max(1, min(4, os.cpu_count() or 1))
 
     def spin(k: int) -> list[float]:
@@ -262,9 +266,13 @@ def parallel_capacity() -> tuple[int, float]:
         ]
         return [float(p.communicate()[0]) for p in procs]
 
-    alone = min(spin(1)[0] for _ in range(2))
-    together = statistics.median(spin(n))
-    return n, n * alone / together
+    # alternated, the median round of each: a host's speed drifts by tens of percent within a
+    # minute (steal time), and one slow run alone read 2.8 cores' worth on two cores
+    alone, together = [], []
+    for _ in range(CAPACITY_ROUNDS):
+        alone.append(spin(1)[0])
+        together.append(statistics.median(spin(n)))
+    return n, min(n, n * statistics.median(alone) / statistics.median(together))
 
 
 def doubled_rules(dest: Path) -> list[str]:
@@ -654,7 +662,7 @@ def main() -> None:
     n, cores = parallel_capacity()
     print(
         f"host: {n} processes at once get {cores:.1f} cores' worth of a fixed Python loop "
-        f"(alone against side by side; {_load()})"
+        f"(alone against side by side, median of {CAPACITY_ROUNDS} rounds each; {_load()})"
     )
     if "logs" in sections:
         bench_logs(work, args.size_mb, args.runs)

@@ -284,17 +284,15 @@ def test_the_benchmarks_host_line_never_reads_more_cores_than_there_are(monkeypa
     from analyzer.dev import bench
 
     monkeypatch.setattr(bench.os, "cpu_count", lambda: 2)
+    seconds = iter(["2.0", "1.0", "1.0"] * bench.CAPACITY_ROUNDS)  # per round: alone, then two
 
     class Spin:
         def __init__(self, cmd, **_):
-            self.seconds = "2.0" if Spin.alone else "1.0"
-            Spin.calls += 1
-            Spin.alone = Spin.calls % 3 == 0  # the next call starts a round
+            self.seconds = next(seconds)
 
         def communicate(self):
             return self.seconds + "\n", None
 
-    Spin.calls, Spin.alone = 0, True
     monkeypatch.setattr(bench.subprocess, "Popen", Spin)
     assert bench.parallel_capacity() == (2, 2)
 

@@ -354,8 +354,8 @@ def _is_issue(spec: str) -> bool:
 
 
 def _read_input(spec: str) -> bytes:
+    from analyzer.bundle.containers import open_regular
     from analyzer.bundle.issue import MAX_ISSUE_BYTES
-    from analyzer.bundle.reader import open_regular
     from analyzer.errors import BundleError
 
     try:

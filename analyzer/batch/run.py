@@ -169,7 +169,7 @@ def bundle_digest(spec: str) -> str:
     bytes (not its name: the same archive under two names is one bundle). Same files re-packed
     are found after analysis by `content_digest`."""
     from analyzer.batch.io import hash_files, is_url, url_digest
-    from analyzer.bundle.reader import open_regular
+    from analyzer.bundle.containers import open_regular
 
     try:
         if is_url(spec):

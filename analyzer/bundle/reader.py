@@ -28,9 +28,9 @@ from pathlib import Path, PurePosixPath
 from typing import IO, TYPE_CHECKING, Any, BinaryIO, Protocol
 
 from analyzer.atomic import new_name
-from analyzer.bundle.containers import sniff_container
+from analyzer.bundle.containers import open_regular, read_head, sniff_container
 from analyzer.bundle.model import BundleFile, InputWarning, Inventory
-from analyzer.bundle.text import printable
+from analyzer.bundle.text import printable_name
 from analyzer.errors import BundleError
 
 if TYPE_CHECKING:  # imported when an input is an archive (~2 ms of every start otherwise)
@@ -101,25 +101,6 @@ _CORRUPT: tuple[type[BaseException], ...] = (
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
-def open_regular(path: Path) -> BinaryIO:
-    """Open a file for reading only if it is a regular file: a FIFO, a device or a socket is
-    refused without blocking (the open does not wait for a writer; /dev/zero never ends)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise BundleError(f"{printable_name(str(path))}: not a regular file or directory")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def _read_head(path: Path, n: int = 512) -> bytes:
-    with open_regular(path) as fh:
-        return fh.read(n)
-
-
 class _Readable(Protocol):
     """What copying a stream needs of it: a file, stdin, an archive member, a decompressor."""
 
@@ -152,16 +133,6 @@ def _writing(dst: Path, name: str) -> Iterator[BinaryIO]:
                 f"{name!r}; free space there or point TMPDIR at a larger folder"
             ) from None
         raise
-
-
-def printable_name(name: str) -> str:
-    """A file name as text we can print anywhere: bytes that are not UTF-8 (kept by Python as
-    surrogates) become U+FFFD and control characters (newlines and tabs too) become `?`.
-
-    >>> printable_name("n\\udcf6de.yaml\\x1b[31m")
-    'n\ufffdde.yaml?[31m'
-    """
-    return printable(name.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), keep="")
 
 
 def _safe_member_name(name: str) -> str:
@@ -532,7 +503,7 @@ class BundleReader:
         head: bytes | None = None,
         declared_kind: str | None = None,
     ) -> None:
-        head = head if head is not None else _read_head(path)
+        head = head if head is not None else read_head(path)
         kind = sniff_container(head)
         if kind and depth >= self.limits.max_depth:
             self._warn(name, "archive nested too deep, not opened")

@@ -131,6 +131,16 @@ _ERRNO_HEAD_RE = re.compile(
 )
 
 
+def printable_name(name: str) -> str:
+    """A file name as text we can print anywhere: bytes that are not UTF-8 (kept by Python as
+    surrogates) become U+FFFD and control characters (newlines and tabs too) become `?`.
+
+    >>> printable_name("n\\udcf6de.yaml\\x1b[31m")
+    'n\ufffdde.yaml?[31m'
+    """
+    return printable(name.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), keep="")
+
+
 def rejoin_hard_wraps(lines: list[str], by_width: bool = True) -> tuple[list[str], list[int], int]:
     """Undo fixed-width terminal wrapping (`by_width`: pasted logs, not prose), and a Go error
     wrapped before its errno.

@@ -14,8 +14,9 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from analyzer.bundle.containers import SNIFF_BYTES, sniff_container
+from analyzer.bundle.containers import SNIFF_BYTES, read_head, sniff_container
 from analyzer.bundle.recognise import SMALL_FILE
+from analyzer.errors import BundleError
 
 SCAN_CHUNK = "analyzer.parse.bytescan:scan_chunk"  # what a scan process serves
 LOOKED_AT = 500  # files and folder entries looked at for a big file (a bundle holds dozens)
@@ -48,7 +49,7 @@ def holds_big_file(inputs: Sequence[str]) -> bool | None:
         if next(entries, None) is not None:
             return None
         return None if any(map(_packed, regular)) else False
-    except OSError:
+    except (OSError, BundleError):  # the command reports it itself
         return None
 
 
@@ -83,6 +84,6 @@ def _entries(files: list[Path], folders: list[Path]) -> Iterator[tuple[Path | No
 
 
 def _packed(path: Path) -> bool:
-    """An archive or a compressed file, by its first bytes."""
-    with path.open("rb") as fh:
-        return sniff_container(fh.read(SNIFF_BYTES)) is not None
+    """An archive or a compressed file, by its first bytes (as the bundle reader reads them: a
+    file swapped for a FIFO meanwhile is refused, never waited on)."""
+    return sniff_container(read_head(path, SNIFF_BYTES)) is not None

@@ -149,6 +149,21 @@ def test_a_cached_rules_self_tests_are_read_back_when_asked(cache, monkeypatch):
         _ = next(iter(cached.rules.values())).no_such_field
 
 
+def test_a_cached_rule_set_pickles_again_with_its_self_tests_still_packed(cache, monkeypatch):
+    """A rule set read from the cache, its rules' cases never asked for, can be pickled again
+    (to hand it to another process) and gives the same cases there."""
+    import pickle
+
+    validated = load_ruleset()
+    _no_rebuild(monkeypatch)
+    cached = load_ruleset()
+    again = pickle.loads(pickle.dumps(cached))
+    assert all("tests" not in r.__dict__ for r in again.rules.values())
+    assert {k: r.tests for k, r in again.rules.items()} == {
+        k: r.tests for k, r in validated.rules.items()
+    }
+
+
 def test_rusts_engine_is_asked_once_for_every_signature_and_still_names_a_bad_one(cache, tmp_path):
     """Validation asks Rust's engine for every signature's regex in one call; when one is
     refused, each is asked on its own, and the refused one is named with Rust's message."""

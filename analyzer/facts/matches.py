@@ -158,18 +158,22 @@ def collect_matches(
         for line, text, ts, sigs in hits.iter_rows():
             for sid in sigs:
                 sig = signatures[sid]
-                try:
-                    m = sig.compiled.search(text, timeout=MATCH_TIMEOUT)
-                except TimeoutError:
-                    index.errors.append(
-                        f"signature {sid}: regex timed out on {art.file.name}:{line}"
-                    )
-                    continue
-                if not m:
-                    continue  # Rust and Python regex dialects disagreed; trust the stricter
-                if in_script(text[: m.start()]):
+                found = log.matched.get((line, sid))  # the parse stage's own check found it
+                if found is None:
+                    try:
+                        m = sig.compiled.search(text, timeout=MATCH_TIMEOUT)
+                    except TimeoutError:
+                        index.errors.append(
+                            f"signature {sid}: regex timed out on {art.file.name}:{line}"
+                        )
+                        continue
+                    if not m:
+                        continue  # Rust and Python regex dialects disagreed; trust the stricter
+                    found = (m.span(), m.groupdict())
+                span, groups = found
+                if in_script(text[: span[0]]):
                     continue  # a command that echoes the words is not the event
-                caps = {k: v or "" for k, v in m.groupdict().items()}
+                caps = {k: v or "" for k, v in groups.items()}
                 match = Match(
                     sid,
                     art.file.name,
@@ -177,7 +181,7 @@ def collect_matches(
                     text,
                     ts,
                     caps,
-                    m.span(),
+                    span,
                     art.kind,
                     strength_of(art.kind, text, sig),
                 )

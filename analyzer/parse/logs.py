@@ -92,9 +92,15 @@ class ParsedLog:
     artefact: Artefact
     stats: LogStats
     frame: pl.DataFrame  # kept lines with parsed klog header columns
+    # (line, signature) -> the span and groups of the signature's match in the line's text, where
+    # the parse stage's own regex check found them: the facts stage reads them instead of
+    # searching that line again
+    matched: Matched = field(default_factory=dict)
 
 
 SigSpec = tuple[str, str]  # (signature id, Rust-compatible pattern)
+# a verified match of a signature's regex: (line, signature) -> (span, groups as `groupdict`)
+Matched = dict[tuple[int, str], tuple[tuple[int, int], dict[str, str | None]]]
 # per alternative of a pattern, the sets of literals one of which each match holds
 LiteralChoices = Sequence[Sequence[Sequence[str]]]
 BATCH_ROWS = 100_000  # per streamed batch: memory vs. per-batch overhead (1 GB: 80 batches)
@@ -355,13 +361,15 @@ class Matcher:
         frame: pl.DataFrame,
         bulk: bool = False,
         timeouts: list[tuple[str, int]] | None = None,
+        matched: Matched | None = None,
     ) -> pl.DataFrame:
         """(line, text, ...) rows -> the same rows plus `sig`, once per verified signature match,
         in line order. `bulk`: candidates pooled from a big log, always vectorised (their lines
         may be long, and a Python loop costs per byte). A regex that runs past its time on a
-        line is no match there, and (signature, line) is added to `timeouts`."""
+        line is no match there, and (signature, line) is added to `timeouts`. The matches
+        checked one by one (small frames) are added to `matched`."""
         if frame.height <= SMALL_FRAME and not bulk:
-            return self._attribute_rows(frame, [] if timeouts is None else timeouts)
+            return self._attribute_rows(frame, [] if timeouts is None else timeouts, matched)
         out = []
         if self.literals and frame.height:
             cand = (
@@ -433,7 +441,9 @@ class Matcher:
             for (sid,), part in cand.partition_by("sig", as_dict=True, maintain_order=True).items()
         ]
 
-    def _attribute_rows(self, frame: pl.DataFrame, timeouts: list[tuple[str, int]]) -> pl.DataFrame:
+    def _attribute_rows(
+        self, frame: pl.DataFrame, timeouts: list[tuple[str, int]], matched: Matched | None
+    ) -> pl.DataFrame:
         """Small frames (and a big log's kept rows): the prefilter in polars, then a Python loop
         over the candidates is cheaper than a dozen vectorised passes. Each candidate is checked
         with the regexes of the signatures whose literals it holds (case-insensitive ones in any
@@ -451,11 +461,16 @@ class Matcher:
             frame.columns.index("text"),
             frame.columns.index("line"),
             timeouts,
+            matched,
         )
         return pl.DataFrame(rows, schema={**frame.schema, "sig": pl.String}, orient="row")
 
     def attribute_short(
-        self, lines: list[int], texts: list[str], timeouts: list[tuple[str, int]]
+        self,
+        lines: list[int],
+        texts: list[str],
+        timeouts: list[tuple[str, int]],
+        matched: Matched | None = None,
     ) -> list[tuple[int, str, str]]:
         """`attribute` of a short plain text's lines (`smalllog.fits`), as (line, text, sig)
         rows: its candidates found in Python, not polars; the signatures' own prefilter (those
@@ -476,7 +491,7 @@ class Matcher:
             checked,
         )
         rows = (((lines[i], texts[i]), held, folded, odd) for i, held, folded, odd in found)
-        return self._verified(rows, 1, 0, timeouts)
+        return self._verified(rows, 1, 0, timeouts, matched)
 
     def _verified(
         self,
@@ -484,10 +499,11 @@ class Matcher:
         at: int,
         line_at: int,
         timeouts: list[tuple[str, int]],
+        matched: Matched | None = None,
     ) -> list[tuple]:
         """Each candidate row (with the literals it holds, as written and in any ASCII case, and
         whether it holds a character folding to ASCII) once per signature whose regex matches
-        its text (`row[at]`), in rule order."""
+        its text (`row[at]`), in rule order; each match's span and groups into `matched`."""
         rows: list[tuple] = []
         by_folded = self._by_folded_literal()
         ascii_folded = {sid for sids in by_folded.values() for sid in sids}
@@ -503,10 +519,14 @@ class Matcher:
                     rows.append((*row, sid))
                     continue
                 try:
-                    if self.regex(sid).search(text, timeout=MATCH_TIMEOUT):
-                        rows.append((*row, sid))
+                    m = self.regex(sid).search(text, timeout=MATCH_TIMEOUT)
                 except TimeoutError:
                     timeouts.append((sid, row[line_at]))
+                    continue
+                if m:
+                    rows.append((*row, sid))
+                    if matched is not None:
+                        matched[row[line_at], sid] = (m.span(), m.groupdict())
         return rows
 
     def _by_folded_literal(self) -> dict[str, list[str]]:
@@ -687,17 +707,18 @@ def _parse_small(artefact: Artefact, text: str, matcher: Matcher) -> ParsedLog:
         "rfc": rfcs,
     }
     stats = LogStats(lines=len(joined), hard_wrap_joins=joins, truncated_last_line=_cut(joined))
+    matched: Matched = {}
     if smalllog.fits(text):
-        return ParsedLog(artefact, stats, _short_frame(columns, matcher, stats))
+        return ParsedLog(artefact, stats, _short_frame(columns, matcher, stats, matched), matched)
     frame = pl.DataFrame(columns, schema=LINE_SCHEMA)
-    hits = matcher.attribute(frame.select("line", "text"), timeouts=stats.timeouts)
+    hits = matcher.attribute(frame.select("line", "text"), timeouts=stats.timeouts, matched=matched)
     frame = _with_sigs(_with_header(frame), hits)
     stats.sig_counts = dict(hits.group_by("sig", maintain_order=True).len().iter_rows())
     sev = frame["sev"].drop_nulls()
     stats.klog_lines = len(sev)
     stats.severities = dict(sorted(sev.value_counts().iter_rows()))  # the same order each run
     _finish_stats(frame, stats)
-    return ParsedLog(artefact, stats, frame)
+    return ParsedLog(artefact, stats, frame, matched)
 
 
 def _cut(lines: list[str]) -> bool:
@@ -714,10 +735,12 @@ SHORT_SCHEMA: dict[str, pl.DataType | DataTypeClass] = {
 }
 
 
-def _short_frame(columns: dict[str, list], matcher: Matcher, stats: LogStats) -> pl.DataFrame:
+def _short_frame(
+    columns: dict[str, list], matcher: Matcher, stats: LogStats, matched: Matched
+) -> pl.DataFrame:
     """A short plain text's frame and statistics (`smalllog.fits`) built in Python: the same as
     polars builds them for other texts, in one polars call rather than ~30."""
-    hits = matcher.attribute_short(columns["line"], columns["text"], stats.timeouts)
+    hits = matcher.attribute_short(columns["line"], columns["text"], stats.timeouts, matched)
     header = smalllog.klog_columns(columns["text"])
     stats.sig_counts = smalllog.sig_counts(hits)
     stats.klog_lines = sum(x is not None for x in header["sev"])
@@ -1128,8 +1151,9 @@ def _stream(
         .alias("container"),
         pl.col("raw").str.extract(r"^(?:\[[^\]]*\] )?(\d{4}-\d\d-\d\dT\S+)", 1).alias("rfc"),
     )
-    hits = matcher.attribute(frame.select("line", "text"), timeouts=stats.timeouts)
+    matched: Matched = {}
+    hits = matcher.attribute(frame.select("line", "text"), timeouts=stats.timeouts, matched=matched)
     frame = _with_sigs(_with_header(frame), hits)
     stats.containers = sorted(c for c in frame["container"].unique().to_list() if c)
     stats.pods = _prefix_pods(frame)
-    return ParsedLog(artefact, stats, frame)
+    return ParsedLog(artefact, stats, frame, matched)

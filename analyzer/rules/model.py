@@ -108,7 +108,9 @@ class Rule:
         cached rule set ~3 M instructions. (`tests` has no class-level default, which would be
         found before `__getattr__` is asked, so the blob would never be read back.)"""
         state = dict(self.__dict__)
-        state[_PACKED_TESTS] = pickle.dumps(state.pop("tests"), protocol=pickle.HIGHEST_PROTOCOL)
+        if "tests" in state:  # else still packed, as a rule read from the cache and not tested
+            tests = state.pop("tests")
+            state[_PACKED_TESTS] = pickle.dumps(tests, protocol=pickle.HIGHEST_PROTOCOL)
         return state
 
     def __setstate__(self, state: dict) -> None:

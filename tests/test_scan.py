@@ -564,3 +564,16 @@ def test_the_sample_counts_adapted_keeps_are_what_hot_signatures_would_count(lin
     searched = copy.copy(adapted)
     searched.sample_counts = None
     assert logs_mod.hot_signatures(adapted, lines) == logs_mod.hot_signatures(searched, lines)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from("ab \\.^$*+?{}[]|()d-:/"), max_size=12))
+def test_a_pattern_is_plain_when_its_plain_text_is_itself(pattern):
+    """`_is_plain`, one search for a metacharacter, says what `plain_text` does: a regex that
+    matches exactly its own text as written (an escaped punctuation mark is not that)."""
+    assert logs_mod._is_plain(pattern) == (logs_mod.plain_text(pattern) == pattern)
+
+
+def test_every_signatures_pattern_is_plain_as_its_plain_text_says(ruleset):
+    for sig in ruleset.signatures.values():
+        assert logs_mod._is_plain(sig.pattern) == (logs_mod.plain_text(sig.pattern) == sig.pattern)

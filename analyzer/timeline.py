@@ -79,15 +79,19 @@ def build_timeline(ctx: NodeContext) -> pl.DataFrame:
         f = log.frame
         if "ts" not in f.columns or not f.height:
             continue
-        frames.append(
+        columns = (
+            pl.col("ts"),
+            pl.lit(log.artefact.kind),
+            pl.lit(log.artefact.file.name),
+            pl.col("line"),
+            pl.col("sev"),
+            pl.col("sigs").list.join(",").replace("", None),
+            pl.coalesce(pl.col("msg"), pl.col("text")),
+        )
+        frames.append(  # in the timeline's types as they are selected (a cast is a call more)
             f.filter(pl.col("ts").is_not_null()).select(
-                pl.col("ts").alias("time"),
-                pl.lit(log.artefact.kind).alias("source"),
-                pl.lit(log.artefact.file.name).alias("file"),
-                pl.col("line"),
-                pl.col("sev").alias("severity"),
-                pl.col("sigs").list.join(",").replace("", None).alias("signature"),
-                pl.coalesce(pl.col("msg"), pl.col("text")).alias("message"),
+                x.cast(dtype).alias(name)
+                for x, (name, dtype) in zip(columns, SCHEMA.items(), strict=True)
             )
         )
     node_rows = _node_rows(ctx)
@@ -95,7 +99,7 @@ def build_timeline(ctx: NodeContext) -> pl.DataFrame:
         frames.append(pl.DataFrame(node_rows, schema=SCHEMA))
     if not frames:
         return pl.DataFrame(schema=SCHEMA)
-    return pl.concat([f.cast(SCHEMA) for f in frames]).sort("time", maintain_order=True)
+    return pl.concat(frames).sort("time", maintain_order=True)
 
 
 def filter_timeline(frame: pl.DataFrame, sources, severity, since, until) -> pl.DataFrame:

@@ -28,10 +28,7 @@ from typing import Any, Generic, TypeVar, cast
 
 T = TypeVar("T")
 PROCESS_START_S = 10.0  # forked processes that do not answer by then are given up
-# a killed process is waited for this long: it dies at once, unless it is blocked reading a page
-# back from disk (a kernel that reclaims idle file pages, as this VM's does), which it finishes
-# first; a clean-clone CI run once saw one still alive after 1 s
-KILLED_JOIN_S = 10.0
+KILLED_JOIN_S = 1.0  # a killed process is waited for this long (it dies at once)
 Serve = Callable[..., Any] | str  # a function, or its name: "module:function"
 
 

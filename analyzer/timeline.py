@@ -79,19 +79,18 @@ def build_timeline(ctx: NodeContext) -> pl.DataFrame:
         f = log.frame
         if "ts" not in f.columns or not f.height:
             continue
-        columns = (
-            pl.col("ts"),
-            pl.lit(log.artefact.kind),
-            pl.lit(log.artefact.file.name),
-            pl.col("line"),
-            pl.col("sev"),
-            pl.col("sigs").list.join(",").replace("", None),
-            pl.coalesce(pl.col("msg"), pl.col("text")),
-        )
+        columns = {
+            "time": pl.col("ts"),
+            "source": pl.lit(log.artefact.kind),
+            "file": pl.lit(log.artefact.file.name),
+            "line": pl.col("line"),
+            "severity": pl.col("sev"),
+            "signature": pl.col("sigs").list.join(",").replace("", None),
+            "message": pl.coalesce(pl.col("msg"), pl.col("text")),
+        }
         frames.append(  # in the timeline's types as they are selected (a cast is a call more)
             f.filter(pl.col("ts").is_not_null()).select(
-                x.cast(dtype).alias(name)
-                for x, (name, dtype) in zip(columns, SCHEMA.items(), strict=True)
+                x.cast(SCHEMA[name]).alias(name) for name, x in columns.items()
             )
         )
     node_rows = _node_rows(ctx)

@@ -278,6 +278,49 @@ def test_the_benchmarks_host_line_measures_the_cores_processes_get_at_once(monke
     assert len(calls) == 9 and all(cmd[-1] == bench.SPIN for cmd in calls)
 
 
+def test_the_benchmarks_batch_section_alternates_its_rounds_and_reads_their_medians(
+    monkeypatch, tmp_path, capsys
+):
+    """The warm single-process rate, one `analyze` process and the batch, round after round; each
+    figure is the median of its rounds and the per-core ratio's range is printed beside it: here
+    the warm rate is 12 ms a bundle (median of 12, 10, 17; their mean would read 13) and the
+    batch of 6 bundles took 0.09, 0.03, 0.045 s on 2 cores, a median of 7.5 ms a bundle: 0.80 per
+    core, 0.40-1.20 by round."""
+    from analyzer.batch import run as batch
+    from analyzer.dev import bench
+
+    tickets = tmp_path / "tickets-6"
+    for i in range(6):
+        (tickets / f"t{i}").mkdir(parents=True)
+    monkeypatch.setattr(bench.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(batch, "load_rules", lambda: None)
+    calls: list[str] = []
+    warm = iter([0.012, 0.010, 0.017])
+    walls = iter([0.09, 0.03, 0.045])
+
+    def warm_per_bundle(sample):
+        calls.append("warm")
+        assert len(sample) == 6
+        return next(warm)
+
+    def timed(cmd, **_):
+        which = "batch" if "batch" in cmd else "analyze"
+        calls.append(which)
+        wall = next(walls) if which == "batch" else 0.3
+        return bench.Run(wall, wall, 1024, 0, "")
+
+    monkeypatch.setattr(bench, "_warm_per_bundle", warm_per_bundle)
+    monkeypatch.setattr(bench, "timed", timed)
+    bench.bench_batch(6, tmp_path, [], runs=3)
+    out = capsys.readouterr().out
+    assert calls == ["warm", "analyze", "batch"] * 3
+    assert "median of 3 alternated rounds" in out
+    assert "warm single process                   12.0 ms/bundle" in out
+    assert "batch (all cores)                      7.5 ms/bundle" in out
+    assert "batch / (cores x warm): 0.80 (rounds 0.40-1.20; target >= 1.0)" in out
+    assert "batch failed" not in out
+
+
 def test_the_benchmarks_host_line_never_reads_more_cores_than_there_are(monkeypatch):
     """A process alone slowed by the host in every round (2 s) against a quick side-by-side
     round (1 s each) would read 4 cores' worth on two; the figure stops at the cores."""

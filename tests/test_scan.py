@@ -321,6 +321,18 @@ def test_the_benchmarks_batch_section_alternates_its_rounds_and_reads_their_medi
     assert "batch failed" not in out
 
 
+def test_the_benchmarks_ratios_show_their_range_round_by_round():
+    """A ratio's median hides how far the host moved it: each round's pair (timed back to back)
+    gives its own, and the bench prints their range beside the median's."""
+    from analyzer.dev.bench import Run, Series, by_round
+
+    def series(*walls):
+        return Series([Run(w, w, 0, 0, "") for w in walls])
+
+    assert by_round(series(2.0, 4.0, 3.0), series(1.0, 1.0, 2.0)) == "rounds 1.50-4.00"
+    assert by_round(series(), series()) == "no rounds"
+
+
 def test_the_benchmarks_host_line_never_reads_more_cores_than_there_are(monkeypatch):
     """A process alone slowed by the host in every round (2 s) against a quick side-by-side
     round (1 s each) would read 4 cores' worth on two; the figure stops at the cores."""

@@ -236,6 +236,13 @@ def _line(label: str, s: Series, mb: float, extra: str = "") -> str:
     )
 
 
+def by_round(s: Series, ref: Series) -> str:
+    """The range of `s`'s wall over `ref`'s, round by round (each pair timed back to back): how
+    far the host's drift moves the ratio the median gives."""
+    ratios = [a.wall / b.wall for a, b in zip(s.runs, ref.runs, strict=False)]
+    return f"rounds {min(ratios):.2f}-{max(ratios):.2f}" if ratios else "no rounds"
+
+
 def _load() -> str:
     one, five, _ = os.getloadavg()
     return f"load average {one:.1f} (5 min {five:.1f}) on {os.cpu_count()} cores"
@@ -373,7 +380,8 @@ def bench_logs(work: Path, size_mb: int, runs: int) -> dict[str, Series]:
                 f"analyze, {n_real} signatures",
                 full,
                 mb,
-                f"  {full.wall / ref.wall:5.2f}x rg wall, {full.cpu / ref.cpu:5.2f}x CPU",
+                f"  {full.wall / ref.wall:5.2f}x rg wall ({by_round(full, ref)}), "
+                f"{full.cpu / ref.cpu:5.2f}x CPU",
             )
         )
         print(
@@ -382,7 +390,7 @@ def bench_logs(work: Path, size_mb: int, runs: int) -> dict[str, Series]:
                 dbl,
                 mb,
                 f"  {dbl.wall / ref.wall:5.2f}x rg wall, {dbl.wall / full.wall:5.2f}x the full"
-                " catalogue",
+                f" catalogue ({by_round(dbl, full)})",
             )
         )
         hits = _synthetic_hits(dbl.runs[-1].out, synthetic)
@@ -519,7 +527,8 @@ def bench_redact(work: Path, size_mb: int, runs: int, redact_mb: int) -> None:
             "hami-analyzer redact",
             red,
             mb,
-            f"  {red.wall / an.wall:5.2f}x analyze wall (target <= 2.0x, memory flat)",
+            f"  {red.wall / an.wall:5.2f}x analyze wall ({by_round(red, an)}; target <= 2.0x, "
+            "memory flat)",
         )
     )
     failed = [r.code for r in red.runs if r.code]
@@ -581,7 +590,10 @@ def bench_small(runs: int = 15, cold_runs: int = 3) -> None:
             f"    {name:52s} {r.wall * 1000:5.0f} ms (fastest "
             f"{min(x.wall for x in r.runs) * 1000:.0f}), CPU {r.cpu * 1000:.0f} ms"
         )
-    print(f"    ratio: {s.wall / i.wall:.2f}x wall, {s.cpu / i.cpu:.2f}x CPU (target <= 1.15x)")
+    print(
+        f"    ratio: {s.wall / i.wall:.2f}x wall ({by_round(s, i)}), {s.cpu / i.cpu:.2f}x CPU "
+        "(target <= 1.15x)"
+    )
     print(
         f"    the analysis's own work (analyze - its imports alone): {(s.wall - o.wall) * 1000:.0f} "
         f"ms wall, {(s.cpu - o.cpu) * 1000:.0f} ms CPU; the target leaves "

@@ -239,7 +239,10 @@ def _line(label: str, s: Series, mb: float, extra: str = "") -> str:
 def by_round(s: Series, ref: Series) -> str:
     """The range of `s`'s wall over `ref`'s, round by round (each pair timed back to back): how
     far the host's drift moves the ratio the median gives."""
-    ratios = [a.wall / b.wall for a, b in zip(s.runs, ref.runs, strict=False)]
+    return _span([a.wall / b.wall for a, b in zip(s.runs, ref.runs, strict=False)])
+
+
+def _span(ratios: list[float]) -> str:
     return f"rounds {min(ratios):.2f}-{max(ratios):.2f}" if ratios else "no rounds"
 
 
@@ -659,7 +662,7 @@ def bench_batch(n: int, workdir: Path, dask_workers: list[int], runs: int = 3) -
         f"    batch (all cores)                  {1000 / rate:7.1f} ms/bundle ({rate:6.1f} bundles/s), peak RSS {batches.peak / 1024:.0f} MiB (parent)"
     )
     print(
-        f"    batch / (cores x warm): {rate * per / cores:.2f} (rounds {min(ratios):.2f}-{max(ratios):.2f}; target >= 1.0); batch vs one process per bundle: {rate * one.wall:.1f}x"
+        f"    batch / (cores x warm): {rate * per / cores:.2f} ({_span(ratios)}; target >= 1.0); batch vs one process per bundle: {rate * one.wall:.1f}x"
     )
     failed = [r.code for r in batches.runs if r.code]
     if failed:

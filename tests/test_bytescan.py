@@ -4,6 +4,7 @@ chunk size; the translation of signature regexes into Hyperscan's byte mode."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import re
@@ -18,8 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analyzer.bundle import recognise as recognise_mod
-from analyzer.parse import bigscan, bytescan, hsdb, workers
+from analyzer.parse import bigscan, bytescan, hsdb, literals, workers
 from analyzer.parse import logs as logs_mod
+from analyzer.parse import tally as tally_mod
 from analyzer.parse.batch import KLOG_HEADER
 from analyzer.parse.literals import leading_superset, misses_lines_starting
 from conftest import parse_texts
@@ -713,3 +715,166 @@ def test_a_literal_is_cut_at_its_longest_rare_ending(literals, sample):
         fewest = min(held(s[-n:]) for s in starts)
         assert held(cut.encode()[-n:]) == fewest
         assert all(len(s) <= len(cut.encode()) for s in starts if held(s[-n:]) == fewest)
+
+
+def _loop(n: int, blind_lines: int = 3, unique_from: int | None = None) -> bytes:
+    """A device plugin in a loop: each round re-patches its node, answers an allocation (an error
+    line), logs the benign numa error and its version, the same lines but for their clocks and
+    counts; from line `unique_from` on, each line also names a device of its own (the log stops
+    repeating)."""
+    out = []
+    for i in range(n):
+        clock = f"10:{i // 6000 % 60:02d}:{i // 100 % 60:02d}.{i * 37 % 1000000:06d}"
+        own = (
+            f" dev-{format(i * 2654435761 % (1 << 32), 'x')}z"
+            if unique_from and i >= unique_from
+            else ""
+        )
+        round_ = [
+            f"I0815 {clock}  412873 register.go:302] Updating node annotations with {i % 9} device(s){own}",
+            f'E0815 {clock}  {i % 77} plugin.go:1] "Allocate" request=&AllocateRequest{{{i}}}{own}',
+            f"E0815 {clock}  412873 register.go:168] {NUMA} idx={i % 8}{own}",
+            f"I0815 {clock}  1 notes.go:1] running HAMI V2.7.{i % 3} on this node{own}",
+        ]
+        out += round_[: blind_lines + 1]
+    return ("\n".join(out) + "\n").encode()
+
+
+@pytest.mark.parametrize("chunk", [4 << 10, 64 << 10])
+def test_a_log_in_a_loop_is_tallied_by_its_distinct_lines_as_the_line_reader_counts(
+    ruleset, monkeypatch, chunk
+):
+    """Hot signatures whose regex cannot tell digits apart, in a log that repeats itself but for
+    its numbers: each chunk's lines counted by their distinct digit-blind texts (no line
+    reported); a hot signature with a digit in its regex (the HAMi version) is still reported.
+    The counts, the kept rows (first and last lines of each) and the loose errors are the line
+    reader's."""
+    tallies = []
+    real = tally_mod.tally
+    monkeypatch.setattr(bytescan, "tally", lambda *a: tallies.append(real(*a)) or tallies[-1])
+    monkeypatch.setattr(workers, "ProcessPoolExecutor", _no_semaphores)  # threads: seen here
+    by_bytes, by_lines, (scan,) = _scan_both(ruleset, monkeypatch, _loop(3000), chunk)
+    assert tallies and None not in tallies  # every chunk tallied
+    tallied = {sid for sid, _ in scan.plan.tallied}
+    assert {"dp-annotation-updated", "hami-device-plugin-allocate-request"} <= tallied
+    assert "txt-hami-version" in scan.reported and "txt-hami-version" not in tallied
+    assert by_bytes.stats.sig_counts["dp-annotation-updated"] == 3000
+    _same(by_bytes, by_lines)
+
+
+def test_a_chunk_that_stops_repeating_itself_reports_its_lines_of_the_tallied_signatures(
+    ruleset, monkeypatch
+):
+    """The plan tallies (the log's head is a loop), but later chunks hold a different device
+    name on each line: those chunks are not tallied, their lines of the tallied signatures are
+    reported one by one, and the whole log still reads as the line reader reads it."""
+    tallies = []
+    real = tally_mod.tally
+    monkeypatch.setattr(bytescan, "tally", lambda *a: tallies.append(real(*a)) or tallies[-1])
+    monkeypatch.setattr(workers, "ProcessPoolExecutor", _no_semaphores)  # threads: seen here
+    by_bytes, by_lines, (scan,) = _scan_both(
+        ruleset, monkeypatch, _loop(3000, unique_from=1500), 16 << 10
+    )
+    assert scan.plan.tallied
+    assert None in tallies and any(t is not None for t in tallies)
+    _same(by_bytes, by_lines)
+
+
+def test_a_tallied_chunk_is_what_the_same_chunk_reported_line_by_line_is(ruleset, monkeypatch):
+    """The same chunk scanned by one plan with its hot signatures tallied and by that plan with
+    them reported: the same counts, first and last lines, candidates and loose lines."""
+    content = _log([VOCABULARY[7]], 3) + _loop(2000) + _log([VOCABULARY[7]], 3)
+    plans = []
+    real = logs_mod._byte_scan
+    monkeypatch.setattr(logs_mod, "_byte_scan", lambda *a: plans.append(real(*a)) or plans[-1])
+    monkeypatch.setattr(logs_mod, "TALLIED_SHARE", 0.3)  # a few unmatched errors among them
+    with monkeypatch.context() as patch:  # the plan, made as a big log's
+        patch.setattr(recognise_mod, "SMALL_FILE", 1)
+        parse_texts(ruleset, {"device-plugin.log": content})
+    plan = plans[-1].plan
+    assert plan.tallied
+    reported = dataclasses.replace(
+        plan, reported=plan.reported + plan.tallied, tallied=(), key=plan.key + "-reported"
+    )
+    with tempfile.NamedTemporaryFile() as fh:
+        fh.write(content)
+        fh.flush()
+        heads = dict.fromkeys([s for s, _ in (*plan.reported, *plan.tallied, *plan.counted)], 5)
+        a = bytescan.scan_chunk(plan, fh.name, 0, len(content), heads, 10, 100)
+        b = bytescan.scan_chunk(reported, fh.name, 0, len(content), heads, 10, 100)
+    assert sorted(a.hot) == sorted(b.hot)
+    assert (a.lines, a.klog_lines, a.severities) == (b.lines, b.klog_lines, b.severities)
+    assert (a.loose, a.candidates) == (b.loose, b.candidates)
+    assert any(n == 2000 for _sid, _first, _last, n in a.hot)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "blind"),
+    [
+        (r"Updating node annotations with (?P<n>\d+) device\(s\)", True),
+        (r"[^\s\]]+ \S+ \w+\b.*$", True),
+        (r"[0-9a-f]{8}-[0-9A-F]+", True),
+        (r"(?i)hami\b.{0,24}?v?(?P<v>2\.\d{1,2})", False),  # a digit written
+        (r"[3-9]\d\d", False),  # a class of some digits only
+        (r"[\D0]", False),
+        (r"(\w+) \1", False),  # a back-reference compares what was taken
+        (r"(?(1)a|b)", False),
+        (r"\p{L}+", False),  # not read by Python's parser: not known, so not blind
+    ],
+)
+def test_a_regex_is_digit_blind_when_no_digit_and_no_class_of_some_digits_is_in_it(pattern, blind):
+    assert literals.digit_blind(pattern) is blind
+    if blind:  # what it says of the regex holds of texts: a match, and the digits made 0
+        for text in (
+            "Updating node annotations with 12 device(s)",
+            "x ab1 c7_9 9",
+            "deadbeef-12AF",
+        ):
+            blinded = text.translate(str.maketrans("0123456789", "0" * 10))
+            assert (re.search(pattern, text) is None) == (re.search(pattern, blinded) is None)
+
+
+LOOP_LINES = [  # a loop's lines, a `{}` where their numbers change
+    "I0815 10:00:{}.000001  412873 register.go:302] Updating node annotations with {} device(s)",
+    'E0815 10:00:{}.000002  {} plugin.go:1] "Allocate" request=&AllocateRequest{{}}',
+    "I0815 10:00:{}.000003  1 plugin.go:1] Allocate pod name is ns-{}/pod-{}, devices x",
+    f"E0815 10:00:{{}}.000004  412873 register.go:168] {NUMA} idx={{}}",
+    "I0815 10:00:{}.000005  1 notes.go:1] running HAMI V2.7.{} on this node",
+    "E0815 10:00:{}.000006  412873 other.go:1] unmatched error {}",
+    "plain text {} without a header",
+    "",
+]
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    picks=st.lists(
+        st.tuples(st.integers(0, len(LOOP_LINES) - 1), st.integers(0, 10**6)),
+        min_size=1,
+        max_size=60,
+    ),
+    repeat=st.integers(5, 40),
+    chunk=st.sampled_from([512, 4 << 10, 32 << 10]),
+)
+def test_any_loop_reads_the_same_tallied_as_by_the_line_reader(
+    ruleset, monkeypatch, picks, repeat, chunk
+):
+    """A loop of any of these lines, each time with other numbers: tallied wherever its head
+    repeats itself (the other thresholds lowered), it reads as the line reader reads it."""
+    monkeypatch.setattr(logs_mod, "TALLIED_SHARE", 0.01)
+    monkeypatch.setattr(logs_mod, "TALLIED_EVERY", 1 << 20)
+    monkeypatch.setattr(logs_mod, "TALLIED_MIN_LINES", 20)
+    head = [LOOP_LINES[0].format(0, 2), LOOP_LINES[1].format(0, 1)]  # a device plugin's log
+    rounds = [[(0, 0), *picks]] * repeat  # each round re-patches the node (a tallied signature)
+    lines = [
+        LOOP_LINES[k].format(*[(n + r) % (7 + k) for _ in range(3)])
+        for r, round_ in enumerate(rounds)
+        for k, n in round_
+    ]
+    by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, _log(head + lines, 1), chunk)
+    assert _taken(used) == [True]
+    _same(by_bytes, by_lines)

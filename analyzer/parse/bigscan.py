@@ -55,8 +55,9 @@ class ByteScan:
 
     @property
     def reported(self) -> list[str]:
-        """The hot signatures whose lines Hyperscan reports."""
-        return [sid for sid, _ in self.plan.reported]
+        """The hot signatures whose lines Hyperscan reports (the tallied ones in a chunk that
+        does not repeat itself)."""
+        return [sid for sid, _ in (*self.plan.reported, *self.plan.tallied)]
 
     @property
     def counted(self) -> list[tuple[str, str]]:

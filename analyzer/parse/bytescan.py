@@ -32,6 +32,7 @@ from typing import Any, BinaryIO
 from analyzer.parse.batch import CHUNK_BYTES, KLOG_HEADER, SIG_TAIL_CAP, ChunkFound, line_text
 from analyzer.parse.hsdb import NO_BYTE, Databases, Scanner, ScanPlan
 from analyzer.parse.literals import MIN_LITERAL
+from analyzer.parse.tally import Tallied, tally
 
 np: ModuleType | None
 # numpy's OpenBLAS starts a thread per further core when it is imported (~50-100 ms of CPU), a
@@ -307,6 +308,12 @@ class ChunkScanner:
         # those whose counter also ends mid-line (through an end anchor: `hsdb.line_counter`)
         self.anchored = [i for i, (_, counter) in enumerate(plan.reported) if NO_BYTE in counter]
         self.counted = list(plan.counted)  # (hot signature, its plain text): `bytes.count`
+        # hot signatures counted by the chunk's distinct lines where it repeats itself (`tally`)
+        self.tallied = [sid for sid, _ in plan.tallied]
+        self.tally = Scanner(databases.tally) if databases.tally is not None else None
+        self.tally_anchored = [
+            i for i, (_, counter) in enumerate(plan.tallied) if NO_BYTE in counter
+        ]
 
     def scan(
         self, chunk: bytearray, heads: dict[str, int], errors: int, examine: int
@@ -343,16 +350,26 @@ class ChunkScanner:
             for j, needle in enumerate(needles):
                 occurrences[j] += chunk.count(needle, start, end)
         del high  # the chunk's buffer is resized for the next one: nothing may hold it
+        reported, reported_ends = list(self.reported), bins[:n_reported]
+        anchored = list(self.anchored)
+        tallied = None
+        if self.tally is not None:
+            tallied = tally(self.tally, chunk, [heads[sid] for sid in self.tallied], SIG_TAIL_CAP)
+            if tallied is None:  # a chunk that does not repeat itself: its lines reported
+                anchored += [n_reported + i for i in self.tally_anchored]
+                reported += self.tallied
+                reported_ends += [[] for _ in self.tallied]
+                self.tally.scan_lines(view, 0, len(chunk), reported_ends[n_reported:])
         view.release()
-        reported_ends, seconds = bins[:n_reported], bins[n_reported:n_bins]
-        for i in self.anchored:
+        seconds = bins[n_reported:n_bins]
+        for i in anchored:
             reported_ends[i] = past_newlines(chunk, reported_ends[i])
-        lines_of = _Lines(chunk, reported_ends, [x for _, x in self.counted])
+        lines_of = _Lines(chunk, reported_ends, [x for _, x in self.counted], tallied)
 
         starts = sorted({line_start(chunk, e) for e in candidate_ends})
         wanted = set(starts)  # the starts of the lines whose number and text are kept
         hot_picks = []  # (signature, starts of its first lines, of its last lines, count)
-        for sid, ends in zip(self.reported, reported_ends, strict=True):
+        for sid, ends in zip(reported, reported_ends, strict=True):
             firsts, lasts = ends[: heads[sid]], ends[-SIG_TAIL_CAP:]
             hot_picks.append(
                 (
@@ -361,6 +378,10 @@ class ChunkScanner:
                     [line_start(chunk, e) for e in lasts],
                     len(ends),
                 )
+            )
+        if tallied is not None:
+            hot_picks += zip(
+                self.tallied, tallied.firsts, tallied.lasts, tallied.counts, strict=True
             )
         for (sid, _plain), needle, n, repeats in zip(
             self.counted, needles, occurrences, seconds, strict=True
@@ -463,11 +484,18 @@ def scan_chunk(
 class _Lines:
     """Questions about one chunk's lines, answered from the bytes around a line start."""
 
-    def __init__(self, chunk: bytearray, matched_ends: list[list[int]], literals: list[str]):
+    def __init__(
+        self,
+        chunk: bytearray,
+        matched_ends: list[list[int]],
+        literals: list[str],
+        tallied: Tallied | None = None,
+    ):
         self.chunk = chunk
         # the ends (past the newline) of the lines of the hot signatures Hyperscan reports
         self.reported = set().union(*matched_ends)
         self.needles = [x.encode() for x in literals]
+        self.tallied = tallied
 
     def end(self, start: int) -> int:
         return line_end(self.chunk, start) + 1
@@ -477,11 +505,12 @@ class _Lines:
         (a loop of its own: the first chunks ask it of up to ERROR_EXAMINED lines each, and a
         call per line cost as much as the rest of the chunk's scan)."""
         chunk, size, needles, reported = self.chunk, len(self.chunk), self.needles, self.reported
+        tallied = self.tallied
         find = chunk.find
         for rank, start in enumerate(starts):
             end = find(b"\n", start)
             end = (size if end < 0 else end) + 1
-            if end in reported:
+            if end in reported or (tallied is not None and tallied.holds(chunk, start, end - 1)):
                 continue
             for needle in needles:
                 if find(needle, start, end) >= 0:

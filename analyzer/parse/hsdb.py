@@ -317,6 +317,7 @@ class Databases:
     size: int
     aside: tuple[Any, int] | None
     short: tuple[Any, int, bool] | None
+    tally: Any | None = None  # the counters of the tallied hot signatures
 
 
 @dataclass(frozen=True)
@@ -325,7 +326,8 @@ class ScanPlan:
     process). `reported`: (hot signature, `line_counter`) whose lines Hyperscan reports;
     `counted`: (hot signature, text) of plain ones that `bytes.count` counts (a line reported
     costs a call into Python, a quarter of a microsecond: a periodic line is a third of some
-    logs); `literals` and `caseless` (ASCII case ignored): what makes a line a candidate, as
+    logs); `tallied`: (hot signature, `line_counter`) whose lines are counted by their distinct
+    digit-blind texts in a chunk that repeats itself (`bytescan.Tally`), else reported; `literals` and `caseless` (ASCII case ignored): what makes a line a candidate, as
     written (each process cuts them, `bytescan.rare_endings`); `inline` and `aside`: the line
     patterns of the signatures without a literal, run everywhere or on the lines that are not
     klog lines only; `sample`: the log's first lines (`logs.PROFILE_BYTES`), where the literals
@@ -333,6 +335,7 @@ class ScanPlan:
 
     reported: tuple[tuple[str, str], ...]
     counted: tuple[tuple[str, str], ...]
+    tallied: tuple[tuple[str, str], ...]
     literals: tuple[str, ...]
     caseless: tuple[str, ...]
     inline: tuple[str, ...]
@@ -349,6 +352,7 @@ class ScanPlan:
         caseless: list[str],
         prefilters: list[str],
         sample: bytes = b"",
+        tallied: list[tuple[str, str]] = (),  # type: ignore[assignment]
     ) -> ScanPlan | None:
         """The plan, with `prefilters`, the regexes of the signatures without a literal (found
         by a superset of their matches); None when one cannot be read in byte mode or Hyperscan
@@ -367,7 +371,15 @@ class ScanPlan:
         off_klog = [misses_lines_starting(x, KLOG_HEADER) for x in supersets]
         inline = tuple(p for p, off in zip(lines, off_klog, strict=True) if p and not off)
         aside = tuple(p for p, off in zip(lines, off_klog, strict=True) if p and off)
-        parts = (tuple(reported), tuple(counted), tuple(literals), tuple(caseless), inline, aside)
+        parts = (
+            tuple(reported),
+            tuple(counted),
+            tuple(tallied),
+            tuple(literals),
+            tuple(caseless),
+            inline,
+            aside,
+        )
         key = hashlib.sha256(pickle.dumps((*parts, sample))).hexdigest()
         return cls(*parts, sample, key)
 
@@ -401,13 +413,24 @@ class ScanPlan:
         short_database = (
             database([bytes_literal(x) for x, _ in short], [f for _, f in short]) if short else None
         )
-        if main is None or (self.aside and aside is None) or (short and short_database is None):
+        tally = (
+            database([p for _, p in self.tallied], [multiline] * len(self.tallied))
+            if self.tallied
+            else None
+        )
+        if (
+            main is None
+            or (self.aside and aside is None)
+            or (short and short_database is None)
+            or (self.tallied and tally is None)
+        ):
             return None
         return Databases(
             main,
             len(expressions),
             (aside, len(self.aside)) if self.aside else None,
             (short_database, len(short), all(not x.isascii() for x, _ in short)) if short else None,
+            tally,
         )
 
 

@@ -461,3 +461,82 @@ class _Steps:
             one = re.compile(element)
             self._chars[element] = frozenset(c for c in map(chr, range(128)) if one.fullmatch(c))
         return self._chars[element]
+
+
+_DIGITS = frozenset(range(ord("0"), ord("9") + 1))
+# categories that hold all ten ASCII digits or none of them
+_WHOLE_CATEGORIES = frozenset(_CATEGORIES)
+
+
+def digit_blind(pattern: str) -> bool:
+    r"""True when the regex matches a text exactly where it matches the text with each ASCII digit
+    made `0`: no digit is written in it, a class holds all ten or none, and nothing compares
+    what a group took (a back-reference). The byte scan then counts the lines of a log that
+    repeats itself but for its numbers (clocks, counters) by their distinct digit-blind texts.
+    False wherever that is not certain (a part this check does not know).
+
+    >>> digit_blind(r"retrying after (?P<s>\d+|N) seconds"), digit_blind(r"[^\]\s]+ \w{3}\b")
+    (True, True)
+    >>> digit_blind(r"v2\.\d"), digit_blind(r"[3-9]\d\d"), digit_blind(r"(\d)\1"), digit_blind(r"[0-9a-f]")
+    (False, False, False, True)
+    """
+    try:
+        return _blind(list(P.parse(pattern)))
+    except (re.error, TypeError, ValueError, RecursionError):
+        return False
+
+
+def _blind(items) -> bool:
+    for op, av in items:
+        if op in (C.LITERAL, C.NOT_LITERAL):
+            if av in _DIGITS:
+                return False
+        elif op is C.IN:
+            if not _class_blind(av):
+                return False
+        elif op in (C.ANY, C.AT):
+            continue
+        elif op is C.SUBPATTERN:
+            if not _blind(list(av[-1])):
+                return False
+        elif op is C.BRANCH:
+            if not all(_blind(list(b)) for b in av[1]):
+                return False
+        elif op in _REPEATS:
+            if not _blind(list(av[2])):
+                return False
+        elif op in (C.ASSERT, C.ASSERT_NOT):
+            if not _blind(list(av[1])):
+                return False
+        elif op is _ATOMIC:
+            if not _blind(list(av)):
+                return False
+        else:  # a back-reference, a conditional group, a part not known here
+            return False
+    return True
+
+
+def _class_blind(items) -> bool:
+    """A class holds all ten ASCII digits or none (negated or not, the same)."""
+    held: set[int] = set()
+    for op, av in items:
+        if op is C.LITERAL:
+            held.update({av} & _DIGITS)
+        elif op is C.RANGE:
+            held.update(_DIGITS.intersection(range(av[0], av[1] + 1)))
+        elif op is C.CATEGORY:
+            if av not in _WHOLE_CATEGORIES:
+                return False
+            if av in (C.CATEGORY_DIGIT, C.CATEGORY_WORD, C.CATEGORY_NOT_SPACE):
+                held.update(_DIGITS)
+        elif op is not C.NEGATE:
+            return False
+    return not held or held == _DIGITS
+
+
+_REPEATS = tuple(
+    getattr(C, name)
+    for name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
+    if hasattr(C, name)
+)
+_ATOMIC = getattr(C, "ATOMIC_GROUP", None)

@@ -12,6 +12,7 @@ import codecs
 import itertools
 import re
 import string
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,7 @@ from analyzer.parse.batch import (
     Batch,
 )
 from analyzer.parse.literals import (
+    digit_blind,
     ignores_case,
     leading_superset,
     least_common,
@@ -124,6 +126,13 @@ CASE_VARIANTS = 64
 # 16 MiB: as much as ~10,000 lines reported one by one at ~0.3 us each, one in 1.7 KB); a
 # sparser one's lines are reported
 COUNTED_EVERY = 2048
+# a big log whose first lines are at least TALLIED_MIN_LINES and repeat themselves but for their
+# digits (`parse.tally.DISTINCT_SHARE`) counts its hot signatures blind to digits by distinct
+# lines where they are on TALLIED_SHARE of those lines, one in TALLIED_EVERY characters or more
+TALLIED_MIN_LINES = 200
+TALLIED_SHARE = 0.5
+TALLIED_EVERY = 256
+_DIGIT_BLIND = str.maketrans("0123456789", "0" * 10)
 FALLBACK_PER_SCAN = 8  # literal-less patterns joined into one regex scan
 
 
@@ -939,18 +948,52 @@ def _byte_scan(
     counters = {sid: line_counter(matcher.pattern[sid]) for sid in hot if sid not in plain}
     reported = {sid: counter for sid, counter in counters.items() if counter is not None}
     sample = first.encode()
-    scan = _byte_scan_of(matcher, plain, reported, sample)
+    tallied = _tallied(matcher, list(reported), head)
+    scan = _byte_scan_of(matcher, plain, reported, sample, tallied)
     if scan is None and reported:  # one counter Hyperscan refuses sinks the whole database
         reported = {sid: counter for sid, counter in reported.items() if accepted(counter)}
-        scan = _byte_scan_of(matcher, plain, reported, sample)
+        scan = _byte_scan_of(matcher, plain, reported, sample, tallied)
     return scan
 
 
+def _tallied(matcher: Matcher, reported: list[str], lines: list[str]) -> set[str]:
+    """The hot signatures to count by a chunk's distinct digit-blind lines (`parse.tally`) rather
+    than by reporting each line: those whose regex cannot tell digits apart, where the log's
+    first lines repeat themselves and such signatures are on TALLIED_SHARE of them, once in
+    TALLIED_EVERY characters or more often (tallying a chunk costs about what reporting half its
+    lines does, and its bytes cost it too: a kubelet journal's lines of ~400 bytes, each one
+    of them, cost as much either way). Asked of the log's first lines for a plan made again
+    too: a loop's candidates say nothing of the lines around them."""
+    from analyzer.parse.tally import DISTINCT_SHARE
+
+    blind = [sid for sid in reported if digit_blind(matcher.pattern[sid])]
+    if not blind or len(lines) < TALLIED_MIN_LINES:
+        return set()
+    distinct = Counter(line.translate(_DIGIT_BLIND) for line in lines)
+    if len(distinct) > DISTINCT_SHARE * len(lines):
+        return set()
+    held = 0
+    for line, n in distinct.items():
+        try:
+            if any(matcher.regex(sid).search(line, timeout=MATCH_TIMEOUT) for sid in blind):
+                held += n
+        except TimeoutError:
+            continue
+    size = sum(map(len, lines)) + len(lines)
+    dense = held >= TALLIED_SHARE * len(lines) and held * TALLIED_EVERY >= size
+    return set(blind) if dense else set()
+
+
 def _byte_scan_of(
-    matcher: Matcher, plain: dict[str, str], reported: dict[str, str], sample: bytes
+    matcher: Matcher,
+    plain: dict[str, str],
+    reported: dict[str, str],
+    sample: bytes,
+    tallied: set[str] = frozenset(),  # type: ignore[assignment]
 ) -> ByteScan | None:
     """The byte scan that counts the `plain` hot signatures and reports the lines of the
-    `reported` ones (with these counters); every other signature makes lines candidates."""
+    `reported` ones (with these counters; those of them `tallied`, by a chunk's distinct lines
+    where it repeats itself); every other signature makes lines candidates."""
     from analyzer.parse.bigscan import ByteScan
     from analyzer.parse.hsdb import ScanPlan
 
@@ -960,12 +1003,13 @@ def _byte_scan_of(
     caseless = sorted(rest._by_folded_literal())
     folds = {FOLDS_TO_ASCII[c] for x in caseless for c in x if c in FOLDS_TO_ASCII}
     plan = ScanPlan.of(
-        list(reported.items()),
+        [(sid, counter) for sid, counter in reported.items() if sid not in tallied],
         list(plain.items()),
         rest.literals + sorted(folds),
         caseless,
         [rest.pattern[sid] for sid in rest.fallback],
         sample,
+        [(sid, counter) for sid, counter in reported.items() if sid in tallied],
     )
     return ByteScan.checked(plan) if plan is not None else None
 

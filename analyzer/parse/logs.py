@@ -969,7 +969,7 @@ def _tallied(matcher: Matcher, reported: list[str], lines: list[str]) -> set[str
     blind = [sid for sid in reported if digit_blind(matcher.pattern[sid])]
     if not blind or len(lines) < TALLIED_MIN_LINES:
         return set()
-    distinct = Counter(line.translate(_DIGIT_BLIND) for line in lines)
+    distinct = Counter("\n".join(lines).translate(_DIGIT_BLIND).split("\n"))  # in C: no step a line
     if len(distinct) > DISTINCT_SHARE * len(lines):
         return set()
     held = 0

@@ -227,6 +227,7 @@ def test_a_candidate_no_signature_takes_is_loose_only_among_the_first_error_line
         ("[\u2018\u2019]x", r"(?:\xe2\x80\x98|\xe2\x80\x99)x"),
         # a negated class leaves it out: its bytes are read one at a time, as `.` reads them
         ('[^"\u201c\u201d\\s]+', r'[^\n"\t\x0b\x0c\r ]+'),
+        (r"a{,3}b", r"a{0,3}b"),  # Hyperscan reads `{,3}` as its text, Python as a repeat
     ],
 )
 def test_regexes_are_read_line_by_line_in_byte_mode(pattern, translated):
@@ -246,6 +247,8 @@ def test_regexes_are_read_line_by_line_in_byte_mode(pattern, translated):
         r"[[:alpha:]]",
         r"[^\S]",
         r"a\Z",
+        r"a[\t-\r]x",  # a range over the newline: a match would read on into the next line
+        r"[\x00-\x7f]",
     ],
 )
 def test_what_byte_mode_cannot_read_the_same_way_is_refused(pattern):
@@ -878,3 +881,30 @@ def test_any_loop_reads_the_same_tallied_as_by_the_line_reader(
     by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, _log(head + lines, 1), chunk)
     assert _taken(used) == [True]
     _same(by_bytes, by_lines)
+
+
+def _counters(ruleset, sids: list[str]) -> hsdb.Scanner:
+    counters = [hsdb.line_counter(ruleset.signatures[sid].pattern) for sid in sids]
+    return hsdb.Scanner(hsdb.database(counters, [hsdb.hyperscan.HS_FLAG_MULTILINE] * len(sids)))
+
+
+def test_a_chunk_of_another_loop_is_not_tallied_and_rare_lines_are_found_at_both_ends(ruleset):
+    """A chunk that repeats itself but holds the tallied signatures on few of its lines is not
+    tallied (the reports cost less). Where they are on many, the first and last lines of each,
+    among them a few lines far apart that each appear once, are those one pass in order finds."""
+    sids = ["dp-annotation-updated", "hami-device-plugin-allocate-request"]
+    scanner = _counters(ruleset, sids)
+    other = _log([VOCABULARY[7], VOCABULARY[6], VOCABULARY[7]], 400)  # a loop of other lines
+    assert tally_mod.tally(scanner, bytearray(other), [5, 5], 5) is None
+    lines = _loop(600, blind_lines=1).decode().splitlines()
+    for k, at in enumerate((3, 450, 900, 1190)):  # four allocations, each a line of its own
+        lines.insert(at, f"I0815 10:00:00.1  1 plugin.go:1] Allocate pod name is ns/{'abcd'[k]}x")
+    chunk = ("\n".join(lines) + "\n").encode()
+    got = tally_mod.tally(scanner, bytearray(chunk), [2, 3], 3)
+    assert got is not None
+    starts = [0, *itertools.accumulate(len(x) + 1 for x in lines)]
+    for i, sid in enumerate(sids):
+        pattern = re.compile(ruleset.signatures[sid].pattern)
+        mine = [starts[k] for k, line in enumerate(lines) if pattern.search(line)]
+        assert got.counts[i] == len(mine)
+        assert got.firsts[i] == mine[: [2, 3][i]] and got.lasts[i] == mine[-3:]

@@ -61,7 +61,7 @@ def line_pattern(pattern: str) -> str | None:
         return None
     out: list[str] = []
     wide: list[str] = []  # the class's members outside ASCII, as bytes
-    i, in_class, class_at = 0, False, 0
+    i, in_class, class_at, negated = 0, False, 0, False
     while i < len(pattern):
         c = pattern[i]
         if ord(c) > 127:
@@ -98,6 +98,8 @@ def line_pattern(pattern: str) -> str | None:
             if c == "]":
                 in_class = False
                 members = "".join(out[class_at:])
+                if not negated and members != "[]" and _takes_newline(members):  # `[\t-\r]`
+                    return None
                 ascii_part = [members] if members != "[]" else []  # `[\n]`: none in a line
                 out[class_at:] = (
                     ["(?:", "|".join([*ascii_part, *wide]), ")"]
@@ -105,6 +107,10 @@ def line_pattern(pattern: str) -> str | None:
                     else ascii_part or [NO_BYTE]
                 )
                 wide = []
+            i += 1
+            continue
+        if c == "{" and pattern.startswith(",", i + 1):  # `{,n}`: Hyperscan reads the text
+            out.append("{0")
             i += 1
             continue
         if c == "[":
@@ -132,6 +138,14 @@ def line_pattern(pattern: str) -> str | None:
 
 
 _CASELESS = re.compile(r"\(\?[a-zA-Z-]*i")  # an inline flag group that ignores case
+
+
+def _takes_newline(members: str) -> bool:
+    """Whether a class (as `line_pattern` writes it) holds the newline (a range across it)."""
+    try:
+        return re.fullmatch(members.encode(), b"\n") is not None
+    except re.error:
+        return True
 
 
 def line_counter(pattern: str) -> str | None:
@@ -326,8 +340,9 @@ class ScanPlan:
     process). `reported`: (hot signature, `line_counter`) whose lines Hyperscan reports;
     `counted`: (hot signature, text) of plain ones that `bytes.count` counts (a line reported
     costs a call into Python, a quarter of a microsecond: a periodic line is a third of some
-    logs); `tallied`: (hot signature, `line_counter`) whose lines are counted by their distinct
-    digit-blind texts in a chunk that repeats itself (`bytescan.Tally`), else reported; `literals` and `caseless` (ASCII case ignored): what makes a line a candidate, as
+    logs); `tallied`: (hot signature, `line_counter`) whose lines are counted by their
+    distinct digit-blind texts in a chunk that repeats itself (`parse.tally`), else reported;
+    `literals` and `caseless` (ASCII case ignored): what makes a line a candidate, as
     written (each process cuts them, `bytescan.rare_endings`); `inline` and `aside`: the line
     patterns of the signatures without a literal, run everywhere or on the lines that are not
     klog lines only; `sample`: the log's first lines (`logs.PROFILE_BYTES`), where the literals

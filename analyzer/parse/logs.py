@@ -12,7 +12,6 @@ import codecs
 import itertools
 import re
 import string
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,11 +127,10 @@ CASE_VARIANTS = 64
 COUNTED_EVERY = 2048
 # a big log whose first lines are at least TALLIED_MIN_LINES and repeat themselves but for their
 # digits (`parse.tally.DISTINCT_SHARE`) counts its hot signatures blind to digits by distinct
-# lines where they are on TALLIED_SHARE of those lines, one in TALLIED_EVERY characters or more
+# lines where they are on TALLIED_SHARE of those lines, one in TALLIED_EVERY bytes or more
 TALLIED_MIN_LINES = 200
 TALLIED_SHARE = 0.5
 TALLIED_EVERY = 256
-_DIGIT_BLIND = str.maketrans("0123456789", "0" * 10)
 FALLBACK_PER_SCAN = 8  # literal-less patterns joined into one regex scan
 
 
@@ -948,7 +946,7 @@ def _byte_scan(
     counters = {sid: line_counter(matcher.pattern[sid]) for sid in hot if sid not in plain}
     reported = {sid: counter for sid, counter in counters.items() if counter is not None}
     sample = first.encode()
-    tallied = _tallied(matcher, list(reported), head)
+    tallied = _tallied(matcher, reported, head)
     scan = _byte_scan_of(matcher, plain, reported, sample, tallied)
     if scan is None and reported:  # one counter Hyperscan refuses sinks the whole database
         reported = {sid: counter for sid, counter in reported.items() if accepted(counter)}
@@ -956,31 +954,34 @@ def _byte_scan(
     return scan
 
 
-def _tallied(matcher: Matcher, reported: list[str], lines: list[str]) -> set[str]:
+def _tallied(matcher: Matcher, reported: dict[str, str], lines: list[str]) -> set[str]:
     """The hot signatures to count by a chunk's distinct digit-blind lines (`parse.tally`) rather
-    than by reporting each line: those whose regex cannot tell digits apart, where the log's
-    first lines repeat themselves and such signatures are on TALLIED_SHARE of them, once in
-    TALLIED_EVERY characters or more often (tallying a chunk costs about what reporting half its
-    lines does, and its bytes cost it too: a kubelet journal's lines of ~400 bytes, each one
-    of them, cost as much either way). Asked of the log's first lines for a plan made again
-    too: a loop's candidates say nothing of the lines around them."""
-    from analyzer.parse.tally import DISTINCT_SHARE
+    than by reporting each line (`reported`: their counters): those whose regex cannot tell
+    digits apart, where the log's first lines repeat themselves and such signatures are on
+    TALLIED_SHARE of them, once in TALLIED_EVERY bytes or more often (tallying a chunk costs
+    about what reporting half its lines does, and its bytes cost it too: a kubelet journal's
+    lines of ~400 bytes, each one of them, cost as much either way). Their lines are found as
+    a scan process finds them: the counters over the distinct lines. Asked of the log's first
+    lines for a plan made again too: a loop's candidates say nothing of the lines around them."""
+    from analyzer.parse.hsdb import Scanner, database, hyperscan
+    from analyzer.parse.tally import distinct_lines, matched
 
     blind = [sid for sid in reported if digit_blind(matcher.pattern[sid])]
-    if not blind or len(lines) < TALLIED_MIN_LINES:
+    if hyperscan is None or not blind or len(lines) < TALLIED_MIN_LINES:
         return set()
-    distinct = Counter("\n".join(lines).translate(_DIGIT_BLIND).split("\n"))  # in C: no step a line
-    if len(distinct) > DISTINCT_SHARE * len(lines):
+    try:
+        text = ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape")
+    except UnicodeError:
         return set()
-    held = 0
-    for line, n in distinct.items():
-        try:
-            if any(matcher.regex(sid).search(line, timeout=MATCH_TIMEOUT) for sid in blind):
-                held += n
-        except TimeoutError:
-            continue
-    size = sum(map(len, lines)) + len(lines)
-    dense = held >= TALLIED_SHARE * len(lines) and held * TALLIED_EVERY >= size
+    counts = distinct_lines(text)
+    counters = database(
+        [reported[sid] for sid in blind], [hyperscan.HS_FLAG_MULTILINE] * len(blind)
+    )
+    if counts is None or counters is None:
+        return set()
+    on = matched(Scanner(counters), len(blind), list(counts))
+    held = sum(n for line, n in counts.items() if line in on)
+    dense = held >= TALLIED_SHARE * len(lines) and held * TALLIED_EVERY >= len(text)
     return set(blind) if dense else set()
 
 

@@ -14,7 +14,7 @@ import pickle
 import platform
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -367,7 +367,7 @@ class ScanPlan:
         caseless: list[str],
         prefilters: list[str],
         sample: bytes = b"",
-        tallied: list[tuple[str, str]] = (),  # type: ignore[assignment]
+        tallied: Sequence[tuple[str, str]] = (),
     ) -> ScanPlan | None:
         """The plan, with `prefilters`, the regexes of the signatures without a literal (found
         by a superset of their matches); None when one cannot be read in byte mode or Hyperscan

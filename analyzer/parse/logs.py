@@ -13,6 +13,7 @@ import itertools
 import re
 import string
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -990,7 +991,7 @@ def _byte_scan_of(
     plain: dict[str, str],
     reported: dict[str, str],
     sample: bytes,
-    tallied: set[str] = frozenset(),  # type: ignore[assignment]
+    tallied: AbstractSet[str] = frozenset(),
 ) -> ByteScan | None:
     """The byte scan that counts the `plain` hot signatures and reports the lines of the
     `reported` ones (with these counters; those of them `tallied`, by a chunk's distinct lines

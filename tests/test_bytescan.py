@@ -720,11 +720,11 @@ def test_a_literal_is_cut_at_its_longest_rare_ending(literals, sample):
         assert all(len(s) <= len(cut.encode()) for s in starts if held(s[-n:]) == fewest)
 
 
-def _loop(n: int, blind_lines: int = 3, unique_from: int | None = None) -> bytes:
+def _loop(n: int, kinds: int = 4, unique_from: int | None = None) -> bytes:
     """A device plugin in a loop: each round re-patches its node, answers an allocation (an error
     line), logs the benign numa error and its version, the same lines but for their clocks and
-    counts; from line `unique_from` on, each line also names a device of its own (the log stops
-    repeating)."""
+    counts (the first `kinds` of these lines a round); from line `unique_from` on, each line also
+    names a device of its own (the log stops repeating)."""
     out = []
     for i in range(n):
         clock = f"10:{i // 6000 % 60:02d}:{i // 100 % 60:02d}.{i * 37 % 1000000:06d}"
@@ -739,7 +739,7 @@ def _loop(n: int, blind_lines: int = 3, unique_from: int | None = None) -> bytes
             f"E0815 {clock}  412873 register.go:168] {NUMA} idx={i % 8}{own}",
             f"I0815 {clock}  1 notes.go:1] running HAMI V2.7.{i % 3} on this node{own}",
         ]
-        out += round_[: blind_lines + 1]
+        out += round_[:kinds]
     return ("\n".join(out) + "\n").encode()
 
 
@@ -896,7 +896,7 @@ def test_a_chunk_of_another_loop_is_not_tallied_and_rare_lines_are_found_at_both
     scanner = _counters(ruleset, sids)
     other = _log([VOCABULARY[7], VOCABULARY[6], VOCABULARY[7]], 400)  # a loop of other lines
     assert tally_mod.tally(scanner, bytearray(other), [5, 5], 5) is None
-    lines = _loop(600, blind_lines=1).decode().splitlines()
+    lines = _loop(600, kinds=2).decode().splitlines()
     for k, at in enumerate((3, 450, 900, 1190)):  # four allocations, each a line of its own
         lines.insert(at, f"I0815 10:00:00.1  1 plugin.go:1] Allocate pod name is ns/{'abcd'[k]}x")
     chunk = ("\n".join(lines) + "\n").encode()

@@ -313,6 +313,21 @@ def test_hostile_redactor_times_out(tmp_path):
             "redactors:\n  - {id: x, description: d, token: t, pattern: a, keys: b}\n",
             "exactly one of",
         ),
+        (
+            "redactors:\n  - {id: x, description: d, token: t, pattern: a, prefilter: a, "
+            "keep: b, kept_prefilter: 'z', examples: {redact: [a]}}\n",
+            "'kept_prefilter' must be a regex holding {keep} once",
+        ),
+        (
+            "redactors:\n  - {id: x, description: d, token: t, pattern: a, prefilter: a, "
+            "kept_prefilter: ' {keep}', examples: {redact: [a]}}\n",
+            "'kept_prefilter' needs a 'keep' and a 'prefilter'",
+        ),
+        (
+            "redactors:\n  - {id: x, description: d, token: t, find: '(?P<value>a)', "
+            "prefilter: a, keep: b, kept_prefilter: ' {keep}', examples: {redact: [a]}}\n",
+            "'kept_prefilter' is for a per-line 'pattern' or 'keys' redactor",
+        ),
     ],
 )
 def test_bad_redactors_file_is_one_line_exit_2(tmp_path, content, message):
@@ -1261,16 +1276,17 @@ def test_property_node_name_prefilter_selects_every_get_pods_line(data):
             assert fast.hits(line.encode() + b"\n").starts[0] == [0], line
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(6))
 def test_line_numbers_are_the_newlines_before_each_start(seed):
     """The first pass finds the line each match ends on, and numbers it, by counting newlines a
     block of the scratch array at a time: an end in any block, at a block's first or last byte,
     on a newline, after empty lines, on the last line without a newline; the same start and
-    number as `line_start` and counting the newlines before it give."""
+    number as `line_start` and counting the newlines before it give, for many ends (every
+    newline of a block with one) and for a few (each line found back from its end)."""
     import random
 
     from analyzer.parse.bytescan import LINE_BLOCK, line_start
-    from analyzer.redact.hyper import line_filter, line_starts
+    from analyzer.redact.hyper import SPARSE_KEYS, line_filter, line_starts
 
     if line_filter(("x",)) is None:
         pytest.skip("Hyperscan has no wheel for this platform")
@@ -1282,7 +1298,13 @@ def test_line_numbers_are_the_newlines_before_each_start(seed):
     ends += [k * LINE_BLOCK + d for k in range(1, len(raw) // LINE_BLOCK) for d in (-1, 0, 1, 2)]
     if seed % 2:  # blocks without a match between those with one
         ends = [e for e in ends if e < LINE_BLOCK or e > len(raw) - LINE_BLOCK]
+        ends += [rng.randrange(1, LINE_BLOCK) for _ in range(300)]
+        ends += [len(raw) - rng.randrange(LINE_BLOCK) for _ in range(300)]
     ends += [i + 1 for i in rng.sample(range(len(raw)), 200) if raw[i] == 10]  # on a newline
+    if seed >= 4:  # a few: each found back from its end
+        ends = [1, len(raw), *rng.sample(ends, 60)]
+    keys = len({max(e - 1, 0) for e in ends})
+    assert keys <= SPARSE_KEYS if seed >= 4 else keys > SPARSE_KEYS  # both ways are tested
     assert len(raw) > 2 * LINE_BLOCK
     # and a line that starts in a block without a match and ends blocks later
     long = b"a\n" + b"b\n" * LINE_BLOCK + b"z" * (2 * LINE_BLOCK + seed)
@@ -1324,6 +1346,118 @@ def test_every_prefilter_selects_an_example_line_at_the_end_or_start_of_a_piece(
             assert want <= got, (line, sorted(want - got))
             checked += len(want)
     assert checked > 50  # the examples exercise most prefilters
+
+
+def _registry_filter():
+    """The catalogue's line filter with its kept shapes, the private-registry redactor, and its
+    prefilter's place in the filter (or None without Hyperscan)."""
+    from analyzer.redact.hyper import line_filter
+
+    learner = Learner(load_redactors())
+    registry = next(r for r in learner.per_line if r.id == "private-registry")
+    fast = line_filter(tuple(learner.prefilters), learner.kept)
+    if fast is None:
+        pytest.skip("Hyperscan has no wheel for this platform")
+    return fast, registry, learner.prefilters.index(str(registry.prefilter))
+
+
+def _selected(fast, k: int, line: str) -> bool:
+    return fast.hits(line.encode() + b"\n").starts[k] == [0]
+
+
+def test_kept_prefilter_drops_only_the_lines_whose_every_registry_is_public():
+    """The registry redactor's kept shape lets Hyperscan drop a line whose every image host is
+    public (client-go's source lines on every Kubernetes log, a public image), never one that
+    also names a private host, nor one where a public host is only a path's or a longer host's
+    part, nor a host the shape does not mirror (localhost, an address)."""
+    from analyzer.redact.hyper import line_filter
+
+    fast, registry, k = _registry_filter()
+    dropped = [
+        "I0815 00:00:00.010839       1 reflector.go:447] k8s.io/client-go/informers/factory.go"
+        ":150: Watch close - *v1.Pod total 185 items received",
+        "    image: docker.io/projecthami/hami:v2.10.0",
+        "patch node with annotations map[hami.io/node-handshake:Requesting_2024.08.15 09:12:44]",
+        "image: nvcr.io/nvidia/k8s-device-plugin@sha256:" + "0" * 64,
+    ]
+    selected = [
+        "    image: harbor.corp.example.com:5000/projecthami/hami:v2.10.0",
+        "k8s.io/client-go/informers/factory.go:150: pulled harbor.corp.example/x/y:v1",
+        "from evil.example/k8s.io/x:1",
+        "from k8s.io.evil.example/x:1",
+        "from localhost:5000/x:1 and 10.0.0.1:5000/x/y:1",
+        "镜像 docker.io/projecthami/hami:v2.10.0",  # outside ASCII: polars, without the shape
+    ]
+    for line in dropped:
+        assert registry.kept_prefilter and not _selected(fast, k, line), line
+        assert all(registry.kept(v) for _, v in _values_of(registry, line)), line
+    for line in selected:
+        assert _selected(fast, k, line), line
+    plain = line_filter(fast.prefilters)  # without the shapes, every one of them is selected
+    assert plain is not None and all(_selected(plain, k, line) for line in dropped + selected)
+
+
+def _values_of(r, text: str):
+    from analyzer.redact.engine import _values
+
+    return list(_values(r, text, "a test"))
+
+
+PUBLIC_HOSTS = ["docker.io", "k8s.io", "registry.k8s.io", "sub.k8s.io", "hami.io", "x.pkg.dev"]
+PRIVATE_HOSTS = ["evil.io", "k8s.io.evil.io", "harbor.corp.example.com", "a.b", "localhost"]
+REGISTRY_REFERENCE = st.builds(
+    lambda edge, host, port, path, tag, after: f"{edge}{host}{port}/{'/'.join(path)}{tag}{after}",
+    st.sampled_from(["", " ", '"', "'", "=", "(", "[", ",", "_", "x", "/", ".", "@", ":", "-"]),
+    st.sampled_from([*PUBLIC_HOSTS, *PRIVATE_HOSTS, "evil-k8s.io", "Ab.io", "10.1.2.3", ""]),
+    st.sampled_from(["", ":5000", ":80", ":"]),
+    st.lists(
+        st.sampled_from([*PUBLIC_HOSTS, "evil.io", "client-go", "factory.go", "a.b-c", "d_e", ""]),
+        max_size=3,
+    ),
+    st.sampled_from([":v1", ":150:", ":1", "@sha256:" + "a" * 64, "@sha256:abc", ":", ""]),
+    st.sampled_from(["", " Watch close", '"', "]", ": ", "/x:2"]),
+)
+REGISTRY_LINE = st.lists(REGISTRY_REFERENCE, min_size=1, max_size=4).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(REGISTRY_LINE)
+def test_property_kept_prefilter_never_drops_a_line_holding_a_private_registry(line):
+    """Whatever surrounds them, a line where the registry pattern reads a value `keep` does not
+    keep is selected with the kept shape in the filter: the shape only ever excuses a prefilter
+    match whose host is the pattern's whole value and public."""
+    fast, registry, k = _registry_filter()
+    if any(not registry.kept(v) for _, v in _values_of(registry, line)):
+        assert _selected(fast, k, line), line
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(REGISTRY_LINE, min_size=1, max_size=40))
+def test_property_kept_prefilter_leaves_the_first_pass_as_it_was(rows):
+    """A piece's lesson (the values found, the token-shaped words, the plan for the second
+    pass) is the same with the kept shapes as without them."""
+    from unittest import mock
+
+    import analyzer.redact.lines as lines_module
+
+    _registry_filter()
+    raw = "".join(f"I0815 00:00:00.{i:06d}       1 x.go:1] {r}\n" for i, r in enumerate(rows))
+    plain = Learner(load_redactors())
+    shaped = Learner(load_redactors())
+    with (
+        mock.patch.object(lines_module, "SMALL", 0),
+        mock.patch.object(lines_module, "HYPERSCAN_MIN", 0),
+        mock.patch.object(type(plain), "kept", property(lambda self: ())),
+    ):
+        without = plain.prepare(raw.encode(), "p")
+    with (
+        mock.patch.object(lines_module, "SMALL", 0),
+        mock.patch.object(lines_module, "HYPERSCAN_MIN", 0),
+    ):
+        with_shapes = shaped.prepare(raw.encode(), "p")
+    # a selection the shape dropped found nothing: an empty dict less
+    assert [f for f in with_shapes.found if f] == [f for f in without.found if f]
+    assert with_shapes.reserved == without.reserved and with_shapes.plan == without.plan
 
 
 LINE_PARTS = st.sampled_from(["x", "yy", "\n", "\n\n", "x\n", " ", "é", "héllo x", "a" * 70])

@@ -216,7 +216,7 @@ def discover(
             teacher = _Teacher(learner)
             workers: Workers[Lesson | None] | None = None
             if any(s.path.stat().st_size >= FORK_MIN for s in texts):
-                line_filter(teacher.prefilters)  # compiled once, before the fork
+                line_filter(teacher.prefilters, teacher.kept)  # compiled once, before the fork
                 workers = stack.enter_context(Workers(teacher, SCANS))
                 if parsed and workers.processes is not None:
                     # the analyzer's parsers read the small files meanwhile: this process only
@@ -264,6 +264,7 @@ class _Teacher:
     def __init__(self, learner: Learner):
         self.learner = learner
         self.prefilters = tuple(learner.prefilters)
+        self.kept = learner.kept
 
     def __call__(self, path: str, start: int, end: int, where: str) -> Lesson | None:
         buffer = thread_buffer(end - start)
@@ -271,7 +272,7 @@ class _Teacher:
             if read_into(fh, start, end - start, buffer) != end - start:
                 return None  # the file changed meanwhile: the caller reads what is there
         plain = len(buffer) >= HYPERSCAN_MIN and buffer.isascii() and b"\r" not in buffer
-        if not plain or line_filter(self.prefilters) is None:
+        if not plain or line_filter(self.prefilters, self.kept) is None:
             return None
         # read as bytes: the pass over plain lines only finds, slices and decodes the piece,
         # and Hyperscan and numpy read a bytearray alike (a copy would cost its page faults)

@@ -177,6 +177,9 @@ class Plan:
     whole: set[str] = field(default_factory=set)
     lines: dict[str, list[int]] = field(default_factory=dict)
     starts: dict[int, int] = field(default_factory=dict)  # where those lines start in the piece
+    # the piece's size when the first pass kept it as bytes (valid UTF-8 without a carriage
+    # return): the second pass's piece of that size is not read through again to check
+    kept_as_bytes: int = field(default=-1, compare=False)
 
     def planned(self) -> list[int]:
         return sorted({i for idx in self.lines.values() for i in idx})
@@ -250,17 +253,27 @@ class Learner:
     def prepare(self, raw: bytes, where: str, plain: bool = False) -> Lesson:
         """A piece split, scanned and studied (no state is touched: a worker may do it);
         `plain`: see `Lines.of_bytes`."""
-        return self.lesson(Lines.of_bytes(raw, plain), where)
+        lines = Lines.of_bytes(raw, plain)
+        lesson = self.lesson(lines, where)
+        if lines.raw is not None:
+            lesson.plan.kept_as_bytes = len(raw)
+        return lesson
 
     @property
     def prefilters(self) -> list[str]:
         return [self.shapes_prefilter] + [str(r.prefilter) for r in [*self.gates, *self.per_line]]
 
+    @property
+    def kept(self) -> tuple[str | None, ...]:
+        """Each prefilter's kept shape (`hyper.py`; a per-line redactor's only): the lines only
+        it would select hold only values the first pass would find kept, and plan for nothing."""
+        return (None, *(None for _ in self.gates), *(r.kept_prefilter for r in self.per_line))
+
     def lesson(self, lines: Lines, where: str) -> Lesson:
         """What the lines teach, found without touching the learner's state: the per-line
         redactors' values are a piece's costliest Python, and a worker that finds them frees
         the thread that learns (in order: the first value found keeps its prefix)."""
-        hits = lines.hits(self.prefilters)
+        hits = lines.hits(self.prefilters, self.kept)
         reserved: list[str] = []
         for line in lines.get(hits[0]):
             reserved += self.shapes.findall(line)
@@ -322,7 +335,7 @@ class Redaction:
     def prepare(self, raw: bytes, plan: Plan | None) -> Prepared:
         """A piece split and scanned for names (no state is touched: a background thread may do
         it; `finish` assigns the tokens, in order)."""
-        lines = Lines.of_bytes(raw)
+        lines = Lines.of_bytes(raw, plan is not None and plan.kept_as_bytes == len(raw))
         if plan is None or plan.whole & {r.id for r in self.whole if r.prefilter is not None}:
             return Prepared(lines, plan, None)
         planned = plan.planned()

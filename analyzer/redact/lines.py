@@ -67,7 +67,7 @@ class Lines:
         self._list: list[str] | None = text.split("\n")
         self._series: pl.Series | None = None
         self._new: dict[int, str] = {}
-        self._hits: dict[tuple[str, ...], list[list[int]]] = {}
+        self._hits: dict[tuple[tuple[str, ...], tuple[str | None, ...]], list[list[int]]] = {}
         self._starts: dict[int, int] = {}  # line number -> offset in `_raw`, where known
         self.exact = True  # `series` holds the lines as they are (no U+FFFD for stray bytes)
         self.small = len(text) < SMALL
@@ -119,20 +119,21 @@ class Lines:
                 self.exact = False
         return self._series
 
-    def hits(self, prefilters: list[str]) -> list[list[int]]:
+    def hits(self, prefilters: list[str], kept: tuple[str | None, ...] = ()) -> list[list[int]]:
         """For each prefilter, the indices of the lines it matches (as they were before any
         `put`; remembered, so a background thread can ask first). A prefilter polars cannot run
-        makes every line a candidate (slower, never wrong)."""
-        key = tuple(prefilters)
+        makes every line a candidate (slower, never wrong). `kept`: each prefilter's kept shape
+        (`hyper.py`; Hyperscan only: elsewhere the lines are selected as without one)."""
+        key = (tuple(prefilters), kept)
         if key not in self._hits:
-            self._hits[key] = self._find(prefilters)
+            self._hits[key] = self._find(prefilters, kept)
         return self._hits[key]
 
-    def _find(self, prefilters: list[str]) -> list[list[int]]:
+    def _find(self, prefilters: list[str], kept: tuple[str | None, ...]) -> list[list[int]]:
         if not prefilters:
             return []
         if self._raw is not None and self._series is None and self.size >= HYPERSCAN_MIN:
-            fast = line_filter(tuple(prefilters))
+            fast = line_filter(tuple(prefilters), kept)
             if fast is not None:
                 seen = fast.hits(self._raw)
                 self._starts.update((n, s) for s, n in seen.numbers.items())

@@ -94,17 +94,24 @@ class ArchiveSink:
 
 
 class _Writer:
-    """A file written by a background thread, as one gzip member when `compress` (zlib and
-    writes release the GIL, so they run on the other core while the next piece is redacted)."""
+    """A file written by two background threads, as one gzip member when `compress`: one makes
+    each piece's parts (the last polars pass over it), the other compresses and writes them
+    (zlib and writes release the GIL), so both run while the next piece is redacted. Apart,
+    because a write copies the piece into the page cache, and on a VM whose free pages go back
+    to the host that copy faults every fresh page in: it took as long as making the parts."""
 
     def __init__(self, out: BinaryIO, compress: bool):
         self.compress = compress
         self.size = 0
         self.error: BaseException | None = None
-        self._queue: queue.Queue[Parts | None]
-        self._queue = queue.Queue(QUEUED)
-        self._thread = threading.Thread(target=self._run, args=(out,), daemon=True)
-        self._thread.start()
+        self._queue: queue.Queue[Parts | None] = queue.Queue(QUEUED)
+        self._made: queue.Queue[list[bytes] | None] = queue.Queue(1)
+        self._threads = [
+            threading.Thread(target=self._make, daemon=True),
+            threading.Thread(target=self._write, args=(out,), daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
 
     def put(self, piece: Parts) -> None:
         if self.error is not None:
@@ -113,21 +120,30 @@ class _Writer:
 
     def finish(self) -> int:
         self._queue.put(None)
-        self._thread.join()
+        for thread in self._threads:
+            thread.join()
         if self.error is not None:
             raise self.error
         return self.size
 
-    def _run(self, out: BinaryIO) -> None:
-        z = zlib.compressobj(LEVEL, zlib.DEFLATED, 31) if self.compress else None  # 31: gzip
+    def _make(self) -> None:
         while (piece := self._queue.get()) is not None:
             if self.error is None:
                 try:
-                    made = parts(piece)
+                    self._made.put(parts(piece))
+                except Exception as exc:  # raised by `put` or `finish`, in the caller's thread
+                    self.error = exc
+        self._made.put(None)
+
+    def _write(self, out: BinaryIO) -> None:
+        z = zlib.compressobj(LEVEL, zlib.DEFLATED, 31) if self.compress else None  # 31: gzip
+        while (made := self._made.get()) is not None:
+            if self.error is None:
+                try:
                     self.size += sum(map(len, made))
                     for data in made:
                         out.write(z.compress(data) if z is not None else data)
-                except Exception as exc:  # raised by `put` or `finish`, in the caller's thread
+                except Exception as exc:
                     self.error = exc
         if self.error is None and z is not None:
             try:

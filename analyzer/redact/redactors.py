@@ -28,6 +28,7 @@ KEYS = {
     "parsed",
     "everywhere",
     "prefilter",
+    "kept_prefilter",
     "multiline",
     "kind",
     *MODES,
@@ -76,6 +77,10 @@ class Redactor:
     # redactor searches only those lines; a multiline one searches the whole text only when a
     # line matches. None: no prefilter is known (search the whole text)
     prefilter: str | None = None
+    # where a prefilter match ends when the value it leads to is kept (the `keep` pattern in its
+    # place): a line whose every prefilter match ends where one of these does holds nothing to
+    # replace, and Hyperscan drops it before any pattern reads it (see `kept_shape`)
+    kept_prefilter: str | None = None
     multiline: bool = False  # matches may span lines (block: always)
     kind: str | None = None  # block: the Kubernetes kind of the object holding the block
     examples_redact: tuple[str, ...] = ()
@@ -181,6 +186,10 @@ def _redactor(path: Path, index: int, e: Any) -> Redactor:
         raise bad("'prefilter': a block redactor has its own (the line of its key)")
     if "prefilter" in e and not isinstance(e["prefilter"], str):
         raise bad("'prefilter' must be a regex")
+    try:
+        kept_prefilter = kept_shape(e)
+    except ValueError as exc:
+        raise bad(str(exc)) from None
     if "kind" in e and (mode != "block" or not isinstance(e["kind"], str) or not e["kind"]):
         raise bad("'kind' (a Kubernetes kind) is only for a block redactor")
     try:
@@ -209,6 +218,7 @@ def _redactor(path: Path, index: int, e: Any) -> Redactor:
         examples_keep=tuple(examples.get("keep") or ()),
         file=str(path),
         prefilter=prefilter,
+        kept_prefilter=kept_prefilter,
         multiline=bool(e.get("multiline")) or mode == "block",
         kind=e.get("kind"),
     )
@@ -239,6 +249,29 @@ def derived_prefilter(mode: str, sources: list[str]) -> str | None:
             return None
         literals += [x for x in found if x not in literals]
     return "|".join(regex.escape(x) for x in literals)
+
+
+def kept_shape(entry: dict) -> str | None:
+    """An entry's `kept_prefilter` with its `keep` in place of `{keep}`: written once, so what
+    the shape lets Hyperscan drop never drifts from what `keep` keeps. The shape must end where
+    the prefilter ends, and match only where the value the patterns would read there is one
+    `keep` keeps (for the registry: the same left edge as the pattern's look-behind, so the host
+    it reads is the pattern's whole value). None without one."""
+    shape = entry.get("kept_prefilter")
+    if shape is None:
+        return None
+    if not isinstance(shape, str) or shape.count("{keep}") != 1:
+        raise ValueError("'kept_prefilter' must be a regex holding {keep} once")
+    if not isinstance(entry.get("keep"), str) or not isinstance(entry.get("prefilter"), str):
+        raise ValueError("'kept_prefilter' needs a 'keep' and a 'prefilter'")
+    if "find" in entry or entry.get("multiline"):
+        # a name is kept once its trailing `.` or `-` is dropped; a multiline match's value is
+        # not on the line its prefilter selects
+        raise ValueError("'kept_prefilter' is for a per-line 'pattern' or 'keys' redactor")
+    out = shape.replace("{keep}", f"(?:{entry['keep']})")
+    if not prefilter_compiles(out):
+        raise ValueError(f"bad kept_prefilter (a Rust regex, without look-around): {shape[:80]!r}")
+    return out
 
 
 def prefilter_compiles(pattern: str) -> bool:

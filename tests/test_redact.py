@@ -1069,6 +1069,51 @@ def test_writer_makes_deferred_pieces_in_order_and_reports_their_failure():
         writer.finish()
 
 
+def test_a_released_output_starts_each_pieces_writeback_and_drops_it_three_pieces_later(
+    tmp_path, monkeypatch
+):
+    """The user's copy of a big file leaves the page cache as it is written: from the fourth
+    piece on, each piece's writeback starts once it is written and the piece is dropped from the
+    cache three pieces later; the first three stay, as does a file of six pieces or fewer. The
+    advice changes nothing in the file, and advice that fails does not fail the write."""
+    import analyzer.redact.output as output
+
+    if output._sync_file_range is None:
+        pytest.skip("sync_file_range(2) is Linux's")
+    synced: list[tuple[int, int]] = []
+    dropped: list[tuple[int, int]] = []
+
+    def sync(fd: int, start: int, length: int, flags: int) -> int:
+        synced.append((start, length))
+        return 0
+
+    def advise(fd: int, start: int, length: int, advice: int) -> None:
+        dropped.append((start, length))
+        raise OSError(22, "advice refused")  # ignored: it is advice
+
+    monkeypatch.setattr(output, "_sync_file_range", sync)
+    monkeypatch.setattr(output.os, "posix_fadvise", advise)
+    pieces = [bytes([65 + k]) * (100 + k) for k in range(10)]
+    ends = [sum(map(len, pieces[: k + 1])) for k in range(10)]
+    spans = [(end - len(p), len(p)) for end, p in zip(ends, pieces, strict=True)]
+    for released, name in ((True, "big.log"), (False, "kept.log")):
+        with (tmp_path / name).open("wb") as fh:
+            writer = output._Writer(fh, compress=False, release=released)
+            for piece in pieces:
+                writer.put([piece[:7], piece[7:]])
+            assert writer.finish() == ends[-1]
+        assert (tmp_path / name).read_bytes() == b"".join(pieces)
+    assert synced == spans[3:]  # pieces 4-10; none for the file written without release
+    assert dropped == spans[3:7]  # piece k - 3 once piece k (7-10) is written
+    synced.clear()
+    with (tmp_path / "six.log").open("wb") as fh:
+        writer = output._Writer(fh, compress=False, release=True)
+        for piece in pieces[:6]:
+            writer.put([piece])
+        writer.finish()
+    assert len(dropped) == 4 and synced == spans[3:6]  # six pieces: none dropped
+
+
 # ---- the first pass of a big file in worker processes ------------------------------------------
 
 

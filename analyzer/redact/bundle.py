@@ -84,7 +84,11 @@ def redact_bundle(
             else:
                 with atomic_dir(output) as tmp:
                     result = redact_into(
-                        sources, FolderSink(tmp), output, redactors=redactors, map_file=map_file
+                        sources,
+                        FolderSink(tmp, release=True),
+                        output,
+                        redactors=redactors,
+                        map_file=map_file,
                     )
         except OSError as exc:
             raise AnalyzerError(f"cannot write {output}: {exc.strerror or exc}") from None

@@ -11,10 +11,13 @@ background thread too, while the next piece is redacted."""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import gzip
 import os
 import queue
 import shutil
+import sys
 import tarfile
 import tempfile
 import threading
@@ -38,17 +41,21 @@ class Sink(Protocol):
 
 
 class FolderSink:
-    """Files under `root` (a private folder: its creator makes it 0700 or renames it later)."""
+    """Files under `root` (a private folder: its creator makes it 0700 or renames it later).
+    `release`: the copy is for the user, not read back by this run: a big file's written pieces
+    leave the page cache (see `_Released`)."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, release: bool = False):
         self.root = root
+        self.release = release
 
     @contextmanager
     def file(self, rel: str, mtime: float | None) -> Iterator[Write]:
         out = self.root / rel
         out.parent.mkdir(parents=True, exist_ok=True)
         with out.open("wb") as fh:
-            writer = _Writer(fh, compress=False)  # written while the next piece is redacted
+            # written while the next piece is redacted
+            writer = _Writer(fh, compress=False, release=self.release)
             try:
                 yield writer.put
             finally:
@@ -100,8 +107,9 @@ class _Writer:
     because a write copies the piece into the page cache, and on a VM whose free pages go back
     to the host that copy faults every fresh page in: it took as long as making the parts."""
 
-    def __init__(self, out: BinaryIO, compress: bool):
+    def __init__(self, out: BinaryIO, compress: bool, release: bool = False):
         self.compress = compress
+        self.release = release
         self.size = 0
         self.error: BaseException | None = None
         self._queue: queue.Queue[Parts | None] = queue.Queue(QUEUED)
@@ -137,12 +145,15 @@ class _Writer:
 
     def _write(self, out: BinaryIO) -> None:
         z = zlib.compressobj(LEVEL, zlib.DEFLATED, 31) if self.compress else None  # 31: gzip
+        released = _Released(out) if self.release else None
         while (made := self._made.get()) is not None:
             if self.error is None:
                 try:
                     self.size += sum(map(len, made))
                     for data in made:
                         out.write(z.compress(data) if z is not None else data)
+                    if released is not None:
+                        released.written(self.size)
                 except Exception as exc:
                     self.error = exc
         if self.error is None and z is not None:
@@ -150,6 +161,56 @@ class _Writer:
                 out.write(z.flush())
             except OSError as exc:
                 self.error = exc
+
+
+class _Released:
+    """A big output file whose written pieces leave the page cache: each piece's writeback is
+    started once it is written, and the piece written RELEASE_LAG pieces before, by then on
+    disk, is dropped from the cache (`posix_fadvise`, DONTNEED); the first RELEASE_KEEP stay.
+    The dropped pages go back to the free list, where the next pieces' writes find them. A
+    write into fresh pages pays for their first touch: on a VM whose free pages go back to the
+    host, 1 GB written through cost 2.8-3.1 s of the kernel's CPU, and 0.8-1.0 s so
+    (docs/performance.md, the twenty-second round). The copy is then read back from disk, not
+    from the cache: for the user's copy only, never for one this run reads again. Linux only;
+    advice that fails is ignored (it is advice)."""
+
+    def __init__(self, out: BinaryIO):
+        self.fd = out.fileno()
+        self.out = out
+        self.ends: list[int] = [0]  # where each written piece ends
+
+    def written(self, end: int) -> None:
+        """The file's first `end` bytes are written (one more piece)."""
+        self.ends.append(end)
+        piece = len(self.ends) - 1  # pieces written; the n-th spans ends[n - 1]:ends[n]
+        if _sync_file_range is None or piece <= RELEASE_KEEP:
+            return
+        self.out.flush()
+        _sync_file_range(self.fd, self.ends[-2], end - self.ends[-2], SYNC_FILE_RANGE_WRITE)
+        old = piece - RELEASE_LAG
+        if old > RELEASE_KEEP:
+            start, stop = self.ends[old - 1], self.ends[old]
+            with contextlib.suppress(OSError):
+                os.posix_fadvise(self.fd, start, stop - start, os.POSIX_FADV_DONTNEED)
+
+
+def _libc_sync_file_range() -> Callable[[int, int, int, int], int] | None:
+    """`sync_file_range(2)` (Linux), which Python's `os` lacks; None elsewhere."""
+    if not sys.platform.startswith("linux") or not hasattr(os, "posix_fadvise"):
+        return None
+    try:
+        call = ctypes.CDLL(None, use_errno=True).sync_file_range
+    except (OSError, AttributeError):
+        return None
+    call.argtypes = [ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_uint]
+    call.restype = ctypes.c_int
+    return call
+
+
+SYNC_FILE_RANGE_WRITE = 2  # start the writeback of dirty pages, without waiting
+RELEASE_LAG = 3  # pieces written since, when a piece is dropped from the cache (then on disk)
+RELEASE_KEEP = 3  # a file's first pieces, left as written: a file of a few stays as it is
+_sync_file_range = _libc_sync_file_range()
 
 
 def parts(piece: Parts) -> list[bytes]:

@@ -169,7 +169,7 @@ class _Released:
     disk, is dropped from the cache (`posix_fadvise`, DONTNEED); the first RELEASE_KEEP stay.
     The dropped pages go back to the free list, where the next pieces' writes find them. A
     write into fresh pages pays for their first touch: on a VM whose free pages go back to the
-    host, 1 GB written through cost 2.8-3.1 s of the kernel's CPU, and 0.8-1.0 s so
+    host, 1 GB written through cost 2.8-3.0 s of the kernel's CPU, and 1.0 s so
     (docs/performance.md, the twenty-second round). The copy is then read back from disk, not
     from the cache: for the user's copy only, never for one this run reads again. Linux only;
     advice that fails is ignored (it is advice)."""

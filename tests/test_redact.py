@@ -315,18 +315,8 @@ def test_hostile_redactor_times_out(tmp_path):
         ),
         (
             "redactors:\n  - {id: x, description: d, token: t, pattern: a, prefilter: a, "
-            "keep: b, kept_prefilter: 'z', examples: {redact: [a]}}\n",
-            "'kept_prefilter' must be a regex holding {keep} once",
-        ),
-        (
-            "redactors:\n  - {id: x, description: d, token: t, pattern: a, prefilter: a, "
-            "kept_prefilter: ' {keep}', examples: {redact: [a]}}\n",
-            "'kept_prefilter' needs a 'keep' and a 'prefilter'",
-        ),
-        (
-            "redactors:\n  - {id: x, description: d, token: t, find: '(?P<value>a)', "
-            "prefilter: a, keep: b, kept_prefilter: ' {keep}', examples: {redact: [a]}}\n",
-            "'kept_prefilter' is for a per-line 'pattern' or 'keys' redactor",
+            "keep: b, kept_prefilter: ' {keep}', examples: {redact: [a]}}\n",
+            "'kept_prefilter' is for the built-in redactors",
         ),
     ],
 )
@@ -1084,6 +1074,7 @@ def test_a_released_output_starts_each_pieces_writeback_and_drops_it_three_piece
     dropped: list[tuple[int, int]] = []
 
     def sync(fd: int, start: int, length: int, flags: int) -> int:
+        assert os.fstat(fd).st_size >= start + length  # the piece reached the kernel first
         synced.append((start, length))
         return 0
 
@@ -1353,7 +1344,10 @@ def test_line_numbers_are_the_newlines_before_each_start(seed):
     assert len(raw) > 2 * LINE_BLOCK
     # and a line that starts in a block without a match and ends blocks later
     long = b"a\n" + b"b\n" * LINE_BLOCK + b"z" * (2 * LINE_BLOCK + seed)
-    for data, at in ((raw, ends), (long, [1, len(long) - LINE_BLOCK, len(long)])):
+    many = [1, *range(2 * LINE_BLOCK + 3, len(long), 9_973), len(long)]  # keys on one long line
+    short = b"ab\n\ncd\ne\n\n\nfg"  # every byte a key: keys on newlines, then the next line
+    cases = [(raw, ends), (long, [1, len(long) - LINE_BLOCK, len(long)]), (long, many)]
+    for data, at in [*cases, (short, list(range(1, len(short) + 1)))]:
         want = {e: (line_start(data, e), data.count(b"\n", 0, line_start(data, e))) for e in at}
         assert line_starts(data, at) == want
 
@@ -1440,6 +1434,48 @@ def test_kept_prefilter_drops_only_the_lines_whose_every_registry_is_public():
         assert _selected(fast, k, line), line
     plain = line_filter(fast.prefilters)  # without the shapes, every one of them is selected
     assert plain is not None and all(_selected(plain, k, line) for line in dropped + selected)
+
+
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        ({"prefilter": "a", "keep": "b", "kept_prefilter": "z"}, "holding {keep} once"),
+        ({"prefilter": "a", "kept_prefilter": " {keep}"}, "needs a 'keep' and a 'prefilter'"),
+        ({"keep": "b", "kept_prefilter": " {keep}"}, "needs a 'keep' and a 'prefilter'"),
+        (
+            {"find": "(?P<value>a)", "prefilter": "a", "keep": "b", "kept_prefilter": " {keep}"},
+            "per-line 'pattern' or 'keys' redactor",
+        ),
+        (
+            {"multiline": True, "prefilter": "a", "keep": "b", "kept_prefilter": " {keep}"},
+            "per-line 'pattern' or 'keys' redactor",
+        ),
+        ({"prefilter": "a", "keep": "b", "kept_prefilter": "(?<=x){keep}"}, "bad kept_prefilter"),
+    ],
+)
+def test_a_kept_shape_needs_its_keep_a_prefilter_and_a_per_line_redactor(entry, message):
+    """The shape is written with `{keep}` once, on a per-line redactor with a prefilter and a
+    keep (a name is kept only once its trailing `.` or `-` is dropped; a multiline match's
+    value is not on its prefilter's line), and must be a Rust regex."""
+    from analyzer.redact.redactors import kept_shape
+
+    with pytest.raises(ValueError, match=regex.escape(message)):
+        kept_shape(entry)
+    assert kept_shape({"prefilter": "a", "keep": "b|c", "kept_prefilter": " {keep}/"}) == (
+        " (?:b|c)/"
+    )
+
+
+def test_a_kept_shape_hyperscan_refuses_is_left_out_not_hyperscan():
+    """A shape byte mode reads but Hyperscan will not compile (it matches the empty line) is
+    left out: the prefilters still run in Hyperscan, the shape's lines selected."""
+    from analyzer.redact.hyper import line_filter
+
+    if line_filter(("abc",)) is None:
+        pytest.skip("Hyperscan has no wheel for this platform")
+    fast = line_filter(("abc",), ("(?:x)?",))
+    assert fast is not None and fast.shapes == ()
+    assert fast.hits(b"zz\nabc\n").starts == [[3]]
 
 
 def _values_of(r, text: str):

@@ -129,9 +129,12 @@ def _sparse_starts(
     2-3 ms."""
     assert np is not None
     pairs: list[tuple[int, int]] = []
-    before = pos = 0
+    before = pos = start = last = 0
     for key in keys:
-        start = raw.rfind(b"\n", 0, key) + 1  # a key on a newline ends the line before it
+        # the line of a key on a newline ends there; searched back only to the key before, whose
+        # line starts no later (a long line holding many keys is read once, not once a key)
+        newline = raw.rfind(b"\n", last, key)
+        start, last = (newline + 1 if newline >= 0 else start), key
         while pos < start:
             block = scratch[: min(len(scratch), start - pos)]
             np.equal(view[pos : pos + len(block)], 10, out=block)
@@ -161,6 +164,8 @@ def line_filter(
             shapes.append((k, len(prefilters) + 1 + len(extra)))
             extra.append(pattern)
     database = _cached_database([*lines, NON_ASCII, *extra])  # type: ignore[list-item]
+    if database is None and extra:  # a shape Hyperscan refuses: left out, its lines selected
+        return line_filter(prefilters)
     if database is None:
         return None
     return LineFilter(prefilters, Scanner(database), tuple(shapes))

@@ -145,7 +145,10 @@ class _Writer:
 
     def _write(self, out: BinaryIO) -> None:
         z = zlib.compressobj(LEVEL, zlib.DEFLATED, 31) if self.compress else None  # 31: gzip
-        released = _Released(out) if self.release else None
+        released = None
+        if self.release:
+            with contextlib.suppress(OSError, ValueError):  # not a file: nothing to release
+                released = _Released(out)
         while (made := self._made.get()) is not None:
             if self.error is None:
                 try:

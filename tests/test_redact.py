@@ -12,8 +12,11 @@ import sys
 import tarfile
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
+from random import Random
 
+import polars as pl
 import pytest
 import regex
 import yaml
@@ -318,6 +321,31 @@ def test_hostile_redactor_times_out(tmp_path):
             "keep: b, kept_prefilter: ' {keep}', examples: {redact: [a]}}\n",
             "'kept_prefilter' is for the built-in redactors",
         ),
+        (  # a prefilter per regex: for every entry or none
+            "redactors:\n  - {id: x, description: d, token: t, "
+            "pattern: [a, {regex: b, prefilter: b}], examples: {redact: [a]}}\n",
+            "is for every entry of a 'find' or 'pattern' list, or none",
+        ),
+        (
+            "redactors:\n  - {id: x, description: d, token: t, keys: [{regex: b, prefilter: b}], "
+            "examples: {redact: ['b: 1']}}\n",
+            "is for every entry of a 'find' or 'pattern' list, or none",
+        ),
+        (
+            "redactors:\n  - {id: x, description: d, token: t, prefilter: a, "
+            "pattern: [{regex: a, prefilter: a}], examples: {redact: [a]}}\n",
+            "replaces the entry's 'prefilter'",
+        ),
+        (
+            "redactors:\n  - {id: x, description: d, token: t, "
+            "pattern: [{regex: a, prefilter: a, keep: b}], examples: {redact: [a]}}\n",
+            "each entry of the list is {regex: ..., prefilter: ...}",
+        ),
+        (
+            "redactors:\n  - {id: x, description: d, token: t, "
+            "pattern: [{regex: a, prefilter: '(?<=x)a'}], examples: {redact: [a]}}\n",
+            "redactor x: bad prefilter (a Rust regex, without look-around): '(?<=x)a'",
+        ),
     ],
 )
 def test_bad_redactors_file_is_one_line_exit_2(tmp_path, content, message):
@@ -337,6 +365,90 @@ def test_user_redactors_extend_the_builtins(tmp_path):
     redact_tree(src, tmp_path / "out", redactors=[extra])
     # ip-1 is node.yaml's podCIDR, redacted first (files go in name order)
     assert (tmp_path / "out" / "notes.txt").read_text() == "case ticket-1 on node-1 (ip-2)\n"
+
+
+def test_user_redactor_with_a_prefilter_per_regex(tmp_path):
+    """A user's redactor may give each regex its own prefilter; the first pass reads each regex
+    on its own lines, and the values are replaced as with one prefilter for both."""
+    path = tmp_path / "ticket.yaml"
+    path.write_text(
+        "redactors:\n  - id: ticket\n    description: tickets\n    token: ticket\n"
+        "    everywhere: true\n    pattern:\n"
+        "      - {regex: 'TCK-\\d{5}', prefilter: 'TCK-'}\n"
+        "      - {regex: 'case (?P<value>[A-Z]{2}\\d{6})', prefilter: 'case '}\n"
+        "    examples: {redact: ['see TCK-12345', 'case AB123456 opened']}\n"
+    )
+    ticket = next(r for r in load_redactors([path]) if r.id == "ticket")
+    assert ticket.pattern_prefilters == ("TCK-", "case ")
+    assert ticket.prefilter == "(?:TCK-)|(?:case )"
+    text = "case TCK-40417 on gpu-node-2\ncase ZX424242 opened\nagain ZX424242 and TCK-40417\n"
+    src = xid_with(tmp_path, "notes.txt", text)
+    redact_tree(src, tmp_path / "out", redactors=[path])
+    out = (tmp_path / "out" / "notes.txt").read_text()
+    assert out == "case ticket-1 on node-1\ncase ticket-2 opened\nagain ticket-2 and ticket-1\n"
+
+
+def _as_one_prefilter(redactors):
+    """The catalogue with each prefilter per regex joined into the redactor's one."""
+    return [replace(r, pattern_prefilters=()) for r in redactors]
+
+
+NODE_LINES = [
+    'I1111 05:16:13.606379       1 scheduler.go:201] "New timestamp" '
+    'hami.io/node-handshake="Requesting_2024.11.11 05:16:13" nodeName="gpu-cluster-control-plane"',
+    "I1111 05:16:13.620662       1 util.go:163] Encoded node Devices: "
+    "GPU-a02b30b8-5b20-131c-0e47-6bc99948e264,10,15360,100,NVIDIA-Tesla T4,0,true:",
+    "Aug 15 09:04:51 gpu-node-2 kubelet[2071]: I0815 kubelet_node_status.go:76] Successfully "
+    "registered node gpu-node-2",
+    "hami-device-plugin-r4x86   1/1     Running   0    2m39s   10.233.97.176   worker-a800-1   <none>",
+    "a800-node-3   Ready,SchedulingDisabled   <none>   41d   v1.30.4",
+    "W0531 09:44:59.082892 1 scheduler.go:325] get node a800-07 device error, node a800-07 gone",
+    "  nodeName: worker-a1",
+    "Node:             gpu-node-3/10.0.0.5",
+    'I0815 09:04:51.201497  412873 flags.go:36] FLAG: --node-name="gpu-node-9"',
+    "uplink 0c:42:a1:9e:7b:10 via fe80::1c2d:3eff:fe4f:5a6b and 172.16.40.7 user=alice",
+]
+
+
+@pytest.mark.parametrize("size", [6_000, 9 << 20])  # polars' selection, then Hyperscan's
+def test_a_prefilter_per_regex_teaches_the_first_pass_what_one_prefilter_does(size):
+    """Each of node-name's regexes read on the lines of its own prefilter (a log where
+    `nodeName=` is on every other line made the other thirteen read them all: 12x `analyze`)
+    finds the names, the tokens already taken and the second pass's lines that the redactor's
+    one prefilter finds; a `find` redactor plans no line (its names are replaced wherever they
+    are)."""
+    catalogue = load_redactors()
+    node = next(r for r in catalogue if r.id == "node-name")
+    assert len(node.pattern_prefilters) == len(node.patterns) > 1
+    random = Random(5)
+    lines: list[str] = []
+    while sum(map(len, lines)) + len(lines) < size:
+        lines.append(random.choice(NODE_LINES).replace("2", str(random.randint(0, 99))))
+    raw = ("\n".join(lines) + "\n").encode()
+    split, whole = Learner(catalogue), Learner(_as_one_prefilter(catalogue))
+    plans = [learner.take(learner.prepare(raw, "t", plain=True)) for learner in (split, whole)]
+    assert list(split.names.items()) == list(whole.names.items())  # the first found comes first
+    assert split.reserved == whole.reserved and plans[0] == plans[1]
+    assert plans[0].lines["node-name"] == [] and plans[0].lines["ipv4"]
+    names = {"gpu-cluster-control-plane", "worker-a800-1", "a800-node-3", "worker-a1", "a800-07"}
+    assert names <= set(split.names)
+
+
+def test_each_node_name_regex_matches_only_where_its_own_prefilter_selects():
+    """A prefilter per regex must hold every line its regex matches on (else the first pass
+    misses that name, and only on a big file): proven on the redactor's examples and on lines
+    of each shape, read by polars as the first pass reads them."""
+    node = next(r for r in load_redactors() if r.id == "node-name")
+    texts = [*node.examples_redact, *node.examples_keep, *NODE_LINES]
+    lines = [line for text in texts for line in text.split("\n")]
+    matched = 0
+    for pattern, prefilter in zip(node.patterns, node.pattern_prefilters, strict=True):
+        selects = pl.Series(lines).str.contains(prefilter).to_list()
+        for line, selected in zip(lines, selects, strict=True):
+            if pattern.search(line):
+                matched += 1
+                assert selected, (pattern.pattern[:60], line)
+    assert matched >= len(node.patterns)
 
 
 IPV4 = st.tuples(*[st.integers(0, 255)] * 4).map(lambda t: ".".join(map(str, t)))
@@ -992,11 +1104,12 @@ HOSTS = st.sampled_from(
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.lists(st.tuples(GLUE, HOSTS), max_size=6), min_size=1, max_size=30))
-def test_property_values_all_kept_shortcut_changes_nothing(rows):
-    """A per-line redactor whose values on the candidate lines are all kept is settled by one
-    `findall` (`_all_kept`); whatever the lines hold (public registries only, a private one
-    among them, names, secrets), the values and the lines holding them are those the match by
-    match search gives."""
+def test_property_values_listed_shortcut_changes_nothing(rows):
+    """A per-line redactor's values listed by one `findall` per pattern (`_listed_values`): a
+    `find` redactor's names taken from the list, another's lines settled at once when every
+    value is kept. Whatever the lines hold (public registries only, a private one among them,
+    names, secrets), the values and the lines holding them are those the match by match search
+    gives (with no list)."""
     from unittest import mock
 
     import analyzer.redact.engine as engine_module
@@ -1006,16 +1119,16 @@ def test_property_values_all_kept_shortcut_changes_nothing(rows):
         if not r.per_line:
             continue
         fast = engine_module.lines_values(r, lines, "t")
-        with mock.patch.object(engine_module, "_all_kept", lambda *_: False):
+        with mock.patch.object(engine_module, "_listed_values", lambda *_: None):
             slow = engine_module.lines_values(r, lines, "t")
         assert fast == slow, r.id
 
 
-def test_values_all_kept_only_when_every_value_is_kept():
-    """The registry pattern on lines of public hosts only is settled at once; one private host,
-    or a pattern whose `value` group has several places (a 1-tuple from `findall`), is looked at
-    value by value."""
-    from analyzer.redact.engine import _all_kept
+def test_values_listed_and_all_kept_only_when_every_value_is_kept():
+    """The registry pattern on lines of public hosts only is settled at once; one private host
+    is not. A pattern whose `value` group has several places lists a 1-tuple per match; a
+    `find` redactor's names come from the list, trailing dots dropped, kept names left out."""
+    from analyzer.redact.engine import _kept_all, _listed_values, _names_listed
 
     by_id = {r.id: r for r in load_redactors()}
     public = [
@@ -1023,12 +1136,21 @@ def test_values_all_kept_only_when_every_value_is_kept():
         "patch node with annotations map[hami.io/node-handshake:Requesting_2024.08.15 09:12:44]",
     ]
     registry = by_id["private-registry"]
-    assert _all_kept(registry, "\n".join(public), "t")
+    assert _kept_all(registry, _listed_values(registry, "\n".join(public), "t"))
     private = [*public, 'Pulling image "registry.internal.acme.io/nvidia/plugin:v0.17.0"']
-    assert not _all_kept(registry, "\n".join(private), "t")
-    node = by_id["node-name"]  # find: (?P<value>..) in several alternatives of one pattern
-    assert _all_kept(node, "Start working on node your-node-name", "t")
-    assert not _all_kept(node, "W0531 1 scheduler.go:325] get node a800-07 device error", "t")
+    assert not _kept_all(registry, _listed_values(registry, "\n".join(private), "t"))
+    node = by_id["node-name"]
+    seven = "W0531 1 scheduler.go:325] get node a800-07 device error, node a800-07 not found"
+    listed = _listed_values(node, f"Start working on node your-node-name\n{seven}", "t")
+    assert listed == ["your-node-name", "a800-07"]
+    assert _names_listed(node, listed) == {"a800-07": "node"}
+    assert _names_listed(node, ["gpu-1.", "gpu-1", "node"]) == {"gpu-1": "node"}
+    # no list when a pattern has other groups, or a match's `value` took no part
+    assert (
+        _listed_values(replace(registry, patterns=(regex.compile(r"(a)(b)"),)), "ab", "t") is None
+    )
+    optional = replace(registry, patterns=(regex.compile(r"x(?P<value>y)?"),))
+    assert _listed_values(optional, "x", "t") is None
 
 
 def test_writer_makes_deferred_pieces_in_order_and_reports_their_failure():

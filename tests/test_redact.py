@@ -12,6 +12,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from random import Random
@@ -411,12 +412,15 @@ NODE_LINES = [
 
 
 @pytest.mark.parametrize("size", [6_000, 9 << 20])  # polars' selection, then Hyperscan's
-def test_a_prefilter_per_regex_teaches_the_first_pass_what_one_prefilter_does(size):
+def test_a_prefilter_per_regex_teaches_the_first_pass_what_one_prefilter_does(size, monkeypatch):
     """Each of node-name's regexes read on the lines of its own prefilter (a log where
     `nodeName=` is on every other line made the other thirteen read them all: 12x `analyze`)
     finds the names, the tokens already taken and the second pass's lines that the redactor's
     one prefilter finds; a `find` redactor plans no line (its names are replaced wherever they
     are)."""
+    import analyzer.redact.engine as engine_module
+
+    monkeypatch.setattr(engine_module, "PLANNED_MAX", 10**6)  # the plans compared whole
     catalogue = load_redactors()
     node = next(r for r in catalogue if r.id == "node-name")
     assert len(node.pattern_prefilters) == len(node.patterns) > 1
@@ -432,6 +436,37 @@ def test_a_prefilter_per_regex_teaches_the_first_pass_what_one_prefilter_does(si
     assert plans[0].lines["node-name"] == [] and plans[0].lines["ipv4"]
     names = {"gpu-cluster-control-plane", "worker-a800-1", "a800-node-3", "worker-a1", "a800-07"}
     assert names <= set(split.names)
+
+
+def test_a_piece_planning_most_of_its_lines_is_planned_again_by_the_second_pass(monkeypatch):
+    """A log with an address on every line planned them all: the plans of a 256 MB one held
+    300 MB until the second pass. Beyond PLANNED_MAX lines the first pass keeps no plan and the
+    second selects the lines itself: the same bytes and tokens, the values of every address
+    replaced, with as many counted."""
+    import analyzer.redact.engine as engine_module
+
+    random = Random(9)
+    lines = [
+        f"I0815 09:00:{i % 60:02d}.{i:06d} 1 proxier.go:12] route dest=10.{random.randint(0, 3)}"
+        f".{random.randint(0, 9)}.{random.randint(1, 9)}/32 via 192.168.0.1 user=alice"
+        for i in range(300)
+    ]
+    raw = ("\n".join(lines) + "\n").encode()
+    catalogue = load_redactors()
+
+    def redacted(planned_max: int) -> tuple[bytes, dict, object, Counter]:
+        monkeypatch.setattr(engine_module, "PLANNED_MAX", planned_max)
+        learner = Learner(catalogue)
+        plan = learner.take(learner.prepare(raw, "t"))
+        run = Redaction(catalogue, learner.names, TokenMap(learner.reserved))
+        return run.piece(raw, "t", plan), run.tokens.mapping(), plan, run.counts
+
+    kept, tokens, plan, counts = redacted(10**6)
+    assert plan is not None and len(plan.lines["ipv4"]) == 300
+    again, tokens_again, none, counts_again = redacted(100)
+    assert none is None
+    assert again == kept and tokens_again == tokens and counts_again == counts
+    assert b"dest=10." not in again and b"via 192." not in again and counts["ipv4"] == 600
 
 
 def test_each_node_name_regex_matches_only_where_its_own_prefilter_selects():

@@ -54,7 +54,8 @@ class SourceFile:
 class Found:
     names: dict[str, str]  # value -> token prefix
     reserved: frozenset[str]  # token-shaped words of the original
-    plans: dict[Path, list[Plan]]  # per text file, per piece: what the second pass needs
+    # per text file, per piece: what the second pass needs (None: it plans that piece itself)
+    plans: dict[Path, list[Plan | None]]
 
 
 def is_binary(path: Path) -> bool:
@@ -207,7 +208,7 @@ def discover(
 ) -> Found:
     texts = text_sources(sources)
     learner = Learner(redactors)
-    plans: dict[Path, list[Plan]] = {}
+    plans: dict[Path, list[Plan | None]] = {}
     parsed = [r for r in redactors if r.mode == "find" and r.parsed_nodes]
     parsed_names: Future[set[str]] | None = None
     progress = Progress("finding names", sum(s.path.stat().st_size for s in texts), "bytes")

@@ -33,6 +33,10 @@ from analyzer.redact.redactors import TIMEOUT, TIMEOUT_PER_MIB, Redactor
 from analyzer.redact.tokens import TokenMap
 
 STRETCH = 256 << 10  # bytes of a row of text between planned lines (see `Stretches`)
+# planned lines from which a piece's plan is not kept (the second pass selects its lines again):
+# a log with an address on every line planned them all, and the plans of a 256 MB one held
+# 300 MB until the second pass
+PLANNED_MAX = 16_384
 MIN_EVERYWHERE = 8  # characters a pattern's value needs to be replaced beyond where it was found
 # a name is a whole word, but may be joined to others by - _ . / (device-plugin-gpu-1.log,
 # kube-apiserver-gpu-1, gpu-1.example.com-): gpu-1 is not in gpu-10 nor in agpu-1
@@ -217,7 +221,7 @@ class Lesson:
     size: int
     reserved: list[str]
     found: list[dict[str, str]]
-    plan: Plan
+    plan: Plan | None  # None: more than PLANNED_MAX lines planned
 
 
 @dataclass(frozen=True)
@@ -278,10 +282,10 @@ class Learner:
         self.names: dict[str, str] = {}
         self.reserved: set[str] = set()
 
-    def text(self, text: str, where: str) -> Plan:
+    def text(self, text: str, where: str) -> Plan | None:
         return self.take(self.lesson(Lines(text), where))
 
-    def piece(self, raw: bytes, where: str) -> Plan:
+    def piece(self, raw: bytes, where: str) -> Plan | None:
         return self.take(self.prepare(raw, where))
 
     def prepare(self, raw: bytes, where: str, plain: bool = False) -> Lesson:
@@ -289,7 +293,7 @@ class Learner:
         `plain`: see `Lines.of_bytes`."""
         lines = Lines.of_bytes(raw, plain)
         lesson = self.lesson(lines, where)
-        if lines.raw is not None:
+        if lines.raw is not None and lesson.plan is not None:
             lesson.plan.kept_as_bytes = len(raw)
         return lesson
 
@@ -333,11 +337,15 @@ class Learner:
                         found.append(values)
                         holds.update(idx[k] for k in holding)
                 plan.lines[r.id] = sorted(holds)  # the second pass needs no other
-        plan.starts = lines.starts(plan.planned())
+        planned = plan.planned()
+        if len(planned) > PLANNED_MAX:  # the second pass plans such a piece itself
+            return Lesson(lines.size, reserved, found, None)
+        plan.starts = lines.starts(planned)
         return Lesson(lines.size, reserved, found, plan)
 
-    def take(self, lesson: Lesson) -> Plan:
-        """What a piece taught, taken in order; the piece's plan."""
+    def take(self, lesson: Lesson) -> Plan | None:
+        """What a piece taught, taken in order; the piece's plan (None: the second pass makes
+        it)."""
         self.reserved.update(lesson.reserved)
         for found in lesson.found:
             self._add(found)
@@ -559,17 +567,41 @@ class Redaction:
         return text
 
     def _replace(self, r: Redactor, p: regex.Pattern, text: str, limit: float) -> str:
-        """Each value replaced by its token (the same value, the same token)."""
+        """Each value replaced by its token (the same value, the same token). Each value's
+        token (or that it stays) is asked once: a log with an address on every line has a few
+        thousand of them in a piece's 300,000 matches, and the asking was most of the time."""
         out: list[str] = []
-        pos = 0
-        for start, end in value_spans(r, p, text, limit):
+        pos = replaced = 0
+        tokens: dict[str, str] = {}
+        stays: set[str] = {""}
+        for start, end in _spans(r, p, text, limit):
             value = text[start:end]
-            if start < pos or not value or r.kept(value) or self.tokens.is_token(value):
+            if start < pos or value in stays or self.tokens.is_token(value):
                 continue
-            self.counts[r.id] += 1
-            out += (text[pos:start], self.tokens.token(r.token, value))
+            token = tokens.get(value)
+            if token is None:
+                if r.kept(value):
+                    stays.add(value)
+                    continue
+                token = tokens[value] = self.tokens.token(r.token, value)
+            replaced += 1
+            out += (text[pos:start], token)
             pos = end
+        if replaced:
+            self.counts[r.id] += replaced
         return "".join(out) + text[pos:] if out else text
+
+
+def _spans(r: Redactor, p: regex.Pattern, text: str, limit: float) -> Iterator[tuple[int, int]]:
+    """`value_spans`, one call into the match a span (a hot loop: a log can hold an address on
+    every line)."""
+    if r.mode == "block":
+        yield from value_spans(r, p, text, limit)
+        return
+    group = "value" if "value" in p.groupindex else 0
+    for m in p.finditer(text, concurrent=True, timeout=limit):
+        span = m.span(group)
+        yield span if span[0] >= 0 else m.span()
 
 
 def _as_bytes(texts: pl.Series) -> list[bytes]:

@@ -1141,8 +1141,8 @@ HOSTS = st.sampled_from(
 @given(st.lists(st.lists(st.tuples(GLUE, HOSTS), max_size=6), min_size=1, max_size=30))
 def test_property_values_listed_shortcut_changes_nothing(rows):
     """A per-line redactor's values listed by one `findall` per pattern (`_listed_values`): a
-    `find` redactor's names taken from the list, another's lines settled at once when every
-    value is kept. Whatever the lines hold (public registries only, a private one among them,
+    `find` redactor's names taken from the list (another's too, for a piece whose plan is not
+    kept), another's lines settled at once when every value is kept. Whatever the lines hold (public registries only, a private one among them,
     names, secrets), the values and the lines holding them are those the match by match search
     gives (with no list)."""
     from unittest import mock
@@ -1157,13 +1157,15 @@ def test_property_values_listed_shortcut_changes_nothing(rows):
         with mock.patch.object(engine_module, "_listed_values", lambda *_: None):
             slow = engine_module.lines_values(r, lines, "t")
         assert fast == slow, r.id
+        # a piece whose plan is not kept: only the values, the same
+        assert engine_module.lines_values(r, lines, "t", False) == (fast[0], []), r.id
 
 
 def test_values_listed_and_all_kept_only_when_every_value_is_kept():
     """The registry pattern on lines of public hosts only is settled at once; one private host
     is not. A pattern whose `value` group has several places lists a 1-tuple per match; a
     `find` redactor's names come from the list, trailing dots dropped, kept names left out."""
-    from analyzer.redact.engine import _kept_all, _listed_values, _names_listed
+    from analyzer.redact.engine import _found_listed, _kept_all, _listed_values
 
     by_id = {r.id: r for r in load_redactors()}
     public = [
@@ -1178,8 +1180,8 @@ def test_values_listed_and_all_kept_only_when_every_value_is_kept():
     seven = "W0531 1 scheduler.go:325] get node a800-07 device error, node a800-07 not found"
     listed = _listed_values(node, f"Start working on node your-node-name\n{seven}", "t")
     assert listed == ["your-node-name", "a800-07"]
-    assert _names_listed(node, listed) == {"a800-07": "node"}
-    assert _names_listed(node, ["gpu-1.", "gpu-1", "node"]) == {"gpu-1": "node"}
+    assert _found_listed(node, listed) == {"a800-07": "node"}
+    assert _found_listed(node, ["gpu-1.", "gpu-1", "node"]) == {"gpu-1": "node"}
     # no list when a pattern has other groups, or a match's `value` took no part
     assert (
         _listed_values(replace(registry, patterns=(regex.compile(r"(a)(b)"),)), "ab", "t") is None

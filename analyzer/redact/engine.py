@@ -113,15 +113,18 @@ def find_values(r: Redactor, text: str, where: str) -> dict[str, str]:
     return out
 
 
-def lines_values(r: Redactor, lines: list[str], where: str) -> tuple[dict[str, str], list[int]]:
+def lines_values(
+    r: Redactor, lines: list[str], where: str, holding: bool = True
+) -> tuple[dict[str, str], list[int]]:
     """`find_values` of a per-line redactor over some lines, all at once, and which of the lines
-    hold a value it would replace: the second pass needs only those, and never a `find`
-    redactor's (its values are replaced as names, wherever they are), so of it only the values
-    are read."""
+    hold a value it would replace: the second pass needs only those (`holding`: when it plans
+    the piece), and never a `find` redactor's (its values are replaced as names, wherever they
+    are), so of it only the values are read."""
     joined = "\n".join(lines)
     listed = _listed_values(r, joined, where)
-    if listed is not None and r.mode == "find":
-        return _names_listed(r, listed), []
+    holds = holding and r.mode != "find"
+    if listed is not None and not holds:
+        return _found_listed(r, listed), []
     if listed is not None and _kept_all(r, listed):
         return {}, []
     starts = [0]
@@ -129,14 +132,15 @@ def lines_values(r: Redactor, lines: list[str], where: str) -> tuple[dict[str, s
         starts.append(starts[-1] + len(line) + 1)
     shortest = 1 if r.mode == "find" else MIN_EVERYWHERE
     found: dict[str, str] = {}
-    holding: set[int] = set()
+    held: set[int] = set()
     for start, value in _values(r, joined, where):
         if "\n" in value:  # a pattern that crosses a line end: line by line
-            return _line_by_line(r, lines, where)
-        holding.add(bisect_right(starts, start) - 1)
+            found, every = _line_by_line(r, lines, where)
+            return found, every if holds else []
+        held.add(bisect_right(starts, start) - 1)
         if len(value) >= shortest:
             found.setdefault(value, r.token)
-    return found, [] if r.mode == "find" else sorted(holding)
+    return found, sorted(held) if holds else []
 
 
 def _listed_values(r: Redactor, text: str, where: str) -> list[str] | None:
@@ -175,13 +179,15 @@ def _kept_all(r: Redactor, listed: list[str]) -> bool:
     return True
 
 
-def _names_listed(r: Redactor, listed: list[str]) -> dict[str, str]:
-    """`find_values` of a `find` redactor made from its listed values as `_values` makes them
-    (a trailing `.`, `-` or `_` dropped, kept values left out), in the order found."""
+def _found_listed(r: Redactor, listed: list[str]) -> dict[str, str]:
+    """`find_values` made from the listed values as `_values` makes them (a name's trailing
+    `.`, `-` or `_` dropped, kept values left out), in the order found."""
+    shortest = 1 if r.mode == "find" else MIN_EVERYWHERE
     out: dict[str, str] = {}
     for value in dict.fromkeys(listed):
-        value = value.rstrip(".-_")
-        if value and value not in out and not r.kept(value):
+        if r.mode == "find":
+            value = value.rstrip(".-_")
+        if len(value) >= shortest and value not in out and not r.kept(value):
             out[value] = r.token
     return out
 
@@ -328,17 +334,23 @@ class Learner:
         whole = [r for r in whole if r.prefilter is None or r.id in plan.whole]
         text = lines.text() if whole else ""
         found = [find_values(r, text, where) for r in whole]
+        # a piece whose lines the second pass's redactors select by the tens of thousands (an
+        # address on every line) keeps no plan: the second pass selects them itself, and the
+        # lines holding a value are not sought here (a step per match, most of such a piece's
+        # first pass)
+        crowded = len({n for r in self.per_line if r.mode != "find" for n in plan.lines[r.id]})
+        keep_plan = crowded <= PLANNED_MAX
         for r in self.learn:
             if r.per_line and plan.lines.get(r.id):
                 holds: set[int] = set()
                 for part, idx in parts[r.id]:
                     if idx:  # each pattern on the lines its own prefilter selects
-                        values, holding = lines_values(part, lines.get(idx), where)
+                        values, holding = lines_values(part, lines.get(idx), where, keep_plan)
                         found.append(values)
                         holds.update(idx[k] for k in holding)
                 plan.lines[r.id] = sorted(holds)  # the second pass needs no other
         planned = plan.planned()
-        if len(planned) > PLANNED_MAX:  # the second pass plans such a piece itself
+        if not keep_plan or len(planned) > PLANNED_MAX:
             return Lesson(lines.size, reserved, found, None)
         plan.starts = lines.starts(planned)
         return Lesson(lines.size, reserved, found, plan)

@@ -408,6 +408,9 @@ NODE_LINES = [
     "Node:             gpu-node-3/10.0.0.5",
     'I0815 09:04:51.201497  412873 flags.go:36] FLAG: --node-name="gpu-node-9"',
     "uplink 0c:42:a1:9e:7b:10 via fe80::1c2d:3eff:fe4f:5a6b and 172.16.40.7 user=alice",
+    # digits of another script, which the regexes' `\\d` reads too (a review found the journal
+    # host's prefilter, written `[0-9]`, missed this line and left the host)
+    "Aug \u06615 09:04:51 secret-host kubelet[1]: x leave",
 ]
 
 

@@ -75,13 +75,12 @@ def value_spans(
     if r.mode == "block":
         yield from block_spans(r, p, text, limit)
         return
-    has_value = "value" in p.groupindex
-    # concurrent: the match runs without Python's lock, beside the other pieces' scans
+    group = "value" if "value" in p.groupindex else 0
+    # concurrent: the match runs without Python's lock, beside the other pieces' scans; one call
+    # into the match a span (a hot loop: a log can hold an address on every line)
     for m in p.finditer(text, concurrent=True, timeout=limit):
-        if has_value and m.group("value") is not None:
-            yield m.span("value")
-        else:
-            yield m.span()
+        span = m.span(group)
+        yield span if span[0] >= 0 else m.span()
 
 
 def _values(r: Redactor, text: str, where: str) -> Iterator[tuple[int, str]]:
@@ -586,7 +585,7 @@ class Redaction:
         pos = replaced = 0
         tokens: dict[str, str] = {}
         stays: set[str] = {""}
-        for start, end in _spans(r, p, text, limit):
+        for start, end in value_spans(r, p, text, limit):
             value = text[start:end]
             if start < pos or value in stays or self.tokens.is_token(value):
                 continue
@@ -602,18 +601,6 @@ class Redaction:
         if replaced:
             self.counts[r.id] += replaced
         return "".join(out) + text[pos:] if out else text
-
-
-def _spans(r: Redactor, p: regex.Pattern, text: str, limit: float) -> Iterator[tuple[int, int]]:
-    """`value_spans`, one call into the match a span (a hot loop: a log can hold an address on
-    every line)."""
-    if r.mode == "block":
-        yield from value_spans(r, p, text, limit)
-        return
-    group = "value" if "value" in p.groupindex else 0
-    for m in p.finditer(text, concurrent=True, timeout=limit):
-        span = m.span(group)
-        yield span if span[0] >= 0 else m.span()
 
 
 def _as_bytes(texts: pl.Series) -> list[bytes]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import chain
 from typing import Any
 
 import polars as pl
@@ -34,10 +35,20 @@ SPARSE_KEYS = 512
 
 @dataclass(frozen=True)
 class LineHits:
-    """Per prefilter, the starts of the lines it selects, and line start -> line number."""
+    """Per prefilter, the starts of the lines it selects and their numbers."""
 
     starts: list[list[int]]
-    numbers: dict[int, int]
+    lines: list[list[int]]
+
+    @property
+    def numbers(self) -> dict[int, int]:
+        """line start -> line number, of every line selected, by start."""
+        pairs = {
+            s: n
+            for starts, lines in zip(self.starts, self.lines, strict=True)
+            for s, n in zip(starts, lines, strict=True)
+        }
+        return dict(sorted(pairs.items()))
 
 
 class LineFilter:
@@ -53,6 +64,7 @@ class LineFilter:
 
     def hits(self, raw: bytes) -> LineHits:
         """The lines of `raw` (valid UTF-8) each prefilter selects."""
+        assert np is not None
         n = len(self.prefilters)
         ends: list[list[int]] = [[] for _ in range(n + 1 + len(self.shapes))]
         self.scanner.scan(raw, ends)
@@ -61,63 +73,93 @@ class LineFilter:
                 kept = set(ends[bin_])
                 ends[k] = [e for e in ends[k] if e not in kept]
         del ends[n + 1 :]
-        found = [e for bin_ in ends for e in bin_]
-        if not found:
-            return LineHits([[] for _ in range(n)], {})
-        at = line_starts(raw, found)
-        numbers = dict(at.values())
-        starts = [sorted({at[e][0] for e in bin_}) for bin_ in ends[:n]]
-        wide = sorted({at[e][0] for e in ends[n]})
-        if wide:
-            texts = [raw[s : line_end(raw, s)].decode("utf-8") for s in wide]
+        sizes = [len(bin_) for bin_ in ends]
+        flat = np.fromiter(chain.from_iterable(ends), np.int64, sum(sizes))
+        starts_of, numbers_of = _starts_numbers(raw, flat)
+        bounds = np.cumsum([0, *sizes]).tolist()
+        # each bin's lines, by start, each once, and their numbers (arrays: a log with a value
+        # on every line selects hundreds of thousands a piece, and a Python step each was most
+        # of its first pass)
+        picked = [
+            _unique(starts_of[bounds[k] : bounds[k + 1]], numbers_of[bounds[k] : bounds[k + 1]])
+            for k in range(n + 1)
+        ]
+        wide, wide_numbers = picked[n]
+        if len(wide):
+            texts = [raw[s : line_end(raw, s)].decode("utf-8") for s in wide.tolist()]
             series = pl.Series(texts, dtype=pl.String)
             for k, p in enumerate(self.prefilters):
                 try:
-                    picked = series.str.contains(p).arg_true().to_list()
+                    chosen = series.str.contains(p).arg_true().to_numpy()
                 except pl.exceptions.PolarsError:
-                    picked = list(range(len(wide)))
-                if picked:
-                    starts[k] = sorted({*starts[k], *(wide[i] for i in picked)})
-        every = {s for found in starts for s in found}
-        return LineHits(starts, {s: numbers[s] for s in sorted(every)})
+                    chosen = np.arange(len(wide))
+                if len(chosen):
+                    starts, numbers = picked[k]
+                    picked[k] = _unique(
+                        np.concatenate((starts, wide[chosen])),
+                        np.concatenate((numbers, wide_numbers[chosen])),
+                    )
+        return LineHits(
+            [starts.tolist() for starts, _ in picked[:n]],
+            [numbers.tolist() for _, numbers in picked[:n]],
+        )
+
+
+def _unique(starts: Any, numbers: Any) -> tuple[Any, Any]:
+    """Lines' starts (an array) each once, in order, with their numbers; faster when they are
+    in order already (Hyperscan reports a pattern's matches by their end, so a bin's lines
+    mostly come in order)."""
+    assert np is not None
+    if len(starts) > 1 and bool((starts[1:] >= starts[:-1]).all()):
+        first = np.concatenate(([True], starts[1:] != starts[:-1]))
+        return starts[first], numbers[first]
+    starts, first = np.unique(starts, return_index=True)
+    return starts, numbers[first]
 
 
 def line_starts(raw: bytes | bytearray, ends: list[int]) -> dict[int, tuple[int, int]]:
-    """Match end -> (start, number) of the line it ends on (`bytescan.line_start`; the number is
-    the newlines before it), for all ends at once: numpy finds the newlines a block at a time in
-    this thread's scratch array, without Python's lock (`bytes.count` held it) and without a
-    Python step per match (`line_start` was one per match end), nor `LineTable`'s klog work."""
+    """Match end -> (start, number) of the line it ends on (`_starts_numbers`)."""
+    assert np is not None
+    starts, numbers = _starts_numbers(raw, np.array(ends, np.int64))
+    pairs = zip(starts.tolist(), numbers.tolist(), strict=True)
+    return {e: pair for e, pair in zip(ends, pairs, strict=True)}
+
+
+def _starts_numbers(raw: bytes | bytearray, ends: Any) -> tuple[Any, Any]:
+    """The start and number (the newlines before it) of the line each match end (a numpy
+    array) ends on, as two arrays in the order of the ends (`bytescan.line_start`, for all ends
+    at once): numpy finds the newlines a block at a time in this thread's scratch array,
+    without Python's lock (`bytes.count` held it) and without a Python step per match
+    (`line_start` was one per match end), nor `LineTable`'s klog work."""
+    assert np is not None
+    if not len(ends):
+        return ends, ends
+    # a match's line is the one its last byte is on (a match is never empty)
+    keys = np.maximum(ends - 1, 0)
+    if len(keys) <= SPARSE_KEYS:
+        keys, where = np.unique(keys, return_inverse=True)
+        view = np.frombuffer(raw, np.uint8)
+        pairs = np.array(_sparse_starts(raw, view, thread_scratch(), keys.tolist()), np.int64)
+        del view
+        return pairs[where, 0], pairs[where, 1]
+    newlines = _newlines(raw)
+    numbers = np.searchsorted(newlines, keys)  # the newlines before each key
+    return np.concatenate(([-1], newlines))[numbers] + 1, numbers
+
+
+def _newlines(raw: bytes | bytearray) -> Any:
+    """Where the newlines of `raw` are (an array), found a block at a time in this thread's
+    scratch array (a 16 MiB comparison's own array cost its page faults)."""
     assert np is not None
     view = np.frombuffer(raw, np.uint8)
     scratch = thread_scratch()
-    # a match's line is the one its last byte is on (a match is never empty)
-    keys, where = np.unique(np.maximum(np.array(ends, np.int64) - 1, 0), return_inverse=True)
-    if len(keys) <= SPARSE_KEYS:
-        pairs = _sparse_starts(raw, view, scratch, keys.tolist())
-        del view
-        return {e: pairs[i] for e, i in zip(ends, where.tolist(), strict=True)}
-    starts = np.empty(len(keys), np.int64)
-    numbers = np.empty(len(keys), np.int64)
-    before, lo, last = 0, 0, -1  # newlines before the block, keys done, the last newline seen
+    found = []
     for at in range(0, len(raw), len(scratch)):
         newline = scratch[: min(len(scratch), len(raw) - at)]
         np.equal(view[at : at + len(newline)], 10, out=newline)
-        hi = int(np.searchsorted(keys, at + len(newline)))
-        if hi > lo:  # keys in this block: the newlines before each, and the last of those
-            found = np.flatnonzero(newline) + at
-            k = np.searchsorted(found, keys[lo:hi])
-            numbers[lo:hi] = before + k
-            starts[lo:hi] = np.concatenate(([last], found))[k] + 1
-            before, lo = before + len(found), hi
-            last = int(found[-1]) if len(found) else last
-        else:
-            count = int(np.count_nonzero(newline))
-            if count:
-                last = at + len(newline) - 1 - int(np.argmax(newline[::-1]))
-            before += count
+        found.append(np.flatnonzero(newline) + at)
     del view
-    pairs = list(zip(starts.tolist(), numbers.tolist(), strict=True))
-    return {e: pairs[i] for e, i in zip(ends, where.tolist(), strict=True)}
+    return np.concatenate(found) if found else np.empty(0, np.int64)
 
 
 def _sparse_starts(

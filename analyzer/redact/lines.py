@@ -136,8 +136,9 @@ class Lines:
             fast = line_filter(tuple(prefilters), kept)
             if fast is not None:
                 seen = fast.hits(self._raw)
-                self._starts.update((n, s) for s, n in seen.numbers.items())
-                return [[seen.numbers[s] for s in starts] for starts in seen.starts]
+                for starts, numbers in zip(seen.starts, seen.lines, strict=True):
+                    self._starts.update(zip(numbers, starts, strict=True))
+                return seen.lines
         if self.small and self._list is not None:
             every = list(range(len(self._list)))
             return [every if _may_match(p, str(self._text)) else [] for p in prefilters]

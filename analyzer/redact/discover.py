@@ -266,6 +266,7 @@ class _Teacher:
         self.learner = learner
         self.prefilters = tuple(learner.prefilters)
         self.kept = learner.kept
+        self.parent = os.getpid()  # threads, where processes cannot be forked, may run polars
 
     def __call__(self, path: str, start: int, end: int, where: str) -> Lesson | None:
         buffer = thread_buffer(end - start)
@@ -277,7 +278,9 @@ class _Teacher:
             return None
         # read as bytes: the pass over plain lines only finds, slices and decodes the piece,
         # and Hyperscan and numpy read a bytearray alike (a copy would cost its page faults)
-        return self.learner.prepare(cast(bytes, buffer), where, plain=True)
+        return self.learner.prepare(
+            cast(bytes, buffer), where, plain=True, forked=os.getpid() != self.parent
+        )
 
 
 def _taught(s: SourceFile, workers: Workers[Lesson | None], learner: Learner) -> Iterator[Lesson]:
@@ -288,12 +291,14 @@ def _taught(s: SourceFile, workers: Workers[Lesson | None], learner: Learner) ->
     def done() -> Lesson:
         args, future = pending.popleft()
         lesson = workers.result(args, future)  # type: ignore[arg-type]
-        if lesson is None:
+        if lesson is None or lesson.deferred:
             _path, start, end, where = args
             with s.path.open("rb", buffering=0) as fh:
                 raw = bytearray()
                 read_into(fh, start, end - start, raw)
-            lesson = learner.prepare(bytes(raw), where)
+            if lesson is None:
+                return learner.prepare(bytes(raw), where)
+            return learner.complete(lesson, bytes(raw), where)
         return lesson
 
     for start, end in spans(s.path):

@@ -30,6 +30,7 @@ from analyzer.redact.blocks import block_spans
 from analyzer.redact.lines import Lines
 from analyzer.redact.output import Parts, parts
 from analyzer.redact.redactors import TIMEOUT, TIMEOUT_PER_MIB, Redactor
+from analyzer.redact.runs import as_column, distinct_runs, replace_runs
 from analyzer.redact.tokens import TokenMap
 
 STRETCH = 256 << 10  # bytes of a row of text between planned lines (see `Stretches`)
@@ -44,7 +45,7 @@ WORD = r"(?<![A-Za-z0-9])(?:{alts})(?![A-Za-z0-9])"
 TOKEN_WORD = r"(?<![\w.-])(?:{alts})(?![\w-])"  # a token-shaped word (gpu-node-1 holds none)
 
 
-def timeout_for(text: str) -> float:
+def timeout_for(text: str | bytes) -> float:
     return TIMEOUT + TIMEOUT_PER_MIB * len(text) / (1 << 20)
 
 
@@ -142,6 +143,18 @@ def lines_values(
     return found, sorted(held) if holds else []
 
 
+def dense_values(r: Redactor, text: str | bytes, where: str) -> dict[str, str] | None:
+    """`find_values` of a `runs` redactor over a whole piece, read from its distinct runs
+    (`runs.py`): a run lies within a line and holds a prefilter match, so the lines the
+    prefilter selects hold them all, and a value first found in a run is first found in that
+    run's first occurrence. None when runs do not pay here, or polars cannot hold the text."""
+    assert r.runs is not None and r.prefilter is not None
+    column = as_column(text)
+    runs = None if column is None else distinct_runs(r.runs, r.prefilter, column)
+    listed = None if runs is None else _listed_values(r, "\n".join(runs.texts), where)
+    return None if listed is None else _found_listed(r, listed)
+
+
 def _listed_values(r: Redactor, text: str, where: str) -> list[str] | None:
     """The values `r`'s patterns find in `text`, in order, as the `findall` of each lists them
     in C: on a big log a Python step per match cost as much as the match (the registry pattern
@@ -206,6 +219,9 @@ class Plan:
 
     whole: set[str] = field(default_factory=set)
     lines: dict[str, list[int]] = field(default_factory=dict)
+    # the per-line redactors that redact the whole piece run by run (`Learner.lesson`): their
+    # lines are not planned
+    dense: frozenset[str] = frozenset()
     starts: dict[int, int] = field(default_factory=dict)  # where those lines start in the piece
     # the piece's size when the first pass kept it as bytes (valid UTF-8 without a carriage
     # return): the second pass's piece of that size is not read through again to check
@@ -227,6 +243,9 @@ class Lesson:
     reserved: list[str]
     found: list[dict[str, str]]
     plan: Plan | None  # None: more than PLANNED_MAX lines planned
+    # (place in `found`, redactor id, part) of the values a forked worker left to its caller
+    # (`dense_values` runs polars, which a forked process must not)
+    deferred: tuple[tuple[int, str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -293,14 +312,25 @@ class Learner:
     def piece(self, raw: bytes, where: str) -> Plan | None:
         return self.take(self.prepare(raw, where))
 
-    def prepare(self, raw: bytes, where: str, plain: bool = False) -> Lesson:
+    def prepare(self, raw: bytes, where: str, plain: bool = False, forked: bool = False) -> Lesson:
         """A piece split, scanned and studied (no state is touched: a worker may do it);
-        `plain`: see `Lines.of_bytes`."""
+        `plain`: see `Lines.of_bytes`; `forked`: in a forked process (see `Lesson.deferred`)."""
         lines = Lines.of_bytes(raw, plain)
-        lesson = self.lesson(lines, where)
+        lesson = self.lesson(lines, where, forked)
         if lines.raw is not None and lesson.plan is not None:
             lesson.plan.kept_as_bytes = len(raw)
         return lesson
+
+    def complete(self, lesson: Lesson, raw: bytes, where: str) -> Lesson:
+        """A forked worker's lesson with the values it left (`Lesson.deferred`) found in its
+        piece; the piece studied here when runs do not pay in it after all."""
+        found = list(lesson.found)
+        for place, r_id, k in lesson.deferred:
+            values = dense_values(self.parts[r_id][k], raw, where)
+            if values is None:
+                return self.prepare(raw, where)
+            found[place] = values
+        return replace(lesson, found=found, deferred=())
 
     @property
     def prefilters(self) -> list[str]:
@@ -314,7 +344,7 @@ class Learner:
         parts = [part for r in self.per_line for part in self.parts[r.id]]
         return (None, *(None for _ in self.gates), *(r.kept_prefilter for r in parts))
 
-    def lesson(self, lines: Lines, where: str) -> Lesson:
+    def lesson(self, lines: Lines, where: str, forked: bool = False) -> Lesson:
         """What the lines teach, found without touching the learner's state: the per-line
         redactors' values are a piece's costliest Python, and a worker that finds them frees
         the thread that learns (in order: the first value found keeps its prefix)."""
@@ -333,26 +363,59 @@ class Learner:
         whole = [r for r in whole if r.prefilter is None or r.id in plan.whole]
         text = lines.text() if whole else ""
         found = [find_values(r, text, where) for r in whole]
-        # a piece whose lines the second pass's redactors select by the tens of thousands (an
-        # address on every line) keeps no plan: the second pass selects them itself, and the
-        # lines holding a value are not sought here (a step per match, most of such a piece's
-        # first pass)
-        crowded = len({n for r in self.per_line if r.mode != "find" for n in plan.lines[r.id]})
-        keep_plan = crowded <= PLANNED_MAX
+        # a redactor declaring runs whose prefilter selects more lines than a plan may hold (an
+        # address on every line) redacts the whole piece run by run in the second pass, and
+        # its values are read here from the runs too (`dense_values`)
+        plan.dense = frozenset(
+            r.id
+            for r in self.per_line
+            if r.runs is not None and r.mode != "find" and len(plan.lines[r.id]) > PLANNED_MAX
+        )
+        # a piece whose other lines the second pass's redactors select by the tens of thousands
+        # keeps no plan: the second pass selects them itself, and the lines holding a value are
+        # not sought here (a step per match, most of such a piece's first pass)
+        crowded = {
+            n
+            for r in self.per_line
+            if r.mode != "find" and r.id not in plan.dense
+            for n in plan.lines[r.id]
+        }
+        keep_plan = len(crowded) <= PLANNED_MAX
+        deferred: list[tuple[int, str, int]] = []
         for r in self.learn:
-            if r.per_line and plan.lines.get(r.id):
+            if r.per_line and r.id in plan.dense:
+                for j, (part, idx) in enumerate(parts[r.id]):
+                    if not idx:
+                        continue
+                    if forked:  # its caller reads them (`complete`)
+                        deferred.append((len(found), r.id, j))
+                        found.append({})
+                        continue
+                    piece = lines.raw if lines.raw is not None else lines.text()
+                    values = dense_values(part, piece, where)
+                    if values is None:  # runs do not pay here: line by line
+                        values, _ = lines_values(part, lines.get(idx), where, False)
+                    found.append(values)
+            elif r.per_line and plan.lines.get(r.id):
+                # beside a dense redactor, the second pass reads every line selected (the whole
+                # piece is rewritten anyway), as it does a piece it plans itself: a name it
+                # replaces there may make a value of what was none (`gpu_a.acme.internal`)
+                holding = keep_plan and not plan.dense
                 holds: set[int] = set()
                 for part, idx in parts[r.id]:
                     if idx:  # each pattern on the lines its own prefilter selects
-                        values, holding = lines_values(part, lines.get(idx), where, keep_plan)
+                        values, held = lines_values(part, lines.get(idx), where, holding)
                         found.append(values)
-                        holds.update(idx[k] for k in holding)
-                plan.lines[r.id] = sorted(holds)  # the second pass needs no other
+                        holds.update(idx[k] for k in held)
+                if holding or r.mode == "find":  # a name is replaced wherever it is
+                    plan.lines[r.id] = sorted(holds)  # the second pass needs no other
+        for r_id in plan.dense:
+            del plan.lines[r_id]  # the second pass reads the whole piece
         planned = plan.planned()
         if not keep_plan or len(planned) > PLANNED_MAX:
-            return Lesson(lines.size, reserved, found, None)
+            return Lesson(lines.size, reserved, found, None, tuple(deferred))
         plan.starts = lines.starts(planned)
-        return Lesson(lines.size, reserved, found, plan)
+        return Lesson(lines.size, reserved, found, plan, tuple(deferred))
 
     def take(self, lesson: Lesson) -> Plan | None:
         """What a piece taught, taken in order; the piece's plan (None: the second pass makes
@@ -398,7 +461,7 @@ class Redaction:
         """A piece split and scanned for names (no state is touched: a background thread may do
         it; `finish` assigns the tokens, in order)."""
         lines = Lines.of_bytes(raw, plan is not None and plan.kept_as_bytes == len(raw))
-        if plan is None or plan.whole & {r.id for r in self.whole if r.prefilter is not None}:
+        if plan is None or plan.dense or plan.whole & {r.id for r in self.whole if r.prefilter}:
             return Prepared(lines, plan, None)
         planned = plan.planned()
         if lines.raw is not None and all(i in plan.starts for i in planned):
@@ -420,7 +483,7 @@ class Redaction:
         cut, plan = prepared.names, prepared.plan
         if isinstance(cut, Stretches) and plan is not None:
             render = self._names_stretches(prepared.lines, cut)
-            lines = self._per_line(prepared.lines, plan, where)
+            lines = self._per_line(prepared.lines, prepared.lines, plan, where)
             done = [line.encode("utf-8") for line in lines.get(cut.lines)]
             return partial(_spliced, render, cut.rows, done)
         split = cut if isinstance(cut, NamesSplit) else None
@@ -477,6 +540,7 @@ class Redaction:
         return partial(_replaced, texts, order, values)
 
     def _run(self, lines: Lines, where: str, plan: Plan | None, names: NamesSplit | None) -> Lines:
+        unplanned = plan is None
         if plan is None:
             gates = [r for r in self.whole if r.prefilter is not None]
             hits = lines.hits([str(r.prefilter) for r in [*gates, *self.per_line]])
@@ -491,16 +555,43 @@ class Redaction:
                 lines, names = Lines(text), None
                 hits = lines.hits([str(r.prefilter) for r in self.per_line])
                 plan = Plan(plan.whole, dict(zip(self.ids, hits, strict=True)))
+        selected = lines  # the lines as the prefilters selected them
         if self.names_prefilter is not None:  # first: the lines are still as polars holds them
-            idx = lines.hits([self.names_prefilter])[0]
-            if idx:
+            crowded = unplanned or plan.dense
+            whole = self._names_whole(lines) if crowded and lines.raw is not None else None
+            if whole is not None:
+                lines = whole
+            elif idx := lines.hits([self.names_prefilter])[0]:
                 split = names if isinstance(names, NamesSplit) else None
                 self._names_lines(lines, split or self._names_split(lines, idx), where)
-        return self._per_line(lines, plan, where)
+        return self._per_line(lines, selected, plan, where)
 
-    def _per_line(self, lines: Lines, plan: Plan, where: str) -> Lines:
+    def _names_whole(self, lines: Lines) -> Lines | None:
+        """A crowded piece's names (`Learner.lesson`: a value on most lines) replaced in the
+        whole piece at once, without selecting a line (`_stretches`, without planned lines):
+        new lines, or these when none is there; None when a name touches a letter or digit
+        (then the lines holding one are selected as in any piece)."""
+        cut = self._stretches(lines, [])
+        if cut is None:
+            return None
+        if not cut.present:
+            return lines
+        rows = self._names_stretches(lines, cut)()
+        return Lines.of_bytes(b"".join(rows), plain=True)
+
+    def _per_line(self, lines: Lines, selected: Lines, plan: Plan, where: str) -> Lines:
+        """The per-line redactors in order, each on the lines `plan` says it needs (selected
+        in `selected`, which has as many lines), or on the whole piece run by run where its
+        values are on most lines (`Plan.dense`, or so many selected here)."""
         for r in self.per_line:
-            idx = plan.lines[r.id]
+            idx = plan.lines.get(r.id)
+            if r.runs is not None and (idx is None or len(idx) > PLANNED_MAX):
+                dense = self._dense(r, lines, where)
+                if dense is not None:
+                    lines = dense
+                    continue
+            if idx is None:  # runs do not pay here after all: the lines it needs
+                idx = selected.hits([str(r.prefilter)])[0]
             if idx:
                 before = lines.get(idx)
                 after = self._redact(r, "\n".join(before), where).split("\n")
@@ -569,15 +660,49 @@ class Redaction:
         return self.tokens.token(self.names[m.group()], m.group())
 
     def _redact(self, r: Redactor, text: str, where: str) -> str:
-        limit = timeout_for(text)
         try:
-            for p in r.patterns:
-                text = self._replace(r, p, text, limit)
+            text, replaced = self._redacted(r, text, timeout_for(text))
         except TimeoutError:
             raise _timed_out(r.id, where) from None
+        if replaced:
+            self.counts[r.id] += replaced
         return text
 
-    def _replace(self, r: Redactor, p: regex.Pattern, text: str, limit: float) -> str:
+    def _dense(self, r: Redactor, lines: Lines, where: str) -> Lines | None:
+        """The whole piece redacted by `r` run by run (`runs.py`: each distinct run once), as
+        new lines; the same lines when nothing changed; None when runs do not pay here (most
+        are distinct) or polars cannot hold the text. A run lies within a line and holds a
+        prefilter match, so the lines the prefilter selects hold them all."""
+        assert r.runs is not None and r.prefilter is not None
+        raw = lines.bytes()
+        column = as_column(raw)
+        runs = None if column is None else distinct_runs(r.runs, r.prefilter, column)
+        if column is None or runs is None:
+            return None
+        limit = timeout_for(raw)
+        redacted = list(runs.texts)
+        try:  # each regex over every run, then the next, as over the lines: tokens in that order
+            for p in r.patterns:
+                for k, count in enumerate(runs.counts):
+                    redacted[k], replaced = self._replace(r, p, redacted[k], limit)
+                    if replaced:
+                        self.counts[r.id] += replaced * count
+        except TimeoutError:
+            raise _timed_out(r.id, where) from None
+        if redacted == runs.texts:
+            return lines
+        done = replace_runs(column, runs.texts, redacted).cast(pl.Binary).item()
+        return Lines.of_bytes(done, plain=lines.raw is not None)
+
+    def _redacted(self, r: Redactor, text: str, limit: float) -> tuple[str, int]:
+        """`text` redacted by each of `r`'s patterns in turn, and how many values were replaced."""
+        replaced = 0
+        for p in r.patterns:
+            text, count = self._replace(r, p, text, limit)
+            replaced += count
+        return text, replaced
+
+    def _replace(self, r: Redactor, p: regex.Pattern, text: str, limit: float) -> tuple[str, int]:
         """Each value replaced by its token (the same value, the same token). Each value's
         token (or that it stays) is asked once: a log with an address on every line has a few
         thousand of them in a piece's 300,000 matches, and the asking was most of the time."""
@@ -598,9 +723,7 @@ class Redaction:
             replaced += 1
             out += (text[pos:start], token)
             pos = end
-        if replaced:
-            self.counts[r.id] += replaced
-        return "".join(out) + text[pos:] if out else text
+        return ("".join(out) + text[pos:] if out else text), replaced
 
 
 def _as_bytes(texts: pl.Series) -> list[bytes]:

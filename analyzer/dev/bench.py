@@ -11,7 +11,8 @@ nothing and prints every figure with its ratio to a reference timed in the same 
 2. Log shapes (`--shapes-mb`, 256 MB each): logs made of what users pasted in public issues,
    repeated (`SHAPES`): a scheduler's handshake loop, a plugin quiet at first and then in a
    register loop, the NVIDIA plugin restarting, the same behind containerd's prefixes, a kubelet
-   journal failing to create sandboxes, the GPU operator's validator waiting for its driver.
+   journal failing to create sandboxes, the GPU operator's validator waiting for its driver, a
+   scheduler failing on nodes named by their addresses (an address on most lines).
    Where one kind of line fills a log the scan's plan decides its speed; the same reference.
    Each shape is redacted too, against its own `analyze`: where a kind of line fills a log, a
    redactor may read most of its lines.
@@ -58,6 +59,7 @@ SHAPES = {
     "cri-prefixed": ("device-plugin.log", "cri-prefixed.log", False),  # k8s-dp #444
     "kubelet-journal": ("kubelet.log", "kubelet-journal.log", False),  # gpu-operator #349
     "validator-loop": ("validator.log", "validator-loop.log", False),  # gpu-operator #531
+    "address-loop": ("scheduler.log", "address-loop.log", False),  # hami #338
 }
 
 

@@ -311,3 +311,25 @@ def test_a_redactor_of_two_regexes_numbers_its_tokens_as_line_by_line():
         got = pipeline([two], text)
     assert got == want
     assert got[0].startswith("ip-3 then ip-1\nip-2 ip-3")
+
+
+ADDRESS = regex.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w]|\.\d)")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["gpu-a", "gpu-a.1.2.3", ".1.2.3", "10.0.0.1", "1.2.3.4", " ", "\n", "x"]),
+        max_size=30,
+    )
+)
+def test_property_beside_names_a_dense_piece_only_replaces_more(fragments):
+    """The one difference from the lines' path (docs/redaction.md): a dense redactor reads the
+    whole text the names left, so an address a name's token makes (`node-1.1.2.3`) is replaced
+    there even on a line that held no address before. It only adds: no address the lines' path
+    replaces is left."""
+    text = 'nodeName="gpu-a"\n' + "".join(fragments)
+    want = pipeline(without_runs(CATALOGUE), text)[0]
+    with dense_everywhere():
+        got = pipeline(CATALOGUE, text)[0]
+    assert set(ADDRESS.findall(got)) <= set(ADDRESS.findall(want)), text

@@ -28,7 +28,7 @@ from analyzer.parse.bytescan import line_end, np, thread_scratch
 from analyzer.parse.hsdb import Scanner, cached_database, hyperscan, line_pattern
 
 NON_ASCII = r"[\x80-\xff][^\n]*$"  # one report per line holding a byte outside ASCII
-# up to this many lines, `line_starts` finds each from its key (a few dozen on a klog piece);
+# up to this many lines, `starts_numbers` finds each from its key (a few dozen on a klog piece);
 # beyond, a block's newlines at once (client-go's lines once made it 4,600)
 SPARSE_KEYS = 512
 
@@ -39,16 +39,6 @@ class LineHits:
 
     starts: list[list[int]]
     lines: list[list[int]]
-
-    @property
-    def numbers(self) -> dict[int, int]:
-        """line start -> line number, of every line selected, by start."""
-        pairs = {
-            s: n
-            for starts, lines in zip(self.starts, self.lines, strict=True)
-            for s, n in zip(starts, lines, strict=True)
-        }
-        return dict(sorted(pairs.items()))
 
 
 class LineFilter:
@@ -75,7 +65,7 @@ class LineFilter:
         del ends[n + 1 :]
         sizes = [len(bin_) for bin_ in ends]
         flat = np.fromiter(chain.from_iterable(ends), np.int64, sum(sizes))
-        starts_of, numbers_of = _starts_numbers(raw, flat)
+        starts_of, numbers_of = starts_numbers(raw, flat)
         bounds = np.cumsum([0, *sizes]).tolist()
         # each bin's lines, by start, each once, and their numbers (arrays: a log with a value
         # on every line selects hundreds of thousands a piece, and a Python step each was most
@@ -117,15 +107,7 @@ def _unique(starts: Any, numbers: Any) -> tuple[Any, Any]:
     return starts, numbers[first]
 
 
-def line_starts(raw: bytes | bytearray, ends: list[int]) -> dict[int, tuple[int, int]]:
-    """Match end -> (start, number) of the line it ends on (`_starts_numbers`)."""
-    assert np is not None
-    starts, numbers = _starts_numbers(raw, np.array(ends, np.int64))
-    pairs = zip(starts.tolist(), numbers.tolist(), strict=True)
-    return {e: pair for e, pair in zip(ends, pairs, strict=True)}
-
-
-def _starts_numbers(raw: bytes | bytearray, ends: Any) -> tuple[Any, Any]:
+def starts_numbers(raw: bytes | bytearray, ends: Any) -> tuple[Any, Any]:
     """The start and number (the newlines before it) of the line each match end (a numpy
     array) ends on, as two arrays in the order of the ends (`bytescan.line_start`, for all ends
     at once): numpy finds the newlines a block at a time in this thread's scratch array,
@@ -165,7 +147,7 @@ def _newlines(raw: bytes | bytearray) -> Any:
 def _sparse_starts(
     raw: bytes | bytearray, view: Any, scratch: Any, keys: list[int]
 ) -> list[tuple[int, int]]:
-    """`line_starts` of a few keys (sorted): each line's start found back from its key, and the
+    """`starts_numbers` of a few keys (sorted): each line's start found back from its key, and the
     newlines before it counted only up to the last one. Finding every newline of a block that
     holds a key (`flatnonzero`) cost 7-8 ms a 16 MiB piece even for a few dozen keys; this costs
     2-3 ms."""

@@ -350,20 +350,18 @@ def cited_rows(
         schema={"file": pl.String, "line": pl.Int64, "findings": pl.String},
         orient="row",
     )
-    frame = timeline.frame.join(keys, on=["file", "line"], how="left", maintain_order="left")
-    interesting = frame.filter(
-        pl.col("signature").is_not_null()
-        | pl.col("severity").is_in(["W", "E", "F"])
-        | (pl.col("source") == "node")
-        | pl.col("findings").is_not_null()
+    rows = timeline.frame.lazy().join(
+        keys.lazy(), on=["file", "line"], how="left", maintain_order="left"
     )
-    rows = (
-        interesting
-        if interesting.height > DIAGNOSIS_ROWS or frame.height > DIAGNOSIS_ROWS
-        else frame
-    )
-    kept = tuple(TimelineRow(**r) for r in rows.head(DIAGNOSIS_ROWS).to_dicts())
-    return kept, frame.height
+    if timeline.frame.height > DIAGNOSIS_ROWS:  # the events that say something, when not all fit
+        rows = rows.filter(
+            pl.col("signature").is_not_null()
+            | pl.col("severity").is_in(["W", "E", "F"])
+            | (pl.col("source") == "node")
+            | pl.col("findings").is_not_null()
+        )
+    kept = rows.head(DIAGNOSIS_ROWS).collect(engine="in-memory").to_dicts()
+    return tuple(TimelineRow(**r) for r in kept), timeline.frame.height
 
 
 def _badness(n: NodeReport) -> tuple:

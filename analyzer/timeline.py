@@ -17,6 +17,7 @@ from analyzer.atomic import atomic_path, write_text
 from analyzer.bundle.text import printable
 from analyzer.catalogue.datafiles import EpisodeSpec
 from analyzer.facts.context import NodeContext
+from analyzer.frames import collect
 from analyzer.parse.times import parse_time as _parse  # one ISO-time parser for all stages
 
 SCHEMA = pl.Schema(  # instances, not classes: typed as polars' data types
@@ -99,7 +100,7 @@ def build_timeline(ctx: NodeContext) -> pl.DataFrame:
     if not frames:
         return pl.DataFrame(schema=SCHEMA)
     # one query: a small bundle's logs each filtered and cast, then sorted, cost a query each
-    return pl.concat(frames).sort("time", maintain_order=True).collect(engine="in-memory")
+    return collect(pl.concat(frames).sort("time", maintain_order=True))
 
 
 def filter_timeline(frame: pl.DataFrame, sources, severity, since, until) -> pl.DataFrame:
@@ -196,20 +197,10 @@ def episodes(
         issues.append(
             "klog lines carry no year and the bundle gave no clue: times are shown without a year"
         )
-    per_file = (
-        frame.filter(pl.col("source") != "node")
-        .group_by("file", maintain_order=True)
-        .agg(
-            # in the file's own order: the timeline is in time order, where none goes back
-            (pl.col("time").sort_by("line").diff().dt.total_seconds() < -1).sum().alias("back"),
-            pl.col("time").min().alias("a"),
-            pl.col("time").max().alias("b"),
-        )
-        .rows()
-    )
+    per_file = _clocks(frame)
     # a big log's timeline holds the lines it kept, not all of them
     sampled = {log.artefact.file.name for log in ctx.logs if not log.stats.all_lines_kept}
-    for file, back, _a, _b in per_file:
+    for file, (back, _a, _b) in per_file.items():
         if back:
             which = f"{back} of the lines kept" if file in sampled else f"{back} line(s)"
             issues.append(
@@ -218,7 +209,7 @@ def episodes(
     # in order of their starts (ties: the one ending first, then by name; polars' order of
     # groups is its hash's, which changes from run to run)
     spans = sorted(
-        ((f, a, b) for f, _back, a, b in per_file), key=lambda row: (row[1], row[2], row[0])
+        ((f, a, b) for f, (_back, a, b) in per_file.items()), key=lambda r: (r[1], r[2], r[0])
     )
     for (f1, _a1, b1), (f2, a2, _b2) in itertools.pairwise(spans):
         if a2 > b1:
@@ -248,22 +239,50 @@ def _flagged_rows(
     fault = severity.is_in(["E", "F"])
     if last_ok is not None:
         fault = fault & (pl.col("time") > last_ok)
-    shown = is_gap & (is_gap.cum_sum().over(source) <= GAPS_SHOWN)
-    return (
+    # the cap in a query of its own: a window over a window is refused before polars 1.36
+    shown = pl.col("_gap").is_not_null() & (
+        pl.col("_gap").is_not_null().cum_sum().over(source) <= GAPS_SHOWN
+    )
+    query = (
         frame.lazy()
+        .with_columns(pl.when(is_gap).then(gap).alias("_gap"))
         .select(
             "time",
             "source",
             "file",
             "line",
             "message",
-            pl.when(shown).then(gap).alias("gap"),
+            pl.when(shown).then(pl.col("_gap")).alias("gap"),
             (fault & (fault.cum_sum() == 1)).alias("fault"),
         )
         .filter(pl.col("gap").is_not_null() | pl.col("fault"))
-        .collect(engine="in-memory")
+    )
+    return collect(query).rows()
+
+
+def _clocks(frame: pl.DataFrame) -> dict[str, tuple[int, dt.datetime, dt.datetime]]:
+    """Per file of logged events (not the Node object's), in their order: how many of its lines
+    are more than a second earlier than the line before them, and its first and last times.
+    The lines before are the file's own, of the same log kind (one issue may paste a scheduler
+    log dated before the plugin's log it pasted first), in the file's order (the timeline is
+    in time order, where none goes back)."""
+    per_kind = (
+        frame.filter(pl.col("source") != "node")
+        .group_by("file", "source", maintain_order=True)
+        .agg(
+            (pl.col("time").sort_by("line").diff().dt.total_seconds() < -1).sum().alias("back"),
+            pl.col("time").min().alias("a"),
+            pl.col("time").max().alias("b"),
+        )
         .rows()
     )
+    out: dict[str, tuple[int, dt.datetime, dt.datetime]] = {}
+    for file, _kind, back, a, b in per_kind:
+        if file in out:
+            before, first, last = out[file]
+            back, a, b = before + back, min(first, a), max(last, b)
+        out[file] = (back, a, b)
+    return out
 
 
 @dataclass(frozen=True)

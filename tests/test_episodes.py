@@ -89,12 +89,28 @@ def test_a_gap_is_silence_longer_than_the_kinds_limit_between_its_dated_lines():
 
 
 def test_at_most_twenty_gaps_per_kind_the_first_ones():
-    rows = [(k * 200, "device-plugin-log", "dp.log", k + 1, "I", "tick") for k in range(30)]
-    eps, _ = episodes(
-        events(*rows), Context(), EpisodeSpec(gap_seconds={"device-plugin-log": 120}), True
+    rows = [
+        (k * 200, kind, f"{kind}.log", k + 1, "I", "tick")
+        for k in range(30)
+        for kind in ("scheduler-log", "device-plugin-log")
+    ]
+    # the scheduler's limit first: at the same moment, its gap is told first
+    spec = EpisodeSpec(gap_seconds={"scheduler-log": 120, "device-plugin-log": 120})
+    eps, _ = episodes(events(*rows), Context(), spec, True)
+    gaps = [(e.source, e.line) for e in eps if e.kind == "gap"]
+    # lines 2..21 of each: the first 20 of its 29 gaps
+    assert gaps == [(kind, k) for k in range(2, 22) for kind in spec.gap_seconds]
+
+
+def test_silence_as_long_as_the_limit_is_no_gap():
+    frame = events(
+        (0, "device-plugin-log", "dp.log", 1, "I", "a"),
+        (120, "device-plugin-log", "dp.log", 2, "I", "exactly the limit"),
+        (241, "device-plugin-log", "dp.log", 3, "I", "a second more"),
     )
-    lines = [e.line for e in eps if e.kind == "gap"]
-    assert lines == list(range(2, 22))  # lines 2..21: the first 20 of the 29 gaps
+    spec = EpisodeSpec(gap_seconds={"device-plugin-log": 120})
+    eps, _ = episodes(frame, Context(), spec, True)
+    assert [e.line for e in eps if e.kind == "gap"] == [3]
 
 
 def test_the_first_error_is_the_first_after_the_last_healthy_moment():
@@ -169,4 +185,20 @@ def test_a_big_logs_count_is_of_the_lines_it_kept():
     _, issues = episodes(frame, Context(sampled=("big.log",)), EpisodeSpec(), True)
     assert issues == [
         "big.log: 1 of the lines kept go back in time (restarts, clock skew or several containers concatenated)"
+    ]
+
+
+def test_logs_pasted_in_one_file_are_each_read_in_their_own_order():
+    # an issue pastes the plugin's log, then a scheduler log of an hour before: no clock goes
+    # back; a second paste of the plugin's log, older than the first, does
+    frame = events(
+        (3600, "device-plugin-log", "issue.md", 10, "I", "plugin"),
+        (3610, "device-plugin-log", "issue.md", 11, "I", "plugin"),
+        (0, "scheduler-log", "issue.md", 40, "I", "scheduler, an hour before"),
+        (10, "scheduler-log", "issue.md", 41, "I", "scheduler"),
+        (1800, "device-plugin-log", "issue.md", 70, "I", "the plugin's earlier log"),
+    )
+    _, issues = episodes(frame, Context(), EpisodeSpec(), True)
+    assert issues == [
+        "issue.md: 1 line(s) go back in time (restarts, clock skew or several containers concatenated)"
     ]

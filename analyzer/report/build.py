@@ -13,6 +13,7 @@ from analyzer.decisions import build_decisions
 from analyzer.facts.context import NodeContext
 from analyzer.facts.model import lower
 from analyzer.facts.registry import cited
+from analyzer.frames import collect
 from analyzer.parse.logs import ParsedLog
 from analyzer.pipeline import ParsedBundle
 from analyzer.report import next_steps
@@ -360,7 +361,7 @@ def cited_rows(
             | (pl.col("source") == "node")
             | pl.col("findings").is_not_null()
         )
-    kept = rows.head(DIAGNOSIS_ROWS).collect(engine="in-memory").to_dicts()
+    kept = collect(rows.head(DIAGNOSIS_ROWS)).to_dicts()
     return tuple(TimelineRow(**r) for r in kept), timeline.frame.height
 
 

@@ -8,7 +8,7 @@ import datetime as dt
 import itertools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import polars as pl
 import regex
@@ -17,7 +17,6 @@ from analyzer.atomic import atomic_path, write_text
 from analyzer.bundle.text import printable
 from analyzer.catalogue.datafiles import EpisodeSpec
 from analyzer.facts.context import NodeContext
-from analyzer.frames import collect
 from analyzer.parse.times import parse_time as _parse  # one ISO-time parser for all stages
 
 SCHEMA = pl.Schema(  # instances, not classes: typed as polars' data types
@@ -32,6 +31,9 @@ SCHEMA = pl.Schema(  # instances, not classes: typed as polars' data types
     }
 )
 SEVERITY_ORDER = {"I": 0, "W": 1, "E": 2, "F": 3}
+# polars 2 runs `LazyFrame.collect()` on its streaming engine, whose first query starts threads
+# of its own that a few hundred rows do not need
+IN_MEMORY: Final = "in-memory"
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,7 @@ def build_timeline(ctx: NodeContext) -> pl.DataFrame:
     if not frames:
         return pl.DataFrame(schema=SCHEMA)
     # one query: a small bundle's logs each filtered and cast, then sorted, cost a query each
-    return collect(pl.concat(frames).sort("time", maintain_order=True))
+    return pl.concat(frames).sort("time", maintain_order=True).collect(engine=IN_MEMORY)
 
 
 def filter_timeline(frame: pl.DataFrame, sources, severity, since, until) -> pl.DataFrame:
@@ -257,7 +259,7 @@ def _flagged_rows(
         )
         .filter(pl.col("gap").is_not_null() | pl.col("fault"))
     )
-    return collect(query).rows()
+    return query.collect(engine=IN_MEMORY).rows()
 
 
 def _clocks(frame: pl.DataFrame) -> dict[str, tuple[int, dt.datetime, dt.datetime]]:

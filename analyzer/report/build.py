@@ -13,7 +13,6 @@ from analyzer.decisions import build_decisions
 from analyzer.facts.context import NodeContext
 from analyzer.facts.model import lower
 from analyzer.facts.registry import cited
-from analyzer.frames import collect
 from analyzer.parse.logs import ParsedLog
 from analyzer.pipeline import ParsedBundle
 from analyzer.report import next_steps
@@ -47,7 +46,7 @@ from analyzer.rules.engine import (
     RuleResult,
 )
 from analyzer.rules.model import RuleSet
-from analyzer.timeline import NodeTimeline
+from analyzer.timeline import IN_MEMORY, NodeTimeline
 
 REGISTRATION_LINKS = ("count", "spec", "liveness")
 KIND_RANK = {"fault": 0, "normal": 1, "ok": 2}
@@ -361,7 +360,7 @@ def cited_rows(
             | (pl.col("source") == "node")
             | pl.col("findings").is_not_null()
         )
-    kept = collect(rows.head(DIAGNOSIS_ROWS)).to_dicts()
+    kept = rows.head(DIAGNOSIS_ROWS).collect(engine=IN_MEMORY).to_dicts()
     return tuple(TimelineRow(**r) for r in kept), timeline.frame.height
 
 

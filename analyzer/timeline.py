@@ -241,20 +241,16 @@ def _flagged_rows(
     fault = severity.is_in(["E", "F"])
     if last_ok is not None:
         fault = fault & (pl.col("time") > last_ok)
-    # the cap in a query of its own: a window over a window is refused before polars 1.36
-    shown = pl.col("_gap").is_not_null() & (
-        pl.col("_gap").is_not_null().cum_sum().over(source) <= GAPS_SHOWN
-    )
+    shown = is_gap & (is_gap.cum_sum().over(source) <= GAPS_SHOWN)
     query = (
         frame.lazy()
-        .with_columns(pl.when(is_gap).then(gap).alias("_gap"))
         .select(
             "time",
             "source",
             "file",
             "line",
             "message",
-            pl.when(shown).then(pl.col("_gap")).alias("gap"),
+            pl.when(shown).then(gap).alias("gap"),
             (fault & (fault.cum_sum() == 1)).alias("fault"),
         )
         .filter(pl.col("gap").is_not_null() | pl.col("fault"))

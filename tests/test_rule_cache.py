@@ -131,37 +131,59 @@ def test_the_parsed_phrases_are_read_back_until_their_text_changes(tmp_path, mon
     messages._messages.cache_clear()
 
 
-def test_a_cached_rules_self_tests_are_read_back_when_asked(cache, monkeypatch):
-    """A rule's self-test cases are pickled apart and read back on first use: the same cases
-    as the validated rule set's, and a run that never asks for them does not unpickle them."""
+PACKED = {  # the fields a run seldom reads, pickled apart (analyzer/packed.py)
+    "rules": ("explanation", "remediation", "references", "zh", "tests"),
+    "signatures": ("examples_match", "examples_no_match", "origin", "references"),
+}
+
+
+def _still_packed(ruleset) -> bool:
+    return all(
+        not any(name in item.__dict__ for name in names)
+        for part, names in PACKED.items()
+        for item in getattr(ruleset, part).values()
+    )
+
+
+def test_a_cached_rules_seldom_read_fields_are_read_back_when_asked(cache, monkeypatch):
+    """A rule's texts beyond its title and its self-tests, a signature's examples, origin and
+    references, are pickled apart and read back on first use: the same as the validated rule
+    set's, and a run that never asks for them does not unpickle them."""
+    from analyzer.catalogue.signatures import Signature
     from analyzer.rules.model import Rule
 
-    assert not hasattr(Rule, "tests")  # a class-level default would hide the packed cases
+    for cls, part in ((Rule, "rules"), (Signature, "signatures")):
+        # a class-level default would hide the packed value
+        assert not any(hasattr(cls, name) for name in PACKED[part])
     validated = load_ruleset()
     _no_rebuild(monkeypatch)
     cached = load_ruleset()
-    assert all("tests" not in r.__dict__ for r in cached.rules.values())
-    assert {k: r.tests for k, r in cached.rules.items()} == {
-        k: r.tests for k, r in validated.rules.items()
-    }
+    assert _still_packed(cached)
+    rule = cached.rules["nvml-init-failed"]
+    assert rule.title == validated.rules["nvml-init-failed"].title  # no field read back
+    assert not any(name in rule.__dict__ for name in PACKED["rules"])
+    assert rule.explanation == validated.rules["nvml-init-failed"].explanation
+    assert all(name in rule.__dict__ for name in PACKED["rules"])  # all at once
+    assert cached.rules == validated.rules and cached.signatures == validated.signatures
     assert sum(bool(r.tests) for r in cached.rules.values()) > 100
+    assert sum(bool(s.examples_match) for s in cached.signatures.values()) > 200
     with pytest.raises(AttributeError):
         _ = next(iter(cached.rules.values())).no_such_field
+    with pytest.raises(AttributeError):
+        _ = next(iter(cached.signatures.values())).no_such_field
 
 
-def test_a_cached_rule_set_pickles_again_with_its_self_tests_still_packed(cache, monkeypatch):
-    """A rule set read from the cache, its rules' cases never asked for, can be pickled again
-    (to hand it to another process) and gives the same cases there."""
+def test_a_cached_rule_set_pickles_again_with_its_fields_still_packed(cache, monkeypatch):
+    """A rule set read from the cache, its packed fields never asked for, can be pickled again
+    (to hand it to another process) and gives the same fields there."""
     import pickle
 
     validated = load_ruleset()
     _no_rebuild(monkeypatch)
     cached = load_ruleset()
     again = pickle.loads(pickle.dumps(cached))
-    assert all("tests" not in r.__dict__ for r in again.rules.values())
-    assert {k: r.tests for k, r in again.rules.items()} == {
-        k: r.tests for k, r in validated.rules.items()
-    }
+    assert _still_packed(again)
+    assert again.rules == validated.rules and again.signatures == validated.signatures
 
 
 def test_rusts_engine_is_asked_once_for_every_signature_and_still_names_a_bad_one(cache, tmp_path):

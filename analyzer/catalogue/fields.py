@@ -6,6 +6,7 @@ not how to check each key; the same tables generate the shipped JSON Schema."""
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,15 @@ class _LineLoader(FastLoader):
         mapping = super().construct_mapping(node, deep=deep)
         mapping[LINE_KEY] = node.start_mark.line + 1
         return mapping
+
+    def construct_yaml_str(self, node) -> str:
+        """Each text once, however often the rules write it (a kind's name, a fact's): the
+        cached rule set then holds it once, and reading it back makes ~4,500 objects fewer
+        (~0.6 ms of a small run)."""
+        return sys.intern(super().construct_yaml_str(node))
+
+
+_LineLoader.add_constructor("tag:yaml.org,2002:str", _LineLoader.construct_yaml_str)
 
 
 def read_yaml(path: Path, problems: list[str]) -> Any:

@@ -10,12 +10,15 @@ from functools import cached_property
 
 import regex
 
+from analyzer.packed import packed
 from analyzer.versions import Range
 
 MATCH_TIMEOUT = 0.25  # seconds per line for the catalogue's Python-side regexes on bundle text:
 # a catastrophic one becomes an error, not a hang
 
 
+# read only by the linter and `rules show` (analyzer/packed.py)
+@packed("examples_match", "examples_no_match", "origin", "references")
 @dataclass(frozen=True)
 class Signature:
     """A log line declared once (Sigma-style): who prints it, where in their source, what it means."""
@@ -60,10 +63,10 @@ class Signature:
         compiled code, read back on first use. A small bundle needs two dozen of the ~300
         patterns: compiling them takes ~15 ms, reading all of them back ~5 ms, reading back
         those two dozen well under 1 ms."""
-        packed = self.__dict__.pop("_compiled", None)
-        if packed is not None:
+        code = self.__dict__.pop("_compiled", None)
+        if code is not None:
             with contextlib.suppress(Exception):  # a damaged cache costs a compile, not a run
-                return pickle.loads(packed)
+                return pickle.loads(code)
         return regex.compile(self.pattern)
 
     def __getstate__(self) -> dict:

@@ -10,6 +10,7 @@ from typing import Any
 
 import regex
 
+from analyzer.parse.times import parse_formatted
 from analyzer.structured import load_json, load_yaml
 from analyzer.versions import Range
 
@@ -159,7 +160,7 @@ class AnnotationSpec:
             ts = None
             for tf in fmts:
                 try:
-                    ts = dt.datetime.strptime(m.group("time"), tf).replace(tzinfo=dt.UTC)
+                    ts = parse_formatted(m.group("time"), tf)
                     break
                 except ValueError:
                     continue

@@ -3,7 +3,6 @@ into the parts each stage needs."""
 
 from __future__ import annotations
 
-import pickle
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,6 +10,7 @@ from analyzer.catalogue.datafiles import DecisionSpec, EpisodeSpec
 from analyzer.catalogue.kinds import Catalogue
 from analyzer.catalogue.signatures import Signature
 from analyzer.confidence import LEVELS as STRENGTHS
+from analyzer.packed import packed
 from analyzer.rules.conditions import Cond
 from analyzer.versions import Range
 
@@ -63,6 +63,8 @@ class Translation:
 LANGUAGES = ("en", "zh")
 
 
+# read only when the rule fires, by `rules show` and `rules test` (analyzer/packed.py)
+@packed("explanation", "remediation", "references", "zh", "tests")
 @dataclass(frozen=True)
 class Rule:
     """A diagnosis rule of rules/: its condition and what it says when it holds."""
@@ -101,31 +103,6 @@ class Rule:
             Step(t, s.command) for t, s in zip(tr.remediation, self.remediation, strict=True)
         )
         return tr.title, tr.explanation, steps
-
-    def __getstate__(self) -> dict:
-        """The self-test cases are pickled as one blob and unpickled when first read: only
-        `rules test` and the linter read them, and their ~8,000 objects cost each run with a
-        cached rule set ~3 M instructions. (`tests` has no class-level default, which would be
-        found before `__getattr__` is asked, so the blob would never be read back.)"""
-        state = dict(self.__dict__)
-        if "tests" in state:  # else still packed, as a rule read from the cache and not tested
-            tests = state.pop("tests")
-            state[_PACKED_TESTS] = pickle.dumps(tests, protocol=pickle.HIGHEST_PROTOCOL)
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)  # without it, pickle would ask `__getattr__` for it
-
-    def __getattr__(self, name: str) -> Any:
-        """`tests` read back from its blob (only called for an attribute the instance lacks)."""
-        packed = self.__dict__.pop(_PACKED_TESTS, None) if name == "tests" else None
-        if packed is None:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        self.__dict__["tests"] = pickle.loads(packed)
-        return self.__dict__["tests"]
-
-
-_PACKED_TESTS = "_tests_pickled"
 
 
 @dataclass

@@ -51,7 +51,13 @@ def _setstate(self, state: dict) -> None:
 def _getattr(self, name: str) -> Any:
     """A packed field, all of them read back (only called for an attribute the instance
     lacks)."""
-    if name in type(self)._packed_fields and BLOB in self.__dict__:
-        self.__dict__.update(pickle.loads(self.__dict__.pop(BLOB)))
-        return self.__dict__[name]
+    if name in type(self)._packed_fields:
+        # the fields first, then the blob dropped: a thread reading them meanwhile, or an
+        # exception raised in between (batch's per-bundle timeout), finds one or the other
+        blob = self.__dict__.get(BLOB)
+        if blob is not None:
+            self.__dict__.update(pickle.loads(blob))
+            self.__dict__.pop(BLOB, None)
+        if name in self.__dict__:  # read back here, or by another thread since its lookup
+            return self.__dict__[name]
     raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")

@@ -204,3 +204,38 @@ def test_rusts_engine_is_asked_once_for_every_signature_and_still_names_a_bad_on
         load_ruleset([extra], use_cache=False)
     message = str(caught.value)
     assert "sym-test-lookahead" in message and "linear-time scanner" in message
+
+
+def test_threads_reading_packed_fields_at_once_all_get_them(cache, monkeypatch):
+    """Threads reading a packed field back at once (a batch worker's threads, Dask's) each get
+    it: the blob is dropped only once the fields are in place."""
+    import sys
+    import threading
+
+    validated = load_ruleset()
+    _no_rebuild(monkeypatch)
+    expected = {k: r.explanation for k, r in validated.rules.items()}
+    errors: list[BaseException] = []
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    try:
+        for _ in range(5):
+            cached = load_ruleset()
+            start = threading.Barrier(8)
+
+            def read(rules=cached.rules, start=start) -> None:
+                start.wait()
+                try:
+                    for k, r in rules.items():
+                        assert r.explanation == expected[k]
+                except BaseException as exc:  # any failure of a reader
+                    errors.append(exc)
+
+            threads = [threading.Thread(target=read) for _ in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []

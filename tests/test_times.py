@@ -62,11 +62,24 @@ def test_a_formatted_time_is_read_as_strptime_reads_it(fmt, when, edits):
 
 
 @pytest.mark.parametrize(
-    "value",
-    ["2024-02-30 10:00:00", "2024-2-3 1:2:3", "2024-08-15 10:00:60", "2024-08-15 24:00:00"],
+    ("value", "fmt"),
+    [
+        ("2024-02-30 10:00:00", "%Y-%m-%d %H:%M:%S"),  # no such day
+        ("2024-2-3 1:2:3", "%Y-%m-%d %H:%M:%S"),  # single digits
+        ("2024-08-15 10:00:60", "%Y-%m-%d %H:%M:%S"),  # a leap second: strptime refuses it
+        ("2024-08-15 24:00:00", "%Y-%m-%d %H:%M:%S"),
+        ("2024-08- 5 10:00:00", "%Y-%m-%d %H:%M:%S"),  # a day padded with a space
+        ("2024-08-\u0661\u0665 10:00:00", "%Y-%m-%d %H:%M:%S"),  # other digits than ASCII's
+        ("2024x08x15 10:00:00", "%Y.%m.%d %H:%M:%S"),  # a dot is a dot
+        ("2024-08-15t10:00:00", "%Y-%m-%dT%H:%M:%S"),  # strptime ignores case
+        ("2024X08X15", "%Yx%mx%d"),
+        ("2024-08-15", "%Y-%m-%d%"),  # a stray %: strptime refuses the format
+        ("2024-08-15%", "%Y-%m-%d%"),
+        ("2024-08-15%", "%Y-%m-%d%%"),
+    ],
 )
-def test_impossible_and_short_fields_are_read_as_strptime_reads_them(value):
-    assert _ours(value, "%Y-%m-%d %H:%M:%S") == _strptime(value, "%Y-%m-%d %H:%M:%S")
+def test_odd_fields_and_formats_are_read_as_strptime_reads_them(value, fmt):
+    assert _ours(value, fmt) == _strptime(value, fmt)
 
 
 def test_formats_with_other_directives_go_to_strptime():

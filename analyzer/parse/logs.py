@@ -481,13 +481,15 @@ class Matcher:
         matched: Matched | None = None,
     ) -> list[tuple[int, str, str]]:
         """`attribute` of a short plain text's lines (`smalllog.fits`), as (line, text, sig)
-        rows: its candidates found in Python, not polars. The signatures' own prefilter (those
-        without a literal, the literals to find ignoring case) is the same regexes, which
-        Python's regex and Rust's read alike on such a text (smalllog.py); a line on which one
-        runs past its time is a candidate, so its signatures' own check reports the timeout."""
+        rows: its candidates found in Python, not polars; the signatures' own prefilter (those
+        without a literal) is still Rust's, so the same lines are checked."""
         plain, cased = self._literal_sets(ascii_folded=False)
-        patterns = [regex.compile(p) for p in self._case_and_fallback_patterns(cased)]
-        checked = [_any_search(patterns, text) for text in texts]
+        patterns = self._case_and_fallback_patterns(cased)
+        checked = (
+            pl.DataFrame({"text": texts}).select(self._any(patterns)).to_series().to_list()
+            if patterns and texts
+            else [False] * len(texts)
+        )
         found = smalllog.candidates(
             texts,
             self.literals,
@@ -544,14 +546,6 @@ class Matcher:
                 for x in self.lits[sid] or ():
                     by_lit.setdefault(x.lower(), []).append(sid)
         return by_lit
-
-
-def _any_search(patterns: list[regex.Pattern], text: str) -> bool:
-    """One of the patterns is found in the text, or one runs past its time there."""
-    try:
-        return any(p.search(text, timeout=MATCH_TIMEOUT) for p in patterns)
-    except TimeoutError:
-        return True
 
 
 PRESENCE_CHARS = 16 << 10  # a text this short is searched for each literal (~0.15 ms per KiB)

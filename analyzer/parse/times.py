@@ -45,21 +45,24 @@ _FIELDS = "YmdHMS"  # datetime's arguments, in order
 
 @functools.cache
 def _format_regex(fmt: str) -> tuple[re.Pattern[str], list[str]] | None:
-    """`fmt` as strptime's regex and its directives in order; None if it holds another
-    directive (or one twice)."""
+    """`fmt` as strptime's regex (matched ignoring case, as strptime matches) and its
+    directives in order; None if it holds another directive, one twice, a stray `%`, or no
+    whole date (strptime's defaults fill a missing part)."""
     pieces, order = [], []
-    for literal, directive in re.findall(r"([^%]*)(%.|$)", fmt):
-        # as strptime: each run of white space is `\s+`, the rest as it is
-        pieces += [r"\s+" if x.isspace() else re.escape(x) for x in re.split(r"(\s+)", literal)]
-        if not directive:
-            continue
-        if directive[1] not in _NUMERIC or directive[1] in order:
+    for i, piece in enumerate(re.split(r"(%.)", fmt)):  # literals and directives in turn
+        if i % 2 == 0:
+            if "%" in piece:  # a `%` ending the format
+                return None
+            # as strptime: each run of white space is `\s+`, the rest as it is
+            pieces += [r"\s+" if x.isspace() else re.escape(x) for x in re.split(r"(\s+)", piece)]
+        elif piece[1] not in _NUMERIC or piece[1] in order:
             return None
-        pieces.append(_NUMERIC[directive[1]])
-        order.append(directive[1])
-    if set(order) != set(_FIELDS[:3]) | set(order):  # strptime defaults a missing date part
+        else:
+            pieces.append(_NUMERIC[piece[1]])
+            order.append(piece[1])
+    if not set(_FIELDS[:3]) <= set(order):
         return None
-    return re.compile("".join(pieces)), order
+    return re.compile("".join(pieces), re.IGNORECASE), order
 
 
 def parse_formatted(value: str, fmt: str) -> dt.datetime:

@@ -74,7 +74,7 @@ def _missing(
     return why
 
 
-def timestamp_expr(year: int, collected: dt.datetime | None, rfc_times: bool = True) -> pl.Expr:
+def timestamp_expr(year: int, collected: dt.datetime | None, rfc_times: bool) -> pl.Expr:
     """Vectorised klog time; a month after the collection month belongs to the previous year.
     A line's own RFC 3339 time (a `--timestamps` prefix) comes first; `rfc_times` False: the
     frame has none, and the klog time alone is parsed (~0.5 ms less per log)."""

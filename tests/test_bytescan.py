@@ -623,6 +623,33 @@ def test_the_chunks_are_scanned_in_processes_and_threads_alike(ruleset, monkeypa
     _same(in_processes, in_threads)
 
 
+def test_the_plan_goes_with_its_sample_until_a_scan_process_has_cut_its_literals(
+    ruleset, monkeypatch
+):
+    """The log's first lines go with the plan only until a scan process has cut the literals
+    in them; later chunks get the cut literals instead, and a process that meets the plan
+    first in that form builds the same databases: the reading is the line reader's."""
+    sent = []
+    real = workers.Workers.submit
+
+    def spy(self, plan, *args):
+        sent.append(plan)
+        return real(self, plan, *args)
+
+    monkeypatch.setattr(workers.Workers, "submit", spy)
+    by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, _log(VOCABULARY, 60), 4 << 10)
+    _same(by_bytes, by_lines)
+    assert _taken(used) == [True] and len(sent) > 10
+    first, last = sent[0], sent[-1]
+    assert first.sample and first.cut is None
+    assert not last.sample and last.cut is not None and last.key == first.key
+    assert len({plan.key for plan in sent}) == 1
+    # the cut is the literals' rarest endings in the sample, as a process that had it made them
+    assert list(last.cut) == sorted(set(bytescan.rare_endings(list(first.literals), first.sample)))
+    bytescan._SCANNERS.clear()
+    assert bytescan.scanner_for(last).cut == last.cut
+
+
 def _no_semaphores(*args, **kwargs):
     raise OSError(38, "Function not implemented")  # a container without /dev/shm
 

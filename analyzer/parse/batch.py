@@ -66,3 +66,5 @@ class ChunkFound:
     # signature matches, else -1): one no signature takes is a loose line, if among the file's
     # first ERROR_EXAMINED E/F lines, as the loose lines are
     candidates: tuple[list[int], list[str], list[int]]
+    # the plan's literals as the process cut them, where the plan came with its sample instead
+    cut: tuple[str, ...] | None = None

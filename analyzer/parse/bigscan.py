@@ -116,6 +116,8 @@ class ByteScan:
             nonlocal errors, examined, base, pooled_by
             by, size, args, future = pending.popleft()
             found = pool.result(args, future)
+            if found.cut is not None and by.plan.cut is None:  # sent lighter from now on
+                by.plan = by.plan.lightened(found.cut)
             lines, texts, ranks = found.candidates
             if by is scan and len(lines) >= max(REPLAN_MIN, REPLAN_SHARE * found.lines):
                 if replanned(texts, found.lines, size):

@@ -26,6 +26,7 @@ import os
 import re
 import threading
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from types import ModuleType
 from typing import Any, BinaryIO
 
@@ -294,7 +295,9 @@ def line_blocks(data: bytes | bytearray, size: int) -> Iterator[tuple[int, int]]
 class ChunkScanner:
     """A plan's databases, scanning chunks: built once per process (`scanner_for`)."""
 
-    def __init__(self, plan: ScanPlan, databases: Databases):
+    def __init__(self, plan: ScanPlan, databases: Databases, cut: tuple[str, ...]):
+        """`cut`: the literals as the databases hold them."""
+        self.cut = cut
         self.scanner = Scanner(databases.main)
         self.size = databases.size  # its patterns
         # the prefilters no klog line matches, and how many: run on the other lines only
@@ -456,12 +459,18 @@ def scanner_for(plan: ScanPlan) -> ChunkScanner:
     parent's check of the whole literals makes a case that should not happen)."""
     scanner = _SCANNERS.get(plan.key)
     if scanner is None:
-        cut = sorted(set(rare_endings(list(plan.literals), plan.sample)))
-        databases = plan.databases(cut) or plan.databases(sorted(set(plan.literals)))
+        if plan.cut is not None:  # cut by a process before, which built its databases of them
+            cut, databases = list(plan.cut), plan.databases(list(plan.cut))
+        else:
+            cut = sorted(set(rare_endings(list(plan.literals), plan.sample)))
+            databases = plan.databases(cut)
+            if databases is None:
+                cut = sorted(set(plan.literals))
+                databases = plan.databases(cut)
         assert databases is not None, "the parent checked that Hyperscan takes the plan"
         if len(_SCANNERS) > 4:
             _SCANNERS.clear()
-        scanner = _SCANNERS[plan.key] = ChunkScanner(plan, databases)
+        scanner = _SCANNERS[plan.key] = ChunkScanner(plan, databases, tuple(cut))
     return scanner
 
 
@@ -475,10 +484,13 @@ def scan_chunk(
     examine: int,
 ) -> ChunkFound:
     """A scan process's task: the chunk file[start:end] read into this thread's buffer and
-    scanned (`ChunkScanner.scan`)."""
+    scanned (`ChunkScanner.scan`); with the literals as cut where the plan came without them
+    (the parent sends them instead of the sample from then on)."""
     buffer = thread_buffer(end - start)
     _read_range(path, start, end, buffer)
-    return scanner_for(plan).scan(buffer, heads, errors, examine)
+    scanner = scanner_for(plan)
+    found = scanner.scan(buffer, heads, errors, examine)
+    return found if plan.cut is not None else replace(found, cut=scanner.cut)
 
 
 class _Lines:

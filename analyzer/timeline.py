@@ -17,6 +17,7 @@ from analyzer.atomic import atomic_path, write_text
 from analyzer.bundle.text import printable
 from analyzer.catalogue.datafiles import EpisodeSpec
 from analyzer.facts.context import NodeContext
+from analyzer.parse.logs import READ_WHOLE_ROWS, ParsedLog
 from analyzer.parse.times import parse_time as _parse  # one ISO-time parser for all stages
 
 SCHEMA = pl.Schema(  # instances, not classes: typed as polars' data types
@@ -77,11 +78,14 @@ def _node_rows(ctx: NodeContext) -> list[dict[str, Any]]:
 
 def build_timeline(ctx: NodeContext) -> pl.DataFrame:
     """Every dated line of the node's logs and its Node object's events, in time order."""
+    logs = [log for log in ctx.logs if "ts" in log.frame.columns and log.frame.height]
+    node_rows = _node_rows(ctx)
+    if sum(log.frame.height for log in logs) <= READ_WHOLE_ROWS:  # as rows, sorted in Python
+        rows = [*_event_rows(logs), *(tuple(r[c] for c in SCHEMA) for r in node_rows)]
+        rows.sort(key=lambda r: r[0])  # stable, as maintain_order: ties stay in this order
+        return pl.DataFrame(rows, schema=SCHEMA, orient="row")
     frames = []
-    for log in ctx.logs:
-        f = log.frame
-        if "ts" not in f.columns or not f.height:
-            continue
+    for log in logs:
         columns = {
             "time": pl.col("ts"),
             "source": pl.lit(log.artefact.kind),
@@ -92,17 +96,33 @@ def build_timeline(ctx: NodeContext) -> pl.DataFrame:
             "message": pl.coalesce(pl.col("msg"), pl.col("text")),
         }
         frames.append(  # in the timeline's types as they are selected (a cast is a call more)
-            f.lazy()
+            log.frame.lazy()
             .filter(pl.col("ts").is_not_null())
             .select(x.cast(SCHEMA[name]).alias(name) for name, x in columns.items())
         )
-    node_rows = _node_rows(ctx)
     if node_rows:
         frames.append(pl.DataFrame(node_rows, schema=SCHEMA).lazy())
     if not frames:
         return pl.DataFrame(schema=SCHEMA)
     # one query: a small bundle's logs each filtered and cast, then sorted, cost a query each
     return pl.concat(frames).sort("time", maintain_order=True).collect(engine=IN_MEMORY)
+
+
+def _event_rows(logs: list[ParsedLog]) -> list[tuple]:
+    """The dated lines of these logs as rows in SCHEMA's order, as `build_timeline`'s query
+    selects them (a list of signatures joined by commas, the message or else the text)."""
+    rows: list[tuple] = []
+    for log in logs:
+        kind, name = log.artefact.kind, log.artefact.file.name
+        columns = ("ts", "line", "sev", "sigs", "msg", "text")
+        for ts, line, sev, sigs, msg, text in zip(
+            *(log.frame.get_column(c).to_list() for c in columns), strict=True
+        ):
+            if ts is not None:
+                signature = ",".join(x for x in sigs if x is not None) if sigs else None
+                message = msg if msg is not None else text
+                rows.append((ts, kind, name, line, sev, signature or None, message))
+    return rows
 
 
 def filter_timeline(frame: pl.DataFrame, sources, severity, since, until) -> pl.DataFrame:
@@ -183,7 +203,13 @@ def episodes(
             if m.ts is not None and all(regex.search(p, m.captures.get(c, "")) for c, p in where):
                 healthy.append(m.ts)
     last_ok = max(healthy) if healthy else None
-    flagged = _flagged_rows(frame, ep.gap_seconds, last_ok)
+    # a small timeline is read as rows, each question answered in Python (two queries cost a
+    # small bundle's run ~4 ms); tests/test_episodes.py reads every case both ways
+    rows = _rows(frame) if frame.height <= READ_WHOLE_ROWS else None
+    if rows is None:
+        flagged, per_file = _flagged_rows(frame, ep.gap_seconds, last_ok), _clocks(frame)
+    else:
+        flagged, per_file = _flagged_of(rows, ep.gap_seconds, last_ok), _clocks_of(rows)
     for source in ep.gap_seconds:
         for t, src, file, line, _msg, gap, _fault in flagged:
             if src == source and gap is not None:
@@ -199,7 +225,6 @@ def episodes(
         issues.append(
             "klog lines carry no year and the bundle gave no clue: times are shown without a year"
         )
-    per_file = _clocks(frame)
     # a big log's timeline holds the lines it kept, not all of them
     sampled = {log.artefact.file.name for log in ctx.logs if not log.stats.all_lines_kept}
     for file, (back, _a, _b) in per_file.items():
@@ -256,6 +281,64 @@ def _flagged_rows(
         .filter(pl.col("gap").is_not_null() | pl.col("fault"))
     )
     return query.collect(engine=IN_MEMORY).rows()
+
+
+# a timeline's row as `_rows` reads it
+Row = tuple[dt.datetime, str, str, int, str | None, str | None]
+
+
+def _rows(frame: pl.DataFrame) -> list[Row]:
+    """(time, source, file, line, severity, message) per event, in the timeline's order."""
+    names = ("time", "source", "file", "line", "severity", "message")
+    return list(zip(*(frame.get_column(name).to_list() for name in names), strict=True))
+
+
+def _whole_seconds(delta: dt.timedelta) -> int:
+    """A duration's whole seconds, cut toward zero as polars' `dt.total_seconds()` cuts them."""
+    micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return micros // 1_000_000 if micros >= 0 else -(-micros // 1_000_000)
+
+
+def _flagged_of(
+    rows: list[Row], gap_seconds: dict[str, float], last_ok: dt.datetime | None
+) -> list[tuple]:
+    """`_flagged_rows` of a timeline read as rows (a fault that is not the first is False)."""
+    limits = {kind: float(seconds) for kind, seconds in gap_seconds.items()}
+    last: dict[str, dt.datetime] = {}  # per kind, the time of its last line with a severity
+    gaps: dict[str, int] = {}  # per kind, its gaps so far
+    out: list[tuple] = []
+    faulted = False
+    for time, source, file, line, severity, message in rows:
+        gap = None
+        limit = limits.get(source)
+        if severity is not None and limit is not None:
+            before, last[source] = last.get(source), time
+            if before is not None and (seconds := _whole_seconds(time - before)) > limit:
+                gaps[source] = gaps.get(source, 0) + 1
+                gap = seconds if gaps[source] <= GAPS_SHOWN else None
+        fault = not faulted and severity in ("E", "F") and (last_ok is None or time > last_ok)
+        faulted = faulted or fault
+        if gap is not None or fault:
+            out.append((time, source, file, line, message, gap, fault))
+    return out
+
+
+def _clocks_of(rows: list[Row]) -> dict[str, tuple[int, dt.datetime, dt.datetime]]:
+    """`_clocks` of a timeline read as rows."""
+    kinds: dict[tuple[str, str], list[tuple[int, dt.datetime]]] = {}
+    for time, source, file, line, _severity, _message in rows:
+        if source != "node":
+            kinds.setdefault((file, source), []).append((line, time))
+    out: dict[str, tuple[int, dt.datetime, dt.datetime]] = {}
+    for (file, _kind), lines in kinds.items():
+        times = [time for _line, time in sorted(lines, key=lambda x: x[0])]
+        back = sum(_whole_seconds(b - a) < -1 for a, b in itertools.pairwise(times))
+        a, b = min(times), max(times)
+        if file in out:
+            before, first, last = out[file]
+            back, a, b = before + back, min(first, a), max(last, b)
+        out[file] = (back, a, b)
+    return out
 
 
 def _clocks(frame: pl.DataFrame) -> dict[str, tuple[int, dt.datetime, dt.datetime]]:

@@ -14,6 +14,7 @@ from test_smalllog import _lines, _parsed
 
 from analyzer.analyze import load_bundle
 from analyzer.bundle import recognise
+from analyzer.facts import matches as matches_mod
 from analyzer.facts.clock import Clock, stamp_logs
 from analyzer.facts.matches import collect_matches
 from conftest import SAMPLES
@@ -34,6 +35,16 @@ def test_a_samples_matches_are_those_a_search_afresh_finds(ruleset, sample):
     bundle = load_bundle([str(SAMPLES / sample / "bundle")], ruleset)
     found = _matches(bundle.logs, bundle.kinds, ruleset)
     assert found == _matches(_searched_afresh(bundle.logs), bundle.kinds, ruleset)
+
+
+@pytest.mark.parametrize("sample", ["healthy-single-gpu", "two-nodes-one-plugin-crash"])
+def test_a_log_read_as_python_rows_gives_the_matches_its_query_gives(ruleset, sample, monkeypatch):
+    """A log frame of a few rows is read as Python lists, a bigger one by a query: the same."""
+    bundle = load_bundle([str(SAMPLES / sample / "bundle")], ruleset)
+    as_rows = _matches(bundle.logs, bundle.kinds, ruleset)
+    monkeypatch.setattr(matches_mod, "READ_WHOLE_ROWS", -1)
+    assert as_rows == _matches(bundle.logs, bundle.kinds, ruleset)
+    assert as_rows[0]  # the sample's logs hold matches
 
 
 @settings(

@@ -93,3 +93,29 @@ def test_every_registry_fact_is_written_by_the_producer_it_names():
     assert "fact node.taints: producer node does not declare writing it" in problems
     without = tuple(p for p in PRODUCERS if p.name != "lease")
     assert "fact lease.holder: producer 'lease' does not exist" in check_registry(without)
+
+
+@pytest.mark.parametrize("whole", [True, False], ids=["as-values", "by-query"])
+@pytest.mark.parametrize(
+    "text, desired",
+    [
+        (
+            "NAME  DESIRED  CURRENT  READY  UP-TO-DATE  AVAILABLE  NODE SELECTOR  AGE\n"
+            "nvdp-nvidia-device-plugin  0  0  0  0  0  <none>  3m\n",
+            0,
+        ),
+        ("Name:  hami-device-plugin\nDesired Number of Nodes Scheduled: 2\n", 2),
+        ("NAME READY\nDESIRED is not this table's\n", None),  # the word, not the table
+        ("No resources found in kube-system namespace.\n", None),
+    ],
+)
+def test_a_logs_mention_is_found_as_values_and_by_query_alike(monkeypatch, text, desired, whole):
+    """A few lines are searched in Python, more by polars' query: the same facts either way."""
+    from analyzer.dev.samples import parsed
+    from analyzer.facts import workloads
+
+    if not whole:
+        monkeypatch.setattr(workloads, "READ_WHOLE_ROWS", -1)
+    facts = FactSet()
+    workloads.produce([parsed(text)], facts)
+    assert facts.value("device_plugin_ds.desired") == desired

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
+import polars as pl
 import pytest
 import yaml
 
@@ -121,3 +122,36 @@ def test_timeline_axis_has_round_ticks(ruleset):
     labels = re.findall(r'<text class="tick-label"[^>]*>([^<]+)</text>', html)
     assert len(labels) >= 4, labels
     assert all(re.fullmatch(r"(?:\d\d-\d\d )?\d\d:\d\d(?::\d\d)?", x) for x in labels), labels
+
+
+def test_small_frames_read_as_python_values_give_the_report_queries_give(ruleset, monkeypatch):
+    """The later stages read a frame of a few rows as Python values (`READ_WHOLE_ROWS`: a query
+    costs a small run more than its work) and a bigger one by polars queries: every sample's
+    report, its timeline rows and episodes among it, is the same both ways."""
+    from analyzer import timeline
+    from analyzer.analyze import load_bundle, node_timelines
+    from analyzer.facts import matches, workloads
+    from analyzer.render.jsonout import render_json
+    from analyzer.report import build
+
+    def reports() -> list[str]:
+        options = AnalyzeOptions(ruleset=ruleset)
+        return [render_json(analyze([str(s / "bundle")], options).report) for s in SAMPLE_DIRS]
+
+    def timelines() -> list[tuple[str, pl.DataFrame, tuple]]:
+        bundles = [load_bundle([str(s / "bundle")], ruleset) for s in SAMPLE_DIRS]
+        return [
+            (name, t.frame, t.episodes) for b in bundles for name, t in node_timelines(b, ruleset)
+        ]
+
+    as_values, frames = reports(), timelines()
+    for module in (timeline, matches, build, workloads):
+        monkeypatch.setattr(module, "READ_WHOLE_ROWS", -1)
+    assert reports() == as_values
+    by_queries = timelines()
+    assert [(n, e) for n, _f, e in by_queries] == [(n, e) for n, _f, e in frames]
+    assert all(
+        a.equals(b) and a.schema == b.schema
+        for (_, a, _), (_, b, _) in zip(frames, by_queries, strict=True)
+    )
+    assert any('"timeline": [\n' in x and '"episodes": [\n' in x for x in as_values)

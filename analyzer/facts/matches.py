@@ -8,6 +8,7 @@ of a kind where the line would have been printed."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -16,9 +17,10 @@ from analyzer.bundle.text import LOG_LINE_RE, in_script
 from analyzer.catalogue.kinds import Catalogue
 from analyzer.catalogue.signatures import MATCH_TIMEOUT, Signature
 from analyzer.facts.model import Match
-from analyzer.parse.logs import ParsedLog
+from analyzer.parse.logs import READ_WHOLE_ROWS, ParsedLog
 
 PROSE_KINDS = ("text", "issue-text")
+HIT_COLUMNS = ("line", "text", "ts", "sigs")
 
 
 _HEADING_RE = re.compile(r"^#{1,6}\s")
@@ -154,8 +156,7 @@ def collect_matches(
         )
         if "sigs" not in log.frame.columns:
             continue
-        hits = log.frame.filter(pl.col("sigs").list.len() > 0).select("line", "text", "ts", "sigs")
-        for line, text, ts, sigs in hits.iter_rows():
+        for line, text, ts, sigs in _hit_rows(log.frame):
             for sid in sigs:
                 sig = signatures[sid]
                 found = log.matched.get((line, sid))  # the parse stage's own check found it
@@ -189,3 +190,11 @@ def collect_matches(
                 if sig.artefact_node and caps.get(sig.artefact_node):
                     info.node = info.node or caps[sig.artefact_node]
     return index
+
+
+def _hit_rows(frame: pl.DataFrame) -> Iterable[tuple]:
+    """(line, text, ts, sigs) of the rows some signature matched, in frame order."""
+    if frame.height <= READ_WHOLE_ROWS:
+        columns = [frame.get_column(name).to_list() for name in HIT_COLUMNS]
+        return (row for row in zip(*columns, strict=True) if row[3])
+    return frame.filter(pl.col("sigs").list.len() > 0).select(HIT_COLUMNS).iter_rows()

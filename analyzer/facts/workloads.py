@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 
 from analyzer.facts.model import FactSet, Where
-from analyzer.parse.logs import ParsedLog
+from analyzer.parse.logs import READ_WHOLE_ROWS, ParsedLog
 
 PLUGIN_RE = re.compile(r"device[-_]?plugin|nvdp|vgpu-device", re.I)
 NOT_PLUGIN_RE = re.compile(r"mps-control|validator", re.I)  # GPU Operator DaemonSets named after it
@@ -97,8 +97,12 @@ def empty_listing(log: ParsedLog) -> Where | None:
 
 def _mentions(log: ParsedLog, needles: list[str]) -> bool:
     """Some line of the log holds one of these texts (one vectorised pass: the line loops
-    above cost milliseconds per thousand lines, and a big log keeps thousands)."""
-    return bool(log.frame.get_column("text").str.contains_any(needles).any())
+    above cost milliseconds per thousand lines, and a big log keeps thousands; a few lines are
+    read in Python, where the query costs more than the search)."""
+    texts = log.frame.get_column("text")
+    if len(texts) <= READ_WHOLE_ROWS:
+        return any(x in text for text in texts.to_list() if text is not None for x in needles)
+    return bool(texts.str.contains_any(needles).any())
 
 
 def produce(logs: list[ParsedLog], facts: FactSet) -> None:

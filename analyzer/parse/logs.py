@@ -108,6 +108,9 @@ LiteralChoices = Sequence[Sequence[Sequence[str]]]
 BATCH_ROWS = 100_000  # per streamed batch: memory vs. per-batch overhead (1 GB: 80 batches)
 BATCH_BYTES = 16 << 20  # and about this much text, so that long lines do not blow memory up
 SMALL_FRAME = 20_000  # below this many rows signatures are attributed line by line
+# a frame of at most this many rows is read by the later stages as Python values rather than
+# queried: a query costs ~0.3-3 ms whatever its size (a small bundle's logs: ~50 rows each)
+READ_WHOLE_ROWS = 2_000
 # a big log's first bytes, whose lines choose its literals, its hot signatures and where its
 # literals are cut: a MiB (~8,000 klog lines) cost ~25 ms more before the scan's first chunk
 # than a quarter of it (Aho-Corasick over the head for ~600 literals, 13 ms; the head's read,

@@ -13,7 +13,7 @@ from analyzer.decisions import build_decisions
 from analyzer.facts.context import NodeContext
 from analyzer.facts.model import lower
 from analyzer.facts.registry import cited
-from analyzer.parse.logs import ParsedLog
+from analyzer.parse.logs import READ_WHOLE_ROWS, ParsedLog
 from analyzer.pipeline import ParsedBundle
 from analyzer.report import next_steps
 from analyzer.report.model import (
@@ -345,6 +345,12 @@ def cited_rows(
         for e in f.evidence:
             if e.file and e.line:
                 cites.setdefault((e.file, e.line), []).append(f.rule_id)
+    if timeline.frame.height <= min(DIAGNOSIS_ROWS, READ_WHOLE_ROWS):  # all of them, as rows
+        joined = {k: ",".join(v) for k, v in cites.items()}
+        rows_read = timeline.frame.to_dicts()
+        for r in rows_read:
+            r["findings"] = joined.get((r["file"], r["line"]))
+        return tuple(TimelineRow(**r) for r in rows_read), timeline.frame.height
     keys = pl.DataFrame(
         [(k[0], k[1], ",".join(v)) for k, v in cites.items()],
         schema={"file": pl.String, "line": pl.Int64, "findings": pl.String},

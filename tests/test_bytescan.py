@@ -637,7 +637,8 @@ def test_the_plan_goes_with_its_sample_until_a_scan_process_has_cut_its_literals
         return real(self, plan, *args)
 
     monkeypatch.setattr(workers.Workers, "submit", spy)
-    by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, _log(VOCABULARY, 60), 4 << 10)
+    content = _log(VOCABULARY, 60)
+    by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, content, 4 << 10)
     _same(by_bytes, by_lines)
     assert _taken(used) == [True] and len(sent) > 10
     first, last = sent[0], sent[-1]
@@ -646,8 +647,25 @@ def test_the_plan_goes_with_its_sample_until_a_scan_process_has_cut_its_literals
     assert len({plan.key for plan in sent}) == 1
     # the cut is the literals' rarest endings in the sample, as a process that had it made them
     assert list(last.cut) == sorted(set(bytescan.rare_endings(list(first.literals), first.sample)))
+    # a process that meets the plan first in either form builds its databases of the same
+    # literals, and finds the same in a chunk
+    built = []
+    databases = hsdb.ScanPlan.databases
+    monkeypatch.setattr(
+        hsdb.ScanPlan, "databases", lambda plan, x: built.append(list(x)) or databases(plan, x)
+    )
+    heads = dict.fromkeys([s for s, _ in (*first.reported, *first.tallied, *first.counted)], 5)
+    found = []
+    with tempfile.NamedTemporaryFile() as fh:
+        fh.write(content)
+        fh.flush()
+        for plan in (first, last):
+            bytescan._SCANNERS.clear()  # a process that has not met the plan
+            found.append(bytescan.scan_chunk(plan, fh.name, 0, len(content), heads, 10, 100))
     bytescan._SCANNERS.clear()
-    assert bytescan.scanner_for(last).cut == last.cut
+    assert built == [list(last.cut)] * 2
+    assert found[0].cut == last.cut and found[1].cut is None  # sent back where it was not given
+    assert dataclasses.replace(found[0], cut=None) == found[1]
 
 
 def _no_semaphores(*args, **kwargs):

@@ -10,12 +10,9 @@ from types import SimpleNamespace
 
 import polars as pl
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from analyzer import timeline
 from analyzer.catalogue.datafiles import EpisodeSpec
-from analyzer.parse.logs import READ_WHOLE_ROWS
 from analyzer.timeline import SCHEMA, episodes
 
 T0 = dt.datetime(2024, 8, 15, 9, 0, tzinfo=dt.UTC)
@@ -23,7 +20,8 @@ T0 = dt.datetime(2024, 8, 15, 9, 0, tzinfo=dt.UTC)
 
 @pytest.fixture(autouse=True, params=["rows", "queries"])
 def read(request, monkeypatch):
-    """Every case read both ways: a small timeline as Python rows, a big one by polars queries."""
+    """Every case read both ways: a small timeline as Python rows, a big one by polars queries
+    (tests/test_timeline_rows.py compares the two over random timelines)."""
     if request.param == "queries":
         monkeypatch.setattr(timeline, "READ_WHOLE_ROWS", -1)
     return request.param
@@ -215,107 +213,3 @@ def test_logs_pasted_in_one_file_are_each_read_in_their_own_order():
     assert issues == [
         "issue.md: 1 line(s) go back in time (restarts, clock skew or several containers concatenated)"
     ]
-
-
-KINDS = ["device-plugin-log", "scheduler-log", "kubelet-log", "node"]
-
-
-@st.composite
-def timelines(draw):
-    """Events in time order as the timeline holds them: a few kinds and files, times that tie,
-    step by fractions of a second or by minutes, severities and none, each file's lines in an
-    order of their own (a paste of older lines after newer ones)."""
-    n = draw(st.integers(0, 60))
-    steps = draw(
-        st.lists(
-            st.sampled_from([0, 0.4, 0.999999, 1, 1.5, 2, 59.9, 121, 600]), min_size=n, max_size=n
-        )
-    )
-    rows, at = [], 0.0
-    lines: dict[str, list[int]] = {}
-    for step in steps:
-        at += step
-        kind = draw(st.sampled_from(KINDS))
-        file = (
-            "node.yaml" if kind == "node" else draw(st.sampled_from(["a.log", "b.log", "issue.md"]))
-        )
-        taken = lines.setdefault(file, [])
-        line = draw(st.sampled_from([x for x in range(1, 300) if x not in taken]))  # once a file
-        taken.append(line)
-        severity = draw(st.sampled_from(["I", "W", "E", "F", None]))
-        rows.append((at, kind, file, line, severity, draw(st.sampled_from(["m", None]))))
-    return rows
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    rows=timelines(),
-    limits=st.dictionaries(st.sampled_from(KINDS[:3]), st.sampled_from([0, 1, 1.5, 60, 120.5])),
-    last_ok=st.one_of(st.none(), st.floats(0, 3000), st.integers(0, 59)),  # int: an event's
-)
-def test_a_timeline_read_as_rows_gives_what_its_queries_give(rows, limits, last_ok):
-    """The gaps, the first fault and each file's clock, read from Python rows and by polars'
-    queries alike (whole seconds cut toward zero, ties kept in the timeline's order)."""
-    frame = events(*rows)
-    if isinstance(last_ok, int):  # the time of an event: "after" it excludes it
-        last_ok = rows[last_ok % len(rows)][0] if rows else None
-    ok = None if last_ok is None else T0 + dt.timedelta(seconds=last_ok)
-    by_rows = timeline._flagged_of(timeline._rows(frame), limits, ok)
-    by_queries = timeline._flagged_rows(frame, limits, ok)
-    assert [(*r[:6], bool(r[6])) for r in by_queries] == by_rows
-    assert timeline._clocks_of(timeline._rows(frame)) == timeline._clocks(frame)
-
-
-@st.composite
-def dated_logs(draw):
-    """Logs' frames as the facts stage stamps them: times that tie across logs or are missing,
-    signature lists empty, missing or several, a message or only the text."""
-    logs = []
-    for i in range(draw(st.integers(0, 3))):
-        n = draw(st.integers(0, 12))
-        seconds = st.one_of(st.none(), st.sampled_from([0, 0.5, 1, 7, 60]))
-        frame = pl.DataFrame(
-            {
-                "ts": [
-                    None if s is None else T0 + dt.timedelta(seconds=s)
-                    for s in draw(st.lists(seconds, min_size=n, max_size=n))
-                ],
-                "line": list(range(1, n + 1)),
-                "sev": draw(st.lists(st.sampled_from(["I", "E", None]), min_size=n, max_size=n)),
-                "sigs": draw(
-                    st.lists(
-                        st.one_of(st.none(), st.lists(st.sampled_from(["a", "b", ""]), max_size=2)),
-                        min_size=n,
-                        max_size=n,
-                    )
-                ),
-                "msg": draw(st.lists(st.sampled_from(["m", None]), min_size=n, max_size=n)),
-                "text": [f"text {k}" for k in range(n)],
-            },
-            schema={
-                "ts": pl.Datetime("us", "UTC"),
-                "line": pl.Int64,
-                "sev": pl.String,
-                "sigs": pl.List(pl.String),
-                "msg": pl.String,
-                "text": pl.String,
-            },
-        )
-        kind = draw(st.sampled_from(KINDS[:3]))
-        artefact = SimpleNamespace(kind=kind, file=SimpleNamespace(name=f"log{i}.txt"))
-        logs.append(SimpleNamespace(frame=frame, artefact=artefact))
-    return SimpleNamespace(logs=logs, node=None, handshake=None)
-
-
-@settings(max_examples=200, deadline=None)
-@given(ctx=dated_logs())
-def test_a_timeline_built_from_rows_is_the_one_its_query_builds(ctx):
-    """The events of a few small logs gathered in Python are the frame polars' query builds:
-    the same rows, types and order (ties in the logs' order)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(timeline, "READ_WHOLE_ROWS", READ_WHOLE_ROWS)
-        by_rows = timeline.build_timeline(ctx)
-        patch.setattr(timeline, "READ_WHOLE_ROWS", -1)
-        by_query = timeline.build_timeline(ctx)
-    assert by_rows.schema == by_query.schema
-    assert by_rows.equals(by_query)

@@ -97,20 +97,38 @@ def test_every_registry_fact_is_written_by_the_producer_it_names():
 
 @pytest.mark.parametrize("whole", [True, False], ids=["as-values", "by-query"])
 @pytest.mark.parametrize(
-    "text, desired",
+    "text, fact, value",
     [
         (
             "NAME  DESIRED  CURRENT  READY  UP-TO-DATE  AVAILABLE  NODE SELECTOR  AGE\n"
             "nvdp-nvidia-device-plugin  0  0  0  0  0  <none>  3m\n",
+            "device_plugin_ds.desired",
             0,
         ),
-        ("Name:  hami-device-plugin\nDesired Number of Nodes Scheduled: 2\n", 2),
-        ("NAME READY\nDESIRED is not this table's\n", None),  # the word, not the table
-        ("No resources found in kube-system namespace.\n", None),
+        (
+            "Name:  hami-device-plugin\nDesired Number of Nodes Scheduled: 2\n",
+            "device_plugin_ds.desired",
+            2,
+        ),
+        (
+            "$ kubectl get pods -n kube-system -l app=hami-device-plugin\n"
+            "No resources found in kube-system namespace.\n",
+            "device_plugin_pods.listed",
+            0,
+        ),
+        (  # the plugin's pods are there
+            "$ kubectl get pods -n kube-system -l app=hami-device-plugin\n"
+            "NAME                       READY   STATUS\nhami-device-plugin-x2k9p   2/2     Running\n",
+            "device_plugin_pods.listed",
+            None,
+        ),
     ],
 )
-def test_a_logs_mention_is_found_as_values_and_by_query_alike(monkeypatch, text, desired, whole):
-    """A few lines are searched in Python, more by polars' query: the same facts either way."""
+def test_a_logs_mention_is_found_as_values_and_by_query_alike(
+    monkeypatch, text, fact, value, whole
+):
+    """A few lines are searched in Python, more by polars' query: the same facts either way
+    (the search only spares the line loops a text that holds none of their words)."""
     from analyzer.dev.samples import parsed
     from analyzer.facts import workloads
 
@@ -118,4 +136,4 @@ def test_a_logs_mention_is_found_as_values_and_by_query_alike(monkeypatch, text,
         monkeypatch.setattr(workloads, "READ_WHOLE_ROWS", -1)
     facts = FactSet()
     workloads.produce([parsed(text)], facts)
-    assert facts.value("device_plugin_ds.desired") == desired
+    assert facts.value(fact) == value

@@ -17,7 +17,7 @@ from analyzer.atomic import atomic_path, write_text
 from analyzer.bundle.text import printable
 from analyzer.catalogue.datafiles import EpisodeSpec
 from analyzer.facts.context import NodeContext
-from analyzer.parse.logs import READ_WHOLE_ROWS, ParsedLog
+from analyzer.parse.logs import READ_WHOLE_ROWS, ParsedLog, rows_of
 from analyzer.parse.times import parse_time as _parse  # one ISO-time parser for all stages
 
 SCHEMA = pl.Schema(  # instances, not classes: typed as polars' data types
@@ -115,9 +115,7 @@ def _event_rows(logs: list[ParsedLog]) -> list[tuple]:
     for log in logs:
         kind, name = log.artefact.kind, log.artefact.file.name
         columns = ("ts", "line", "sev", "sigs", "msg", "text")
-        for ts, line, sev, sigs, msg, text in zip(
-            *(log.frame.get_column(c).to_list() for c in columns), strict=True
-        ):
+        for ts, line, sev, sigs, msg, text in rows_of(log.frame, columns):
             if ts is not None:
                 signature = ",".join(x for x in sigs if x is not None) if sigs else None
                 message = msg if msg is not None else text
@@ -289,8 +287,7 @@ Row = tuple[dt.datetime, str, str, int, str | None, str | None]
 
 def _rows(frame: pl.DataFrame) -> list[Row]:
     """(time, source, file, line, severity, message) per event, in the timeline's order."""
-    names = ("time", "source", "file", "line", "severity", "message")
-    return list(zip(*(frame.get_column(name).to_list() for name in names), strict=True))
+    return list(rows_of(frame, ("time", "source", "file", "line", "severity", "message")))
 
 
 def _whole_seconds(delta: dt.timedelta) -> int:
@@ -329,16 +326,12 @@ def _clocks_of(rows: list[Row]) -> dict[str, tuple[int, dt.datetime, dt.datetime
     for time, source, file, line, _severity, _message in rows:
         if source != "node":
             kinds.setdefault((file, source), []).append((line, time))
-    out: dict[str, tuple[int, dt.datetime, dt.datetime]] = {}
-    for (file, _kind), lines in kinds.items():
+    per_kind = []
+    for (file, kind), lines in kinds.items():
         times = [time for _line, time in sorted(lines, key=lambda x: x[0])]
         back = sum(_whole_seconds(b - a) < -1 for a, b in itertools.pairwise(times))
-        a, b = min(times), max(times)
-        if file in out:
-            before, first, last = out[file]
-            back, a, b = before + back, min(first, a), max(last, b)
-        out[file] = (back, a, b)
-    return out
+        per_kind.append((file, kind, back, min(times), max(times)))
+    return _per_file(per_kind)
 
 
 def _clocks(frame: pl.DataFrame) -> dict[str, tuple[int, dt.datetime, dt.datetime]]:
@@ -357,6 +350,12 @@ def _clocks(frame: pl.DataFrame) -> dict[str, tuple[int, dt.datetime, dt.datetim
         )
         .rows()
     )
+    return _per_file(per_kind)
+
+
+def _per_file(per_kind: list[tuple]) -> dict[str, tuple[int, dt.datetime, dt.datetime]]:
+    """(file, kind, lines back, first time, last time) per kind of a file, merged per file in
+    their order."""
     out: dict[str, tuple[int, dt.datetime, dt.datetime]] = {}
     for file, _kind, back, a, b in per_kind:
         if file in out:

@@ -17,7 +17,7 @@ from analyzer.bundle.text import LOG_LINE_RE, in_script
 from analyzer.catalogue.kinds import Catalogue
 from analyzer.catalogue.signatures import MATCH_TIMEOUT, Signature
 from analyzer.facts.model import Match
-from analyzer.parse.logs import READ_WHOLE_ROWS, ParsedLog
+from analyzer.parse.logs import READ_WHOLE_ROWS, ParsedLog, rows_of
 
 PROSE_KINDS = ("text", "issue-text")
 HIT_COLUMNS = ("line", "text", "ts", "sigs")
@@ -195,6 +195,5 @@ def collect_matches(
 def _hit_rows(frame: pl.DataFrame) -> Iterable[tuple]:
     """(line, text, ts, sigs) of the rows some signature matched, in frame order."""
     if frame.height <= READ_WHOLE_ROWS:
-        columns = [frame.get_column(name).to_list() for name in HIT_COLUMNS]
-        return (row for row in zip(*columns, strict=True) if row[3])
+        return (row for row in rows_of(frame, HIT_COLUMNS) if row[3])
     return frame.filter(pl.col("sigs").list.len() > 0).select(HIT_COLUMNS).iter_rows()

@@ -554,6 +554,12 @@ class Matcher:
 PRESENCE_CHARS = 16 << 10  # a text this short is searched for each literal (~0.15 ms per KiB)
 
 
+def rows_of(frame: pl.DataFrame, names: Sequence[str]) -> Iterator[tuple]:
+    """The frame's rows of these columns as Python values, in order, without a query (a frame
+    of at most READ_WHOLE_ROWS rows)."""
+    return zip(*(frame.get_column(name).to_list() for name in names), strict=True)
+
+
 def _pairs(mapping: dict[str, list[str]]) -> pl.DataFrame:
     """A literal -> signatures mapping as (lit, sig) rows in its order: joined on, each
     candidate's signatures come in the order `replace_strict` to lists gave them, which built a

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import functools
 import hashlib
 import re
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, select_autoescape
+from jinja2 import Environment, pass_context
+from jinja2.runtime import Context
 from markupsafe import Markup, escape
 
 from analyzer.catalogue.messages import message
 from analyzer.facts.model import Evidence
 from analyzer.render.evidence import fresh, grouped
+from analyzer.render.pages import page_environment
 from analyzer.report.model import NodeReport, Report
 from analyzer.rules.conditions import human_duration
 
@@ -180,24 +183,34 @@ def _chart(d: NodeReport, prefix: str = "") -> dict[str, Any] | None:
     }
 
 
+@pass_context
+def _rel(context: Context, text: object) -> str:
+    """A file name inside the bundle: the archive is named once, at the top (`prefix`)."""
+    prefix = context.get("prefix")
+    return str(text).replace(prefix, "") if prefix else str(text)
+
+
+@functools.cache
+def _environment() -> Environment:
+    return page_environment(
+        {
+            "highlight": _highlight,
+            "prose": _prose,
+            "rel": _rel,
+            "when": lambda t, year=True: _fmt_time(t, year),
+            "duration": lambda s: human_duration(s) if isinstance(s, int | float) else "",
+        },
+        {"message": message, "grouped": grouped, "fresh": fresh},
+    )
+
+
 def render_html(report: Report) -> str:
     archive, prefix = report.archive
-    env = Environment(
-        loader=PackageLoader("analyzer", "render/templates"),
-        autoescape=select_autoescape(default=True),
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["highlight"] = _highlight
-    env.filters["prose"] = _prose
-    # file names inside the bundle: the archive is named once, at the top
-    env.filters["rel"] = lambda text: str(text).replace(prefix, "") if prefix else str(text)
-    env.globals.update(message=message, grouped=grouped, fresh=fresh)
-    env.filters["when"] = lambda t, year=True: _fmt_time(t, year)
-    env.filters["duration"] = lambda s: human_duration(s) if isinstance(s, int | float) else ""
     digest = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
-    return env.get_template("report.html.j2").render(
+    template = _environment().get_template("report.html.j2")
+    return template.render(
         report=report,
+        prefix=prefix,
         diags=report.nodes,
         gpu_columns=GPU_COLUMNS,
         charts=[_chart(d, prefix) for d in report.nodes],

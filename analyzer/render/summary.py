@@ -9,11 +9,19 @@ report links only of the form `reports/<safe name>.html`; the page runs no scrip
 
 from __future__ import annotations
 
-import polars as pl
-from jinja2 import Environment, PackageLoader, select_autoescape
+import functools
 
+import polars as pl
+from jinja2 import Environment
+
+from analyzer.render.pages import page_environment
 from analyzer.summary import grids, lists, plots, trends
 from analyzer.summary.tickets import report_href
+
+
+@functools.cache
+def _environment() -> Environment:
+    return page_environment({"pct": lambda x: f"{100 * x:.0f}%" if x >= 0.01 or x == 0 else "<1%"})
 
 
 def _rows(frame: pl.DataFrame) -> list[dict]:
@@ -146,16 +154,10 @@ def render_summary(
         if warnings is not None
         else 0
     )
-    env = Environment(
-        loader=PackageLoader("analyzer", "render/templates"),
-        autoescape=select_autoescape(default=True),
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["pct"] = lambda x: f"{100 * x:.0f}%" if x >= 0.01 or x == 0 else "<1%"
     grid_list = [by_month, by_version, by_rule_month]
     gaps = grids.missing_months(tickets["month"].to_list())
-    return env.get_template("summary.html.j2").render(
+    template = _environment().get_template("summary.html.j2")
+    return template.render(
         total=bundles.height,
         analysed=tickets.height,
         duplicates=lists.duplicates(bundles),

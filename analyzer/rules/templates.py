@@ -8,12 +8,11 @@ findings are plain text does not pay for it."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 from typing import Any
 
-from analyzer.cache import cache_dir
+from analyzer.cache import cached_environment
 
 SYNTAX = ("{{", "{%", "{#")
 
@@ -25,7 +24,7 @@ class TemplateProblem(Exception):
 
 @functools.cache
 def _environment():
-    from jinja2 import BaseLoader, FileSystemBytecodeCache, StrictUndefined
+    from jinja2 import BaseLoader, StrictUndefined
     from jinja2.sandbox import SandboxedEnvironment
 
     class TextLoader(BaseLoader):
@@ -35,23 +34,9 @@ def _environment():
         def get_source(self, environment, template: str):
             return self.texts[template], None, lambda: True
 
-    class QuietBytecodeCache(FileSystemBytecodeCache):
-        """A cache that cannot be written (full disk, read-only) costs speed, never a run."""
-
-        def load_bytecode(self, bucket) -> None:
-            try:
-                super().load_bytecode(bucket)
-            except (OSError, EOFError, ValueError):
-                bucket.reset()
-
-        def dump_bytecode(self, bucket) -> None:
-            with contextlib.suppress(OSError):
-                super().dump_bytecode(bucket)
-
-    where = cache_dir("templates")
-    return SandboxedEnvironment(
-        loader=TextLoader(),
-        bytecode_cache=QuietBytecodeCache(str(where)) if where else None,
+    return cached_environment(
+        SandboxedEnvironment,
+        TextLoader(),
         autoescape=False,
         undefined=StrictUndefined,
         trim_blocks=True,

@@ -1,0 +1,90 @@
+"""The templates' compiled code kept in the cache folder (analyzer/cache.py, `cached_environment`):
+a page is rendered from it the next time, the same as compiled afresh; an environment with other
+options never takes another's code; a damaged or missing cache costs a compile, never a run."""
+
+from __future__ import annotations
+
+import jinja2
+import pytest
+from jinja2 import DictLoader, Environment
+from jinja2.sandbox import SandboxedEnvironment
+
+from analyzer import cache as cache_mod
+from analyzer.analyze import AnalyzeOptions, analyze
+from analyzer.cache import cached_environment
+from analyzer.render import html as html_mod
+from analyzer.render import summary as summary_mod
+from analyzer.rules import templates as rule_templates
+from conftest import SAMPLES
+
+
+@pytest.fixture
+def kept(tmp_path, monkeypatch):
+    """An empty cache folder, and environments made afresh (each is made once per process)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    for made in (html_mod._environment, summary_mod._environment, rule_templates._environment):
+        made.cache_clear()
+    rule_templates.template.cache_clear()
+    yield tmp_path / "hami-bundle-analyzer" / "templates"
+    for made in (html_mod._environment, summary_mod._environment, rule_templates._environment):
+        made.cache_clear()
+    rule_templates.template.cache_clear()
+
+
+def _no_compile(monkeypatch) -> None:
+    def compile_(*_args, **_kwargs):
+        raise AssertionError("a template was compiled again instead of read from the cache")
+
+    monkeypatch.setattr(jinja2.Environment, "compile", compile_)
+
+
+def test_a_report_page_is_rendered_from_its_kept_code(ruleset, kept, monkeypatch):
+    report = analyze(
+        [str(SAMPLES / "annotation-health-omitted" / "bundle")], AnalyzeOptions(ruleset=ruleset)
+    ).report
+    first = html_mod.render_html(report)
+    assert any(kept.glob("__jinja2_*.cache")), "no compiled template was kept"
+    html_mod._environment.cache_clear()
+    _no_compile(monkeypatch)
+    assert html_mod.render_html(report) == first
+
+
+def test_a_rule_text_is_rendered_from_its_kept_code(kept, monkeypatch):
+    text = "{{ node }} lost {{ n }} GPU(s)"
+    assert rule_templates.render(text, node="gpu-1", n=2) == "gpu-1 lost 2 GPU(s)"
+    rule_templates._environment.cache_clear()
+    rule_templates.template.cache_clear()
+    _no_compile(monkeypatch)
+    assert rule_templates.render(text, node="gpu-1", n=2) == "gpu-1 lost 2 GPU(s)"
+
+
+@pytest.mark.parametrize("cls", [Environment, SandboxedEnvironment])
+def test_environments_with_other_options_never_take_each_others_code(kept, cls):
+    """jinja2 keys a template's code by its name and text: the same template compiled with
+    autoescaping must not be read back by an environment without it, nor the other way."""
+    loader = DictLoader({"t.html": "<p>{{ x }}</p>"})
+    escaping = cached_environment(cls, loader, autoescape=True)
+    plain = cached_environment(cls, loader, autoescape=False)
+    for _ in range(2):  # the second round reads both back
+        assert escaping.get_template("t.html").render(x="<b>") == "<p>&lt;b&gt;</p>"
+        assert plain.get_template("t.html").render(x="<b>") == "<p><b></p>"
+        escaping.cache.clear()  # jinja2's own in-memory cache of loaded templates
+        plain.cache.clear()
+    assert len(list(kept.glob("__jinja2_*.cache"))) == 2
+
+
+def test_a_damaged_kept_template_is_compiled_again(kept):
+    loader = DictLoader({"t.txt": "{{ x }}!"})
+    assert cached_environment(Environment, loader).get_template("t.txt").render(x=1) == "1!"
+    (kept_file,) = kept.glob("__jinja2_*.cache")
+    kept_file.write_bytes(b"j2\x00 not bytecode")
+    assert cached_environment(Environment, loader).get_template("t.txt").render(x=2) == "2!"
+    kept_file.write_bytes(b"")  # cut short
+    assert cached_environment(Environment, loader).get_template("t.txt").render(x=3) == "3!"
+
+
+def test_without_a_cache_folder_templates_are_compiled_each_time(monkeypatch):
+    monkeypatch.setattr(cache_mod, "cache_dir", lambda *_parts: None)
+    env = cached_environment(Environment, DictLoader({"t.txt": "{{ x }}?"}))
+    assert env.bytecode_cache is None
+    assert env.get_template("t.txt").render(x="y") == "y?"

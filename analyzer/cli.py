@@ -518,18 +518,12 @@ def batch(
 
     Writes OUT/bundles.parquet, OUT/findings.parquet and OUT/summary.html; an interrupted run
     resumes where it stopped."""
-    from analyzer.batch import run as batch_mod
     from analyzer.batch.executor import check_inputs, open_executor
 
-    meta = None
-    if tickets is not None:
-        from analyzer.summary.tickets import read_ticket_csv
-
-        try:
-            meta = read_ticket_csv(tickets)
-        except AnalyzerError as exc:
-            _fail(str(exc))
     if summary_only is not None:
+        from analyzer.batch import run as batch_mod
+
+        meta = _ticket_meta(tickets)
         if not (summary_only / "bundles.parquet").is_file():
             _fail(f"{summary_only}: no bundles.parquet (run a batch first)")
         if meta is not None:
@@ -543,7 +537,12 @@ def batch(
     _no_overwrite({"--out": out}, inputs)
     try:
         check_inputs(inputs)
-        with open_executor(executor.value, scheduler, jobs) as ex:
+        # the workers start first: they import and load their rules while this process imports
+        # polars and reads, lists and fingerprints the bundles
+        with open_executor(executor.value, scheduler, jobs, bundle_timeout) as ex:
+            from analyzer.batch import run as batch_mod
+
+            meta = _ticket_meta(tickets)
             counts = batch_mod.run_batch(
                 list(inputs), out, ex, force, csv, bundle_timeout, reports, meta
             )
@@ -555,6 +554,18 @@ def batch(
         f"warnings -> {out}/bundles.parquet, {out}/findings.parquet, {out}/warnings.parquet, "
         f"{out}/summary.html"
     )
+
+
+def _ticket_meta(tickets: Path | None):
+    """`--tickets CSV` read (None without it); a CSV it cannot read is a usage error."""
+    if tickets is None:
+        return None
+    from analyzer.summary.tickets import read_ticket_csv
+
+    try:
+        return read_ticket_csv(tickets)
+    except AnalyzerError as exc:
+        _fail(str(exc))
 
 
 @app.command(cls=Command)

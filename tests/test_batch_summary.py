@@ -485,3 +485,32 @@ def test_summary_layout_in_browser(batch_out, tmp_path, width):
     assert probe["errors"] == [] and probe["csp"] == [], probe
     _assert_layout(probe["layout"], f"{width} px")
     assert shot.is_file()
+
+
+def _never_fired(html: str) -> set[str]:
+    section = html.split('<h2 id="never">', 1)[1].split("</p>", 1)[0]
+    return set(re.findall(r"<code>([^<]+)</code>", section))
+
+
+def test_the_rules_that_never_fired_are_every_rule_but_those_that_did(batch_out, ruleset):
+    """The rules' ids come from a thread the run starts while its workers analyse."""
+    fired = set(pl.read_parquet(batch_out / "findings.parquet")["rule_id"].drop_nulls())
+    never = _never_fired((batch_out / "summary.html").read_text())
+    assert fired and never
+    assert never == set(ruleset.rules) - fired
+
+
+def test_a_summary_whose_preparation_failed_is_made_all_the_same(batch_out, tmp_path, monkeypatch):
+    from analyzer.batch import run as batch_run
+    from analyzer.render import summary as summary_mod
+
+    def broken() -> None:
+        raise OSError("no cache folder today")
+
+    monkeypatch.setattr(summary_mod, "prepare", broken)
+    assert batch_run._prepared_summary()() is None
+    out = tmp_path / "again"
+    shutil.copytree(batch_out, out)
+    (out / "summary.html").unlink()
+    batch_run.write_summary(out, None)
+    assert (out / "summary.html").read_text() == (batch_out / "summary.html").read_text()

@@ -26,25 +26,22 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, nullcontext, suppress
+from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass, field
 from functools import partial
 from multiprocessing import get_context
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analyzer import startup
-from analyzer.batch.run import (
-    TICK,
-    Executor,
-    Task,
-    analyze_one,
-    bundle_digest,
-    failed_result,
-    load_rules,
-)
 from analyzer.errors import AnalyzerError
+
+if TYPE_CHECKING:
+    from analyzer.batch.run import Executor, Task
+
+# polars is imported with `analyzer.batch.run`, in each function that needs it: workers are
+# started before the parent imports it (`LocalExecutor.__enter__`)
 
 CHUNK = 4  # bundles sent to a worker at once (answered one by one)
 RECYCLE = 500  # chunks a worker serves before a fresh process takes over (bounds any leak)
@@ -60,6 +57,8 @@ def watchdog_limit(timeout: float) -> float:
 
 def _serve(conn: Connection, parent: int, timeout: float, tmp: str) -> None:
     """A worker: chunks of tasks in, one result per task out, until the pipe closes."""
+    from analyzer.batch.run import analyze_one, load_rules
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     tempfile.tempdir = tmp  # every extraction of this worker lands in its own folder
     _exit_with(parent, tmp)
@@ -98,6 +97,12 @@ def clear_stale_roots() -> None:
                 shutil.rmtree(root, ignore_errors=True)
 
 
+def _new_root() -> Path:
+    """A run's temporary root, once the roots dead runs left are gone."""
+    clear_stale_roots()
+    return Path(tempfile.mkdtemp(prefix=f"{ROOT_PREFIX}{os.getpid()}-"))
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -122,25 +127,46 @@ class _Worker:
 @dataclass
 class LocalExecutor:
     """`jobs` spawned worker processes; with 0, this process itself (tests, debugging: no
-    watchdog, and a stuck C call stops the run)."""
+    watchdog, and a stuck C call stops the run). Used as a context manager, it starts its
+    workers on entering (with `timeout` as their bundles' limit), so that they import and load
+    their rules (~0.25 s) while this process lists and fingerprints the bundles; otherwise each
+    `results` starts its own."""
 
     jobs: int
+    timeout: float = 300.0
     _ctx: Any = field(default_factory=lambda: get_context("spawn"), repr=False)
+    _started: tuple[Path, list[_Worker]] | None = field(default=None, repr=False)
+
+    def __enter__(self) -> LocalExecutor:
+        if self.jobs > 0:
+            root = _new_root()
+            self._started = (root, [self._start(self.timeout, root) for _ in range(self.jobs)])
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self._started is not None:
+            root, workers = self._started
+            self._started = None
+            for w in workers:
+                self._stop(w)
+            shutil.rmtree(root, ignore_errors=True)
 
     def digests(self, paths: list[str]) -> list[str]:
+        from analyzer.batch.run import bundle_digest
+
         return [bundle_digest(p) for p in paths]
 
     def results(self, tasks: list[Task], timeout: float) -> Iterator[dict | None]:
+        from analyzer.batch.run import TICK, analyze_one, load_rules
+
         if self.jobs <= 0:
             load_rules()
             yield from map(partial(analyze_one, timeout=timeout), tasks)
             return
-        clear_stale_roots()
-        root = Path(tempfile.mkdtemp(prefix=f"{ROOT_PREFIX}{os.getpid()}-"))
         pending = deque(deque(tasks[i : i + CHUNK]) for i in range(0, len(tasks), CHUNK))
         self._suspects: set[str] = set()
         early_deaths = 0
-        workers = [self._start(timeout, root) for _ in range(min(self.jobs, len(pending)))]
+        root, workers = self._workers(min(self.jobs, len(pending)), timeout)
         try:
             while pending or any(w.chunk for w in workers):
                 waits = [w.conn for w in workers] + [w.proc.sentinel for w in workers]
@@ -175,6 +201,22 @@ class LocalExecutor:
             for w in workers:
                 self._stop(w)
             shutil.rmtree(root, ignore_errors=True)
+
+    def _workers(self, n: int, timeout: float) -> tuple[Path, list[_Worker]]:
+        """`n` workers with this bundle limit, and their temporary root: those started on
+        entering (the rest stopped), else new ones."""
+        if self._started is not None:
+            root, started = self._started
+            self._started = None
+            if timeout == self.timeout:
+                for w in started[n:]:
+                    self._stop(w)
+                return root, started[:n]
+            for w in started:
+                self._stop(w)
+            shutil.rmtree(root, ignore_errors=True)
+        root = _new_root()
+        return root, [self._start(timeout, root) for _ in range(n)]
 
     def _start(self, timeout: float, root: Path) -> _Worker:
         conn, child = self._ctx.Pipe()
@@ -228,12 +270,16 @@ class LocalExecutor:
             self._suspects.add(head[0])
             pending.appendleft(deque([head]))
             return
+        from analyzer.batch.run import failed_result
+
         error = f"the worker process died on it (exit code {w.proc.exitcode})"
         yield failed_result({"id": head[0], "path": head[1]}, error)
 
     def _overran(self, w: _Worker, pending: deque[deque[Task]], timeout: float) -> dict:
         """The worker is stuck on its bundle past the in-thread limit: kill it (it is then
         replaced); the bundle's row is its timeout, the rest of its chunk goes back in line."""
+        from analyzer.batch.run import failed_result
+
         w.proc.kill()
         w.proc.join(timeout=5)
         chunk, w.chunk = w.chunk or deque(), None
@@ -264,10 +310,11 @@ def check_inputs(inputs: list[str]) -> None:
 
 
 def open_executor(
-    name: str, scheduler: str | None, jobs: int | None
+    name: str, scheduler: str | None, jobs: int | None, timeout: float = 300.0
 ) -> AbstractContextManager[Executor]:
     """`--executor local|dask` and `--scheduler ADDR` (which implies dask); `--jobs 0` analyses
-    in this process (no worker, no watchdog: for debugging, and for `memory://` stores)."""
+    in this process (no worker, no watchdog: for debugging, and for `memory://` stores). The
+    local workers start on entering (`timeout`: their bundles' limit)."""
     if jobs is not None and jobs < 0:
         raise AnalyzerError("--jobs must be 0 (this process) or a number of worker processes")
     if scheduler or name == "dask":
@@ -276,4 +323,4 @@ def open_executor(
         return DaskExecutor(scheduler, jobs or None)
     if name != "local":
         raise AnalyzerError(f"unknown executor {name!r}: use local or dask")
-    return nullcontext(LocalExecutor((os.cpu_count() or 1) if jobs is None else jobs))
+    return LocalExecutor((os.cpu_count() or 1) if jobs is None else jobs, timeout)

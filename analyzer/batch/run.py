@@ -8,6 +8,7 @@ Nothing holds more than one bundle's events at a time.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import datetime as dt
 import hashlib
@@ -480,6 +481,7 @@ def run_batch(
         )
         writer = _PartWriter(parts, outdir.push)
         writer.rows.extend(dup_rows)
+        rule_ids = _prepared_summary()
         try:
             writer.consume(executor.results(todo, bundle_timeout), digests, progress)
         except KeyboardInterrupt:
@@ -489,7 +491,7 @@ def run_batch(
         writer.flush()
         if tickets is not None:
             store_tickets(tickets, outdir.local)
-        counts = assemble(outdir.local, csv)
+        counts = assemble(outdir.local, csv, rule_ids())
         outdir.push(sorted(f for f in outdir.local.iterdir() if f.is_file()))
     return counts
 
@@ -574,7 +576,7 @@ class _PartWriter:
         self.warnings = []
 
 
-def assemble(out: Path, csv: bool = False) -> dict[str, Any]:
+def assemble(out: Path, csv: bool = False, rule_ids: list[str] | None = None) -> dict[str, Any]:
     parts = out / "parts"
     tags = sorted(
         f.name[len("bundles-") : -len(".parquet")] for f in parts.glob("bundles-*.parquet")
@@ -610,7 +612,7 @@ def assemble(out: Path, csv: bool = False) -> dict[str, Any]:
         if csv:
             with atomic_path(out / f"{name}.csv") as tmp:
                 frame.write_csv(tmp)
-    write_summary(out)
+    write_summary(out, rule_ids)
     return {k: v.height for k, v in tables.items()}
 
 
@@ -629,7 +631,34 @@ def store_tickets(meta: pl.DataFrame, out: Path) -> None:
     _write_atomic(meta, out / TICKETS)
 
 
-def write_summary(out: Path) -> Path:
+def _prepared_summary() -> Callable[[], list[str] | None]:
+    """What the summary needs and the tables do not (jinja2, the page's compiled template, the
+    rules' ids), made ready in a thread while the workers analyse: at the run's end, with every
+    worker done, it took ~60 ms of one core. Gives a function that waits for the thread and
+    returns the rules' ids (None where it failed: `write_summary` then does it again, and
+    reports what fails)."""
+    found: list[list[str]] = []
+
+    def prepare() -> None:
+        with contextlib.suppress(Exception):
+            from analyzer.render.summary import prepare
+            from analyzer.rules.loader import load_ruleset
+
+            prepare()
+            found.append(sorted(load_ruleset().rules))
+
+    thread = threading.Thread(target=prepare, name="summary", daemon=True)
+    thread.start()
+
+    def rule_ids() -> list[str] | None:
+        thread.join()
+        return found[0] if found else None
+
+    return rule_ids
+
+
+def write_summary(out: Path, rule_ids: list[str] | None = None) -> Path:
+    """summary.html from the tables in `out`; `rule_ids`: every rule's id, when known."""
     from analyzer.render.summary import render_summary
     from analyzer.rules.loader import load_ruleset
 
@@ -646,9 +675,8 @@ def write_summary(out: Path) -> Path:
     warned = out / "warnings.parquet"  # absent in the tables of a run before it existed
     warnings = pl.read_parquet(warned) if warned.is_file() else _frame([], WARNING_SCHEMA)
     meta = pl.read_parquet(out / TICKETS) if (out / TICKETS).is_file() else None
-    html = render_summary(
-        bundles, findings, unexplained, sorted(load_ruleset().rules), meta, warnings
-    )
+    every_rule = sorted(load_ruleset().rules) if rule_ids is None else rule_ids
+    html = render_summary(bundles, findings, unexplained, every_rule, meta, warnings)
     path = out / "summary.html"
     write_text(path, html)
     return path

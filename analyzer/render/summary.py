@@ -18,10 +18,17 @@ from analyzer.render.pages import page_environment
 from analyzer.summary import grids, lists, plots, trends
 from analyzer.summary.tickets import report_href
 
+TEMPLATE = "summary.html.j2"
+
 
 @functools.cache
 def _environment() -> Environment:
     return page_environment({"pct": lambda x: f"{100 * x:.0f}%" if x >= 0.01 or x == 0 else "<1%"})
+
+
+def prepare() -> None:
+    """The page's template loaded (compiled, or read from the cache), ahead of its rendering."""
+    _environment().get_template(TEMPLATE)
 
 
 def _rows(frame: pl.DataFrame) -> list[dict]:
@@ -156,7 +163,7 @@ def render_summary(
     )
     grid_list = [by_month, by_version, by_rule_month]
     gaps = grids.missing_months(tickets["month"].to_list())
-    template = _environment().get_template("summary.html.j2")
+    template = _environment().get_template(TEMPLATE)
     return template.render(
         total=bundles.height,
         analysed=tickets.height,

@@ -21,15 +21,19 @@ import threading
 from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 from analyzer import __version__, codecache, startup
+from analyzer.batch import BUNDLE_TIMEOUT
 from analyzer.bundle.text import printable
 from analyzer.errors import AnalyzerError, RuleLoadError
 from analyzer.progress import one_run
 from analyzer.progress import shown as progress_shown
+
+if TYPE_CHECKING:
+    import polars as pl
 
 # click's plain help (not rich's boxes): it wraps prose and keeps option names and choice lists
 # whole at any width, and reads the same in a pipe
@@ -504,7 +508,7 @@ def batch(
     ] = None,
     bundle_timeout: Annotated[
         float, typer.Option("--bundle-timeout", help="Seconds one bundle may take (an error row).")
-    ] = 300.0,
+    ] = BUNDLE_TIMEOUT,
     tickets: Annotated[
         Path | None,
         typer.Option(
@@ -520,10 +524,10 @@ def batch(
     resumes where it stopped."""
     from analyzer.batch.executor import check_inputs, open_executor
 
+    meta = _ticket_meta(tickets)
     if summary_only is not None:
         from analyzer.batch import run as batch_mod
 
-        meta = _ticket_meta(tickets)
         if not (summary_only / "bundles.parquet").is_file():
             _fail(f"{summary_only}: no bundles.parquet (run a batch first)")
         if meta is not None:
@@ -538,11 +542,10 @@ def batch(
     try:
         check_inputs(inputs)
         # the workers start first: they import and load their rules while this process imports
-        # polars and reads, lists and fingerprints the bundles
+        # polars and lists and fingerprints the bundles
         with open_executor(executor.value, scheduler, jobs, bundle_timeout) as ex:
             from analyzer.batch import run as batch_mod
 
-            meta = _ticket_meta(tickets)
             counts = batch_mod.run_batch(
                 list(inputs), out, ex, force, csv, bundle_timeout, reports, meta
             )
@@ -556,7 +559,7 @@ def batch(
     )
 
 
-def _ticket_meta(tickets: Path | None):
+def _ticket_meta(tickets: Path | None) -> pl.DataFrame | None:
     """`--tickets CSV` read (None without it); a CSV it cannot read is a usage error."""
     if tickets is None:
         return None

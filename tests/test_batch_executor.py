@@ -4,6 +4,7 @@ the block, however it is left."""
 
 from __future__ import annotations
 
+import signal
 import time
 
 import pytest
@@ -86,3 +87,13 @@ def test_without_entering_each_run_starts_its_own(starts):
     ex = LocalExecutor(2)
     assert len(_answers(ex, _tasks(9), 45.0)) == 9
     assert starts == [45.0, 45.0]
+
+
+def test_a_worker_still_starting_is_killed_when_stopped(tmp_path):
+    """More workers start than a short run has chunks for: one not ready yet would read the
+    closed pipe only once it has imported everything and loaded its rules."""
+    ex = LocalExecutor(1)
+    w = ex._start(60.0, tmp_path)
+    assert not w.ready
+    LocalExecutor._stop(w)
+    assert w.proc.exitcode == -signal.SIGKILL and not w.tmp.exists()

@@ -514,3 +514,28 @@ def test_a_summary_whose_preparation_failed_is_made_all_the_same(batch_out, tmp_
     (out / "summary.html").unlink()
     batch_run.write_summary(out, None)
     assert (out / "summary.html").read_text() == (batch_out / "summary.html").read_text()
+
+
+def test_the_summary_lists_the_rules_it_is_given(batch_out, tmp_path):
+    from analyzer.batch import run as batch_run
+
+    out = tmp_path / "given"
+    shutil.copytree(batch_out, out)
+    html = batch_run.write_summary(out, ["a-rule-no-bundle-fired"]).read_text()
+    assert _never_fired(html) == {"a-rule-no-bundle-fired"}
+
+
+def test_the_rules_ids_wait_for_a_slow_preparation(ruleset, monkeypatch):
+    import time
+
+    from analyzer.batch import run as batch_run
+    from analyzer.render import summary as summary_mod
+
+    real = summary_mod.prepare
+
+    def slow() -> None:
+        time.sleep(0.3)
+        real()
+
+    monkeypatch.setattr(summary_mod, "prepare", slow)
+    assert batch_run._prepared_summary()() == sorted(ruleset.rules)

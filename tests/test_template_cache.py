@@ -88,3 +88,65 @@ def test_without_a_cache_folder_templates_are_compiled_each_time(monkeypatch):
     env = cached_environment(Environment, DictLoader({"t.txt": "{{ x }}?"}))
     assert env.bytecode_cache is None
     assert env.get_template("t.txt").render(x="y") == "y?"
+
+
+def _kept_file(kept):
+    (found,) = kept.glob("__jinja2_*.cache")
+    return found
+
+
+@pytest.mark.parametrize("cut", ["checksum", "code"])
+def test_a_kept_template_damaged_past_its_header_is_compiled_again(kept, cut):
+    """jinja2 checks a file's first bytes itself; what follows them (the source's checksum,
+    pickled, then the code, marshalled) fails in other ways when damaged."""
+    import pickle
+
+    from jinja2.bccache import bc_magic
+
+    loader = DictLoader({"t.txt": "{{ x }}!"})
+    assert cached_environment(Environment, loader).get_template("t.txt").render(x=1) == "1!"
+    path = _kept_file(kept)
+    data = path.read_bytes()
+    assert data.startswith(bc_magic)
+    checksum_end = len(bc_magic) + len(pickle.dumps(pickle.loads(data[len(bc_magic) :]), 2))
+    keep = len(bc_magic) if cut == "checksum" else checksum_end
+    path.write_bytes(data[:keep] + b"\xff not what jinja2 wrote")
+    assert cached_environment(Environment, loader).get_template("t.txt").render(x=2) == "2!"
+
+
+def test_a_filter_handed_the_context_since_never_runs_code_compiled_without(kept):
+    """How a filter is called is compiled into the template's code: an upgrade that hands a
+    filter the context (or stops) must not read code compiled the other way."""
+    from jinja2 import pass_context
+
+    loader = DictLoader({"t.txt": "{{ x|mark }}"})
+
+    def plain(text):
+        return f"<{text}>"
+
+    @pass_context
+    def with_context(context, text):
+        return f"<{text} in {context.get('where')}>"
+
+    old = cached_environment(Environment, loader, {"mark": plain})
+    assert old.get_template("t.txt").render(x="a") == "<a>"
+    new = cached_environment(Environment, loader, {"mark": with_context})
+    assert new.get_template("t.txt").render(x="a", where="b") == "<a in b>"
+
+
+def test_each_archive_is_named_once_in_its_own_report(ruleset, kept, tmp_path):
+    """One environment serves every report of a process (`batch --reports`): the archive a
+    file name is cut from is each report's own."""
+    import tarfile
+
+    pages = []
+    for name in ("first", "second"):
+        archive = tmp_path / f"{name}.tar.gz"
+        with tarfile.open(archive, "w:gz") as tf:
+            tf.add(SAMPLES / "rbac-patch-forbidden" / "bundle", arcname=f"{name}-top")
+        report = analyze([str(archive)], AnalyzeOptions(ruleset=ruleset)).report
+        pages.append((name, html_mod.render_html(report)))
+    for name, page in pages:
+        assert page.count(f"{name}.tar.gz") == 1  # named once, at the top
+        assert "tar.gz!" not in page and "-top/" not in page
+        assert "device-plugin.log:" in page

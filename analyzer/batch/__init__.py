@@ -5,3 +5,5 @@
 - `dask`: the Dask executor (`--executor dask`, the `[dask]` extra);
 - `io`: where bundles are read and tables written (local paths or fsspec URLs).
 """
+
+BUNDLE_TIMEOUT = 300.0  # default seconds one bundle may take before it is recorded as an error

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from analyzer import startup
+from analyzer.batch import BUNDLE_TIMEOUT
 from analyzer.errors import AnalyzerError
 
 if TYPE_CHECKING:
@@ -133,7 +134,7 @@ class LocalExecutor:
     `results` starts its own."""
 
     jobs: int
-    timeout: float = 300.0
+    timeout: float = BUNDLE_TIMEOUT
     _ctx: Any = field(default_factory=lambda: get_context("spawn"), repr=False)
     _started: tuple[Path, list[_Worker]] | None = field(default=None, repr=False)
 
@@ -145,11 +146,8 @@ class LocalExecutor:
 
     def __exit__(self, *_exc: object) -> None:
         if self._started is not None:
-            root, workers = self._started
+            self._stop_all(*self._started)
             self._started = None
-            for w in workers:
-                self._stop(w)
-            shutil.rmtree(root, ignore_errors=True)
 
     def digests(self, paths: list[str]) -> list[str]:
         from analyzer.batch.run import bundle_digest
@@ -198,9 +196,7 @@ class LocalExecutor:
                         retired.add(i)
                 workers = [w for i, w in enumerate(workers) if i not in retired]
         finally:
-            for w in workers:
-                self._stop(w)
-            shutil.rmtree(root, ignore_errors=True)
+            self._stop_all(root, workers)
 
     def _workers(self, n: int, timeout: float) -> tuple[Path, list[_Worker]]:
         """`n` workers with this bundle limit, and their temporary root: those started on
@@ -212,9 +208,7 @@ class LocalExecutor:
                 for w in started[n:]:
                     self._stop(w)
                 return root, started[:n]
-            for w in started:
-                self._stop(w)
-            shutil.rmtree(root, ignore_errors=True)
+            self._stop_all(root, started)
         root = _new_root()
         return root, [self._start(timeout, root) for _ in range(n)]
 
@@ -288,9 +282,17 @@ class LocalExecutor:
             pending.appendleft(chunk)
         return failed_result({"id": head[0], "path": head[1]}, f"timed out after {timeout:g}s")
 
+    def _stop_all(self, root: Path, workers: list[_Worker]) -> None:
+        """These workers stopped, and their temporary root removed."""
+        for w in workers:
+            self._stop(w)
+        shutil.rmtree(root, ignore_errors=True)
+
     @staticmethod
     def _stop(w: _Worker) -> None:
-        if w.chunk:  # interrupted mid-chunk (Ctrl-C): its result is not wanted
+        # interrupted mid-chunk (Ctrl-C): its result is not wanted; still starting (more workers
+        # were started than a run had chunks for): it would read the closed pipe only once ready
+        if w.chunk or not w.ready:
             w.proc.kill()
         w.conn.close()  # an idle worker reads EOF and exits
         w.proc.join(timeout=5)
@@ -310,7 +312,7 @@ def check_inputs(inputs: list[str]) -> None:
 
 
 def open_executor(
-    name: str, scheduler: str | None, jobs: int | None, timeout: float = 300.0
+    name: str, scheduler: str | None, jobs: int | None, timeout: float = BUNDLE_TIMEOUT
 ) -> AbstractContextManager[Executor]:
     """`--executor local|dask` and `--scheduler ADDR` (which implies dask); `--jobs 0` analyses
     in this process (no worker, no watchdog: for debugging, and for `memory://` stores). The

@@ -27,6 +27,7 @@ import regex
 
 from analyzer import startup
 from analyzer.atomic import atomic_path, write_text
+from analyzer.batch import BUNDLE_TIMEOUT
 from analyzer.progress import Progress
 from analyzer.summary.tickets import report_names, ticket_of
 
@@ -35,7 +36,6 @@ PART_ROWS = int(os.environ.get("HAMI_BATCH_PART_ROWS", "200"))  # bundles per pa
 # ... or fewer: a part is also written once its first row is this old, so a kill loses little
 PART_SECONDS = float(os.environ.get("HAMI_BATCH_PART_SECONDS", "10"))
 TICK = 1.0  # an executor yields None this often while no bundle finishes (parts by time)
-BUNDLE_TIMEOUT = 300.0  # default seconds one bundle may take before it is recorded as an error
 REPORTS = "reports"  # OUT/reports/<ticket>.html with --reports
 Task = tuple[str, str, str | None]  # bundle id, path or URL, report file name or None
 UNEXPLAINED_LINES = 200  # unmatched error lines taken from one bundle
@@ -481,8 +481,8 @@ def run_batch(
         )
         writer = _PartWriter(parts, outdir.push)
         writer.rows.extend(dup_rows)
-        rule_ids = _prepared_summary()
         try:
+            rule_ids = _prepared_summary()
             writer.consume(executor.results(todo, bundle_timeout), digests, progress)
         except KeyboardInterrupt:
             writer.flush()
@@ -639,7 +639,7 @@ def _prepared_summary() -> Callable[[], list[str] | None]:
     reports what fails)."""
     found: list[list[str]] = []
 
-    def prepare() -> None:
+    def load() -> None:
         with contextlib.suppress(Exception):
             from analyzer.render.summary import prepare
             from analyzer.rules.loader import load_ruleset
@@ -647,7 +647,7 @@ def _prepared_summary() -> Callable[[], list[str] | None]:
             prepare()
             found.append(sorted(load_ruleset().rules))
 
-    thread = threading.Thread(target=prepare, name="summary", daemon=True)
+    thread = threading.Thread(target=load, name="summary", daemon=True)
     thread.start()
 
     def rule_ids() -> list[str] | None:

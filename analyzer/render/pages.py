@@ -17,10 +17,10 @@ def page_environment(filters: dict[str, Any], names: dict[str, Any] | None = Non
     env = cached_environment(
         Environment,
         PackageLoader("analyzer", "render/templates"),
+        filters,
         autoescape=True,
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(filters)
     env.globals.update(names or {})
     return env

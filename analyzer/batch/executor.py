@@ -98,12 +98,6 @@ def clear_stale_roots() -> None:
                 shutil.rmtree(root, ignore_errors=True)
 
 
-def _new_root() -> Path:
-    """A run's temporary root, once the roots dead runs left are gone."""
-    clear_stale_roots()
-    return Path(tempfile.mkdtemp(prefix=f"{ROOT_PREFIX}{os.getpid()}-"))
-
-
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -140,8 +134,7 @@ class LocalExecutor:
 
     def __enter__(self) -> LocalExecutor:
         if self.jobs > 0:
-            root = _new_root()
-            self._started = (root, [self._start(self.timeout, root) for _ in range(self.jobs)])
+            self._started = self._fresh(self.jobs, self.timeout)
         return self
 
     def __exit__(self, *_exc: object) -> None:
@@ -209,7 +202,13 @@ class LocalExecutor:
                     self._stop(w)
                 return root, started[:n]
             self._stop_all(root, started)
-        root = _new_root()
+        return self._fresh(n, timeout)
+
+    def _fresh(self, n: int, timeout: float) -> tuple[Path, list[_Worker]]:
+        """`n` workers started now under a new temporary root (once the roots that dead runs
+        left are gone)."""
+        clear_stale_roots()
+        root = Path(tempfile.mkdtemp(prefix=f"{ROOT_PREFIX}{os.getpid()}-"))
         return root, [self._start(timeout, root) for _ in range(n)]
 
     def _start(self, timeout: float, root: Path) -> _Worker:

@@ -160,7 +160,7 @@ def _chart(d: NodeReport, prefix: str = "") -> dict[str, Any] | None:
                 "y": y,
                 "r": 5 if citing else 3 if r.severity in ("E", "F") else 2,
                 "colour": colour,
-                "title": f"{_fmt_time(t, True)} {r.file.replace(prefix, '') if prefix else r.file}:{r.line} {str(r.message or '')[:200]}",
+                "title": f"{_fmt_time(t, True)} {_inside(r.file, prefix)}:{r.line} {str(r.message or '')[:200]}",
             }
         )
     marks = []
@@ -183,11 +183,15 @@ def _chart(d: NodeReport, prefix: str = "") -> dict[str, Any] | None:
     }
 
 
+def _inside(text: object, prefix: str | None) -> str:
+    """A file name inside the bundle: the archive (`prefix`) is named once, at the top."""
+    return str(text).replace(prefix, "") if prefix else str(text)
+
+
 @pass_context
 def _rel(context: Context, text: object) -> str:
-    """A file name inside the bundle: the archive is named once, at the top (`prefix`)."""
-    prefix = context.get("prefix")
-    return str(text).replace(prefix, "") if prefix else str(text)
+    """`_inside`, the page's own archive read from its context."""
+    return _inside(text, context.get("prefix"))
 
 
 @functools.cache

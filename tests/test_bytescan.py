@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import mmap
 import os
 import re
 import signal
@@ -598,6 +599,58 @@ def test_the_chunks_tile_the_file_and_end_at_line_ends(
         buffer = bytearray(b"left over from another chunk" * 3)
         bytescan._read_range(str(path), start, end, buffer)
         assert buffer == piece + (b"" if piece.endswith(b"\n") else b"\n")
+
+
+@settings(max_examples=60, deadline=None)
+@given(lines=st.lists(st.integers(0, 9000), min_size=1, max_size=12), final_newline=st.booleans())
+def test_a_range_of_whole_lines_is_mapped_from_its_page_and_any_other_is_read(
+    tmp_path_factory, lines, final_newline
+):
+    """A scan process maps a chunk from the page its first byte is on: the map holds the chunk
+    at `origin`, after a newline (its backward searches stop there); a range that does not end
+    with a newline or start after one, or that runs past the file's end, is not mapped."""
+    content = b"\n".join(b"x" * n for n in lines) + (b"\n" if final_newline else b"")
+    path = tmp_path_factory.mktemp("maps") / "log"
+    path.write_bytes(content)
+    starts = [0, *(k + 1 for k, byte in enumerate(content) if byte == 10)]
+    for start, end in itertools.pairwise(starts):
+        mapped = bytescan._mapped_range(str(path), start, end)
+        assert mapped is not None
+        chunk, origin = mapped
+        assert chunk[origin:] == content[start:end] and (origin == 0 or chunk[origin - 1] == 10)
+        assert (start - origin) % mmap.ALLOCATIONGRANULARITY == 0
+        chunk.close()
+    if not final_newline:  # the last line, without its newline
+        assert bytescan._mapped_range(str(path), starts[-1], len(content)) is None
+    if len(content) > 2 and content[1] != 10:  # a start inside a line
+        assert bytescan._mapped_range(str(path), 1, starts[1] if len(starts) > 1 else 2) is None
+    assert bytescan._mapped_range(str(path), 0, len(content) + 1) is None
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="scan processes are forked on Linux only")
+def test_a_log_cut_short_under_a_scan_process_leaves_the_scan_to_threads_that_read(
+    ruleset, monkeypatch
+):
+    """A log truncated while a scan process maps it (logrotate's copytruncate): the process
+    that reads the lost pages dies (SIGBUS), and the command goes on in threads, which read what
+    is left and never map (the map's SIGBUS would end the command)."""
+    content = _log(VOCABULARY, 60)
+    whole = _scan_log(ruleset, monkeypatch, content).stats.lines
+    parent, real = os.getpid(), bytescan._mapped_range
+    mapped_here = []
+
+    def truncated_once_mapped(path, start, end):
+        mapped = real(path, start, end)
+        if os.getpid() == parent:
+            mapped_here.append(start)
+        elif mapped is not None and start > 0:
+            os.truncate(path, start - mapped[1])  # the map's first page and all after it gone
+        return mapped
+
+    monkeypatch.setattr(bytescan, "_mapped_range", truncated_once_mapped)
+    cut = _scan_log(ruleset, monkeypatch, content)
+    assert 0 < cut.stats.lines < whole
+    assert mapped_here == []
 
 
 def _scan_log(ruleset, monkeypatch, content: bytes):

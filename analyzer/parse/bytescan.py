@@ -7,9 +7,9 @@ The patterns of one Hyperscan database (`hsdb.ScanPlan`) find, in a chunk of the
 holding a signature's literal (candidates, attributed later with the signatures' own regexes) and
 the lines of each frequent ("hot") signature; numpy counts the chunk's lines and which are klog
 lines of which severity (`LineTable`). The chunks are scanned on every core, each by a process
-that reads it itself (threads where processes cannot be forked: analyzer/parse/workers.py), a
-block of lines at a time while it is in the core's cache; Python works per found line, never per
-line of the file. The parent's side, which chunks go where and what comes back, is
+that maps it itself (threads where processes cannot be forked: analyzer/parse/workers.py; they
+read it), a block of lines at a time while it is in the core's cache; Python works per found
+line, never per line of the file. The parent's side, which chunks go where and what comes back, is
 analyzer/parse/bigscan.py.
 
 Hyperscan matches bytes: where a frequent signature's count is concerned, `\\d`, `\\w`, `\\b` and
@@ -22,6 +22,9 @@ not hot: its lines are candidates like any other signature's.
 from __future__ import annotations
 
 import bisect
+import contextlib
+import faulthandler
+import mmap
 import os
 import re
 import threading
@@ -30,11 +33,12 @@ from dataclasses import replace
 from types import ModuleType
 from typing import Any, BinaryIO
 
-from analyzer.parse.batch import CHUNK_BYTES, KLOG_HEADER, SIG_TAIL_CAP, ChunkFound, line_text
+from analyzer.parse.batch import KLOG_HEADER, SIG_TAIL_CAP, ChunkFound, line_text
 from analyzer.parse.hsdb import NO_BYTE, Databases, Scanner, ScanPlan
 from analyzer.parse.literals import MIN_LITERAL
 from analyzer.parse.tally import Tallied, tally
 
+Chunk = bytes | bytearray | mmap.mmap  # a chunk read, or mapped (`_mapped_range`)
 np: ModuleType | None
 # numpy's OpenBLAS starts a thread per further core when it is imported (~50-100 ms of CPU), a
 # thread that the scan's forked workers would not have; nothing here multiplies matrices. A value
@@ -130,18 +134,19 @@ def rare_endings(literals: list[str], sample: bytes) -> list[str]:
     return out
 
 
-def line_start(data: bytes | bytearray, end: int) -> int:
+def line_start(data: Chunk, end: int) -> int:
     """The start of the line a match ending at `end` ends on (a match is never empty)."""
     return data.rfind(b"\n", 0, max(end - 1, 0)) + 1
 
 
-def line_end(data: bytes | bytearray, start: int) -> int:
+def line_end(data: Chunk, start: int) -> int:
     """Where the line starting at `start` ends (its newline, or the end of `data`)."""
     end = data.find(b"\n", start)
     return len(data) if end < 0 else end
 
 
 _THREAD = threading.local()
+NEWLINE = 10
 
 
 def thread_scratch() -> Any:
@@ -151,6 +156,9 @@ def thread_scratch() -> Any:
     if scratch is None:
         scratch = _THREAD.scratch = np.empty(LINE_BLOCK, bool)
     return scratch
+
+
+_MAPS: list[bool] = [False]  # whether this process maps its chunks (`warm_up`: a scan process's)
 
 
 def thread_buffer(size: int) -> bytearray:
@@ -165,11 +173,13 @@ def thread_buffer(size: int) -> bytearray:
 
 
 def warm_up() -> None:
-    """A scan process starts (`parse.workers`): its buffer made and its pages touched while it
-    waits for its first chunk (a first read into fresh pages cost that chunk ~10-15 ms). Without
-    numpy no chunk comes (the line reader scans the log)."""
-    if np is not None:
-        np.frombuffer(thread_buffer(CHUNK_BYTES), np.uint8)[::4096] = 0
+    """A scan process starts (`parse.workers`): it maps the chunks it scans (`_mapped_range`).
+    Only a scan process: a file cut short under a map kills the process that reads the lost
+    pages (SIGBUS), and a scan process's death leaves its chunk to the command's threads, which
+    read. It dies quietly: a fault handler the user enabled (PYTHONFAULTHANDLER) would print
+    its stack for what the command handles."""
+    faulthandler.disable()
+    _MAPS[0] = True
 
 
 class LineTable:
@@ -178,7 +188,7 @@ class LineTable:
     holds it and is several times slower (a log's lines are counted, never reported one by one).
     The lines are added a block at a time, while the block is in the core's cache."""
 
-    def __init__(self, chunk: bytes | bytearray, scratch: Any = None):
+    def __init__(self, chunk: Chunk, scratch: Any = None):
         """`scratch`: a boolean array at least the size of a block's newline search; by default
         this thread's (a new one per chunk would cost page faults)."""
         self.chunk = chunk
@@ -269,7 +279,7 @@ class LineTable:
         return out
 
 
-def past_newlines(data: bytes | bytearray, ends: list[int]) -> list[int]:
+def past_newlines(data: Chunk, ends: list[int]) -> list[int]:
     """The match ends just past a newline: a counter through an end anchor also ends mid-line
     where the regex matches another way, which its other branch reports past the newline."""
     assert np is not None
@@ -279,10 +289,9 @@ def past_newlines(data: bytes | bytearray, ends: list[int]) -> list[int]:
     return at[np.frombuffer(data, np.uint8)[at - 1] == 10].tolist()
 
 
-def line_blocks(data: bytes | bytearray, size: int) -> Iterator[tuple[int, int]]:
-    """`data` (whole lines) in blocks of whole lines of about `size` bytes (a longer line is a
-    block of its own)."""
-    at = 0
+def line_blocks(data: Chunk, size: int, at: int = 0) -> Iterator[tuple[int, int]]:
+    """`data` (whole lines) from `at` in blocks of whole lines of about `size` bytes (a longer
+    line is a block of its own)."""
     while at < len(data):
         end = data.rfind(b"\n", at, at + size) + 1
         if end <= at:  # no newline in reach: the line under way ends the block
@@ -319,9 +328,10 @@ class ChunkScanner:
         ]
 
     def scan(
-        self, chunk: bytearray, heads: dict[str, int], errors: int, examine: int
+        self, chunk: Chunk, heads: dict[str, int], errors: int, examine: int, origin: int = 0
     ) -> ChunkFound:
-        """One chunk (whole lines, the last one ending with a newline): `heads`, how many first
+        """One chunk (whole lines, the last one ending with a newline), its lines from `origin`
+        on (a mapped chunk starts at a page, a newline before them): `heads`, how many first
         rows each hot signature still wants; at most `errors` loose E/F lines among its first
         `examine` E/F lines (bounds: the chunks before may not be merged yet)."""
         assert np is not None
@@ -341,7 +351,7 @@ class ChunkScanner:
         high = np.frombuffer(chunk, np.uint8) if short is not None and short[2] else None
         # block by block, each pass over a block while it is in the core's cache: two workers
         # passing over whole chunks wait on memory (a third more CPU per chunk)
-        for start, end in line_blocks(chunk, SCAN_BLOCK):
+        for start, end in line_blocks(chunk, SCAN_BLOCK, origin):
             self.scanner.scan_lines(view, start, end, bins)
             if short is not None and (high is None or high[start:end].max() >= 0x80):
                 short[0].scan(view[start:end], short_bins, start)
@@ -351,12 +361,13 @@ class ChunkScanner:
                 block_lines = table.lines - before
                 self._scan_aside(chunk, view[start:end], start, others, block_lines, candidate_ends)
             for j, needle in enumerate(needles):
-                occurrences[j] += chunk.count(needle, start, end)
+                occurrences[j] += count(chunk, needle, start, end)
         del high  # the chunk's buffer is resized for the next one: nothing may hold it
         reported, reported_ends = list(self.reported), bins[:n_reported]
         anchored = list(self.anchored)
         tallied = None
         if self.tally is not None:
+            assert not isinstance(chunk, mmap.mmap), "a tallied plan's chunk is read"
             tallied = tally(self.tally, chunk, [heads[sid] for sid in self.tallied], SIG_TAIL_CAP)
             if tallied is None:  # a chunk that does not repeat itself: its lines reported
                 anchored += [n_reported + i for i in self.tally_anchored]
@@ -367,7 +378,7 @@ class ChunkScanner:
         seconds = bins[n_reported:n_bins]
         for i in anchored:
             reported_ends[i] = past_newlines(chunk, reported_ends[i])
-        lines_of = _Lines(chunk, reported_ends, [x for _, x in self.counted], tallied)
+        lines_of = _Lines(chunk, reported_ends, [x for _, x in self.counted], tallied, origin)
 
         starts = sorted({line_start(chunk, e) for e in candidate_ends})
         wanted = set(starts)  # the starts of the lines whose number and text are kept
@@ -417,7 +428,7 @@ class ChunkScanner:
                 (
                     sid,
                     [(rows[s], _text(chunk, s)) for s in firsts],
-                    [(rows[s], s, line_end(chunk, s) - s) for s in lasts],
+                    [(rows[s], s - origin, line_end(chunk, s) - s) for s in lasts],
                     n,
                 )
                 for sid, firsts, lasts, n in hot_picks
@@ -431,7 +442,7 @@ class ChunkScanner:
         )
 
     def _scan_aside(
-        self, chunk: bytearray, block: memoryview, start: int, others, lines: int, found: list
+        self, chunk: Chunk, block: memoryview, start: int, others, lines: int, found: list
     ) -> None:
         """The prefilters no klog line matches, on a block's other lines (`others`: their starts
         and newlines): copied together where they are few, else the whole block; each match's
@@ -483,14 +494,52 @@ def scan_chunk(
     errors: int,
     examine: int,
 ) -> ChunkFound:
-    """A scan process's task: the chunk file[start:end] read into this thread's buffer and
-    scanned (`ChunkScanner.scan`); with the literals as cut where the plan came without them
-    (the parent sends them instead of the sample from then on)."""
-    buffer = thread_buffer(end - start)
-    _read_range(path, start, end, buffer)
+    """A scan process's task: the chunk file[start:end] mapped (`_mapped_range`), else read into
+    this thread's buffer, and scanned (`ChunkScanner.scan`); with the literals as cut where the
+    plan came without them (the parent sends them instead of the sample from then on)."""
     scanner = scanner_for(plan)
-    found = scanner.scan(buffer, heads, errors, examine)
+    mapped = _mapped_range(path, start, end) if _MAPS[0] and scanner.tally is None else None
+    if mapped is not None:
+        chunk, origin = mapped
+        try:
+            found = scanner.scan(chunk, heads, errors, examine, origin)
+        finally:  # an error's traceback may still hold a view of the map: it goes with them
+            with contextlib.suppress(BufferError):
+                chunk.close()
+    else:
+        buffer = thread_buffer(end - start)
+        _read_range(path, start, end, buffer)
+        found = scanner.scan(buffer, heads, errors, examine)
     return found if plan.cut is not None else replace(found, cut=scanner.cut)
+
+
+def _mapped_range(path: str, start: int, end: int) -> tuple[mmap.mmap, int] | None:
+    """file[start:end] mapped from the page before `start` (a map starts at a page), its pages
+    populated, and where `start` is in the map: the scan reads the page cache where it is, not
+    a copy (reading a 16 MiB chunk cost a worker 4-7 ms of copying, mapping it ~1.3). None
+    where the map would not hold whole lines (the range does not end with a newline or start
+    after one: the last line of a file without one, a line cut at LINE_CAP), the file is
+    shorter than `end` (pages past its end kill the process that reads them) or the range cannot
+    be mapped. A tallied plan reads its chunk (`tally` reads a chunk from its first byte)."""
+    base = start - start % mmap.ALLOCATIONGRANULARITY
+    try:
+        with open(path, "rb", buffering=0) as fh:
+            if end <= start or os.fstat(fh.fileno()).st_size < end:
+                return None
+            chunk = mmap.mmap(
+                fh.fileno(),
+                end - base,
+                flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
+                prot=mmap.PROT_READ,
+                offset=base,
+            )
+    except (OSError, ValueError):  # a file that cannot be mapped (a FIFO, a special file)
+        return None
+    origin = start - base
+    if chunk[-1] != NEWLINE or (origin and chunk[origin - 1] != NEWLINE):
+        chunk.close()
+        return None
+    return chunk, origin
 
 
 class _Lines:
@@ -498,12 +547,14 @@ class _Lines:
 
     def __init__(
         self,
-        chunk: bytearray,
+        chunk: Chunk,
         matched_ends: list[list[int]],
         literals: list[str],
         tallied: Tallied | None = None,
+        origin: int = 0,
     ):
         self.chunk = chunk
+        self.origin = origin
         # the ends (past the newline) of the lines of the hot signatures Hyperscan reports
         self.reported = set().union(*matched_ends)
         self.needles = [x.encode() for x in literals]
@@ -535,24 +586,32 @@ class _Lines:
         match of its second-occurrence superset ends at one of `seconds` (0 for a line that
         holds it once)."""
         starts = {line_start(self.chunk, e) for e in seconds}
-        return sum(self.chunk.count(needle, s, self.end(s)) - 1 for s in starts)
+        return sum(count(self.chunk, needle, s, self.end(s)) - 1 for s in starts)
 
     def holding(self, needle: bytes, head: int, tail: int) -> tuple[list[int], list[int]]:
         """The starts of the first `head` and of the last `tail` lines holding `needle`."""
         chunk, out = self.chunk, list[int]()
-        at = 0
+        at = self.origin
         while len(out) < head and (i := chunk.find(needle, at)) >= 0:
             out.append(chunk.rfind(b"\n", 0, i) + 1)
             at = self.end(i)
         last: list[int] = []
         at = len(chunk)
-        while len(last) < tail and (i := chunk.rfind(needle, 0, at)) >= 0:
+        while len(last) < tail and (i := chunk.rfind(needle, self.origin, at)) >= 0:
             at = chunk.rfind(b"\n", 0, i) + 1
             last.append(at)
         return out, last[::-1]
 
 
-def _text(chunk: bytearray, start: int) -> str:
+def count(chunk: Chunk, needle: bytes, start: int, end: int) -> int:
+    """`needle` in chunk[start:end] (a map has no `count`: the slice is copied, from the core's
+    cache where a block was just scanned)."""
+    if isinstance(chunk, mmap.mmap):
+        return chunk[start:end].count(needle)
+    return chunk.count(needle, start, end)
+
+
+def _text(chunk: Chunk, start: int) -> str:
     return line_text(chunk[start : line_end(chunk, start)])
 
 

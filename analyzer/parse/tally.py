@@ -15,6 +15,7 @@ chunk that does not repeat itself is not tallied (`tally` is None: its lines are
 
 from __future__ import annotations
 
+import mmap
 from collections import Counter
 from dataclasses import dataclass
 
@@ -40,7 +41,7 @@ class Tallied:
     lasts: list[list[int]]
     matching: frozenset[bytes]
 
-    def holds(self, chunk: bytes | bytearray, start: int, end: int) -> bool:
+    def holds(self, chunk: bytes | bytearray | mmap.mmap, start: int, end: int) -> bool:
         """Whether the line chunk[start:end] (without its newline) is one of a tallied
         signature."""
         return bool(self.matching) and bytes(chunk[start:end]).translate(BLIND) in self.matching

@@ -90,7 +90,7 @@ class ByteScan:
         self, path, workers: int | None = None, replan: Replan | None = None
     ) -> Iterator[Batch]:
         """The file's batches in order, one per chunk, scanned `workers` at a time. Each worker
-        reads its own chunks (`_ranges` finds where they start and end).
+        maps (else reads) its own chunks (`_ranges` finds where they start and end).
 
         The plan was made from the file's first lines: where a chunk's candidates are many
         (REPLAN_SHARE of its lines), `replan` may give a scan with more hot signatures, which

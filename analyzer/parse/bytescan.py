@@ -362,7 +362,8 @@ class ChunkScanner:
                 self._scan_aside(chunk, view[start:end], start, others, block_lines, candidate_ends)
             for j, needle in enumerate(needles):
                 occurrences[j] += count(chunk, needle, start, end)
-        del high  # the chunk's buffer is resized for the next one: nothing may hold it
+        # nothing may hold the chunk: its buffer is resized for the next one, its map closed
+        del high
         reported, reported_ends = list(self.reported), bins[:n_reported]
         anchored = list(self.anchored)
         tallied = None
@@ -516,7 +517,7 @@ def scan_chunk(
 def _mapped_range(path: str, start: int, end: int) -> tuple[mmap.mmap, int] | None:
     """file[start:end] mapped from the page before `start` (a map starts at a page), its pages
     populated, and where `start` is in the map: the scan reads the page cache where it is, not
-    a copy (reading a 16 MiB chunk cost a worker 4-7 ms of copying, mapping it ~1.3). None
+    a copy (reading a 16 MiB chunk cost a worker 4-14 ms of copying, mapping it ~1.5). None
     where the map would not hold whole lines (the range does not end with a newline or start
     after one: the last line of a file without one, a line cut at LINE_CAP), the file is
     shorter than `end` (pages past its end kill the process that reads them) or the range cannot

@@ -629,11 +629,25 @@ def test_a_range_of_whole_lines_is_mapped_from_its_page_and_any_other_is_read(
 
 @pytest.mark.skipif(sys.platform != "linux", reason="scan processes are forked on Linux only")
 def test_a_log_cut_short_under_a_scan_process_leaves_the_scan_to_threads_that_read(
-    ruleset, monkeypatch
+    ruleset, monkeypatch, tmp_path
 ):
     """A log truncated while a scan process maps it (logrotate's copytruncate): the process
-    that reads the lost pages dies (SIGBUS), and the command goes on in threads, which read what
-    is left and never map (the map's SIGBUS would end the command)."""
+    that reads the lost pages dies (SIGBUS), leaving no core file where the user is (core files
+    allowed here, in a folder of the test's own), and the command goes on in threads, which read
+    what is left and never map (the map's SIGBUS would end the command)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+    monkeypatch.chdir(tmp_path)
+    resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))
+    try:
+        _cut_short(ruleset, monkeypatch)
+    finally:
+        resource.setrlimit(resource.RLIMIT_CORE, (soft, hard))
+    assert not list(tmp_path.glob("core*"))
+
+
+def _cut_short(ruleset, monkeypatch) -> None:
     content = _log(VOCABULARY, 60)
     whole = _scan_log(ruleset, monkeypatch, content).stats.lines
     parent, real = os.getpid(), bytescan._mapped_range

@@ -230,13 +230,22 @@ def test_a_small_bundle_forks_nothing_imports_no_process_pool_and_gives_polars_o
         assert "end []" in lines and f"threads {threads}" in lines, proc.stderr
 
 
-def test_a_scan_process_without_numpy_starts_quietly(monkeypatch):
-    """`warm_up` runs in every scan process as it starts: where numpy is missing (the line
-    reader scans the logs then) it does nothing; an exception there would be a traceback on the
-    user's terminal from the process pool."""
-    from analyzer.parse import bytescan
-
-    monkeypatch.setattr(bytescan, "np", None)
-    monkeypatch.setattr(bytescan, "_THREAD", type(bytescan._THREAD)())
-    bytescan.warm_up()
-    assert getattr(bytescan._THREAD, "buffer", None) is None
+def test_a_scan_process_maps_its_chunks_and_would_die_of_a_lost_page_quietly():
+    """`warm_up` runs in every scan process as it starts, and only there (a process of its own
+    here: it changes the process): from then on the process maps its chunks, and a log cut short
+    under a map, which kills it, prints no fault handler's stack and leaves no core file; it
+    starts all the same where numpy is missing (the line reader scans the logs then)."""
+    code = (
+        "import faulthandler, resource\n"
+        "from analyzer.parse import bytescan\n"
+        "bytescan.np = None\n"
+        "faulthandler.enable()\n"
+        "hard = resource.getrlimit(resource.RLIMIT_CORE)[1]\n"
+        "resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))  # core files allowed\n"
+        "assert not bytescan._MAPS[0]\n"
+        "bytescan.warm_up()\n"
+        "print(bytescan._MAPS[0], faulthandler.is_enabled(), "
+        "resource.getrlimit(resource.RLIMIT_CORE)[0])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.split() == ["True", "False", "0"], proc.stderr

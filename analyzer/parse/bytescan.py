@@ -176,9 +176,13 @@ def warm_up() -> None:
     """A scan process starts (`parse.workers`): it maps the chunks it scans (`_mapped_range`).
     Only a scan process: a file cut short under a map kills the process that reads the lost
     pages (SIGBUS), and a scan process's death leaves its chunk to the command's threads, which
-    read. It dies quietly: a fault handler the user enabled (PYTHONFAULTHANDLER) would print
-    its stack for what the command handles."""
+    read. It dies quietly, as the command handles it: no stack from a fault handler the user
+    enabled (PYTHONFAULTHANDLER), no core file in the user's folder (`ulimit -c`)."""
+    import resource  # Unix's: scan processes are forked on Linux only
+
     faulthandler.disable()
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
     _MAPS[0] = True
 
 

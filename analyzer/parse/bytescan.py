@@ -39,6 +39,7 @@ from analyzer.parse.literals import MIN_LITERAL
 from analyzer.parse.tally import Tallied, tally
 
 Chunk = bytes | bytearray | mmap.mmap  # a chunk read, or mapped (`_mapped_range`)
+NEWLINE = 10
 np: ModuleType | None
 # numpy's OpenBLAS starts a thread per further core when it is imported (~50-100 ms of CPU), a
 # thread that the scan's forked workers would not have; nothing here multiplies matrices. A value
@@ -146,7 +147,6 @@ def line_end(data: Chunk, start: int) -> int:
 
 
 _THREAD = threading.local()
-NEWLINE = 10
 
 
 def thread_scratch() -> Any:
@@ -215,7 +215,7 @@ class LineTable:
         for at in range(start, end, len(scratch)):
             block = view[at : min(end, at + len(scratch))]
             newline = scratch[: len(block)]
-            np.equal(block, 10, out=newline)
+            np.equal(block, NEWLINE, out=newline)
             ends = np.flatnonzero(newline).astype(np.uint32)
             ends += at
             found.append(ends)
@@ -290,7 +290,7 @@ def past_newlines(data: Chunk, ends: list[int]) -> list[int]:
     if not ends:
         return ends
     at = np.array(ends, np.int64)
-    return at[np.frombuffer(data, np.uint8)[at - 1] == 10].tolist()
+    return at[np.frombuffer(data, np.uint8)[at - 1] == NEWLINE].tolist()
 
 
 def line_blocks(data: Chunk, size: int, at: int = 0) -> Iterator[tuple[int, int]]:
@@ -609,11 +609,10 @@ class _Lines:
 
 
 def count(chunk: Chunk, needle: bytes, start: int, end: int) -> int:
-    """`needle` in chunk[start:end] (a map has no `count`: the slice is copied, from the core's
-    cache where a block was just scanned)."""
-    if isinstance(chunk, mmap.mmap):
-        return chunk[start:end].count(needle)
-    return chunk.count(needle, start, end)
+    """`needle` in chunk[start:end], counted in a copy of the slice (from the core's cache where
+    a block was just scanned): a map has no `count`, and `count`'s own start and end cost more
+    than the copy (9.8 against 5.3 ms a 16 MiB chunk, a 1 MiB block at a time)."""
+    return chunk[start:end].count(needle)
 
 
 def _text(chunk: Chunk, start: int) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from analyzer.bundle import recognise as recognise_mod
@@ -625,6 +625,45 @@ def test_a_range_of_whole_lines_is_mapped_from_its_page_and_any_other_is_read(
     if len(content) > 2 and content[1] != 10:  # a start inside a line
         assert bytescan._mapped_range(str(path), 1, starts[1] if len(starts) > 1 else 2) is None
     assert bytescan._mapped_range(str(path), 0, len(content) + 1) is None
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    haystack=st.text(alphabet='ab\n"f', max_size=400).map(str.encode) | st.binary(max_size=400),
+    needle=st.sampled_from([b"a", b"aa", b"aba", b"\n", b'"f', NUMA.encode()])
+    | st.binary(min_size=1, max_size=3),
+    cut=st.tuples(st.integers(0, 400), st.integers(0, 400)),
+    simd=st.booleans(),
+)
+@example(haystack=b"baaaab", needle=b"aa", cut=(0, 6), simd=True)  # overlapping: twice, not 3
+@example(haystack=b"xaby", needle=b"ab", cut=(0, 2), simd=True)  # across the end: not counted
+@example(haystack=b"xaby", needle=b"ab", cut=(2, 4), simd=True)  # across the start: neither
+def test_a_text_is_counted_as_bytes_count_counts_it_in_every_kind_of_chunk(
+    tmp_path_factory, haystack, needle, cut, simd
+):
+    """`count` (StringZilla's search, or the copy's `bytes.count` without it) gives what
+    `bytes.count` gives on the slice, overlapping texts included (`aa` in `aaa` once), in a
+    chunk read, in a buffer and in a map; the map can be closed after it (no view is left)."""
+    start, end = min(cut), max(cut)
+    want = haystack[start:end].count(needle)
+    path = tmp_path_factory.mktemp("counts") / "log"
+    path.write_bytes(haystack or b"\n")
+    with pytest.MonkeyPatch.context() as patch:
+        if not simd:
+            patch.setattr(bytescan, "stringzilla", None)
+        assert bytescan.count(haystack, needle, start, end) == want
+        assert bytescan.count(bytearray(haystack), needle, start, end) == want
+        if haystack:
+            with path.open("rb") as fh:
+                chunk = mmap.mmap(fh.fileno(), 0, prot=mmap.PROT_READ)
+            assert bytescan.count(chunk, needle, start, end) == want
+            chunk.close()
+
+
+def test_stringzilla_counts_where_the_suite_runs():
+    """The SIMD count is what the byte scan uses where its wheel installs (pyproject lists it):
+    the fallback alone would leave the property above comparing `bytes.count` with itself."""
+    assert bytescan.stringzilla is not None
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="scan processes are forked on Linux only")

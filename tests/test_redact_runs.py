@@ -172,6 +172,26 @@ def test_a_dense_piece_redacts_as_line_by_line(size):
     assert regex.search(r"\b10\.\d+\.\d+\.\d+\b", out) is None
 
 
+@pytest.mark.parametrize("key", [False, True])
+def test_a_crowded_piece_has_its_names_cut_ahead_unless_a_whole_text_redactor_rewrites_it(key):
+    """A crowded piece's names are cut by `prepare` (the thread that reads ahead), beside the
+    last piece's redaction; where a whole-text redactor selects a line of it (a private key),
+    that redactor rewrites the text first and the names are cut from what it leaves. Either way
+    the piece comes out as when nothing is cut ahead: the same bytes, tokens and counts."""
+    pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7\n-----END RSA PRIVATE KEY-----\n"
+    raw = dense_log(40_000, seed=5) + (pem.encode() if key else b"")
+    learner = Learner(CATALOGUE)
+    plan = learner.take(learner.prepare(raw, "t"))
+    assert plan is not None and plan.dense and learner.names
+    run = Redaction(CATALOGUE, learner.names, TokenMap(learner.reserved))
+    assert run.prepare(raw, plan).cut_ahead is not key
+    got = both_passes(CATALOGUE, raw)
+    with mock.patch.object(Redaction, "_crowded_as_is", lambda *_: False):
+        assert got == both_passes(CATALOGUE, raw)
+    out = got[0].decode()
+    assert "gpu-node-" not in out and "MIIEpAIBAAKCAQEA7" not in out
+
+
 @pytest.mark.parametrize(
     "line",
     [

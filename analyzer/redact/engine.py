@@ -274,11 +274,15 @@ class Stretches:
 
 @dataclass(frozen=True)
 class Prepared:
-    """A piece of the second pass, split and scanned ahead of its redaction."""
+    """A piece of the second pass, split and scanned ahead of its redaction. A crowded piece
+    (`Redaction._names_whole`) whose text no whole-text redactor rewrites first has its names cut
+    ahead too (`cut_ahead`; `ahead`: the cut, None where a name touches a letter or digit)."""
 
     lines: Lines
     plan: Plan | None
     names: NamesSplit | Stretches | None
+    ahead: Stretches | None = None
+    cut_ahead: bool = False
 
 
 class Learner:
@@ -462,6 +466,8 @@ class Redaction:
         it; `finish` assigns the tokens, in order)."""
         lines = Lines.of_bytes(raw, plan is not None and plan.kept_as_bytes == len(raw))
         if plan is None or plan.dense or plan.whole & {r.id for r in self.whole if r.prefilter}:
+            if self._crowded_as_is(lines, plan):  # its names cut here, beside the last piece's
+                return Prepared(lines, plan, None, self._stretches(lines, []), cut_ahead=True)
             return Prepared(lines, plan, None)
         planned = plan.planned()
         if lines.raw is not None and all(i in plan.starts for i in planned):
@@ -487,7 +493,25 @@ class Redaction:
             done = [line.encode("utf-8") for line in lines.get(cut.lines)]
             return partial(_spliced, render, cut.rows, done)
         split = cut if isinstance(cut, NamesSplit) else None
-        return [self._run(prepared.lines, where, plan, split).bytes()]
+        ahead = (prepared.ahead,) if prepared.cut_ahead else None
+        return [self._run(prepared.lines, where, plan, split, ahead).bytes()]
+
+    def _crowded_as_is(self, lines: Lines, plan: Plan | None) -> bool:
+        """Whether a piece is crowded (`_names_whole`: no plan, or a dense one), held as bytes,
+        holds names to look for, and is left as it is by the whole-text redactors, which run
+        before the names (each has a prefilter, and none selects a line of it)."""
+        if (
+            self.names_prefilter is None
+            or lines.raw is None
+            or (plan is not None and not plan.dense)
+        ):
+            return False
+        gates = [str(r.prefilter) for r in self.whole if r.prefilter is not None]
+        if len(gates) < len(self.whole):
+            return False
+        if plan is not None:
+            return not plan.whole & {r.id for r in self.whole}
+        return not gates or not any(lines.hits(gates))
 
     def _stretches(self, lines: Lines, planned: list[int]) -> Stretches | None:
         """The piece cut for the names (see `Stretches`), or None when a name touches a letter or
@@ -539,7 +563,15 @@ class Redaction:
         lines.put(cut.lines, planned.to_list())
         return partial(_replaced, texts, order, values)
 
-    def _run(self, lines: Lines, where: str, plan: Plan | None, names: NamesSplit | None) -> Lines:
+    def _run(
+        self,
+        lines: Lines,
+        where: str,
+        plan: Plan | None,
+        names: NamesSplit | None,
+        ahead: tuple[Stretches | None] | None = None,
+    ) -> Lines:
+        """`ahead`: a crowded piece's names as `prepare` cut them (`Prepared.ahead`)."""
         unplanned = plan is None
         if plan is None:
             gates = [r for r in self.whole if r.prefilter is not None]
@@ -552,13 +584,13 @@ class Redaction:
             for r in run:
                 text = self._redact(r, text, where)
             if text != original:  # rare: a key, a Secret; the lines are selected again
-                lines, names = Lines(text), None
+                lines, names, ahead = Lines(text), None, None
                 hits = lines.hits([str(r.prefilter) for r in self.per_line])
                 plan = Plan(plan.whole, dict(zip(self.ids, hits, strict=True)))
         selected = lines  # the lines as the prefilters selected them
         if self.names_prefilter is not None:  # first: the lines are still as polars holds them
             crowded = unplanned or plan.dense
-            whole = self._names_whole(lines) if crowded and lines.raw is not None else None
+            whole = self._names_whole(lines, ahead) if crowded and lines.raw is not None else None
             if whole is not None:
                 lines = whole
             elif idx := lines.hits([self.names_prefilter])[0]:
@@ -566,12 +598,13 @@ class Redaction:
                 self._names_lines(lines, split or self._names_split(lines, idx), where)
         return self._per_line(lines, selected, plan, where)
 
-    def _names_whole(self, lines: Lines) -> Lines | None:
+    def _names_whole(self, lines: Lines, ahead: tuple[Stretches | None] | None) -> Lines | None:
         """A crowded piece's names (`Learner.lesson`: a value on most lines) replaced in the
-        whole piece at once, without selecting a line (`_stretches`, without planned lines):
-        new lines, or these when none is there; None when a name touches a letter or digit
-        (then the lines holding one are selected as in any piece)."""
-        cut = self._stretches(lines, [])
+        whole piece at once, without selecting a line (`_stretches`, without planned lines, or
+        `ahead`, the cut `prepare` made): new lines, or these when none is there; None when a
+        name touches a letter or digit (then the lines holding one are selected as in any
+        piece)."""
+        cut = ahead[0] if ahead is not None else self._stretches(lines, [])
         if cut is None:
             return None
         if not cut.present:

@@ -1823,3 +1823,53 @@ def test_property_registry_pattern_possessive_path_matches_as_before(parts):
 
     assert found(now) == found(before)
     assert now.findall(text) == before.findall(text)
+
+
+def _journal(hosts: list[str], lines: int) -> bytes:
+    """A kubelet journal as `journalctl` prints it: every line opens with the time and the host."""
+    return "".join(
+        f"May 05 18:42:{i % 60:02d} {hosts[i % len(hosts)]} kubelet[1311]: E0505 18:42:19.8 "
+        f'1311 pod_workers.go:949] "Error syncing pod" pod="gpu/p-{i}" node="gpu-{i % 3}"\n'
+        for i in range(lines)
+    ).encode()
+
+
+@pytest.mark.parametrize("final_newline", [True, False])
+def test_a_piece_whose_every_line_is_selected_is_read_whole(monkeypatch, final_newline):
+    """A `find` pattern whose prefilter selects every line of a piece kept as bytes (a journal's
+    host column) reads the piece decoded at once (`Lines.joined`), not a line at a time: the
+    text is the lines joined, so the names are those found line by line. So does any run of
+    consecutive lines; lines with a gap, or a line changed, are read a line at a time."""
+    import analyzer.redact.lines as lines_module
+    from analyzer.redact.lines import Lines
+
+    monkeypatch.setattr(lines_module, "HYPERSCAN_MIN", 0)  # the lines' starts from Hyperscan
+    raw = _journal(["hawkeye", "gpu-b7"], 300)
+    raw = raw if final_newline else raw[:-1]
+    lines = Lines.of_bytes(raw, plain=True)
+    every = lines.hits([r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ "])[0]
+    assert len(every) == 300
+    for run in (every, every[1:], every[:-1], every[120:180], every[7:8]):
+        assert lines.joined(run) == "\n".join(lines.get(run))
+    assert lines.joined(every[:150] + every[151:]) is None
+    assert Lines.of_bytes(raw, plain=True).joined(every) is None  # no line's start known yet
+    lines.put([5], ["changed"])
+    assert lines.joined(every) is None
+
+    whole: list[int] = []
+    real = Lines.joined
+
+    def spied(self, idx):
+        text = real(self, idx)
+        whole.append(text is not None)
+        return text
+
+    def lesson(joined) -> tuple:
+        with monkeypatch.context() as patch:
+            patch.setattr(Lines, "joined", joined)
+            found = Learner(load_redactors()).prepare(raw, "t", plain=True)
+        return found.found, found.reserved
+
+    got = lesson(spied)
+    assert any(whole) and {"hawkeye", "gpu-b7"} <= {v for f in got[0] for v in f}
+    assert got == lesson(lambda self, idx: None)

@@ -407,10 +407,18 @@ class Learner:
                 holding = keep_plan and not plan.dense
                 holds: set[int] = set()
                 for part, idx in parts[r.id]:
-                    if idx:  # each pattern on the lines its own prefilter selects
-                        values, held = lines_values(part, lines.get(idx), where, holding)
-                        found.append(values)
-                        holds.update(idx[k] for k in held)
+                    if not idx:  # each pattern on the lines its own prefilter selects
+                        continue
+                    # a name's lines read at once where they are consecutive (`Lines.joined`):
+                    # `lines_values` would join them after reading each
+                    every = lines.joined(idx) if part.mode == "find" else None
+                    listed = None if every is None else _listed_values(part, every, where)
+                    if listed is not None:
+                        found.append(_found_listed(part, listed))  # as `lines_values` does
+                        continue
+                    values, held = lines_values(part, lines.get(idx), where, holding)
+                    found.append(values)
+                    holds.update(idx[k] for k in held)
                 if holding or r.mode == "find":  # a name is replaced wherever it is
                     plan.lines[r.id] = sorted(holds)  # the second pass needs no other
         for r_id in plan.dense:

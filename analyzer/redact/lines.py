@@ -170,6 +170,19 @@ class Lines:
         old = self.series.gather(idx).to_list() if idx else []
         return [self._new.get(i, line) for i, line in zip(idx, old, strict=True)]
 
+    def joined(self, idx: list[int]) -> str | None:
+        """`"\n".join(self.get(idx))` where `idx` are consecutive lines of a piece kept as bytes,
+        as they are, whose starts are known (Hyperscan's): a slice of the piece decoded at once,
+        not a line at a time (a journal's host column selects every line of it). None
+        otherwise."""
+        raw = self._raw
+        if raw is None or self._new or not idx or idx[-1] - idx[0] != len(idx) - 1:
+            return None
+        first, last = self._starts.get(idx[0]), self._starts.get(idx[-1])
+        if first is None or last is None:
+            return None
+        return raw[first : line_end(raw, last)].decode(*ENCODING)
+
     def put(self, idx: list[int], values: list[str]) -> None:
         for i, value in zip(idx, values, strict=True):
             if self._list is not None:

@@ -184,7 +184,7 @@ def test_a_crowded_piece_has_its_names_cut_ahead_unless_a_whole_text_redactor_re
     plan = learner.take(learner.prepare(raw, "t"))
     assert plan is not None and plan.dense and learner.names
     run = Redaction(CATALOGUE, learner.names, TokenMap(learner.reserved))
-    assert run.prepare(raw, plan).cut_ahead is not key
+    assert (run.prepare(raw, plan).ahead is None) is key
     got = both_passes(CATALOGUE, raw)
     with mock.patch.object(Redaction, "_crowded_as_is", lambda *_: False):
         assert got == both_passes(CATALOGUE, raw)

@@ -276,13 +276,12 @@ class Stretches:
 class Prepared:
     """A piece of the second pass, split and scanned ahead of its redaction. A crowded piece
     (`Redaction._names_whole`) whose text no whole-text redactor rewrites first has its names cut
-    ahead too (`cut_ahead`; `ahead`: the cut, None where a name touches a letter or digit)."""
+    ahead too (`ahead`: the cut, or None where a name touches a letter or digit, in a tuple)."""
 
     lines: Lines
     plan: Plan | None
     names: NamesSplit | Stretches | None
-    ahead: Stretches | None = None
-    cut_ahead: bool = False
+    ahead: tuple[Stretches | None] | None = None
 
 
 class Learner:
@@ -475,7 +474,7 @@ class Redaction:
         lines = Lines.of_bytes(raw, plan is not None and plan.kept_as_bytes == len(raw))
         if plan is None or plan.dense or plan.whole & {r.id for r in self.whole if r.prefilter}:
             if self._crowded_as_is(lines, plan):  # its names cut here, beside the last piece's
-                return Prepared(lines, plan, None, self._stretches(lines, []), cut_ahead=True)
+                return Prepared(lines, plan, None, (self._stretches(lines, []),))
             return Prepared(lines, plan, None)
         planned = plan.planned()
         if lines.raw is not None and all(i in plan.starts for i in planned):
@@ -501,8 +500,7 @@ class Redaction:
             done = [line.encode("utf-8") for line in lines.get(cut.lines)]
             return partial(_spliced, render, cut.rows, done)
         split = cut if isinstance(cut, NamesSplit) else None
-        ahead = (prepared.ahead,) if prepared.cut_ahead else None
-        return [self._run(prepared.lines, where, plan, split, ahead).bytes()]
+        return [self._run(prepared.lines, where, plan, split, prepared.ahead).bytes()]
 
     def _crowded_as_is(self, lines: Lines, plan: Plan | None) -> bool:
         """Whether a piece is crowded (`_names_whole`: no plan, or a dense one), held as bytes,

@@ -171,10 +171,10 @@ class Lines:
         return [self._new.get(i, line) for i, line in zip(idx, old, strict=True)]
 
     def joined(self, idx: list[int]) -> str | None:
-        """`"\n".join(self.get(idx))` where `idx` are consecutive lines of a piece kept as bytes,
-        as they are, whose starts are known (Hyperscan's): a slice of the piece decoded at once,
-        not a line at a time (a journal's host column selects every line of it). None
-        otherwise."""
+        """`"\n".join(self.get(idx))` where `idx` (sorted, each once, as `hits` gives them) are
+        consecutive lines of a piece kept as bytes, as they are, whose starts are known
+        (Hyperscan's): a slice of the piece decoded at once, not a line at a time (a journal's
+        host column selects every line of it). None otherwise."""
         raw = self._raw
         if raw is None or self._new or not idx or idx[-1] - idx[0] != len(idx) - 1:
             return None

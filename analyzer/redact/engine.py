@@ -510,14 +510,21 @@ class Redaction:
             self.names_prefilter is None
             or lines.raw is None
             or (plan is not None and not plan.dense)
+            or any(r.prefilter is None for r in self.whole)
         ):
             return False
-        gates = [str(r.prefilter) for r in self.whole if r.prefilter is not None]
-        if len(gates) < len(self.whole):
-            return False
-        if plan is not None:
-            return not plan.whole & {r.id for r in self.whole}
-        return not gates or not any(lines.hits(gates))
+        whole = (self._plan_of(lines) if plan is None else plan).whole
+        return not whole & {r.id for r in self.whole}
+
+    def _plan_of(self, lines: Lines) -> Plan:
+        """A piece's plan where the first pass kept none: the whole-text redactors whose
+        prefilter selects a line, and the lines each per-line redactor needs, selected at once
+        (`Lines.hits` keeps them: `prepare` and `_run` ask alike)."""
+        gates = [r for r in self.whole if r.prefilter is not None]
+        hits = lines.hits([str(r.prefilter) for r in [*gates, *self.per_line]])
+        plan = Plan({r.id for r, h in zip(gates, hits, strict=False) if h})
+        plan.lines = dict(zip(self.ids, hits[len(gates) :], strict=True))
+        return plan
 
     def _stretches(self, lines: Lines, planned: list[int]) -> Stretches | None:
         """The piece cut for the names (see `Stretches`), or None when a name touches a letter or
@@ -580,10 +587,7 @@ class Redaction:
         """`ahead`: a crowded piece's names as `prepare` cut them (`Prepared.ahead`)."""
         unplanned = plan is None
         if plan is None:
-            gates = [r for r in self.whole if r.prefilter is not None]
-            hits = lines.hits([str(r.prefilter) for r in [*gates, *self.per_line]])
-            plan = Plan({r.id for r, h in zip(gates, hits, strict=False) if h})
-            plan.lines = dict(zip(self.ids, hits[len(gates) :], strict=True))
+            plan = self._plan_of(lines)
         run = [r for r in self.whole if r.prefilter is None or r.id in plan.whole]
         if run:
             original = text = lines.text()

@@ -934,10 +934,20 @@ def test_a_chunk_that_stops_repeating_itself_reports_its_lines_of_the_tallied_si
     _same(by_bytes, by_lines)
 
 
-def test_a_tallied_chunk_is_what_the_same_chunk_reported_line_by_line_is(ruleset, monkeypatch):
+@pytest.mark.parametrize("mapped", [False, True])
+@pytest.mark.parametrize("simd", [True, False])
+def test_a_tallied_chunk_is_what_the_same_chunk_reported_line_by_line_is(
+    ruleset, monkeypatch, mapped, simd
+):
     """The same chunk scanned by one plan with its hot signatures tallied and by that plan with
-    them reported: the same counts, first and last lines, candidates and loose lines."""
-    content = _log([VOCABULARY[7]], 3) + _loop(2000) + _log([VOCABULARY[7]], 3)
+    them reported: the same counts, first and last lines, candidates and loose lines. Read, and
+    mapped as a scan process maps it: from the page before its first line, which the tally
+    must not read (lines of the chunk before); made blind to digits by StringZilla, and
+    without it."""
+    if not simd:
+        monkeypatch.setattr(tally_mod, "stringzilla", None)
+    head = _log([VOCABULARY[7]], 3)
+    content = head + _loop(2000) + _log([VOCABULARY[7]], 3)
     plans = []
     real = logs_mod._byte_scan
     monkeypatch.setattr(logs_mod, "_byte_scan", lambda *a: plans.append(real(*a)) or plans[-1])
@@ -950,12 +960,21 @@ def test_a_tallied_chunk_is_what_the_same_chunk_reported_line_by_line_is(ruleset
     reported = dataclasses.replace(
         plan, reported=plan.reported + plan.tallied, tallied=(), key=plan.key + "-reported"
     )
+    maps, tallies = [], []
+    real_map, real_tally = bytescan._mapped_range, tally_mod.tally
+    monkeypatch.setattr(bytescan, "_MAPS", [mapped])
+    monkeypatch.setattr(bytescan, "_mapped_range", lambda *a: maps.append(real_map(*a)) or maps[-1])
+    monkeypatch.setattr(bytescan, "tally", lambda *a: tallies.append(real_tally(*a)) or tallies[-1])
+    start = len(head) - len(head.splitlines(keepends=True)[-1])  # the head's last line on
     with tempfile.NamedTemporaryFile() as fh:
         fh.write(content)
         fh.flush()
         heads = dict.fromkeys([s for s, _ in (*plan.reported, *plan.tallied, *plan.counted)], 5)
-        a = bytescan.scan_chunk(plan, fh.name, 0, len(content), heads, 10, 100)
-        b = bytescan.scan_chunk(reported, fh.name, 0, len(content), heads, 10, 100)
+        a = bytescan.scan_chunk(plan, fh.name, start, len(content), heads, 10, 100)
+        b = bytescan.scan_chunk(reported, fh.name, start, len(content), heads, 10, 100)
+    assert len(tallies) == 1 and tallies[0] is not None
+    if mapped:
+        assert [m is not None and m[1] == start for m in maps] == [True, True]
     assert sorted(a.hot) == sorted(b.hot)
     assert (a.lines, a.klog_lines, a.severities) == (b.lines, b.klog_lines, b.severities)
     assert (a.loose, a.candidates) == (b.loose, b.candidates)
@@ -1034,6 +1053,12 @@ def test_any_loop_reads_the_same_tallied_as_by_the_line_reader(
     _same(by_bytes, by_lines)
 
 
+def _table(chunk: bytes) -> bytescan.LineTable:
+    table = bytescan.LineTable(chunk)
+    table.add(0, len(chunk))
+    return table
+
+
 def _counters(ruleset, sids: list[str]) -> hsdb.Scanner:
     counters = [hsdb.line_counter(ruleset.signatures[sid].pattern) for sid in sids]
     return hsdb.Scanner(hsdb.database(counters, [hsdb.hyperscan.HS_FLAG_MULTILINE] * len(sids)))
@@ -1046,12 +1071,12 @@ def test_a_chunk_of_another_loop_is_not_tallied_and_rare_lines_are_found_at_both
     sids = ["dp-annotation-updated", "hami-device-plugin-allocate-request"]
     scanner = _counters(ruleset, sids)
     other = _log([VOCABULARY[7], VOCABULARY[6], VOCABULARY[7]], 400)  # a loop of other lines
-    assert tally_mod.tally(scanner, bytearray(other), [5, 5], 5) is None
+    assert tally_mod.tally(scanner, other, [5, 5], 5, 0, _table(other)) is None
     lines = _loop(600, kinds=2).decode().splitlines()
     for k, at in enumerate((3, 450, 900, 1190)):  # four allocations, each a line of its own
         lines.insert(at, f"I0815 10:00:00.1  1 plugin.go:1] Allocate pod name is ns/{'abcd'[k]}x")
     chunk = ("\n".join(lines) + "\n").encode()
-    got = tally_mod.tally(scanner, bytearray(chunk), [2, 3], 3)
+    got = tally_mod.tally(scanner, chunk, [2, 3], 3, 0, _table(chunk))
     assert got is not None
     starts = [0, *itertools.accumulate(len(x) + 1 for x in lines)]
     for i, sid in enumerate(sids):
@@ -1059,3 +1084,103 @@ def test_a_chunk_of_another_loop_is_not_tallied_and_rare_lines_are_found_at_both
         mine = [starts[k] for k, line in enumerate(lines) if pattern.search(line)]
         assert got.counts[i] == len(mine)
         assert got.firsts[i] == mine[: [2, 3][i]] and got.lasts[i] == mine[-3:]
+
+
+ODD_LINES = {  # lines a loop's chunk may hold now and then
+    "allocation": "I0815 10:00:00.1  1 plugin.go:1] Allocate pod name is ns/{}x",  # tallied
+    "plain": "plain text {} without a header",
+    "empty": "",
+}
+
+
+@settings(
+    max_examples=80,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    kinds=st.integers(1, 4),
+    rounds=st.integers(50, 120),
+    lead=st.booleans(),
+    odd=st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(sorted(ODD_LINES))), max_size=4),
+    before=st.integers(0, 3),
+    probed=st.integers(20, 40),  # rounds: a probe holds a tenth as many distinct lines
+    whole=st.sampled_from([0, tally_mod.WHOLE_LINES]),
+    simd=st.booleans(),
+    heads=st.tuples(st.integers(0, 6), st.integers(0, 6)),
+    tail=st.integers(1, 6),
+)
+@example(  # a loop of one line, its first line one of them: counted, found from both ends
+    kinds=1,
+    rounds=50,
+    lead=False,
+    odd=[],
+    before=2,
+    probed=20,
+    whole=8,
+    simd=True,
+    heads=(6, 6),
+    tail=6,
+)
+@example(  # an allocation first, once: found from the end where no newline is before it
+    kinds=1,
+    rounds=50,
+    lead=True,
+    odd=[],
+    before=1,
+    probed=20,
+    whole=8,
+    simd=True,
+    heads=(2, 2),
+    tail=3,
+)
+@example(  # an allocation first and one after the probe: the lines split and counted
+    kinds=2,
+    rounds=60,
+    lead=True,
+    odd=[(10**6, "allocation")],
+    before=1,
+    probed=20,
+    whole=8,
+    simd=True,
+    heads=(3, 3),
+    tail=2,
+)
+def test_a_tallied_chunk_holds_what_its_signatures_regexes_find_line_by_line(
+    ruleset, monkeypatch, kinds, rounds, lead, odd, before, probed, whole, simd, heads, tail
+):
+    """A loop's chunk, its lines from `origin` on (lines of the chunk before it ahead, as a map
+    holds them), a few other lines after its probe: each tallied signature's count, first and
+    last lines are those its regex finds line by line, whether the chunk's lines are all its
+    probe's (counted by them) or not (split and counted), with StringZilla or without."""
+    sids = ["dp-annotation-updated", "hami-device-plugin-allocate-request"]
+    scanner = _counters(ruleset, sids)
+    lines = _loop(rounds, kinds).decode().splitlines()
+    for at, kind in odd:  # after the probe's rounds
+        where = probed * kinds + at % (len(lines) - probed * kinds + 1)
+        lines.insert(where, ODD_LINES[kind].format(f"{at:x}"))
+    ahead = lines[:before]  # the chunk before: lines the tally must not count
+    if lead:  # a line of its own first: found from the end too, though no newline is before it
+        lines.insert(0, ODD_LINES["allocation"].format("lead"))
+    text = "".join(line + "\n" for line in ahead + lines).encode()
+    origin = sum(len(line) + 1 for line in ahead)
+    table = bytescan.LineTable(text)
+    table.add(origin, len(text))
+    found, real_found = [], tally_mod._found
+    with monkeypatch.context() as patch:  # undone for the next example
+        patch.setattr(tally_mod, "PROBE_BYTES", sum(len(x) + 1 for x in lines[: probed * kinds]))
+        patch.setattr(tally_mod, "WHOLE_LINES", whole)
+        if not simd:
+            patch.setattr(tally_mod, "stringzilla", None)
+        patch.setattr(tally_mod, "_found", lambda *a: found.append(a) or real_found(*a))
+        got = tally_mod.tally(scanner, text, list(heads), tail, origin, table)
+    assert got is not None
+    probe = {line.translate(tally_mod.BLIND) for line in map(str.encode, lines[: probed * kinds])}
+    every = {line.translate(tally_mod.BLIND) for line in map(str.encode, lines)}
+    assert bool(found) == (simd and len(probe) <= whole and every <= probe)  # counted by them
+    starts = list(itertools.accumulate((len(x) + 1 for x in lines[:-1]), initial=origin))
+    for i, sid in enumerate(sids):
+        pattern = re.compile(ruleset.signatures[sid].pattern)
+        mine = [at for at, line in zip(starts, lines, strict=True) if pattern.search(line)]
+        assert got.counts[i] == len(mine)
+        assert got.firsts[i] == mine[: heads[i]] and got.lasts[i] == mine[-tail:]

@@ -252,6 +252,13 @@ class LineTable:
         others = ~klog
         return starts[others], ends[others]
 
+    def starts(self, numbers: list[int]) -> list[int]:
+        """Where each of these lines starts (0: the first line added)."""
+        assert np is not None
+        ends = np.concatenate([ends for _, _, ends in self._blocks]).astype(np.int64)
+        at = np.array(numbers, np.int64)
+        return np.where(at > 0, ends[np.maximum(at - 1, 0)] + 1, self._blocks[0][0]).tolist()
+
     def error_starts(self, n: int) -> list[int]:
         """The starts of the chunk's first `n` E/F klog lines."""
         out: list[int] = []
@@ -376,13 +383,13 @@ class ChunkScanner:
         anchored = list(self.anchored)
         tallied = None
         if self.tally is not None:
-            assert not isinstance(chunk, mmap.mmap), "a tallied plan's chunk is read"
-            tallied = tally(self.tally, chunk, [heads[sid] for sid in self.tallied], SIG_TAIL_CAP)
+            wanted_heads = [heads[sid] for sid in self.tallied]
+            tallied = tally(self.tally, chunk, wanted_heads, SIG_TAIL_CAP, origin, table)
             if tallied is None:  # a chunk that does not repeat itself: its lines reported
                 anchored += [n_reported + i for i in self.tally_anchored]
                 reported += self.tallied
                 reported_ends += [[] for _ in self.tallied]
-                self.tally.scan_lines(view, 0, len(chunk), reported_ends[n_reported:])
+                self.tally.scan_lines(view, origin, len(chunk), reported_ends[n_reported:])
         view.release()
         seconds = bins[n_reported:n_bins]
         for i in anchored:
@@ -507,7 +514,7 @@ def scan_chunk(
     this thread's buffer, and scanned (`ChunkScanner.scan`); with the literals as cut where the
     plan came without them (the parent sends them instead of the sample from then on)."""
     scanner = scanner_for(plan)
-    mapped = _mapped_range(path, start, end) if _MAPS[0] and scanner.tally is None else None
+    mapped = _mapped_range(path, start, end) if _MAPS[0] else None
     if mapped is not None:
         chunk, origin = mapped
         try:
@@ -529,7 +536,7 @@ def _mapped_range(path: str, start: int, end: int) -> tuple[mmap.mmap, int] | No
     where the map would not hold whole lines (the range does not end with a newline or start
     after one: the last line of a file without one, a line cut at LINE_CAP), the file is
     shorter than `end` (pages past its end kill the process that reads them) or the range cannot
-    be mapped. A tallied plan reads its chunk (`tally` reads a chunk from its first byte)."""
+    be mapped."""
     base = start - start % mmap.ALLOCATIONGRANULARITY
     try:
         with open(path, "rb", buffering=0) as fh:

@@ -1109,6 +1109,7 @@ ODD_LINES = {  # lines a loop's chunk may hold now and then
     simd=st.booleans(),
     heads=st.tuples(st.integers(0, 6), st.integers(0, 6)),
     tail=st.integers(1, 6),
+    block=st.sampled_from([256, 4 << 10, bytescan.SCAN_BLOCK]),
 )
 @example(  # a loop of one line, its first line one of them: counted, found from both ends
     kinds=1,
@@ -1121,6 +1122,7 @@ ODD_LINES = {  # lines a loop's chunk may hold now and then
     simd=True,
     heads=(6, 6),
     tail=6,
+    block=256,
 )
 @example(  # an allocation first, once: found from the end where no newline is before it
     kinds=1,
@@ -1133,6 +1135,7 @@ ODD_LINES = {  # lines a loop's chunk may hold now and then
     simd=True,
     heads=(2, 2),
     tail=3,
+    block=bytescan.SCAN_BLOCK,
 )
 @example(  # an allocation first and one after the probe: the lines split and counted
     kinds=2,
@@ -1145,12 +1148,13 @@ ODD_LINES = {  # lines a loop's chunk may hold now and then
     simd=True,
     heads=(3, 3),
     tail=2,
+    block=4 << 10,
 )
 def test_a_tallied_chunk_holds_what_its_signatures_regexes_find_line_by_line(
-    ruleset, monkeypatch, kinds, rounds, lead, odd, before, probed, whole, simd, heads, tail
+    ruleset, monkeypatch, kinds, rounds, lead, odd, before, probed, whole, simd, heads, tail, block
 ):
     """A loop's chunk, its lines from `origin` on (lines of the chunk before it ahead, as a map
-    holds them), a few other lines after its probe: each tallied signature's count, first and
+    holds them; the line table made a block at a time), a few other lines after its probe: each tallied signature's count, first and
     last lines are those its regex finds line by line, whether the chunk's lines are all its
     probe's (counted by them) or not (split and counted), with StringZilla or without."""
     sids = ["dp-annotation-updated", "hami-device-plugin-allocate-request"]
@@ -1165,7 +1169,8 @@ def test_a_tallied_chunk_holds_what_its_signatures_regexes_find_line_by_line(
     text = "".join(line + "\n" for line in ahead + lines).encode()
     origin = sum(len(line) + 1 for line in ahead)
     table = bytescan.LineTable(text)
-    table.add(origin, len(text))
+    for start, end in bytescan.line_blocks(text, block, origin):  # as the scan adds them
+        table.add(start, end)
     found, real_found = [], tally_mod._found
     with monkeypatch.context() as patch:  # undone for the next example
         patch.setattr(tally_mod, "PROBE_BYTES", sum(len(x) + 1 for x in lines[: probed * kinds]))

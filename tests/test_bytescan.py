@@ -63,14 +63,14 @@ def _scan_both(ruleset, monkeypatch, content: bytes, chunk: int):
         used = []
         real = logs_mod._byte_scan
 
-        def spy(*args):
-            scan = real(*args)
+        def spy(*args, **kwargs):
+            scan = real(*args, **kwargs)
             used.append(scan)
             return scan
 
         patch.setattr(logs_mod, "_byte_scan", spy)
         by_bytes = parse_texts(ruleset, {"device-plugin.log": content}).logs[0]
-        patch.setattr(logs_mod, "_byte_scan", lambda *args: None)
+        patch.setattr(logs_mod, "_byte_scan", lambda *args, **kwargs: None)
         by_lines = parse_texts(ruleset, {"device-plugin.log": content}).logs[0]
     assert by_bytes.artefact.text is None and by_lines.artefact.text is None
     return by_bytes, by_lines, used
@@ -126,6 +126,64 @@ def test_the_byte_scan_reads_a_log_as_the_line_reader_does(ruleset, monkeypatch,
     if shape not in ("mostly-prose", "rare-errors"):
         assert counts["dp-numa-sysfs-benign"] == 120 if shape != "long-lines" else 60
         assert by_bytes.stats.severities["F"] > 0
+
+
+def _prefixed(lines: list[str], style: str) -> list[str]:
+    """The lines as `kubectl logs --timestamps` (RFC 3339 with nanoseconds, trailing zeros
+    dropped) or a node's CRI log files print them."""
+    out = []
+    for k, line in enumerate(lines):
+        fraction = f".{k * 7919 % 10**9:09d}".rstrip("0") if k % 7 else ""
+        zone = "+08:00" if style == "offset" else "Z"
+        stamp = f"2024-11-11T05:{k // 60 % 60:02d}:{k % 60:02d}{fraction.rstrip('.')}{zone} "
+        if style == "cri":
+            stamp += ("stderr" if k % 3 else "stdout") + (" P " if k % 11 == 0 else " F ")
+        if style == "mixed" and k % 5 == 0:  # a line without: a wrapped one, a pasted one
+            stamp = "" if k % 10 else stamp[:19] + " "
+        if style == "late-pods" and k > 60 and k % 37 == 0:  # kubectl --prefix, past the head
+            stamp = "[pod/dp-x/plugin] " + stamp
+        if style == "unicode-digits" and k % 13 == 0:
+            stamp = stamp.replace("1", "\u0661", 1)  # Arabic-Indic one: a digit to the pattern
+        out.append(stamp + line)
+    return out
+
+
+@pytest.mark.parametrize(
+    "style", ["timestamps", "offset", "cri", "mixed", "late-pods", "unicode-digits", "crlf"]
+)
+@pytest.mark.parametrize("chunk", [4 << 10, 64 << 10])
+def test_the_byte_scan_reads_a_prefixed_log_as_the_line_reader_does(
+    ruleset, monkeypatch, style, chunk
+):
+    """A log whose lines start with a time (`kubectl logs --timestamps`, what `collect` runs) or
+    a CRI prefix is scanned without them, as the line reader reads it: the same counts, rows,
+    texts without their prefixes and raw lines with them (their times and containers). Lines the
+    scan cannot settle eight bytes at a time (kubectl's `[pod/...]`, digits outside ASCII) are
+    read by the pattern, as are those without a prefix."""
+    monkeypatch.setattr(logs_mod, "PROFILE_BYTES", 4 << 10)  # the `[pod/` lines past the head
+    lines = _prefixed(VOCABULARY * 40, "timestamps" if style == "crlf" else style)
+    lines.append("I0815 10:00:00.1  1 x.go:1] bad \udcff byte, no prefix")
+    content = "\n".join(lines).replace("\n", "\r\n" if style == "crlf" else "\n") + "\n"
+    by_bytes, by_lines, used = _scan_both(
+        ruleset, monkeypatch, content.encode("utf-8", "surrogateescape"), chunk
+    )
+    assert _taken(used) == [True]  # the path under test
+    assert used[0].plan.prefixed
+    _same(by_bytes, by_lines)
+    cols = ["line", "raw", "text", "rfc", "container"]
+    assert by_bytes.frame.select(cols).equals(by_lines.frame.select(cols))
+    assert by_bytes.frame["rfc"].drop_nulls().len() > 0
+    assert by_bytes.stats.sig_counts["dp-numa-sysfs-benign"] == 120
+
+
+def test_kubectl_pod_prefixes_in_the_head_send_a_log_to_the_line_reader(ruleset, monkeypatch):
+    """`kubectl logs --prefix` names each line's pod and container: such a log is read by the
+    line reader (the byte scan would match every prefix a line at a time)."""
+    lines = ["[pod/dp-x/plugin] " + x for x in _prefixed(VOCABULARY * 20, "timestamps")]
+    by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, _log(lines, 1), 4 << 10)
+    assert used == []  # never asked for
+    assert by_bytes.stats.containers == ["plugin"]
+    _same(by_bytes, by_lines)
 
 
 def test_a_plain_hot_text_is_counted_where_dense_and_its_lines_reported_where_sparse(
@@ -950,7 +1008,9 @@ def test_a_tallied_chunk_is_what_the_same_chunk_reported_line_by_line_is(
     content = head + _loop(2000) + _log([VOCABULARY[7]], 3)
     plans = []
     real = logs_mod._byte_scan
-    monkeypatch.setattr(logs_mod, "_byte_scan", lambda *a: plans.append(real(*a)) or plans[-1])
+    monkeypatch.setattr(
+        logs_mod, "_byte_scan", lambda *a, **k: plans.append(real(*a, **k)) or plans[-1]
+    )
     monkeypatch.setattr(logs_mod, "TALLIED_SHARE", 0.3)  # a few unmatched errors among them
     with monkeypatch.context() as patch:  # the plan, made as a big log's
         patch.setattr(recognise_mod, "SMALL_FILE", 1)

@@ -10,7 +10,8 @@ nothing and prints every figure with its ratio to a reference timed in the same 
    the bench into a temporary rules folder, never shipped).
 2. Log shapes (`--shapes-mb`, 256 MB each): logs made of what users pasted in public issues,
    repeated (`SHAPES`): a scheduler's handshake loop, a plugin quiet at first and then in a
-   register loop, the NVIDIA plugin restarting, the same behind containerd's prefixes, a kubelet
+   register loop, the NVIDIA plugin restarting, the same behind containerd's prefixes, a plugin
+   marking GPUs unhealthy as `kubectl logs --timestamps` (what `collect` runs) prints it, a kubelet
    journal failing to create sandboxes, the GPU operator's validator waiting for its driver, a
    scheduler failing on nodes named by their addresses (an address on most lines).
    Where one kind of line fills a log the scan's plan decides its speed; the same reference.
@@ -57,6 +58,8 @@ SHAPES = {
     "quiet-then-loop": ("device-plugin.log", "register-loop.log", True),  # hami #1422
     "plugin-restarts": ("device-plugin.log", "plugin-restarts.log", False),  # k8s-dp #856
     "cri-prefixed": ("device-plugin.log", "cri-prefixed.log", False),  # k8s-dp #444
+    # `kubectl logs --timestamps`, as `collect` writes a log: an Xid loop (akash support #244)
+    "timestamped": ("device-plugin.log", "timestamped.log", False),
     "kubelet-journal": ("kubelet.log", "kubelet-journal.log", False),  # gpu-operator #349
     "validator-loop": ("validator.log", "validator-loop.log", False),  # gpu-operator #531
     "address-loop": ("scheduler.log", "address-loop.log", False),  # hami #338

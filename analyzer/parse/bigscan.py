@@ -1,7 +1,8 @@
-"""A big plain log's byte scan from the parent's side: which patterns (`hsdb.ScanPlan`), checked
+"""A big log's byte scan from the parent's side: which patterns (`hsdb.ScanPlan`), checked
 with Hyperscan here; the file cut into chunks, scanned by the scan processes (analyzer/parse/
 bytescan.py: numpy and Hyperscan, never imported here); what they find merged, in the file's
-order, into batches of polars frames for analyzer/parse/logs.py."""
+order, into batches of polars frames for analyzer/parse/logs.py (a prefixed log's rows with
+their raw line and their text without its prefix, as the line reader's)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import polars as pl
 
+from analyzer.bundle.text import LINE_PREFIX_PATTERN
 from analyzer.parse.batch import (
     CHUNK_BYTES,
     ERROR_EXAMINED,
@@ -105,7 +107,8 @@ class ByteScan:
         # each hot signature's last lines, kept here and handed over once, in a last batch, read
         # from the file then: a chunk's would be ~1,000 texts made, sent and dropped, and a frame
         tails = {sid: _LastLines() for sid in self.hot}
-        candidates = _Candidates()
+        prefixed = self.plan.prefixed  # the texts are raw lines: the parent removes prefixes
+        candidates = _Candidates(prefixed)
         pooled_by = self  # the scan whose candidates `candidates` holds
         errors = 0  # loose E/F lines kept
         examined = 0  # E/F lines before the next chunk to merge
@@ -177,7 +180,7 @@ class ByteScan:
         finally:
             pool.close()
         last: list[tuple[str, pl.DataFrame | None, int]] = [
-            (sid, _rows_frame(_lines_at(path, rows.rows()), 0), 0)
+            (sid, _rows_frame(_lines_at(path, rows.rows()), 0, prefixed), 0)
             for sid, rows in tails.items()
             if rows.parts
         ]
@@ -193,7 +196,8 @@ class _Candidates:
     """The candidate lines of the chunks merged so far, handed on together: a frame per chunk
     (~160 lines) cost the parent ~0.6 ms of the CPU its workers scan with."""
 
-    def __init__(self) -> None:
+    def __init__(self, prefixed: bool) -> None:
+        self.prefixed = prefixed  # raw lines of a prefixed log (`_frame`)
         self.lines: list[int] = []  # in the file, from 0
         self.texts: list[str] = []
         self.examinable: list[bool] = []  # a loose line if no signature takes it
@@ -209,7 +213,7 @@ class _Candidates:
         """The lines not yet handed (None: there are none), with an `_err` column."""
         if not self.lines:
             return None
-        frame = _frame(self.lines, self.texts, 0, _err=self.examinable)
+        frame = _frame(self.lines, self.texts, 0, self.prefixed, _err=self.examinable)
         self.lines, self.texts, self.examinable, self.size = [], [], [], 0
         return frame
 
@@ -245,16 +249,26 @@ def _lines_at(path, rows: Iterable[tuple[int, int, int]]) -> list[tuple[int, str
         return [(n, line_text(os.pread(fh.fileno(), length, at))) for n, at, length in rows]
 
 
-def _rows_frame(rows: Iterable[tuple[int, str]], base: int) -> pl.DataFrame:
+def _rows_frame(rows: Iterable[tuple[int, str]], base: int, prefixed: bool) -> pl.DataFrame:
     """A frame of (line, text) pairs, lines counted from `base`."""
     pairs = list(rows)
-    return _frame([n for n, _ in pairs], [t for _, t in pairs], base)
+    return _frame([n for n, _ in pairs], [t for _, t in pairs], base, prefixed)
 
 
-def _frame(lines: list[int], texts: list[str], base: int, **extra: list) -> pl.DataFrame:
-    return pl.DataFrame(
+def _frame(
+    lines: list[int], texts: list[str], base: int, prefixed: bool, **extra: list
+) -> pl.DataFrame:
+    """Lines and their texts as the line reader's frames hold them: a prefixed log's (`raw`) with
+    its prefixes removed as the line reader removes them (`text`)."""
+    frame = pl.DataFrame(
         {"line": [base + n + 1 for n in lines], "text": texts, **extra},
         schema={"line": pl.Int64, "text": pl.String, **{k: pl.Boolean for k in extra}},
+    )
+    if not prefixed:
+        return frame
+    text = pl.col("text")
+    return frame.select(
+        "line", text.alias("raw"), text.str.replace(LINE_PREFIX_PATTERN, ""), *extra
     )
 
 
@@ -274,11 +288,11 @@ def _batch(
         klog_lines=found.klog_lines,
         severities=found.severities,
         hot=[
-            (sid, _rows_frame(head, base) if head else None, n)
+            (sid, _rows_frame(head, base, by.plan.prefixed) if head else None, n)
             for sid, head, _tail, n in found.hot
             if n
         ],
-        loose=_rows_frame(loose, base) if loose else None,
+        loose=_rows_frame(loose, base, by.plan.prefixed) if loose else None,
         candidates=candidates,
         hot_ids=tuple(by.hot),
     )

@@ -1,4 +1,4 @@
-"""A big plain log's chunk scanned as bytes, in a scan process: one Hyperscan pass finds every line
+"""A big log's chunk scanned as bytes, in a scan process: one Hyperscan pass finds every line
 worth a look, numpy counts the lines. Imports numpy, Hyperscan and StringZilla, never polars (a
 forked process may not use polars' thread pool, and the scan processes forked before the
 analysis's modules were imported import only this).
@@ -10,7 +10,8 @@ lines of which severity (`LineTable`). The chunks are scanned on every core, eac
 that maps it itself (threads where processes cannot be forked: analyzer/parse/workers.py; they
 read it), a block of lines at a time while it is in the core's cache; Python works per found
 line, never per line of the file. The parent's side, which chunks go where and what comes back, is
-analyzer/parse/bigscan.py.
+analyzer/parse/bigscan.py. A log whose lines start with kubectl/CRI time prefixes is scanned
+without them (`_scan_stripped`, analyzer/parse/prefixes.py), its rows kept as the file has them.
 
 Hyperscan matches bytes: where a frequent signature's count is concerned, `\\d`, `\\w`, `\\b` and
 case-insensitivity are ASCII and a character class or `.` reads one byte of a multi-byte
@@ -28,8 +29,9 @@ import mmap
 import os
 import re
 import threading
-from collections.abc import Iterable, Iterator
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
+from functools import partial
 from types import ModuleType
 from typing import Any, BinaryIO
 
@@ -343,12 +345,20 @@ class ChunkScanner:
         ]
 
     def scan(
-        self, chunk: Chunk, heads: dict[str, int], errors: int, examine: int, origin: int = 0
+        self,
+        chunk: Chunk,
+        heads: dict[str, int],
+        errors: int,
+        examine: int,
+        origin: int = 0,
+        raw: RawLines | None = None,
     ) -> ChunkFound:
         """One chunk (whole lines, the last one ending with a newline), its lines from `origin`
         on (a mapped chunk starts at a page, a newline before them): `heads`, how many first
         rows each hot signature still wants; at most `errors` loose E/F lines among its first
-        `examine` E/F lines (bounds: the chunks before may not be merged yet)."""
+        `examine` E/F lines (bounds: the chunks before may not be merged yet). `raw`: the
+        lines as the file has them, where `chunk` is a copy without their prefixes: the rows
+        kept are theirs."""
         assert np is not None
         n_reported, n_counted = len(self.reported), len(self.counted)
         n_bins = n_reported + n_counted
@@ -436,6 +446,15 @@ class ChunkScanner:
         ranks = [
             r if s in cold else -1 for s, r in zip(starts, table.error_ranks(starts), strict=True)
         ]
+        numbers = [rows[s] for s in starts]
+        text: Callable[[int], str]
+        span: Callable[[int], tuple[int, int]]
+        if raw is None:
+            text, span = partial(_text, chunk), partial(_span, chunk, origin)
+            texts = [_text(chunk, s) for s in starts]
+        else:  # the lines as the file has them
+            text, span = (lambda s: raw.texts([rows[s]])[0]), (lambda s: raw.span(rows[s]))
+            texts = raw.texts(numbers)
         return ChunkFound(
             lines=table.lines,
             klog_lines=table.klog_lines,
@@ -443,18 +462,14 @@ class ChunkScanner:
             hot=[
                 (
                     sid,
-                    [(rows[s], _text(chunk, s)) for s in firsts],
-                    [(rows[s], s - origin, line_end(chunk, s) - s) for s in lasts],
+                    [(rows[s], text(s)) for s in firsts],
+                    [(rows[s], *span(s)) for s in lasts],
                     n,
                 )
                 for sid, firsts, lasts, n in hot_picks
             ],
-            loose=[(rank, rows[s], _text(chunk, s)) for rank, s in loose],
-            candidates=(
-                [rows[s] for s in starts],
-                [_text(chunk, s) for s in starts],
-                ranks,
-            ),
+            loose=[(rank, rows[s], text(s)) for rank, s in loose],
+            candidates=(numbers, texts, ranks),
         )
 
     def _scan_aside(
@@ -514,19 +529,62 @@ def scan_chunk(
     this thread's buffer, and scanned (`ChunkScanner.scan`); with the literals as cut where the
     plan came without them (the parent sends them instead of the sample from then on)."""
     scanner = scanner_for(plan)
+    scan = _scan_stripped if plan.prefixed else ChunkScanner.scan
     mapped = _mapped_range(path, start, end) if _MAPS[0] else None
     if mapped is not None:
         chunk, origin = mapped
         try:
-            found = scanner.scan(chunk, heads, errors, examine, origin)
+            found = scan(scanner, chunk, heads, errors, examine, origin)
         finally:  # an error's traceback may still hold a view of the map: it goes with them
             with contextlib.suppress(BufferError):
                 chunk.close()
     else:
         buffer = thread_buffer(end - start)
         _read_range(path, start, end, buffer)
-        found = scanner.scan(buffer, heads, errors, examine)
+        found = scan(scanner, buffer, heads, errors, examine)
     return found if plan.cut is not None else replace(found, cut=scanner.cut)
+
+
+def _scan_stripped(
+    scanner: ChunkScanner,
+    chunk: Chunk,
+    heads: dict[str, int],
+    errors: int,
+    examine: int,
+    origin: int = 0,
+) -> ChunkFound:
+    """A chunk of a prefixed log: its lines scanned without their prefixes (a copy), the rows
+    it keeps read from the chunk, prefixes and all, as the line reader keeps them (the parent
+    removes them from its text the line reader's way)."""
+    from analyzer.parse.prefixes import stripped  # numpy's, as this module's scan
+
+    assert np is not None
+    ends = np.flatnonzero(np.frombuffer(chunk, np.uint8)[origin:] == NEWLINE) + origin
+    starts = np.concatenate([[origin], ends[:-1] + 1])
+    raw = RawLines(chunk, origin, starts, ends)
+    return scanner.scan(stripped(chunk, starts, ends), heads, errors, examine, raw=raw)
+
+
+@dataclass(frozen=True)
+class RawLines:
+    """A prefixed log's chunk as the file has it: where each line starts, and its newline."""
+
+    chunk: Chunk
+    origin: int
+    starts: Any  # numpy arrays, a line's by its number
+    ends: Any
+
+    def texts(self, rows: list[int]) -> list[str]:
+        """These lines' texts (their numbers: looked up at once)."""
+        assert np is not None
+        picked = np.array(rows, np.int64)
+        bounds = zip(self.starts[picked].tolist(), self.ends[picked].tolist(), strict=True)
+        return [line_text(self.chunk[a:b]) for a, b in bounds]
+
+    def span(self, row: int) -> tuple[int, int]:
+        """Where the line starts (from the chunk's origin) and how long it is."""
+        start = int(self.starts[row])
+        return start - self.origin, int(self.ends[row]) - start
 
 
 def _mapped_range(path: str, start: int, end: int) -> tuple[mmap.mmap, int] | None:
@@ -634,6 +692,10 @@ def count(chunk: Chunk, needle: bytes, start: int, end: int) -> int:
 
 def _text(chunk: Chunk, start: int) -> str:
     return line_text(chunk[start : line_end(chunk, start)])
+
+
+def _span(chunk: Chunk, origin: int, start: int) -> tuple[int, int]:
+    return start - origin, line_end(chunk, start) - start
 
 
 def _read_range(path: str, start: int, end: int, buffer: bytearray) -> None:

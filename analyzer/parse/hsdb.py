@@ -356,6 +356,9 @@ class ScanPlan:
     inline: tuple[str, ...]
     aside: tuple[str, ...]
     sample: bytes
+    # the log's lines start with kubectl/CRI prefixes: each chunk is scanned without them
+    # (`parse.prefixes`), as the line reader reads its lines
+    prefixed: bool = False
     key: str = field(default="", compare=False)  # a digest of the rest: a process's memo key
     cut: tuple[str, ...] | None = field(default=None, compare=False)  # the literals as cut
 
@@ -375,6 +378,7 @@ class ScanPlan:
         prefilters: list[str],
         sample: bytes = b"",
         tallied: Sequence[tuple[str, str]] = (),
+        prefixed: bool = False,
     ) -> ScanPlan | None:
         """The plan, with `prefilters`, the regexes of the signatures without a literal (found
         by a superset of their matches); None when one cannot be read in byte mode or Hyperscan
@@ -402,8 +406,8 @@ class ScanPlan:
             inline,
             aside,
         )
-        key = hashlib.sha256(pickle.dumps((*parts, sample))).hexdigest()
-        return cls(*parts, sample, key)
+        key = hashlib.sha256(pickle.dumps((*parts, sample, prefixed))).hexdigest()
+        return cls(*parts, sample, prefixed, key)
 
     def databases(self, literals: list[str]) -> Databases | None:
         """The databases that find these literals (the plan's, or starts of them) with the rest

@@ -940,10 +940,15 @@ def _own(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _byte_scan(
-    matcher: Matcher, hot: list[str], head: list[str], seen: tuple[str, int] | None = None
+    matcher: Matcher,
+    hot: list[str],
+    head: list[str],
+    seen: tuple[str, int] | None = None,
+    prefixed: bool = False,
 ) -> ByteScan | None:
     """The byte scan of this matcher's signatures (the hot ones it can count itself), or None
-    where it cannot stand in for the line reader. A hot signature of plain text is counted by
+    where it cannot stand in for the line reader (`head`: the log's first lines as the scan reads
+    them, a prefixed log's without their prefixes). A hot signature of plain text is counted by
     `bytes.count` where the log's first lines (`head`), or the text `seen` (of a stretch of so
     many bytes), hold it once in COUNTED_EVERY bytes or more often; its lines are reported one
     by one where it is sparser. Imported here: only big logs need Hyperscan."""
@@ -957,10 +962,10 @@ def _byte_scan(
     reported = {sid: counter for sid, counter in counters.items() if counter is not None}
     sample = first.encode()
     tallied = _tallied(matcher, reported, head)
-    scan = _byte_scan_of(matcher, plain, reported, sample, tallied)
+    scan = _byte_scan_of(matcher, plain, reported, sample, tallied, prefixed)
     if scan is None and reported:  # one counter Hyperscan refuses sinks the whole database
         reported = {sid: counter for sid, counter in reported.items() if accepted(counter)}
-        scan = _byte_scan_of(matcher, plain, reported, sample, tallied)
+        scan = _byte_scan_of(matcher, plain, reported, sample, tallied, prefixed)
     return scan
 
 
@@ -1001,6 +1006,7 @@ def _byte_scan_of(
     reported: dict[str, str],
     sample: bytes,
     tallied: AbstractSet[str] = frozenset(),
+    prefixed: bool = False,
 ) -> ByteScan | None:
     """The byte scan that counts the `plain` hot signatures and reports the lines of the
     `reported` ones (with these counters; those of them `tallied`, by a chunk's distinct lines
@@ -1021,6 +1027,7 @@ def _byte_scan_of(
         [rest.pattern[sid] for sid in rest.fallback],
         sample,
         [(sid, counter) for sid, counter in reported.items() if sid in tallied],
+        prefixed,
     )
     return ByteScan.checked(plan) if plan is not None else None
 
@@ -1105,17 +1112,19 @@ def _line_batches(
 REPLAN_SAMPLE = 20_000  # candidate lines of a chunk that tell which signatures became hot
 
 
-def _replanner(matcher: Matcher, head: list[str]) -> Replan:
+def _replanner(matcher: Matcher, head: list[str], prefixed: bool) -> Replan:
     """How the byte scan gets a plan with more hot signatures: those frequent among a chunk's
     candidates (as many of its lines as HOT_SHARE of the chunk's), added to the plan's."""
 
     def replan(hot: list[str], texts: list[str], lines: int, size: int) -> ByteScan | None:
+        if prefixed:  # as the scan read them
+            texts = pl.Series(texts, dtype=pl.String).str.replace(LINE_PREFIX_PATTERN, "").to_list()
         step = max(1, len(texts) // REPLAN_SAMPLE)
         sample = texts[::step]
         more = hot_signatures(matcher.without(hot), sample, of=lines * len(sample) / len(texts))
         if not more:
             return None
-        return _byte_scan(matcher, [*hot, *more], head, ("\n".join(texts), size))
+        return _byte_scan(matcher, [*hot, *more], head, ("\n".join(texts), size), prefixed)
 
     return replan
 
@@ -1126,13 +1135,18 @@ def _stream(
     """One pass over the file by the byte scan (plain logs) or polars' line reader, then the
     pooled candidates attributed with the signatures' regexes. Sampled rows keep their text, so
     nothing is read twice."""
-    matcher = matcher.adapted(profile.lines)
-    hot = hot_signatures(matcher, profile.lines)
-    plain_log = not profile.has_prefix and not profile.has_ansi
-    byte_scan = _byte_scan(matcher, hot, profile.lines) if plain_log else None
+    # the first lines as every line is read: a prefixed log's without their prefixes
+    prefixed = profile.has_prefix
+    head = [x[line_prefix(x).end() :] for x in profile.lines] if prefixed else profile.lines
+    matcher = matcher.adapted(head)
+    hot = hot_signatures(matcher, head)
+    # the byte scan reads a log as it is or without its time prefixes (`kubectl logs
+    # --timestamps`, CRI); the line reader, colours and kubectl's `[pod/...]` prefixes
+    by_bytes = not profile.has_ansi and not any(line_prefix(x)["container"] for x in profile.lines)
+    byte_scan = _byte_scan(matcher, hot, head, prefixed=prefixed) if by_bytes else None
     if byte_scan is not None:
-        cols = ["line", "text"]
-        batches = byte_scan.batches(path, replan=_replanner(matcher, profile.lines))
+        cols = ["line", "raw", "text"] if prefixed else ["line", "text"]
+        batches = byte_scan.batches(path, replan=_replanner(matcher, head, prefixed))
     else:
         cols, batches = _line_batches(path, matcher, hot, profile)
     rest = matcher  # the attribution of every signature the batch's scan did not count

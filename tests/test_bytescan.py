@@ -158,9 +158,15 @@ def test_the_byte_scan_reads_a_prefixed_log_as_the_line_reader_does(
     """A log whose lines start with a time (`kubectl logs --timestamps`, what `collect` runs) or
     a CRI prefix is scanned without them, as the line reader reads it: the same counts, rows,
     texts without their prefixes and raw lines with them (their times and containers). Lines the
-    scan cannot settle eight bytes at a time (kubectl's `[pod/...]`, digits outside ASCII) are
-    read by the pattern, as are those without a prefix."""
+    scan cannot settle eight bytes at a time (kubectl's `[pod/...]`) are read by the pattern; a
+    time whose digits are not ASCII (polars' Unicode tables decide) sends the log to the line
+    reader."""
     monkeypatch.setattr(logs_mod, "PROFILE_BYTES", 4 << 10)  # the `[pod/` lines past the head
+    streams = []  # whether each pass over the log may take the byte scan
+    real_stream = logs_mod._stream
+    monkeypatch.setattr(
+        logs_mod, "_stream", lambda *a: streams.append(a[5:] != (False,)) or real_stream(*a)
+    )
     lines = _prefixed(VOCABULARY * 40, "timestamps" if style == "crlf" else style)
     lines.append("I0815 10:00:00.1  1 x.go:1] bad \udcff byte, no prefix")
     content = "\n".join(lines).replace("\n", "\r\n" if style == "crlf" else "\n") + "\n"
@@ -169,6 +175,7 @@ def test_the_byte_scan_reads_a_prefixed_log_as_the_line_reader_does(
     )
     assert _taken(used) == [True]  # the path under test
     assert used[0].plan.prefixed
+    assert (False in streams) == (style == "unicode-digits")  # read again by the line reader
     _same(by_bytes, by_lines)
     cols = ["line", "raw", "text", "rfc", "container"]
     assert by_bytes.frame.select(cols).equals(by_lines.frame.select(cols))

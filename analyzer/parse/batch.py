@@ -19,6 +19,12 @@ ERROR_LINE_CAP = 5_000  # unmatched E/F lines kept from a big log (batch analysi
 ERROR_EXAMINED = 20_000  # ... from among its first E/F lines (each is checked on its own)
 
 
+class PrefixUnsettled(Exception):
+    """A line of a prefixed log whose prefix the byte scan cannot tell as polars would (a
+    character outside ASCII where the pattern's Unicode digits may be): the log is read by the
+    line reader instead. Defined here, where the parent unpickles it without numpy."""
+
+
 @dataclass
 class Batch:
     """One stretch of a big log, reduced to counts and the few rows worth keeping.

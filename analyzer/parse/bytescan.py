@@ -30,15 +30,18 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from types import ModuleType
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from analyzer.parse.batch import KLOG_HEADER, SIG_TAIL_CAP, ChunkFound, line_text
 from analyzer.parse.hsdb import NO_BYTE, Databases, Scanner, ScanPlan
 from analyzer.parse.literals import MIN_LITERAL
 from analyzer.parse.tally import Tallied, tally
+
+if TYPE_CHECKING:
+    from analyzer.parse.prefixes import Stripped
 
 Chunk = bytes | bytearray | mmap.mmap  # a chunk read, or mapped (`_mapped_range`)
 NEWLINE = 10
@@ -351,7 +354,7 @@ class ChunkScanner:
         errors: int,
         examine: int,
         origin: int = 0,
-        raw: RawLines | None = None,
+        raw: Stripped | None = None,
     ) -> ChunkFound:
         """One chunk (whole lines, the last one ending with a newline), its lines from `origin`
         on (a mapped chunk starts at a page, a newline before them): `heads`, how many first
@@ -452,9 +455,15 @@ class ChunkScanner:
         if raw is None:
             text, span = partial(_text, chunk), partial(_span, chunk, origin)
             texts = [_text(chunk, s) for s in starts]
-        else:  # the lines as the file has them
-            text, span = (lambda s: raw.texts([rows[s]])[0]), (lambda s: raw.span(rows[s]))
-            texts = raw.texts(numbers)
+        else:  # the lines as the file has them, found at once
+            kept = sorted(wanted)
+            spans = dict(zip(kept, raw.spans([rows[s] for s in kept], kept), strict=True))
+            read = sorted(
+                {*starts, *(s for _, s in loose), *(s for _, f, _, _ in hot_picks for s in f)}
+            )
+            text = dict(zip(read, raw.texts([spans[s] for s in read]), strict=True)).__getitem__
+            span = spans.__getitem__
+            texts = [text(s) for s in starts]
         return ChunkFound(
             lines=table.lines,
             klog_lines=table.klog_lines,
@@ -556,35 +565,10 @@ def _scan_stripped(
     """A chunk of a prefixed log: its lines scanned without their prefixes (a copy), the rows
     it keeps read from the chunk, prefixes and all, as the line reader keeps them (the parent
     removes them from its text the line reader's way)."""
-    from analyzer.parse.prefixes import stripped  # numpy's, as this module's scan
+    from analyzer.parse.prefixes import Stripped  # numpy's, as this module's scan
 
-    assert np is not None
-    ends = np.flatnonzero(np.frombuffer(chunk, np.uint8)[origin:] == NEWLINE) + origin
-    starts = np.concatenate([[origin], ends[:-1] + 1])
-    raw = RawLines(chunk, origin, starts, ends)
-    return scanner.scan(stripped(chunk, starts, ends), heads, errors, examine, raw=raw)
-
-
-@dataclass(frozen=True)
-class RawLines:
-    """A prefixed log's chunk as the file has it: where each line starts, and its newline."""
-
-    chunk: Chunk
-    origin: int
-    starts: Any  # numpy arrays, a line's by its number
-    ends: Any
-
-    def texts(self, rows: list[int]) -> list[str]:
-        """These lines' texts (their numbers: looked up at once)."""
-        assert np is not None
-        picked = np.array(rows, np.int64)
-        bounds = zip(self.starts[picked].tolist(), self.ends[picked].tolist(), strict=True)
-        return [line_text(self.chunk[a:b]) for a, b in bounds]
-
-    def span(self, row: int) -> tuple[int, int]:
-        """Where the line starts (from the chunk's origin) and how long it is."""
-        start = int(self.starts[row])
-        return start - self.origin, int(self.ends[row]) - start
+    stripped = Stripped.of(chunk, origin)
+    return scanner.scan(stripped.text, heads, errors, examine, raw=stripped)
 
 
 def _mapped_range(path: str, start: int, end: int) -> tuple[mmap.mmap, int] | None:

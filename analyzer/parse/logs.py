@@ -44,6 +44,7 @@ from analyzer.parse.batch import (
     SIG_HEAD_CAP,
     SIG_TAIL_CAP,
     Batch,
+    PrefixUnsettled,
 )
 from analyzer.parse.literals import (
     digit_blind,
@@ -845,8 +846,15 @@ def _parse_streamed(artefact: Artefact, matcher: Matcher) -> ParsedLog:
     profile = _profile(path)
     size = artefact.file.size or Path(path).stat().st_size
     progress = progress_for(f"scanning {printable(artefact.file.name)}", size, "bytes")
+    by_bytes = True
     try:
-        return _stream(artefact, path, matcher, profile, progress)
+        try:
+            return _stream(artefact, path, matcher, profile, progress)
+        except PrefixUnsettled:  # a prefix only polars' Unicode tables tell: the line reader
+            by_bytes = False
+            if progress:
+                progress = progress_for(f"scanning {printable(artefact.file.name)}", size, "bytes")
+            return _stream(artefact, path, matcher, profile, progress, by_bytes)
     except pl.exceptions.ComputeError:
         # invalid UTF-8 somewhere past the head: stream a repaired copy kept in a private folder
         # (the input may be the user's own directory, which is never written to)
@@ -859,7 +867,7 @@ def _parse_streamed(artefact: Artefact, matcher: Matcher) -> ParsedLog:
                 dst.write(decoder.decode(b"", final=True).encode())
             if progress:
                 progress = progress_for(f"scanning {printable(artefact.file.name)}", size, "bytes")
-            return _stream(artefact, repaired, matcher, profile, progress)
+            return _stream(artefact, repaired, matcher, profile, progress, by_bytes)
     finally:
         if progress:
             progress.close()
@@ -1130,7 +1138,12 @@ def _replanner(matcher: Matcher, head: list[str], prefixed: bool) -> Replan:
 
 
 def _stream(
-    artefact, path, matcher: Matcher, profile: _Profile, progress: Progress | None
+    artefact,
+    path,
+    matcher: Matcher,
+    profile: _Profile,
+    progress: Progress | None,
+    by_bytes: bool = True,
 ) -> ParsedLog:
     """One pass over the file by the byte scan (plain logs) or polars' line reader, then the
     pooled candidates attributed with the signatures' regexes. Sampled rows keep their text, so
@@ -1142,7 +1155,11 @@ def _stream(
     hot = hot_signatures(matcher, head)
     # the byte scan reads a log as it is or without its time prefixes (`kubectl logs
     # --timestamps`, CRI); the line reader, colours and kubectl's `[pod/...]` prefixes
-    by_bytes = not profile.has_ansi and not any(line_prefix(x)["container"] for x in profile.lines)
+    by_bytes = (
+        by_bytes
+        and not profile.has_ansi
+        and not any(line_prefix(x)["container"] for x in profile.lines)
+    )
     byte_scan = _byte_scan(matcher, hot, head, prefixed=prefixed) if by_bytes else None
     if byte_scan is not None:
         cols = ["line", "raw", "text"] if prefixed else ["line", "text"]

@@ -15,17 +15,21 @@ matched by the pattern itself: the same answer, a line at a time."""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from analyzer.bundle.text import PREFIX_RE
+from analyzer.bundle.text import LINE_PREFIX_PATTERN
+from analyzer.parse.batch import PrefixUnsettled, line_text
 
 try:  # slices that are views (a binary wheel on the usual platforms); else copies
     import stringzilla
 except ImportError:  # pragma: no cover - exercised on platforms without a wheel
     stringzilla = None  # type: ignore[assignment]
 
+STRIP_BLOCK = 1 << 20  # the chunk's lines are stripped a block of about this many bytes at a time
 PREFIX_WINDOW = 48  # a line's bytes the words read: a time, an offset, the stream and its tag
 _U = np.uint64
 _HIGH = _U(0x8080808080808080)
@@ -91,11 +95,12 @@ def prefix_ends(chunk: Any, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     heads = records[at[inside]].view(np.uint64).reshape(-1, PREFIX_WINDOW // 8)
     first = heads[:, 0] & _U(0xFF)
     # what the words cannot settle, the pattern itself decides: `[pod/` (kubectl --prefix), a
-    # byte outside ASCII in a line that starts as a time may (the pattern's digits are
-    # Unicode's), a fraction running past the words
+    # fraction running past the words, a byte outside ASCII in a line that starts as a time
+    # may but is not one in ASCII (the pattern's digits are Unicode's: past an ASCII time's
+    # end, no byte changes it)
     unsure = (heads[:, 0] & _U(0xFFFFFFFFFF)) == _POD
     outside = heads[:, 0] | heads[:, 1] | heads[:, 2] | heads[:, 3] | heads[:, 4] | heads[:, 5]
-    unsure |= ((outside & _HIGH) != 0) & ((first >= 0x80) | ((first - ord("0")) < 10))
+    risky = ((outside & _HIGH) != 0) & ((first >= 0x80) | ((first - ord("0")) < 10))
     # the lines that start as a time: the rest of the form read on them only
     dated = np.flatnonzero(_is(heads[:, 0], _FORMS[0]) & ~unsure)
     sub = heads if len(dated) == len(heads) else heads[dated]
@@ -121,29 +126,121 @@ def prefix_ends(chunk: Any, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     stream &= (words[rows, end + 1] >> _U(56)) == ord(" ")
     end = np.where(stream, end + 9, end)
     out[inside[dated[timed]]] += end[timed]
+    risky[dated[timed]] = False
+    unsure |= risky
     pending = np.flatnonzero(at + PREFIX_WINDOW > size).tolist() + inside[unsure].tolist()
     for k in pending:
         out[k] = at[k] + _matched(chunk, int(at[k]), int(ends[k]))
     return out
 
 
+# the pattern with Rust's classes spelt out, as polars reads it (Python's `\s` also takes
+# U+001C-U+001F; its `\d` knows the digits of its own Unicode version): `\s` is White_Space;
+# `\d` is an ASCII digit, or (`_WIDE`) any character outside ASCII that is not a byte of
+# invalid UTF-8: where the two read a line alike, no digit outside ASCII could read it otherwise
+_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+_NARROW = re.compile(LINE_PREFIX_PATTERN.replace("\\s", _SPACE).replace("\\d", "[0-9]"))
+_WIDE = re.compile(
+    LINE_PREFIX_PATTERN.replace("\\s", _SPACE).replace(
+        "\\d", "(?:[0-9]|[^\\x00-\\x7f\\udc80-\\udcff])"
+    )
+)
+
+
 def _matched(chunk: Any, start: int, end: int) -> int:
-    """How many bytes of the line chunk[start:end] its prefix takes, as the pattern reads the
-    line's text (bytes that are not UTF-8 are characters no prefix holds, as the line reader's
-    repaired copy has them)."""
-    text = bytes(chunk[start:end]).decode("utf-8", errors="replace")
-    return len(text[: PREFIX_RE.match(text).end()].encode())  # type: ignore[union-attr]
+    """How many bytes of the line chunk[start:end] its prefix takes, as polars' pattern reads
+    the line's text (a byte of invalid UTF-8 a character no prefix class holds, as in the line
+    reader's repaired copy); PrefixUnsettled where a digit outside ASCII could change it."""
+    text = bytes(chunk[start:end]).decode("utf-8", errors="surrogateescape")
+    narrow = _NARROW.match(text).end()  # type: ignore[union-attr]
+    if _WIDE.match(text).end() != narrow:  # type: ignore[union-attr]
+        raise PrefixUnsettled(f"a line's prefix holds characters outside ASCII: {text[:60]!r}")
+    return len(text[:narrow].encode("utf-8", errors="surrogateescape"))
 
 
-def stripped(chunk: Any, starts: np.ndarray, ends: np.ndarray) -> bytes:
-    """The lines without their prefixes, joined (each with its newline): sliced by StringZilla
-    where its wheel is (a view each, copied once by the join: 13 against 21 ms for 100,000
-    lines of a mapped chunk sliced as bytes)."""
-    cut, after = prefix_ends(chunk, starts, ends).tolist(), (ends + 1).tolist()
-    if stringzilla is None:
-        return b"".join([chunk[a:b] for a, b in zip(cut, after, strict=True)])
-    with memoryview(chunk) as view:
-        whole = stringzilla.Str(view)
-        text = b"".join([whole[a:b] for a, b in zip(cut, after, strict=True)])
-        del whole  # no view of the chunk is left: a map can be closed
-    return text
+@dataclass(frozen=True)
+class Stripped:
+    """A prefixed log's chunk, its lines from `origin` on without their prefixes (`text`), and
+    how to find a line of it in the chunk: the lines that had a prefix (their numbers, from 0)
+    and its length."""
+
+    chunk: Any
+    origin: int
+    text: bytes
+    numbers: np.ndarray
+    lengths: np.ndarray
+    before: np.ndarray  # per prefixed line, the prefix bytes of those before it (and a last: all)
+
+    @classmethod
+    def of(cls, chunk: Any, origin: int) -> Stripped:
+        """The chunk's lines (whole, the last ending with a newline) a block at a time: only the
+        lines that start as a prefix may (a digit, `[`, a byte outside ASCII) are read further,
+        and the text between prefixes is joined (StringZilla's slices are views, copied once
+        by the join: 13 against 21 ms for 100,000 lines sliced as bytes); memory is bounded by
+        the block and by the prefixed lines, not by the chunk's lines (16 million empty ones)."""
+        view = np.frombuffer(chunk, np.uint8)
+        numbers, lengths, gaps = [], [], []
+        line, at = 0, origin  # the lines before the block, and where it starts
+        while at < len(view):
+            end = min(len(view), at + STRIP_BLOCK)
+            ends = np.flatnonzero(view[at:end] == ord("\n")) + at
+            if end < len(view):  # the block ends after its last newline
+                if not len(ends):  # a line longer than the block: a block of its own
+                    ends = np.array([at + int(np.argmax(view[at:] == ord("\n")))])
+                end = int(ends[-1]) + 1
+            starts = np.concatenate([[at], ends[:-1] + 1])
+            first = view[starts]
+            maybe = np.flatnonzero(
+                ((first - ord("0")) < 10) | (first == ord("[")) | (first >= 0x80)
+            )
+            if len(maybe):
+                cut = prefix_ends(chunk, starts[maybe], ends[maybe])
+                had = cut > starts[maybe]
+                numbers.append(line + maybe[had])
+                lengths.append(cut[had] - starts[maybe][had])
+                gaps.append((starts[maybe][had].tolist(), cut[had].tolist()))
+            line += len(ends)
+            at = end
+        kept = origin  # where the text kept resumes
+        with memoryview(chunk) as view_:
+            whole = stringzilla.Str(view_) if stringzilla is not None else chunk
+            pieces: list[Any] = []
+            for prefix_starts, prefix_ends_ in gaps:
+                froms = [kept, *prefix_ends_]
+                pieces += [whole[a:b] for a, b in zip(froms, prefix_starts, strict=False)]
+                kept = froms[-1]
+            pieces.append(whole[kept:])
+            text = b"".join(pieces)
+            del pieces, whole  # no view of the chunk is left: a map can be closed
+        prefixed = np.concatenate(lengths) if lengths else np.empty(0, np.int64)
+        return cls(
+            chunk,
+            origin,
+            text,
+            np.concatenate(numbers) if numbers else np.empty(0, np.int64),
+            prefixed,
+            np.concatenate([[0], np.cumsum(prefixed)]),
+        )
+
+    def _before(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per line number, the prefix bytes of the lines before it, and its own prefix's."""
+        k = np.searchsorted(self.numbers, rows)
+        own = np.zeros(len(rows), np.int64)
+        mine = k < len(self.numbers)
+        mine[mine] = self.numbers[k[mine]] == rows[mine]
+        own[mine] = self.lengths[k[mine]]
+        return self.before[k], own
+
+    def spans(self, rows: list[int], starts: list[int]) -> list[tuple[int, int]]:
+        """Where these lines start in the chunk (from its origin) and how long they are, without
+        their newlines; given their numbers and their starts in `text`."""
+        at = np.array(starts, np.int64)
+        ends = np.array([self.text.index(b"\n", s) for s in starts], np.int64)
+        before, own = self._before(np.array(rows, np.int64))
+        begin = at + before
+        return list(zip(begin.tolist(), (ends - at + own).tolist(), strict=True))
+
+    def texts(self, spans: list[tuple[int, int]]) -> list[str]:
+        """The lines at these `spans` as the file has them, prefixes and all."""
+        o = self.origin
+        return [line_text(self.chunk[o + a : o + a + n]) for a, n in spans]

@@ -3,15 +3,17 @@
 `kubectl logs --timestamps` (what `collect` runs) starts every line with an RFC 3339 time and a
 space, and a node's container logs (CRI) add the stream and a tag (`2024-11-11T05:16:13.6063Z
 stderr F `). The line reader removes them with `LINE_PREFIX_PATTERN` before anything reads a
-line; the byte scan removes them the same way from a copy of the chunk (`stripped`), which it
+line; the byte scan removes them the same way from a copy of the chunk (`Stripped`), which it
 then scans as a plain log's, and reads the rows it keeps from the chunk itself.
 
-A line's first bytes are read as 64-bit words (one gather each for all the chunk's lines) and
-checked eight bytes at a time against the one form a time prefix has: fixed digits and
-separators, an optional fraction, `Z` or an offset, a space, then perhaps the stream and tag.
-A line the words cannot settle (`[pod/` of `kubectl --prefix`, a fraction of more than eleven
-digits, a byte outside ASCII in a line that starts with a digit, the chunk's last bytes) is
-matched by the pattern itself: the same answer, a line at a time."""
+A line's first bytes are read as 64-bit words (one gather for all the lines that may start with
+a prefix) and checked eight bytes at a time against the one form a time prefix has: fixed
+digits and separators, an optional fraction, `Z` or an offset, a space, then perhaps the stream
+and tag. A line the words cannot settle (`[pod/` of `kubectl --prefix`, a fraction of more than
+eleven digits, a byte outside ASCII before an ASCII time's end, the chunk's last bytes) is
+matched by the pattern with Rust's classes spelt out, as polars reads it; where only polars'
+Unicode tables could tell (a digit outside ASCII), the scan gives the log to the line reader
+(`PrefixUnsettled`)."""
 
 from __future__ import annotations
 

@@ -1160,6 +1160,20 @@ ODD_LINES = {  # lines a loop's chunk may hold now and then
 }
 
 
+# what the examples below share: a loop of one line in a chunk with one line before its origin,
+# counted by its lines where it can be
+LOOP_EXAMPLE = {
+    "kinds": 1,
+    "rounds": 50,
+    "lead": False,
+    "odd": [],
+    "before": 1,
+    "probed": 20,
+    "whole": 8,
+    "simd": True,
+}
+
+
 @settings(
     max_examples=80,
     deadline=None,
@@ -1179,43 +1193,22 @@ ODD_LINES = {  # lines a loop's chunk may hold now and then
     block=st.sampled_from([256, 4 << 10, bytescan.SCAN_BLOCK]),
 )
 @example(  # a loop of one line, its first line one of them: counted, found from both ends
-    kinds=1,
-    rounds=50,
-    lead=False,
-    odd=[],
-    before=2,
-    probed=20,
-    whole=8,
-    simd=True,
-    heads=(6, 6),
-    tail=6,
-    block=256,
+    **{**LOOP_EXAMPLE, "before": 2, "heads": (6, 6), "tail": 6, "block": 256}
 )
 @example(  # an allocation first, once: found from the end where no newline is before it
-    kinds=1,
-    rounds=50,
-    lead=True,
-    odd=[],
-    before=1,
-    probed=20,
-    whole=8,
-    simd=True,
-    heads=(2, 2),
-    tail=3,
-    block=bytescan.SCAN_BLOCK,
+    **{**LOOP_EXAMPLE, "lead": True, "heads": (2, 2), "tail": 3, "block": bytescan.SCAN_BLOCK}
 )
 @example(  # an allocation first and one after the probe: the lines split and counted
-    kinds=2,
-    rounds=60,
-    lead=True,
-    odd=[(10**6, "allocation")],
-    before=1,
-    probed=20,
-    whole=8,
-    simd=True,
-    heads=(3, 3),
-    tail=2,
-    block=4 << 10,
+    **{
+        **LOOP_EXAMPLE,
+        "kinds": 2,
+        "rounds": 60,
+        "lead": True,
+        "odd": [(10**6, "allocation")],
+        "heads": (3, 3),
+        "tail": 2,
+        "block": 4 << 10,
+    }
 )
 def test_a_tallied_chunk_holds_what_its_signatures_regexes_find_line_by_line(
     ruleset, monkeypatch, kinds, rounds, lead, odd, before, probed, whole, simd, heads, tail, block

@@ -845,7 +845,11 @@ def _parse_streamed(artefact: Artefact, matcher: Matcher) -> ParsedLog:
     path = artefact.file.path
     profile = _profile(path)
     size = artefact.file.size or Path(path).stat().st_size
-    progress = progress_for(f"scanning {printable(artefact.file.name)}", size, "bytes")
+
+    def scanning() -> Progress | None:
+        return progress_for(f"scanning {printable(artefact.file.name)}", size, "bytes")
+
+    progress = scanning()
     by_bytes = True
     try:
         try:
@@ -853,7 +857,7 @@ def _parse_streamed(artefact: Artefact, matcher: Matcher) -> ParsedLog:
         except PrefixUnsettled:  # a prefix only polars' Unicode tables tell: the line reader
             by_bytes = False
             if progress:
-                progress = progress_for(f"scanning {printable(artefact.file.name)}", size, "bytes")
+                progress = scanning()
             return _stream(artefact, path, matcher, profile, progress, by_bytes)
     except pl.exceptions.ComputeError:
         # invalid UTF-8 somewhere past the head: stream a repaired copy kept in a private folder
@@ -866,7 +870,7 @@ def _parse_streamed(artefact: Artefact, matcher: Matcher) -> ParsedLog:
                     dst.write(decoder.decode(chunk).encode())
                 dst.write(decoder.decode(b"", final=True).encode())
             if progress:
-                progress = progress_for(f"scanning {printable(artefact.file.name)}", size, "bytes")
+                progress = scanning()
             return _stream(artefact, repaired, matcher, profile, progress, by_bytes)
     finally:
         if progress:

@@ -82,7 +82,7 @@ def _is(w: np.ndarray, form: tuple[np.uint64, np.uint64, np.uint64]) -> np.ndarr
 def _first_lane(high: np.ndarray) -> np.ndarray:
     """The lowest lane whose high bit is set (8 where none is)."""
     lowest = high & (~high + _U(1))
-    return np.searchsorted(_LOWEST, lowest).clip(0, 8) + (lowest == 0) * 8
+    return np.searchsorted(_LOWEST, lowest) + (lowest == 0) * 8
 
 
 def prefix_ends(chunk: Any, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import mmap
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from analyzer.parse.hsdb import Scanner
 
@@ -130,12 +131,13 @@ def tally(
     if sum(n for line, n in sample.items() if line in on) < CHUNK_SHARE * sample.total():
         return None
     blind = _blind(chunk, origin)
-    counts = _whole(blind, sample, lines_at.lines)
+    searched = stringzilla.Str(blind) if stringzilla is not None else None
+    first = blind[: blind.find(b"\n")]
+    counts = _whole(searched, first, sample, lines_at.lines)
     if counts is not None:  # every line is one of the head's: counted and found in the text
         sigs_of = on
-        firsts_at, lasts_at = _found(blind, _wanted(sigs_of, counts, heads, tail))
-        firsts_at = {line: [origin + at for at in ats] for line, ats in firsts_at.items()}
-        lasts_at = {line: [origin + at for at in ats] for line, ats in lasts_at.items()}
+        found = _found(searched, first, len(blind), _wanted(sigs_of, counts, heads, tail))
+        firsts_at, lasts_at = (_moved(ats, lambda k: origin + k) for ats in found)
     else:
         lines = blind.split(b"\n")
         lines.pop()  # after the last newline: nothing
@@ -146,8 +148,7 @@ def tally(
         firsts_at, lasts_at = _located(lines, counts, _wanted(sigs_of, counts, heads, tail))
         numbers = sorted({k for ks in (*firsts_at.values(), *lasts_at.values()) for k in ks})
         at = dict(zip(numbers, lines_at.starts(numbers), strict=True))
-        firsts_at = {line: [at[k] for k in ks] for line, ks in firsts_at.items()}
-        lasts_at = {line: [at[k] for k in ks] for line, ks in lasts_at.items()}
+        firsts_at, lasts_at = (_moved(ats, at.__getitem__) for ats in (firsts_at, lasts_at))
     n = [0] * len(heads)
     for line, sigs in sigs_of.items():
         for i in sigs:
@@ -183,15 +184,21 @@ def _wanted(
     }
 
 
-def _whole(text: bytes, sample: Counter[bytes], lines: int) -> Counter[bytes] | None:
-    """How many of the `lines` lines of `text` are each line of the sample, where those are all
-    of them: each counted by StringZilla between two newlines (a fifth of the time splitting the
-    chunk and counting its lines takes, where the head holds at most WHOLE_LINES distinct
-    lines). None where other lines are there too, or without StringZilla."""
-    if stringzilla is None or len(sample) > WHOLE_LINES:
+def _moved(at: dict[bytes, list[int]], where: Callable[[int], int]) -> dict[bytes, list[int]]:
+    """Each line's places, each put `where` it is in the chunk."""
+    return {line: [where(k) for k in ks] for line, ks in at.items()}
+
+
+def _whole(
+    searched: Any, first: bytes, sample: Counter[bytes], lines: int
+) -> Counter[bytes] | None:
+    """How many of the `lines` lines of the text `searched` (its first line `first`) are each
+    line of the sample, where those are all of them: each counted by StringZilla between two
+    newlines (a fifth of the time splitting the chunk and counting its lines takes, where the
+    head holds at most WHOLE_LINES distinct lines). None where other lines are there too, or
+    without StringZilla (`searched` None)."""
+    if searched is None or len(sample) > WHOLE_LINES:
         return None
-    first = text[: text.find(b"\n")]
-    searched = stringzilla.Str(text)
     counts = Counter(
         {
             line: searched.count(b"\n" + line + b"\n", allowoverlap=True) + (line == first)
@@ -201,13 +208,12 @@ def _whole(text: bytes, sample: Counter[bytes], lines: int) -> Counter[bytes] | 
     return counts if counts.total() == lines else None
 
 
-def _found(text: bytes, wanted: Wanted) -> tuple[dict[bytes, list[int]], dict[bytes, list[int]]]:
-    """Where each line's first and last wanted lines start in `text` (whose every line `_whole`
-    counted): found between two newlines by StringZilla from either end, the text's first
-    line by itself."""
-    assert stringzilla is not None
-    searched = stringzilla.Str(text)
-    first = text[: text.find(b"\n")]
+def _found(
+    searched: Any, first: bytes, size: int, wanted: Wanted
+) -> tuple[dict[bytes, list[int]], dict[bytes, list[int]]]:
+    """Where each line's first and last wanted lines start in the text `searched` (`size`
+    bytes, whose every line `_whole` counted): found between two newlines by StringZilla from
+    either end, the text's first line by itself."""
     firsts_at: dict[bytes, list[int]] = {}
     lasts_at: dict[bytes, list[int]] = {}
     for line, (head, tail) in wanted.items():
@@ -218,7 +224,7 @@ def _found(text: bytes, wanted: Wanted) -> tuple[dict[bytes, list[int]], dict[by
             ahead.append(found + 1)
             at = found + len(needle) - 1  # its last newline may start the next
         behind: list[int] = []
-        end = len(text)
+        end = size
         while len(behind) < tail and (found := searched.rfind(needle, 0, end)) >= 0:
             behind.append(found + 1)
             end = found + 1  # its first newline may end the one before

@@ -1221,50 +1221,137 @@ def test_writer_makes_deferred_pieces_in_order_and_reports_their_failure():
         writer.finish()
 
 
-def test_a_released_output_starts_each_pieces_writeback_and_drops_it_three_pieces_later(
-    tmp_path, monkeypatch
-):
-    """The user's copy of a big file leaves the page cache as it is written: from the fourth
-    piece on, each piece's writeback starts once it is written and the piece is dropped from the
-    cache three pieces later; the first three stay, as does a file of six pieces or fewer. The
-    advice changes nothing in the file, and advice that fails does not fail the write."""
+def _direct_writes(monkeypatch, output, slow: bool = False) -> list[tuple]:
+    """(O_DIRECT set, offset, length) of each write of the output module, on a clock that stands
+    still (the test's own pace does not decide) unless `slow`: then each direct write takes a
+    second of it (a slow disk)."""
+    import fcntl
+
+    writes: list[tuple] = []
+    real_write = os.write
+    clock = [0.0]
+
+    def write(fd: int, data) -> int:
+        direct = bool(fcntl.fcntl(fd, fcntl.F_GETFL) & output.O_DIRECT)
+        writes.append((direct, os.lseek(fd, 0, os.SEEK_CUR), len(data)))
+        if slow and direct:
+            clock[0] += 1.0
+        return real_write(fd, data)
+
+    monkeypatch.setattr(output.os, "write", write)
+    monkeypatch.setattr(output.time, "monotonic", lambda: clock[0])
+    return writes
+
+
+def _written(output, path: Path, pieces: list[list[bytes]], release: bool = True) -> bytes:
+    with path.open("wb") as fh:
+        writer = output._Writer(fh, compress=False, release=release)
+        for piece in pieces:
+            writer.put(piece)
+        assert writer.finish() == sum(len(p) for piece in pieces for p in piece)
+    return path.read_bytes()
+
+
+def _direct_or_skip(output, tmp_path: Path) -> None:
+    import fcntl
+
+    if output.O_DIRECT is None:
+        pytest.skip("O_DIRECT is Linux's")
+    with (tmp_path / "probe").open("wb") as fh:
+        try:
+            fcntl.fcntl(
+                fh.fileno(),
+                fcntl.F_SETFL,
+                fcntl.fcntl(fh.fileno(), fcntl.F_GETFL) | output.O_DIRECT,
+            )
+        except OSError:
+            pytest.skip("this file system refuses O_DIRECT")
+
+
+def test_the_users_copy_is_written_around_the_page_cache_in_whole_blocks(tmp_path, monkeypatch):
+    """The user's copy of a big file goes to disk directly (`O_DIRECT`): whole buffers of whole
+    blocks at block offsets, pieces and their parts split across buffers as they come; the last
+    partial block, or a file smaller than the buffer, through the cache. The file is what was
+    put, byte for byte; a copy this run reads again (no `release`) is never written directly."""
     import analyzer.redact.output as output
 
-    if output._sync_file_range is None:
-        pytest.skip("sync_file_range(2) is Linux's")
-    synced: list[tuple[int, int]] = []
-    dropped: list[tuple[int, int]] = []
+    _direct_or_skip(output, tmp_path)
+    monkeypatch.setattr(output, "DIRECT_BUFFER", 3 * output.DIRECT_ALIGN)
+    writes = _direct_writes(monkeypatch, output)
+    rng = Random(7)
+    pieces = [[rng.randbytes(rng.randrange(0, 9000)) for _ in range(3)] for _ in range(12)]
+    want = b"".join(p for piece in pieces for p in piece)
+    assert _written(output, tmp_path / "big.log", pieces) == want
+    direct = [(at, n) for d, at, n in writes if d]
+    full = len(want) // output.DIRECT_BUFFER
+    assert direct[:full] == [(k * output.DIRECT_BUFFER, output.DIRECT_BUFFER) for k in range(full)]
+    # at the end, the buffer's whole blocks directly, its last partial block through the cache
+    rest = len(want) % output.DIRECT_BUFFER
+    blocks = rest - rest % output.DIRECT_ALIGN
+    assert direct[full:] == ([(full * output.DIRECT_BUFFER, blocks)] if blocks else [])
+    assert [d for d, _, _ in writes] == [True] * len(direct) + [False]
+    assert writes[-1][1:] == (len(want) - rest % output.DIRECT_ALIGN, rest % output.DIRECT_ALIGN)
+    writes.clear()
+    assert _written(output, tmp_path / "small.log", [[b"a" * 5000], [b"b" * 3000]]) == (
+        b"a" * 5000 + b"b" * 3000
+    )
+    assert writes == [(False, 0, 8000)]  # smaller than the buffer: never direct
+    writes.clear()
+    assert _written(output, tmp_path / "kept.log", pieces, release=False) == want
+    assert writes == []  # through the file object, not the direct writer
 
-    def sync(fd: int, start: int, length: int, flags: int) -> int:
-        assert os.fstat(fd).st_size >= start + length  # the piece reached the kernel first
-        synced.append((start, length))
-        return 0
 
-    def advise(fd: int, start: int, length: int, advice: int) -> None:
-        dropped.append((start, length))
-        raise OSError(22, "advice refused")  # ignored: it is advice
+def test_a_disk_that_refuses_direct_writes_or_falls_behind_gets_the_rest_through_the_cache(
+    tmp_path, monkeypatch
+):
+    """Direct writes stop, and the file is still written whole: where the flag is refused, where
+    a direct write fails with EINVAL (a file system that takes the flag but not the write), and
+    once the writer has spent far longer in direct writes than between them (a disk slower
+    than the redaction: the cache absorbs what it cannot take yet). Another error is the
+    write's error."""
+    import errno
 
-    monkeypatch.setattr(output, "_sync_file_range", sync)
-    monkeypatch.setattr(output.os, "posix_fadvise", advise)
-    pieces = [bytes([65 + k]) * (100 + k) for k in range(10)]
-    ends = [sum(map(len, pieces[: k + 1])) for k in range(10)]
-    spans = [(end - len(p), len(p)) for end, p in zip(ends, pieces, strict=True)]
-    for released, name in ((True, "big.log"), (False, "kept.log")):
-        with (tmp_path / name).open("wb") as fh:
-            writer = output._Writer(fh, compress=False, release=released)
-            for piece in pieces:
-                writer.put([piece[:7], piece[7:]])
-            assert writer.finish() == ends[-1]
-        assert (tmp_path / name).read_bytes() == b"".join(pieces)
-    assert synced == spans[3:]  # pieces 4-10; none for the file written without release
-    assert dropped == spans[3:7]  # piece k - 3 once piece k (7-10) is written
-    synced.clear()
-    with (tmp_path / "six.log").open("wb") as fh:
-        writer = output._Writer(fh, compress=False, release=True)
-        for piece in pieces[:6]:
-            writer.put([piece])
-        writer.finish()
-    assert len(dropped) == 4 and synced == spans[3:6]  # six pieces: none dropped
+    import analyzer.redact.output as output
+
+    _direct_or_skip(output, tmp_path)
+    monkeypatch.setattr(output, "DIRECT_BUFFER", 2 * output.DIRECT_ALIGN)
+    pieces = [[bytes([65 + k]) * (3000 + 500 * k)] for k in range(10)]
+    want = b"".join(p[0] for p in pieces)
+
+    writes = _direct_writes(monkeypatch, output, slow=True)
+    assert _written(output, tmp_path / "slow.log", pieces) == want
+    assert [d for d, _, _ in writes].count(True) == 1  # one second against none between
+    assert not any(d for d, _, _ in writes[1:])
+    monkeypatch.undo()
+
+    monkeypatch.setattr(output, "DIRECT_BUFFER", 2 * output.DIRECT_ALIGN)
+    real_write = os.write
+
+    def refusing(fd: int, data) -> int:
+        import fcntl
+
+        if fcntl.fcntl(fd, fcntl.F_GETFL) & output.O_DIRECT:
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(output.os, "write", refusing)
+    assert _written(output, tmp_path / "einval.log", pieces) == want
+
+    def full(fd: int, data) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(output.os, "write", full)
+    with pytest.raises(OSError, match="No space"):
+        _written(output, tmp_path / "full.log", pieces)
+    monkeypatch.undo()
+
+    def no_flag(*args):
+        raise OSError(errno.EINVAL, "Invalid argument")
+
+    import fcntl
+
+    monkeypatch.setattr(fcntl, "fcntl", no_flag)
+    assert _written(output, tmp_path / "refused.log", pieces) == want
 
 
 # ---- the first pass of a big file in worker processes ------------------------------------------

@@ -1221,25 +1221,25 @@ def test_writer_makes_deferred_pieces_in_order_and_reports_their_failure():
         writer.finish()
 
 
-def _direct_writes(monkeypatch, output, slow: bool = False) -> list[tuple]:
-    """(O_DIRECT set, offset, length) of each write of the output module, on a clock that stands
-    still (the test's own pace does not decide) unless `slow`: then each direct write takes a
-    second of it (a slow disk)."""
+def _direct_writes(monkeypatch, output, delay: float = 0.0) -> list[tuple]:
+    """(O_DIRECT set, offset, length) of each write of the output module. Without `delay` the
+    clock stands still (the maker never seems held up: the test's pace does not decide); with
+    it, each direct write takes that long (a slow disk)."""
     import fcntl
 
     writes: list[tuple] = []
     real_write = os.write
-    clock = [0.0]
 
     def write(fd: int, data) -> int:
         direct = bool(fcntl.fcntl(fd, fcntl.F_GETFL) & output.O_DIRECT)
         writes.append((direct, os.lseek(fd, 0, os.SEEK_CUR), len(data)))
-        if slow and direct:
-            clock[0] += 1.0
+        if direct and delay:
+            time.sleep(delay)
         return real_write(fd, data)
 
     monkeypatch.setattr(output.os, "write", write)
-    monkeypatch.setattr(output.time, "monotonic", lambda: clock[0])
+    if not delay:
+        monkeypatch.setattr(output.time, "monotonic", lambda: 0.0)
     return writes
 
 
@@ -1259,11 +1259,8 @@ def _direct_or_skip(output, tmp_path: Path) -> None:
         pytest.skip("O_DIRECT is Linux's")
     with (tmp_path / "probe").open("wb") as fh:
         try:
-            fcntl.fcntl(
-                fh.fileno(),
-                fcntl.F_SETFL,
-                fcntl.fcntl(fh.fileno(), fcntl.F_GETFL) | output.O_DIRECT,
-            )
+            flags = fcntl.fcntl(fh.fileno(), fcntl.F_GETFL)
+            fcntl.fcntl(fh.fileno(), fcntl.F_SETFL, flags | output.O_DIRECT)
         except OSError:
             pytest.skip("this file system refuses O_DIRECT")
 
@@ -1271,8 +1268,9 @@ def _direct_or_skip(output, tmp_path: Path) -> None:
 def test_the_users_copy_is_written_around_the_page_cache_in_whole_blocks(tmp_path, monkeypatch):
     """The user's copy of a big file goes to disk directly (`O_DIRECT`): whole buffers of whole
     blocks at block offsets, pieces and their parts split across buffers as they come; the last
-    partial block, or a file smaller than the buffer, through the cache. The file is what was
-    put, byte for byte; a copy this run reads again (no `release`) is never written directly."""
+    partial block through the cache. A file smaller than the buffer goes through the cache
+    part by part, never copied; a copy this run reads again (no `release`) is never written
+    directly. Each file is what was put, byte for byte."""
     import analyzer.redact.output as output
 
     _direct_or_skip(output, tmp_path)
@@ -1292,66 +1290,94 @@ def test_the_users_copy_is_written_around_the_page_cache_in_whole_blocks(tmp_pat
     assert [d for d, _, _ in writes] == [True] * len(direct) + [False]
     assert writes[-1][1:] == (len(want) - rest % output.DIRECT_ALIGN, rest % output.DIRECT_ALIGN)
     writes.clear()
-    assert _written(output, tmp_path / "small.log", [[b"a" * 5000], [b"b" * 3000]]) == (
-        b"a" * 5000 + b"b" * 3000
-    )
-    assert writes == [(False, 0, 8000)]  # smaller than the buffer: never direct
+    small = [[b"a" * 5000], [b"b" * 3000, b""]]
+    assert _written(output, tmp_path / "small.log", small) == b"a" * 5000 + b"b" * 3000
+    assert writes == [(False, 0, 5000), (False, 5000, 3000)]  # as they came, never direct
     writes.clear()
     assert _written(output, tmp_path / "kept.log", pieces, release=False) == want
     assert writes == []  # through the file object, not the direct writer
 
 
-def test_a_disk_that_refuses_direct_writes_or_falls_behind_gets_the_rest_through_the_cache(
+def test_a_disk_that_refuses_direct_writes_or_holds_the_redaction_up_gets_the_rest_through_the_cache(
     tmp_path, monkeypatch
 ):
     """Direct writes stop, and the file is still written whole: where the flag is refused, where
-    a direct write fails with EINVAL (a file system that takes the flag but not the write), and
-    once the writer has spent far longer in direct writes than between them (a disk slower
-    than the redaction: the cache absorbs what it cannot take yet). Another error is the
-    write's error."""
+    a direct write fails with EINVAL (a file system that takes the flag but not the write; also
+    after a write that took only part of the buffer), and once the pieces' maker has waited for
+    the writer over half the time of the last DIRECT_WINDOW buffers (a disk slower than the
+    redaction: the cache absorbs what it cannot take yet)."""
+    import errno
+    import fcntl
+
+    import analyzer.redact.output as output
+
+    _direct_or_skip(output, tmp_path)
+    monkeypatch.setattr(output, "DIRECT_BUFFER", 2 * output.DIRECT_ALIGN)
+    pieces = [[bytes([65 + k % 26]) * (3000 + 500 * (k % 10))] for k in range(30)]
+    want = b"".join(p[0] for p in pieces)
+
+    writes = _direct_writes(monkeypatch, output, delay=0.05)
+    assert _written(output, tmp_path / "slow.log", pieces) == want
+    flags = [d for d, _, _ in writes]
+    assert flags[: output.DIRECT_WINDOW + 1] == [True] * (output.DIRECT_WINDOW + 1)
+    assert flags.count(True) == output.DIRECT_WINDOW + 1 and len(flags) > flags.count(True)
+    monkeypatch.undo()
+
+    monkeypatch.setattr(output, "DIRECT_BUFFER", 2 * output.DIRECT_ALIGN)
+    real_write = os.write
+    for short in (False, True):
+        calls = []
+
+        def refusing(fd: int, data, short=short, calls=calls) -> int:
+            if fcntl.fcntl(fd, fcntl.F_GETFL) & output.O_DIRECT:
+                calls.append(len(data))
+                if short and len(calls) == 1:  # the first takes one block of two
+                    return real_write(fd, data[: output.DIRECT_ALIGN])
+                raise OSError(errno.EINVAL, "Invalid argument")
+            return real_write(fd, data)
+
+        monkeypatch.setattr(output.os, "write", refusing)
+        assert _written(output, tmp_path / f"einval-{short}.log", pieces) == want
+        assert len(calls) == 1 + short  # refused once, then the cache's
+
+    monkeypatch.undo()
+
+    def no_flag(*args):
+        raise OSError(errno.EINVAL, "Invalid argument")
+
+    monkeypatch.setattr(fcntl, "fcntl", no_flag)
+    assert _written(output, tmp_path / "refused.log", pieces) == want
+
+
+def test_a_full_disk_fails_the_copy_at_any_write_of_it(tmp_path, monkeypatch):
+    """Whichever write of the user's copy fails (direct or through the cache, in the middle or
+    the last bytes at the end), `finish` raises that error: a copy cut short is never taken for
+    a finished one, and nothing waits forever."""
     import errno
 
     import analyzer.redact.output as output
 
     _direct_or_skip(output, tmp_path)
     monkeypatch.setattr(output, "DIRECT_BUFFER", 2 * output.DIRECT_ALIGN)
-    pieces = [[bytes([65 + k]) * (3000 + 500 * k)] for k in range(10)]
-    want = b"".join(p[0] for p in pieces)
-
-    writes = _direct_writes(monkeypatch, output, slow=True)
-    assert _written(output, tmp_path / "slow.log", pieces) == want
-    assert [d for d, _, _ in writes].count(True) == 1  # one second against none between
-    assert not any(d for d, _, _ in writes[1:])
-    monkeypatch.undo()
-
-    monkeypatch.setattr(output, "DIRECT_BUFFER", 2 * output.DIRECT_ALIGN)
+    pieces = [[bytes([65 + k]) * (3000 + 700 * k), b"x" * 100] for k in range(8)]
+    writes = _direct_writes(monkeypatch, output)
+    _written(output, tmp_path / "whole.log", pieces)
+    total = len(writes)
+    assert total > 4 and any(d for d, _, _ in writes) and not writes[-1][0]
     real_write = os.write
+    for k in range(total):
+        calls = [0]
 
-    def refusing(fd: int, data) -> int:
-        import fcntl
+        def failing(fd: int, data, k=k, calls=calls) -> int:
+            calls[0] += 1
+            if calls[0] > k:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return real_write(fd, data)
 
-        if fcntl.fcntl(fd, fcntl.F_GETFL) & output.O_DIRECT:
-            raise OSError(errno.EINVAL, "Invalid argument")
-        return real_write(fd, data)
-
-    monkeypatch.setattr(output.os, "write", refusing)
-    assert _written(output, tmp_path / "einval.log", pieces) == want
-
-    def full(fd: int, data) -> int:
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(output.os, "write", full)
-    with pytest.raises(OSError, match="No space"):
-        _written(output, tmp_path / "full.log", pieces)
-    monkeypatch.undo()
-
-    def no_flag(*args):
-        raise OSError(errno.EINVAL, "Invalid argument")
-
-    import fcntl
-
-    monkeypatch.setattr(fcntl, "fcntl", no_flag)
-    assert _written(output, tmp_path / "refused.log", pieces) == want
+        monkeypatch.setattr(output.os, "write", failing)
+        with pytest.raises(OSError, match="No space"):
+            _written(output, tmp_path / f"full-{k}.log", pieces)
+        assert calls[0] == k + 1  # nothing written after the failure
 
 
 # ---- the first pass of a big file in worker processes ------------------------------------------

@@ -23,6 +23,7 @@ import tempfile
 import threading
 import time
 import zlib
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -115,6 +116,7 @@ class _Writer:
         self.error: BaseException | None = None
         self._queue: queue.Queue[Parts | None] = queue.Queue(QUEUED)
         self._made: queue.Queue[list[bytes] | None] = queue.Queue(1)
+        self.held = 0.0  # seconds the maker waited for the writer (`_Direct`)
         self._threads = [
             threading.Thread(target=self._make, daemon=True),
             threading.Thread(target=self._write, args=(out,), daemon=True),
@@ -139,17 +141,21 @@ class _Writer:
         while (piece := self._queue.get()) is not None:
             if self.error is None:
                 try:
-                    self._made.put(parts(piece))
+                    made = parts(piece)
                 except Exception as exc:  # raised by `put` or `finish`, in the caller's thread
                     self.error = exc
+                    continue
+                waited = time.monotonic()
+                self._made.put(made)
+                self.held += time.monotonic() - waited
         self._made.put(None)
 
     def _write(self, out: BinaryIO) -> None:
         z = zlib.compressobj(LEVEL, zlib.DEFLATED, 31) if self.compress else None  # 31: gzip
         sink: BinaryIO | _Direct = out
         if self.release:
-            with contextlib.suppress(OSError, ValueError):  # not a file, or no direct writes
-                sink = _Direct(out)
+            with contextlib.suppress(OSError, ValueError):  # not a file, or not at its start
+                sink = _Direct(out, lambda: self.held)
         while (made := self._made.get()) is not None:
             if self.error is None:
                 try:
@@ -161,10 +167,13 @@ class _Writer:
         try:
             if self.error is None and z is not None:
                 sink.write(z.flush())
-            if isinstance(sink, _Direct):
-                sink.close()
-        except OSError as exc:
-            self.error = self.error or exc
+        except Exception as exc:
+            self.error = exc
+        if isinstance(sink, _Direct):
+            try:
+                sink.close(write=self.error is None)
+            except Exception as exc:
+                self.error = self.error or exc
 
 
 class _Direct:
@@ -172,94 +181,123 @@ class _Direct:
     run never reads back. A write through the cache copies every byte into it, and on a VM whose
     free pages go back to the host that copy faults each page in first: 1 GB cost 0.2-1.8 s of
     the kernel's CPU (up to 9.6 s in the coldest hour), beside the redaction's own two cores; a
-    direct write costs ~0.1 s (docs/performance.md, the thirty-second round). The pieces are
-    copied into one page-aligned buffer of DIRECT_BUFFER bytes, written whole when full; the
-    last bytes (under a block, or the whole of a smaller file) go through the cache at the end.
+    direct write costs ~0.1 s (docs/performance.md, the thirty-second round).
 
-    Back to the cache for the rest of the file (`direct` False) when the disk refuses direct
-    writes (EINVAL: tmpfs, some FUSE) or falls behind: once the writer has spent DIRECT_BUSY
-    times longer in direct writes than between them, the disk, not the redaction, sets the
-    pace, and the cache absorbs what a slow disk cannot take yet (here, 1 GB: 0.67 s writing,
-    0.73 s between). Linux only (no `O_DIRECT` elsewhere)."""
+    The parts are held as they come until they fill DIRECT_BUFFER bytes (a smaller file goes
+    through the cache whole, never copied); from then on they are copied into one page-aligned
+    buffer, written whole when full, and the last bytes (under a block) go through the cache at
+    the end. Back to the cache for the rest of the file when the disk refuses direct writes
+    (EINVAL: some FUSE, tmpfs before Linux 6.6) or holds the redaction up: when the pieces'
+    maker waited for this writer over half the time of the last DIRECT_WINDOW buffers, the
+    disk sets the pace, and the cache absorbs what it cannot take yet. Linux only."""
 
-    def __init__(self, out: BinaryIO):
+    def __init__(self, out: BinaryIO, held: Callable[[], float]):
         if O_DIRECT is None:
             raise OSError("no O_DIRECT here")
-        import fcntl  # Unix's, as O_DIRECT
-
         out.flush()
         self.fd = out.fileno()
         if os.lseek(self.fd, 0, os.SEEK_CUR) % DIRECT_ALIGN:
             raise OSError("not at a block's start")
-        self.buffer = mmap.mmap(-1, DIRECT_BUFFER)  # page-aligned, as direct writes need
-        self.view = memoryview(self.buffer)
-        self.flags = fcntl.fcntl(self.fd, fcntl.F_GETFL)
-        try:
-            fcntl.fcntl(self.fd, fcntl.F_SETFL, self.flags | O_DIRECT)  # refused: EINVAL
-        except OSError:
-            self.view.release()
-            self.buffer.close()
-            raise
-        self.direct = True
+        self.held = held  # seconds the maker has waited for this writer so far
+        self.pending: list[bytes] = []  # parts held until they fill a buffer
+        self.pending_size = 0
+        self.buffer: mmap.mmap | None = None
+        self.view = memoryview(b"")
         self.fill = 0
-        self.done = 0  # bytes written directly
-        self.writing = self.waiting = 0.0  # seconds spent in direct writes, and between them
-        self.since = time.monotonic()
+        self.flags: int | None = None  # the file's flags before O_DIRECT, while it is set
+        self.cached = False  # through the cache for good
+        self.flushes: deque[tuple[float, float]] = deque(maxlen=DIRECT_WINDOW + 1)
 
     def write(self, data: bytes) -> None:
-        if not self.direct:
+        if self.cached:
             _write_all(self.fd, data)
+        elif self.buffer is None:
+            self.pending.append(data)
+            self.pending_size += len(data)
+            if self.pending_size >= DIRECT_BUFFER:
+                self._start()
+        else:
+            self._copy(data)
+
+    def close(self, write: bool = True) -> None:
+        """The rest written (`write`; not after an error): the buffer's whole blocks directly,
+        its last bytes and a small file's parts through the cache."""
+        try:
+            if write and self.fill:
+                self._flush()
+            if write:
+                self._cache()
+        finally:
+            self.view.release()
+            if self.buffer is not None:
+                # a failed write's traceback may still hold a slice of it: freed with that
+                with contextlib.suppress(BufferError):
+                    self.buffer.close()
+
+    def _start(self) -> None:
+        """O_DIRECT set and the held parts copied into the buffer, or the cache's for good."""
+        import fcntl  # Unix's, as O_DIRECT
+
+        assert O_DIRECT is not None
+        try:
+            flags = fcntl.fcntl(self.fd, fcntl.F_GETFL)
+            fcntl.fcntl(self.fd, fcntl.F_SETFL, flags | O_DIRECT)
+        except OSError:  # refused
+            self._cache()
             return
+        self.flags = flags
+        self.buffer = mmap.mmap(-1, DIRECT_BUFFER)  # page-aligned, as direct writes need
+        self.view = memoryview(self.buffer)
+        pending, self.pending, self.pending_size = self.pending, [], 0
+        for data in pending:
+            self._copy(data)
+
+    def _copy(self, data: bytes) -> None:
+        """`data` into the buffer, written whenever it is full."""
         data_view = memoryview(data)
         pos = 0
-        while pos < len(data_view) and self.direct:
+        while pos < len(data_view) and not self.cached:
             n = min(DIRECT_BUFFER - self.fill, len(data_view) - pos)
             self.view[self.fill : self.fill + n] = data_view[pos : pos + n]
             self.fill, pos = self.fill + n, pos + n
             if self.fill == DIRECT_BUFFER:
                 self._flush()
-        if pos < len(data_view):  # direct writes stopped meanwhile
+        if pos < len(data_view):  # back to the cache meanwhile
             _write_all(self.fd, data_view[pos:])
-
-    def close(self) -> None:
-        """The buffered bytes written (the last block through the cache), the file as it was."""
-        try:
-            if self.direct and self.done:  # a file smaller than the buffer: the cache's
-                self._flush()
-            self._buffered()
-        finally:
-            self.view.release()
-            self.buffer.close()
 
     def _flush(self) -> None:
         """The buffer's whole blocks written directly (its last, partial, block kept)."""
         whole = self.fill - self.fill % DIRECT_ALIGN
-        started = time.monotonic()
-        self.waiting += started - self.since
+        written = 0
         try:
-            _write_all(self.fd, self.view[:whole])
+            while written < whole:
+                written += os.write(self.fd, self.view[written:whole])
         except OSError as exc:
             if exc.errno != errno.EINVAL:
                 raise
-            self._buffered()  # refused: the same bytes through the cache
+            self._cache(written)  # refused: the rest through the cache
             return
-        self.since = time.monotonic()
-        self.writing += self.since - started
-        self.done += whole
-        rest = self.fill - whole
-        self.view[:rest] = self.view[whole : self.fill]
-        self.fill = rest
-        if self.writing > DIRECT_BUSY * self.waiting:  # the disk falls behind the redaction
-            self._buffered()
+        self.view[: self.fill - whole] = self.view[whole : self.fill]
+        self.fill -= whole
+        now, held = time.monotonic(), self.held()
+        self.flushes.append((now, held))
+        then, held_then = self.flushes[0]
+        if len(self.flushes) > DIRECT_WINDOW and held - held_then > (now - then) / 2:
+            self._cache()  # the disk holds the redaction up
 
-    def _buffered(self) -> None:
-        """From here on through the cache: the flag off, the buffer's bytes written."""
-        if self.direct:
+    def _cache(self, written: int = 0) -> None:
+        """From here on through the cache: the flag off, then what waits written (the parts
+        held, or the buffer from `written` on)."""
+        if self.flags is not None:
             import fcntl
 
             fcntl.fcntl(self.fd, fcntl.F_SETFL, self.flags)
-            self.direct = False
-        _write_all(self.fd, self.view[: self.fill])
+            self.flags = None
+        self.cached = True
+        for data in self.pending:
+            _write_all(self.fd, data)
+        self.pending, self.pending_size = [], 0
+        _write_all(self.fd, self.view[written : self.fill])
         self.fill = 0
 
 
@@ -273,7 +311,7 @@ def _write_all(fd: int, data: bytes | memoryview) -> None:
 O_DIRECT: int | None = getattr(os, "O_DIRECT", None)
 DIRECT_ALIGN = 4096  # a direct write's offset and length are whole blocks (4 KiB covers 512 B)
 DIRECT_BUFFER = 16 << 20  # bytes written at once: a piece
-DIRECT_BUSY = 2  # direct writes stop once they took this many times the time between them
+DIRECT_WINDOW = 4  # buffers over which the maker's waiting is judged
 
 
 def parts(piece: Parts) -> list[bytes]:

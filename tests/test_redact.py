@@ -1221,17 +1221,21 @@ def test_writer_makes_deferred_pieces_in_order_and_reports_their_failure():
         writer.finish()
 
 
+def _is_direct(output, fd: int) -> bool:
+    import fcntl
+
+    return bool(fcntl.fcntl(fd, fcntl.F_GETFL) & output.O_DIRECT)
+
+
 def _direct_writes(monkeypatch, output, delay: float = 0.0) -> list[tuple]:
     """(O_DIRECT set, offset, length) of each write of the output module. Without `delay` the
     clock stands still (the maker never seems held up: the test's pace does not decide); with
     it, each direct write takes that long (a slow disk)."""
-    import fcntl
-
     writes: list[tuple] = []
     real_write = os.write
 
     def write(fd: int, data) -> int:
-        direct = bool(fcntl.fcntl(fd, fcntl.F_GETFL) & output.O_DIRECT)
+        direct = _is_direct(output, fd)
         writes.append((direct, os.lseek(fd, 0, os.SEEK_CUR), len(data)))
         if direct and delay:
             time.sleep(delay)
@@ -1329,7 +1333,7 @@ def test_a_disk_that_refuses_direct_writes_or_holds_the_redaction_up_gets_the_re
         calls = []
 
         def refusing(fd: int, data, short=short, calls=calls) -> int:
-            if fcntl.fcntl(fd, fcntl.F_GETFL) & output.O_DIRECT:
+            if _is_direct(output, fd):
                 calls.append(len(data))
                 if short and len(calls) == 1:  # the first takes one block of two
                     return real_write(fd, data[: output.DIRECT_ALIGN])

@@ -29,6 +29,11 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
+try:
+    import fcntl  # Unix's: O_DIRECT is set with it
+except ImportError:  # pragma: no cover - Windows, which has no O_DIRECT either
+    fcntl = None  # type: ignore[assignment]
+
 # a redacted piece: its parts, written in order, or a function (no arguments) that makes them
 # (called by the writer's thread: the last polars pass over a piece runs there, beside the next
 # piece's redaction)
@@ -192,7 +197,7 @@ class _Direct:
     disk sets the pace, and the cache absorbs what it cannot take yet. Linux only."""
 
     def __init__(self, out: BinaryIO, held: Callable[[], float]):
-        if O_DIRECT is None:
+        if O_DIRECT is None or fcntl is None:
             raise OSError("no O_DIRECT here")
         out.flush()
         self.fd = out.fileno()
@@ -223,9 +228,9 @@ class _Direct:
         """The rest written (`write`; not after an error): the buffer's whole blocks directly,
         its last bytes and a small file's parts through the cache."""
         try:
-            if write and self.fill:
-                self._flush()
             if write:
+                if self.fill:
+                    self._flush()
                 self._cache()
         finally:
             self.view.release()
@@ -236,9 +241,7 @@ class _Direct:
 
     def _start(self) -> None:
         """O_DIRECT set and the held parts copied into the buffer, or the cache's for good."""
-        import fcntl  # Unix's, as O_DIRECT
-
-        assert O_DIRECT is not None
+        assert O_DIRECT is not None and fcntl is not None
         try:
             flags = fcntl.fcntl(self.fd, fcntl.F_GETFL)
             fcntl.fcntl(self.fd, fcntl.F_SETFL, flags | O_DIRECT)
@@ -289,8 +292,6 @@ class _Direct:
         """From here on through the cache: the flag off, then what waits written (the parts
         held, or the buffer from `written` on)."""
         if self.flags is not None:
-            import fcntl
-
             fcntl.fcntl(self.fd, fcntl.F_SETFL, self.flags)
             self.flags = None
         self.cached = True

@@ -1156,12 +1156,12 @@ def test_property_values_listed_shortcut_changes_nothing(rows):
     for r in load_redactors():
         if not r.per_line:
             continue
-        fast = engine_module.lines_values(r, lines, "t")
+        fast = engine_module.lines_values(r, "\n".join(lines), "t")
         with mock.patch.object(engine_module, "_listed_values", lambda *_: None):
-            slow = engine_module.lines_values(r, lines, "t")
+            slow = engine_module.lines_values(r, "\n".join(lines), "t")
         assert fast == slow, r.id
         # a piece whose plan is not kept: only the values, the same
-        assert engine_module.lines_values(r, lines, "t", False) == (fast[0], []), r.id
+        assert engine_module.lines_values(r, "\n".join(lines), "t", False) == (fast[0], []), r.id
 
 
 def test_values_listed_and_all_kept_only_when_every_value_is_kept():
@@ -1952,11 +1952,12 @@ def _journal(hosts: list[str], lines: int) -> bytes:
 
 
 @pytest.mark.parametrize("final_newline", [True, False])
-def test_a_piece_whose_every_line_is_selected_is_read_whole(monkeypatch, final_newline):
-    """A `find` pattern whose prefilter selects every line of a piece kept as bytes (a journal's
-    host column) reads the piece decoded at once (`Lines.joined`), not a line at a time: the
-    text is the lines joined, so the names are those found line by line. So does any run of
-    consecutive lines; lines with a gap, or a line changed, are read a line at a time."""
+def test_selected_lines_are_read_a_run_of_lines_at_a_time(monkeypatch, final_newline):
+    """The lines a prefilter selects in a piece kept as bytes (a journal's host column: every
+    line; a loop's node name: every other) are read a slice per run of consecutive lines,
+    decoded at once (`Lines.joined`), never a line at a time: the text is the lines joined, so
+    the names are those found line by line. Where a line's start is unknown or a line was
+    changed, they are read a line at a time, as they are now."""
     import analyzer.redact.lines as lines_module
     from analyzer.redact.lines import Lines
 
@@ -1966,20 +1967,31 @@ def test_a_piece_whose_every_line_is_selected_is_read_whole(monkeypatch, final_n
     lines = Lines.of_bytes(raw, plain=True)
     every = lines.hits([r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ "])[0]
     assert len(every) == 300
-    for run in (every, every[1:], every[:-1], every[120:180], every[7:8]):
-        assert lines.joined(run) == "\n".join(lines.get(run))
-    assert lines.joined(every[:150] + every[151:]) is None
-    assert Lines.of_bytes(raw, plain=True).joined(every) is None  # no line's start known yet
+    runs = [
+        every,
+        every[1:],
+        every[:-1],
+        every[120:180],
+        every[7:8],
+        every[::2],
+        every[:150] + every[151:],
+        every[:3] + every[-2:],
+    ]
+    expected = ["\n".join(lines.get(run)) for run in runs]
+    real_get = Lines.get
+    with monkeypatch.context() as patch:
+        patch.setattr(Lines, "get", lambda *_: pytest.fail("read a line at a time"))
+        assert [lines.joined(run) for run in runs] == expected
+        assert lines.joined([]) == ""
+    patch_get = []
+    monkeypatch.setattr(
+        Lines, "get", lambda self, idx: patch_get.append(idx) or real_get(self, idx)
+    )
+    unknown = Lines.of_bytes(raw, plain=True)  # no line's start known yet
+    assert unknown.joined(every[::2]) == expected[5] and patch_get == [every[::2]]
     lines.put([5], ["changed"])
-    assert lines.joined(every) is None
-
-    whole: list[int] = []
-    real = Lines.joined
-
-    def spied(self, idx):
-        text = real(self, idx)
-        whole.append(text is not None)
-        return text
+    assert lines.joined(every[:10]).split("\n")[5] == "changed"
+    monkeypatch.setattr(Lines, "get", real_get)
 
     def lesson(joined) -> tuple:
         with monkeypatch.context() as patch:
@@ -1987,6 +1999,6 @@ def test_a_piece_whose_every_line_is_selected_is_read_whole(monkeypatch, final_n
             found = Learner(load_redactors()).prepare(raw, "t", plain=True)
         return found.found, found.reserved
 
-    got = lesson(spied)
-    assert any(whole) and {"hawkeye", "gpu-b7"} <= {v for f in got[0] for v in f}
-    assert got == lesson(lambda self, idx: None)
+    got = lesson(Lines.joined)
+    assert {"hawkeye", "gpu-b7"} <= {v for f in got[0] for v in f}
+    assert got == lesson(lambda self, idx: "\n".join(self.get(idx)))

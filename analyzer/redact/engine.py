@@ -114,26 +114,27 @@ def find_values(r: Redactor, text: str, where: str) -> dict[str, str]:
 
 
 def lines_values(
-    r: Redactor, lines: list[str], where: str, holding: bool = True
+    r: Redactor, text: str, where: str, holding: bool = True
 ) -> tuple[dict[str, str], list[int]]:
-    """`find_values` of a per-line redactor over some lines, all at once, and which of the lines
-    hold a value it would replace: the second pass needs only those (`holding`: when it plans
-    the piece), and never a `find` redactor's (its values are replaced as names, wherever they
-    are), so of it only the values are read."""
-    joined = "\n".join(lines)
-    listed = _listed_values(r, joined, where)
+    """`find_values` of a per-line redactor over some lines (`text`: them joined by newlines,
+    `Lines.joined`), all at once, and which of the lines hold a value it would replace: the
+    second pass needs only those (`holding`: when it plans the piece), and never a `find`
+    redactor's (its values are replaced as names, wherever they are), so of it only the values
+    are read."""
+    listed = _listed_values(r, text, where)
     holds = holding and r.mode != "find"
     if listed is not None and not holds:
         return _found_listed(r, listed), []
     if listed is not None and _kept_all(r, listed):
         return {}, []
+    lines = text.split("\n")
     starts = [0]
     for line in lines[:-1]:
         starts.append(starts[-1] + len(line) + 1)
     shortest = 1 if r.mode == "find" else MIN_EVERYWHERE
     found: dict[str, str] = {}
     held: set[int] = set()
-    for start, value in _values(r, joined, where):
+    for start, value in _values(r, text, where):
         if "\n" in value:  # a pattern that crosses a line end: line by line
             found, every = _line_by_line(r, lines, where)
             return found, every if holds else []
@@ -397,7 +398,7 @@ class Learner:
                     piece = lines.raw if lines.raw is not None else lines.text()
                     values = dense_values(part, piece, where)
                     if values is None:  # runs do not pay here: line by line
-                        values, _ = lines_values(part, lines.get(idx), where, False)
+                        values, _ = lines_values(part, lines.joined(idx), where, False)
                     found.append(values)
             elif r.per_line and plan.lines.get(r.id):
                 # beside a dense redactor, the second pass reads every line selected (the whole
@@ -408,14 +409,7 @@ class Learner:
                 for part, idx in parts[r.id]:
                     if not idx:  # each pattern on the lines its own prefilter selects
                         continue
-                    # a name's lines read at once where they are consecutive (`Lines.joined`):
-                    # `lines_values` would join them after reading each
-                    every = lines.joined(idx) if part.mode == "find" else None
-                    listed = None if every is None else _listed_values(part, every, where)
-                    if listed is not None:
-                        found.append(_found_listed(part, listed))  # as `lines_values` does
-                        continue
-                    values, held = lines_values(part, lines.get(idx), where, holding)
+                    values, held = lines_values(part, lines.joined(idx), where, holding)
                     found.append(values)
                     holds.update(idx[k] for k in held)
                 if holding or r.mode == "find":  # a name is replaced wherever it is
@@ -688,8 +682,7 @@ class Redaction:
 
     def _names_joined(self, lines: Lines, idx: list[int], where: str) -> None:
         if idx:
-            joined = "\n".join(lines.get(idx))
-            lines.put(idx, self._names(joined, where).split("\n"))
+            lines.put(idx, self._names(lines.joined(idx), where).split("\n"))
 
     def _names(self, text: str, where: str) -> str:
         assert self.literal is not None

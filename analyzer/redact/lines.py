@@ -14,7 +14,7 @@ from functools import lru_cache
 import polars as pl
 import regex
 
-from analyzer.parse.bytescan import line_end
+from analyzer.parse.bytescan import line_end, np
 from analyzer.redact.hyper import line_filter
 
 ENCODING = ("utf-8", "surrogateescape")  # undecodable bytes survive the round trip
@@ -170,18 +170,24 @@ class Lines:
         old = self.series.gather(idx).to_list() if idx else []
         return [self._new.get(i, line) for i, line in zip(idx, old, strict=True)]
 
-    def joined(self, idx: list[int]) -> str | None:
-        """`"\n".join(self.get(idx))` where `idx` (sorted, each once, as `hits` gives them) are
-        consecutive lines of a piece kept as bytes, as they are, whose starts are known
-        (Hyperscan's): a slice of the piece decoded at once, not a line at a time (a journal's
-        host column selects every line of it). None otherwise."""
-        raw = self._raw
-        if raw is None or self._new or not idx or idx[-1] - idx[0] != len(idx) - 1:
-            return None
-        first, last = self._starts.get(idx[0]), self._starts.get(idx[-1])
-        if first is None or last is None:
-            return None
-        return raw[first : line_end(raw, last)].decode(*ENCODING)
+    def joined(self, idx: list[int]) -> str:
+        """`"\n".join(self.get(idx))` (`idx` sorted, each once, as `hits` gives them). Of a piece
+        kept as bytes, as it is, whose lines' starts are known (Hyperscan's): a slice of the
+        piece per run of consecutive lines, decoded at once, not a line at a time (a journal's
+        host column selects every line of it, a loop's node name every other: the decode of
+        each line was most of a worker's time on such a piece after the scan)."""
+        raw, starts = self._raw, self._starts
+        if not idx:
+            return ""
+        if raw is None or self._new or not starts:
+            return "\n".join(self.get(idx))
+        firsts, lasts = _runs(idx)
+        try:
+            runs = zip(firsts, lasts, strict=True)
+            slices = [raw[starts[f] : line_end(raw, starts[n])] for f, n in runs]
+        except KeyError:  # a run's first or last line not located: read them one by one
+            return "\n".join(self.get(idx))
+        return b"\n".join(slices).decode(*ENCODING)
 
     def put(self, idx: list[int], values: list[str]) -> None:
         for i, value in zip(idx, values, strict=True):
@@ -206,6 +212,16 @@ class Lines:
         series.scatter(order, [self._new[i] for i in order])
         end = "\n" if self._raw.endswith(b"\n") else ""
         return (series.str.join("\n").item() + end).encode(*ENCODING)
+
+
+def _runs(idx: list[int]) -> tuple[list[int], list[int]]:
+    """The first and last line of each run of consecutive numbers in `idx` (sorted)."""
+    assert np is not None  # the starts are known: Hyperscan's pass, which numpy serves
+    numbers = np.fromiter(idx, np.int64, len(idx))
+    cuts = np.flatnonzero(np.diff(numbers) != 1)
+    firsts = numbers[np.concatenate(([0], cuts + 1))]
+    lasts = numbers[np.concatenate((cuts, [len(numbers) - 1]))]
+    return firsts.tolist(), lasts.tolist()
 
 
 def splice(raw: bytes, lines: dict[int, str]) -> bytes:

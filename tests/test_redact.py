@@ -1983,12 +1983,10 @@ def test_selected_lines_are_read_a_run_of_lines_at_a_time(monkeypatch, final_new
         patch.setattr(Lines, "get", lambda *_: pytest.fail("read a line at a time"))
         assert [lines.joined(run) for run in runs] == expected
         assert lines.joined([]) == ""
-    patch_get = []
-    monkeypatch.setattr(
-        Lines, "get", lambda self, idx: patch_get.append(idx) or real_get(self, idx)
-    )
+    asked = []
+    monkeypatch.setattr(Lines, "get", lambda self, idx: asked.append(idx) or real_get(self, idx))
     unknown = Lines.of_bytes(raw, plain=True)  # no line's start known yet
-    assert unknown.joined(every[::2]) == expected[5] and patch_get == [every[::2]]
+    assert unknown.joined(every[::2]) == expected[5] and asked == [every[::2]]
     lines.put([5], ["changed"])
     assert lines.joined(every[:10]).split("\n")[5] == "changed"
     monkeypatch.setattr(Lines, "get", real_get)

@@ -1987,6 +1987,14 @@ def test_selected_lines_are_read_a_run_of_lines_at_a_time(monkeypatch, final_new
     monkeypatch.setattr(Lines, "get", lambda self, idx: asked.append(idx) or real_get(self, idx))
     unknown = Lines.of_bytes(raw, plain=True)  # no line's start known yet
     assert unknown.joined(every[::2]) == expected[5] and asked == [every[::2]]
+    # the second pass knows only its planned lines' starts (`know`): a run whose first or
+    # last line is not among them is read a line at a time, and one that is not needs none
+    some = Lines.of_bytes(raw, plain=True)
+    some.know({i: s for i, s in lines.starts(every).items() if i % 7})
+    asked.clear()
+    assert some.joined(every[7:15]) == "\n".join(real_get(lines, every[7:15])) and asked
+    asked.clear()
+    assert some.joined(every[8:14]) == "\n".join(real_get(lines, every[8:14])) and not asked
     lines.put([5], ["changed"])
     assert lines.joined(every[:10]).split("\n")[5] == "changed"
     monkeypatch.setattr(Lines, "get", real_get)

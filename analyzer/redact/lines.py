@@ -10,11 +10,12 @@ lines, then each prefilter runs on those few."""
 from __future__ import annotations
 
 from functools import lru_cache
+from itertools import pairwise
 
 import polars as pl
 import regex
 
-from analyzer.parse.bytescan import line_end, np
+from analyzer.parse.bytescan import line_end
 from analyzer.redact.hyper import line_filter
 
 ENCODING = ("utf-8", "surrogateescape")  # undecodable bytes survive the round trip
@@ -215,13 +216,14 @@ class Lines:
 
 
 def _runs(idx: list[int]) -> tuple[list[int], list[int]]:
-    """The first and last line of each run of consecutive numbers in `idx` (sorted)."""
-    assert np is not None  # the starts are known: Hyperscan's pass, which numpy serves
-    numbers = np.fromiter(idx, np.int64, len(idx))
-    cuts = np.flatnonzero(np.diff(numbers) != 1)
-    firsts = numbers[np.concatenate(([0], cuts + 1))]
-    lasts = numbers[np.concatenate((cuts, [len(numbers) - 1]))]
-    return firsts.tolist(), lasts.tolist()
+    """The first and last line of each run of consecutive numbers in `idx` (sorted, not empty)."""
+    firsts, lasts = [idx[0]], []
+    for before, after in pairwise(idx):
+        if after != before + 1:
+            lasts.append(before)
+            firsts.append(after)
+    lasts.append(idx[-1])
+    return firsts, lasts
 
 
 def splice(raw: bytes, lines: dict[int, str]) -> bytes:

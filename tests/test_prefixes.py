@@ -86,7 +86,6 @@ def lines(draw) -> str:
     picked=st.lists(lines(), min_size=1, max_size=60),
     ahead=st.integers(0, 3),
     invalid=st.booleans(),
-    simd=st.booleans(),
     block=st.sampled_from([64, 1 << 10, prefixes.STRIP_BLOCK]),
 )
 @example(  # the fast path's every branch: Z, an offset, nine digits, CRI, a dot without digits
@@ -101,25 +100,21 @@ def lines(draw) -> str:
     * 4,
     ahead=1,
     invalid=False,
-    simd=True,
     block=64,
 )
 @example(  # a pod's name with invalid UTF-8, then a short line: its prefix ends before its newline
     picked=["[pod/a\udcff\udcff\udcff/c] x", "2024-11-11T05:16:13Z y"] * 3,
     ahead=0,
     invalid=False,
-    simd=True,
     block=1 << 10,
 )
-def test_the_lines_are_stripped_as_polars_strips_them(
-    monkeypatch, picked, ahead, invalid, simd, block
-):
+def test_the_lines_are_stripped_as_polars_strips_them(monkeypatch, picked, ahead, invalid, block):
     """A chunk's lines from its origin (lines of the chunk before it ahead, as a map holds them)
     without their prefixes are the line reader's texts: polars' replace of the pattern on the
-    lines as its repaired copy has them (invalid UTF-8 replaced), read a block at a time, with
-    or without StringZilla; each line is found again in the chunk, prefix and all, by its
-    number. A line whose prefix only Unicode's digit tables settle stops the scan
-    (PrefixUnsettled: the log is read by the line reader), and only such a line does."""
+    lines as its repaired copy has them (invalid UTF-8 replaced), read a block at a time; each
+    line is found again in the chunk, prefix and all, by its number. A line whose prefix only
+    Unicode's digit tables settle stops the scan (PrefixUnsettled: the log is read by the line
+    reader), and only such a line does."""
     raw = b"".join(x.encode("utf-8", "surrogateescape") + b"\n" for x in ["ahead"] * ahead + picked)
     if invalid:
         raw = raw.replace(b"caf\xc3\xa9", b"caf\xff")
@@ -129,8 +124,6 @@ def test_the_lines_are_stripped_as_polars_strips_them(
     expected = pl.Series(repaired, dtype=pl.String).str.replace(LINE_PREFIX_PATTERN, "")
     with monkeypatch.context() as patch:  # undone for the next example
         patch.setattr(prefixes, "STRIP_BLOCK", block)
-        if not simd:
-            patch.setattr(prefixes, "stringzilla", None)
         try:
             stripped = prefixes.Stripped.of(raw, origin)
         except PrefixUnsettled:

@@ -26,11 +26,6 @@ import numpy as np
 from analyzer.bundle.text import LINE_PREFIX_PATTERN
 from analyzer.parse.batch import PrefixUnsettled, line_text
 
-try:  # slices that are views (a binary wheel on the usual platforms); else copies
-    import stringzilla
-except ImportError:  # pragma: no cover - exercised on platforms without a wheel
-    stringzilla = None  # type: ignore[assignment]
-
 STRIP_BLOCK = 1 << 20  # the chunk's lines are stripped a block of about this many bytes at a time
 PREFIX_WINDOW = 48  # a line's bytes the words read: a time, an offset, the stream and its tag
 _U = np.uint64
@@ -44,7 +39,6 @@ _STREAMS = np.array(
 )
 _POD = int.from_bytes(b"[pod/", "little")
 _WINDOW = np.dtype((np.void, PREFIX_WINDOW))
-_LOWEST = np.array([0x80 << (8 * lane) for lane in range(8)], np.uint64)  # a lane's high bit
 
 
 def _lanes(text: str) -> tuple[np.uint64, np.uint64, np.uint64]:
@@ -80,9 +74,11 @@ def _is(w: np.ndarray, form: tuple[np.uint64, np.uint64, np.uint64]) -> np.ndarr
 
 
 def _first_lane(high: np.ndarray) -> np.ndarray:
-    """The lowest lane whose high bit is set (8 where none is)."""
+    """The lowest lane whose high bit is set (8 where none is): that bit alone is 2 ** (8k + 7),
+    a float's exponent 8k + 8 (a quarter of the time of a binary search among the eight)."""
     lowest = high & (~high + _U(1))
-    return np.searchsorted(_LOWEST, lowest) + (lowest == 0) * 8
+    exponent = np.frexp(lowest.astype(np.float64))[1]
+    return np.where(lowest == 0, 8, (exponent >> 3) - 1)
 
 
 def prefix_ends(chunk: Any, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -160,6 +156,19 @@ def _matched(chunk: Any, start: int, end: int) -> int:
     return len(text[:narrow].encode("utf-8", errors="surrogateescape"))
 
 
+def _outside(view: np.ndarray, start: int, end: int, begins: Any, cuts: Any) -> bytes:
+    """view[start:end] without the bytes of each prefix in it (begins[k]:cuts[k], in order,
+    apart): a mask made by repeating "kept" and "left out" over their runs, then one compaction
+    (12 ms for the 175,000 prefixed lines of a 16 MiB chunk, against 37 for a slice of each line
+    joined)."""
+    bounds = np.empty(2 * len(begins) + 2, np.int64)
+    bounds[0], bounds[-1] = start, end
+    bounds[1:-1:2], bounds[2:-1:2] = begins, cuts
+    kept = np.zeros(len(bounds) - 1, bool)
+    kept[::2] = True  # the runs between prefixes
+    return view[start:end][np.repeat(kept, np.diff(bounds))].tobytes()
+
+
 @dataclass(frozen=True)
 class Stripped:
     """A prefixed log's chunk, its lines from `origin` on without their prefixes (`text`), and
@@ -177,11 +186,11 @@ class Stripped:
     def of(cls, chunk: Any, origin: int) -> Stripped:
         """The chunk's lines (whole, the last ending with a newline) a block at a time: only the
         lines that start as a prefix may (a digit, `[`, a byte outside ASCII) are read further,
-        and the text between prefixes is joined (StringZilla's slices are views, copied once
-        by the join: 13 against 21 ms for 100,000 lines sliced as bytes); memory is bounded by
-        the block and by the prefixed lines, not by the chunk's lines (16 million empty ones)."""
+        and the block's bytes outside the prefixes kept at once (`_outside`); memory is bounded
+        by the block and by the prefixed lines, not by the chunk's lines (16 million empty
+        ones)."""
         view = np.frombuffer(chunk, np.uint8)
-        numbers, lengths, gaps = [], [], []
+        numbers, lengths, pieces = [], [], []  # per block
         line, at = 0, origin  # the lines before the block, and where it starts
         while at < len(view):
             end = min(len(view), at + STRIP_BLOCK)
@@ -200,25 +209,17 @@ class Stripped:
                 had = cut > starts[maybe]
                 numbers.append(line + maybe[had])
                 lengths.append(cut[had] - starts[maybe][had])
-                gaps.append((starts[maybe][had].tolist(), cut[had].tolist()))
+                pieces.append(_outside(view, at, end, starts[maybe][had], cut[had]))
+            else:
+                pieces.append(view[at:end].tobytes())
             line += len(ends)
             at = end
-        kept = origin  # where the text kept resumes
-        with memoryview(chunk) as view_:
-            whole = stringzilla.Str(view_) if stringzilla is not None else chunk
-            pieces: list[Any] = []
-            for prefix_starts, prefix_ends_ in gaps:
-                froms = [kept, *prefix_ends_]
-                pieces += [whole[a:b] for a, b in zip(froms, prefix_starts, strict=False)]
-                kept = froms[-1]
-            pieces.append(whole[kept:])
-            text = b"".join(pieces)
-            del pieces, whole  # no view of the chunk is left: a map can be closed
+        del view  # no view of the chunk is left: a map can be closed
         prefixed = np.concatenate(lengths) if lengths else np.empty(0, np.int64)
         return cls(
             chunk,
             origin,
-            text,
+            b"".join(pieces),
             np.concatenate(numbers) if numbers else np.empty(0, np.int64),
             prefixed,
             np.concatenate([[0], np.cumsum(prefixed)]),

@@ -1672,6 +1672,40 @@ def test_every_prefilter_selects_an_example_line_at_the_end_or_start_of_a_piece(
     assert checked > 50  # the examples exercise most prefilters
 
 
+def test_a_redactor_whose_values_fill_lines_is_reported_once_a_line():
+    """A prefilter of a redactor declaring `runs` (values that may be on every line) and no kept
+    shape is asked for the lines it selects by reading on to their ends: Hyperscan reports such
+    a line once, not each address on it (a Python call per report), and selects the same lines
+    as the prefilter as written. A kept shape needs its matches' own ends: the registry's is
+    asked as written."""
+    from analyzer.redact.hyper import line_filter
+
+    learner = Learner(load_redactors())
+    parts = {part.id: part for r in learner.per_line for part in learner.parts[r.id]}
+    ipv4, registry = parts["ipv4"], parts["private-registry"]
+    assert str(ipv4.prefilter) not in learner.prefilters
+    assert str(registry.prefilter) in learner.prefilters
+    k = learner.prefilters.index(f"(?:{ipv4.prefilter})[^\\n]*$")
+    fast = line_filter(tuple(learner.prefilters), learner.kept)
+    bare = line_filter((str(ipv4.prefilter),))
+    if fast is None or bare is None:
+        pytest.skip("Hyperscan has no wheel for this platform")
+    lines = [
+        "W0531 09:44:59.082892 1 scheduler.go:325] get node 192.168.0.238 device error, node"
+        " 192.168.0.238 not found",
+        "I0531 09:44:59.1 1 x.go:1] no address here",
+        "I0531 09:44:59.2 1 x.go:1] 10.0.0.1 -> 10.0.0.2 -> 10.0.0.3",
+        "",
+        "10.1.1.1",
+    ] * 50
+    raw = "\n".join(lines).encode()  # the last line without its newline
+    holding = [n for n, line in enumerate(lines) if regex.search(str(ipv4.prefilter), line)]
+    assert fast.hits(raw).lines[k] == bare.hits(raw).lines[0] == holding
+    reports: list[list[int]] = [[] for _ in range(len(learner.prefilters) + 2)]
+    fast.scanner.scan(raw, reports)
+    assert len(reports[k]) == len(holding)  # 350 addresses on 150 lines
+
+
 def _registry_filter():
     """The catalogue's line filter with its kept shapes, the private-registry redactor, and its
     prefilter's place in the filter (or None without Hyperscan)."""

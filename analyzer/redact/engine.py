@@ -156,30 +156,44 @@ def dense_values(r: Redactor, text: str | bytes, where: str) -> dict[str, str] |
     return None if listed is None else _found_listed(r, listed)
 
 
+def _selecting(r: Redactor) -> str:
+    """A per-line redactor's prefilter as the first pass asks it: which lines it selects. One
+    whose values may fill every line (`runs`) and whose matches' ends do not matter (no kept
+    shape) reads on to the line's end, so Hyperscan reports a line once, not each value on it
+    (an address twice on every line of a scheduler's loop: 218,000 reports a 16 MiB piece, a
+    Python call each; its scan 111 against 90 ms, the same on other logs; MAC's and IPv6's
+    prefilters read so cost 16-18 ms a piece more)."""
+    if r.runs is None or r.kept_prefilter is not None:
+        return str(r.prefilter)
+    return f"(?:{r.prefilter})[^\\n]*$"
+
+
 def _listed_values(r: Redactor, text: str, where: str) -> list[str] | None:
-    """The values `r`'s patterns find in `text`, in order, as the `findall` of each lists them
-    in C: on a big log a Python step per match cost as much as the match (the registry pattern
-    on client-go's `k8s.io/...` lines; a node name on every line of a loop). None when unsure (a
-    block redactor; a pattern whose list does not tell a missing `value` group from an empty
-    one, or with other groups; a value across a line end): the caller then looks at each."""
+    """The values `r`'s patterns find in `text`, each once, in the order found, as the
+    `findall` of each lists them in C: on a big log a Python step per match cost as much as the
+    match (the registry pattern on client-go's `k8s.io/...` lines; a node name on every line of
+    a loop). None when unsure (a block redactor; a pattern whose list does not tell a missing
+    `value` group from an empty one, or with other groups; a value across a line end): the
+    caller then looks at each."""
     if r.mode == "block":
         return None
     limit = timeout_for(text)
-    listed: list[str] = []
+    listed: dict[str, None] = {}
     try:
         for p in r.patterns:
             if p.groups > 1 or (p.groups == 1 and "value" not in p.groupindex):
                 return None
-            # a 1-tuple when the one group has several places (`(?P<value>..)|(?P<value>..)`);
             # not `concurrent`: findall takes Python's lock back for every match it lists, and
             # waited for it most of the time while the other worker held it
-            for v in p.findall(text, concurrent=False, timeout=limit):
-                listed.append(v if isinstance(v, str) else v[0])
+            found = p.findall(text, concurrent=False, timeout=limit)
+            if found and not isinstance(found[0], str):  # the one group in several places
+                found = [v[0] for v in found]  # (`(?P<value>..)|(?P<value>..)`): 1-tuples
+            listed.update(dict.fromkeys(found))
     except TimeoutError:
         raise _timed_out(r.id, where) from None
     if "" in listed or any("\n" in v for v in listed):  # an empty value, or no `value` taken
         return None
-    return listed
+    return list(listed)
 
 
 def _kept_all(r: Redactor, listed: list[str]) -> bool:
@@ -339,7 +353,8 @@ class Learner:
     @property
     def prefilters(self) -> list[str]:
         parts = [part for r in self.per_line for part in self.parts[r.id]]
-        return [self.shapes_prefilter] + [str(r.prefilter) for r in [*self.gates, *parts]]
+        gates = [str(r.prefilter) for r in self.gates]
+        return [self.shapes_prefilter, *gates, *(_selecting(part) for part in parts)]
 
     @property
     def kept(self) -> tuple[str | None, ...]:

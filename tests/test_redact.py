@@ -1986,21 +1986,28 @@ def _journal(hosts: list[str], lines: int) -> bytes:
 
 
 @pytest.mark.parametrize("final_newline", [True, False])
-def test_selected_lines_are_read_a_run_of_lines_at_a_time(monkeypatch, final_newline):
+@pytest.mark.parametrize("sparse", [True, False])
+def test_selected_lines_are_read_a_run_of_lines_at_a_time(monkeypatch, final_newline, sparse):
     """The lines a prefilter selects in a piece kept as bytes (a journal's host column: every
     line; a loop's node name: every other) are read a slice per run of consecutive lines,
     decoded at once (`Lines.joined`), never a line at a time: the text is the lines joined, so
-    the names are those found line by line. Where a line's start is unknown or a line was
-    changed, they are read a line at a time, as they are now."""
+    the names are those found line by line. The runs' bounds come from the piece's newlines
+    where Hyperscan's pass found them all (many lines selected), else from the lines' starts.
+    Where a line's start is unknown or a line was changed, they are read a line at a time, as
+    they are now."""
+    import analyzer.redact.hyper as hyper_module
     import analyzer.redact.lines as lines_module
     from analyzer.redact.lines import Lines
 
     monkeypatch.setattr(lines_module, "HYPERSCAN_MIN", 0)  # the lines' starts from Hyperscan
+    if not sparse:  # every newline found, as where thousands of lines are selected
+        monkeypatch.setattr(hyper_module, "SPARSE_KEYS", 0)
     raw = _journal(["hawkeye", "gpu-b7"], 300)
     raw = raw if final_newline else raw[:-1]
     lines = Lines.of_bytes(raw, plain=True)
     every = lines.hits([r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ "])[0]
     assert len(every) == 300
+    assert (lines._newlines is None) == sparse
     runs = [
         every,
         every[1:],

@@ -35,10 +35,12 @@ SPARSE_KEYS = 512
 
 @dataclass(frozen=True)
 class LineHits:
-    """Per prefilter, the starts of the lines it selects and their numbers."""
+    """Per prefilter, the starts of the lines it selects and their numbers; where the piece's
+    newlines are, when they were all found (many lines selected), else None."""
 
     starts: list[list[int]]
     lines: list[list[int]]
+    newlines: Any = None
 
 
 class LineFilter:
@@ -65,7 +67,8 @@ class LineFilter:
         del ends[n + 1 :]
         sizes = [len(bin_) for bin_ in ends]
         flat = np.fromiter(chain.from_iterable(ends), np.int64, sum(sizes))
-        starts_of, numbers_of = starts_numbers(raw, flat)
+        newlines = _newlines(raw) if len(flat) > SPARSE_KEYS else None
+        starts_of, numbers_of = starts_numbers(raw, flat, newlines)
         bounds = np.cumsum([0, *sizes]).tolist()
         # each bin's lines, by start, each once, and their numbers (arrays: a log with a value
         # on every line selects hundreds of thousands a piece, and a Python step each was most
@@ -92,6 +95,7 @@ class LineFilter:
         return LineHits(
             [starts.tolist() for starts, _ in picked[:n]],
             [numbers.tolist() for _, numbers in picked[:n]],
+            newlines,
         )
 
 
@@ -107,12 +111,13 @@ def _unique(starts: Any, numbers: Any) -> tuple[Any, Any]:
     return starts, numbers[first]
 
 
-def starts_numbers(raw: bytes | bytearray, ends: Any) -> tuple[Any, Any]:
+def starts_numbers(raw: bytes | bytearray, ends: Any, newlines: Any = None) -> tuple[Any, Any]:
     """The start and number (the newlines before it) of the line each match end (a numpy
     array) ends on, as two arrays in the order of the ends (`bytescan.line_start`, for all ends
     at once): numpy finds the newlines a block at a time in this thread's scratch array,
     without Python's lock (`bytes.count` held it) and without a Python step per match
-    (`line_start` was one per match end), nor `LineTable`'s klog work."""
+    (`line_start` was one per match end), nor `LineTable`'s klog work. `newlines`: where they
+    are, when already found."""
     assert np is not None
     if not len(ends):
         return ends, ends
@@ -124,7 +129,7 @@ def starts_numbers(raw: bytes | bytearray, ends: Any) -> tuple[Any, Any]:
         pairs = np.array(_sparse_starts(raw, view, thread_scratch(), keys.tolist()), np.int64)
         del view
         return pairs[where, 0], pairs[where, 1]
-    newlines = _newlines(raw)
+    newlines = _newlines(raw) if newlines is None else newlines
     numbers = np.searchsorted(newlines, keys)  # the newlines before each key
     return np.concatenate(([-1], newlines))[numbers] + 1, numbers
 

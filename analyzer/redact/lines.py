@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from itertools import pairwise
+from typing import Any
 
 import polars as pl
 import regex
@@ -70,9 +71,8 @@ class Lines:
         self._new: dict[int, str] = {}
         self._hits: dict[tuple[tuple[str, ...], tuple[str | None, ...]], list[list[int]]] = {}
         self._starts: dict[int, int] = {}  # line number -> offset in `_raw`, where known
-        self._newlines = (
-            None  # where all of `_raw`'s newlines are, when Hyperscan's pass found them
-        )
+        # where all of `_raw`'s newlines are, when Hyperscan's pass found them (`joined`)
+        self._newlines: Any = None
         self.exact = True  # `series` holds the lines as they are (no U+FFFD for stray bytes)
         self.small = len(text) < SMALL
         self.size = len(text)  # bytes of the piece it was read from (characters of a text)
@@ -233,7 +233,7 @@ def _runs(idx: list[int]) -> tuple[list[int], list[int]]:
     return firsts, lasts
 
 
-def _joined_runs(raw: bytes, newlines, idx: list[int]) -> str:
+def _joined_runs(raw: bytes, newlines: Any, idx: list[int]) -> str:
     """`Lines.joined` where the piece's newlines are known: each run's first and last line, and
     where they start and end, found by numpy at once (a Python step per run for each, with a
     search for its end, took 24 against 14 ms for a handshake loop's 50,000 runs a piece)."""

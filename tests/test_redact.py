@@ -1703,7 +1703,10 @@ def test_a_redactor_whose_values_fill_lines_is_reported_once_a_line():
     assert fast.hits(raw).lines[k] == bare.hits(raw).lines[0] == holding
     reports: list[list[int]] = [[] for _ in range(len(learner.prefilters) + 2)]
     fast.scanner.scan(raw, reports)
-    assert len(reports[k]) == len(holding)  # 350 addresses on 150 lines
+    assert len(reports[k]) == len(holding) == 150
+    each: list[list[int]] = [[], []]
+    bare.scanner.scan(raw, each)
+    assert len(each[0]) == 300  # as written: each of the lines' 300 addresses
 
 
 def _registry_filter():

@@ -210,8 +210,8 @@ class Stripped:
                 numbers.append(line + maybe[had])
                 lengths.append(cut[had] - starts[maybe][had])
                 pieces.append(_outside(view, at, end, starts[maybe][had], cut[had]))
-            else:
-                pieces.append(view[at:end].tobytes())
+            else:  # a view, copied once by the join (the chunk is held until then)
+                pieces.append(view[at:end])
             line += len(ends)
             at = end
         del view  # no view of the chunk is left: a map can be closed

@@ -190,7 +190,9 @@ class Stripped:
         by the block and by the prefixed lines, not by the chunk's lines (16 million empty
         ones)."""
         view = np.frombuffer(chunk, np.uint8)
-        numbers, lengths, pieces = [], [], []  # per block
+        numbers: list[np.ndarray] = []  # per block
+        lengths: list[np.ndarray] = []
+        pieces: list[Any] = []  # bytes, or views of the chunk
         line, at = 0, origin  # the lines before the block, and where it starts
         while at < len(view):
             end = min(len(view), at + STRIP_BLOCK)

@@ -9,8 +9,8 @@ lines, then each prefilter runs on those few."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import lru_cache
-from itertools import pairwise
 from typing import Any
 
 import polars as pl
@@ -187,15 +187,20 @@ class Lines:
             return ""
         if raw is None or self._new or not starts:
             return "\n".join(self.get(idx))
-        if self._newlines is not None:  # every line's bounds known: the runs' found at once
-            return _joined_runs(raw, self._newlines, idx)
         firsts, lasts = _runs(idx)
-        try:
-            runs = zip(firsts, lasts, strict=True)
-            slices = [raw[starts[f] : line_end(raw, starts[n])] for f, n in runs]
-        except KeyError:  # a run's first or last line not located: read them one by one
-            return "\n".join(self.get(idx))
-        return b"\n".join(slices).decode(*ENCODING)
+        bounds: Iterable[tuple[int, int]]
+        if self._newlines is not None:  # every line's bounds known: found at once
+            assert np is not None
+            ends = np.concatenate((self._newlines, [len(raw)]))  # line n ends at newline n
+            begins = np.where(firsts > 0, ends[np.maximum(firsts - 1, 0)] + 1, 0)
+            bounds = zip(begins.tolist(), ends[lasts].tolist(), strict=True)
+        else:
+            try:
+                pairs = zip(firsts.tolist(), lasts.tolist(), strict=True)
+                bounds = [(starts[f], line_end(raw, starts[n])) for f, n in pairs]
+            except KeyError:  # a run's first or last line not located: read them one by one
+                return "\n".join(self.get(idx))
+        return b"\n".join([raw[b:e] for b, e in bounds]).decode(*ENCODING)
 
     def put(self, idx: list[int], values: list[str]) -> None:
         for i, value in zip(idx, values, strict=True):
@@ -222,30 +227,13 @@ class Lines:
         return (series.str.join("\n").item() + end).encode(*ENCODING)
 
 
-def _runs(idx: list[int]) -> tuple[list[int], list[int]]:
-    """The first and last line of each run of consecutive numbers in `idx` (sorted, not empty)."""
-    firsts, lasts = [idx[0]], []
-    for before, after in pairwise(idx):
-        if after != before + 1:
-            lasts.append(before)
-            firsts.append(after)
-    lasts.append(idx[-1])
-    return firsts, lasts
-
-
-def _joined_runs(raw: bytes, newlines: Any, idx: list[int]) -> str:
-    """`Lines.joined` where the piece's newlines are known: each run's first and last line, and
-    where they start and end, found by numpy at once (a Python step per run for each, with a
-    search for its end, took 24 against 14 ms for a handshake loop's 50,000 runs a piece)."""
-    assert np is not None
+def _runs(idx: list[int]) -> tuple[Any, Any]:
+    """The first and last line of each run of consecutive numbers in `idx` (sorted, not empty),
+    as arrays, found at once (a handshake loop selects 50,000 runs a piece)."""
+    assert np is not None  # lines' starts are known only from Hyperscan's pass, which needs it
     at = np.array(idx, np.int64)
     breaks = np.flatnonzero(np.diff(at) != 1)
-    firsts = at[np.concatenate(([0], breaks + 1))]
-    lasts = at[np.concatenate((breaks, [len(at) - 1]))]
-    ends = np.concatenate((newlines, [len(raw)]))  # line n ends at newline n, the last at the end
-    begins = np.where(firsts > 0, ends[firsts - 1] + 1, 0)
-    runs = zip(begins.tolist(), ends[lasts].tolist(), strict=True)
-    return b"\n".join([raw[b:e] for b, e in runs]).decode(*ENCODING)
+    return at[np.concatenate(([0], breaks + 1))], at[np.concatenate((breaks, [len(at) - 1]))]
 
 
 def splice(raw: bytes, lines: dict[int, str]) -> bytes:

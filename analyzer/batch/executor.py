@@ -32,7 +32,7 @@ from functools import partial
 from multiprocessing import get_context
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from analyzer import startup
 from analyzer.batch import BUNDLE_TIMEOUT
@@ -70,7 +70,7 @@ def _serve(conn: Connection, parent: int, timeout: float, tmp: str) -> None:
             for task in conn.recv():
                 conn.send(analyze_one(task, timeout))
     except (EOFError, OSError):  # the parent closed the pipe or is gone: nothing to say
-        os._exit(0)
+        _leave(tmp)
 
 
 def _exit_with(parent: int, tmp: str) -> None:
@@ -80,12 +80,19 @@ def _exit_with(parent: int, tmp: str) -> None:
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(0.2)
-        shutil.rmtree(tmp, ignore_errors=True)
-        with suppress(OSError):  # the run's root, once its last worker has gone
-            os.rmdir(os.path.dirname(tmp))
-        os._exit(0)
+        _leave(tmp)
 
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def _leave(tmp: str) -> NoReturn:
+    """The worker's folder removed, and the run's root once its last worker has gone; then exit
+    at once. Also where the pipe closes first: a worker waiting for its next task sees that
+    before its watch sees the parent gone, and its folder stayed (a run killed with -9)."""
+    shutil.rmtree(tmp, ignore_errors=True)
+    with suppress(OSError):
+        os.rmdir(os.path.dirname(tmp))
+    os._exit(0)
 
 
 def clear_stale_roots() -> None:

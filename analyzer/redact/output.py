@@ -4,16 +4,15 @@ redaction runs.
 The archive is a gzip stream of several members (RFC 1952 allows it; gzip, tar and Python read it
 as one stream): each file's data is compressed, in a background thread, into its own member as
 its pieces arrive, because its tar header (which holds its size) can only be written once the
-file is done; the header then goes in a small member before the data. Compression (zlib level 1:
-a log shrinks about fourfold) runs on the other core, so the archive costs little more than the
-redaction itself, and memory stays at a few pieces. A folder's files are written by a
+file is done; the header then goes in a small member before the data. Compression (ISA-L's level
+1, `analyzer.deflate`: a log shrinks about fourfold) runs on the other core, so the archive costs
+little more than the redaction itself, and memory stays at a few pieces. A folder's files are written by a
 background thread too, while the next piece is redacted."""
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import gzip
 import mmap
 import os
 import queue
@@ -22,12 +21,13 @@ import tarfile
 import tempfile
 import threading
 import time
-import zlib
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import BinaryIO, Protocol
+
+from analyzer import deflate
 
 try:
     import fcntl  # Unix's: O_DIRECT is set with it
@@ -39,7 +39,6 @@ except ImportError:  # pragma: no cover - Windows, which has no O_DIRECT either
 # piece's redaction)
 Parts = list[bytes] | Callable[[], list[bytes]]
 Write = Callable[[Parts], None]
-LEVEL = 1  # zlib level: 6 is 3.4x slower on a klog log for a fifth less size
 QUEUED = 2  # pieces waiting for the writer (or compressor): bounds memory
 
 
@@ -92,7 +91,7 @@ class ArchiveSink:
             info = tarfile.TarInfo(rel)
             info.size, info.mtime, info.mode = size, int(mtime or 0), 0o644
             header = info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
-            self.out.write(gzip.compress(bytes(self.pad) + header, LEVEL, mtime=0))
+            self.out.write(deflate.compressed(bytes(self.pad) + header))
             member.seek(0)
             shutil.copyfileobj(member, self.out, 1 << 20)
             self.pad = -size % tarfile.BLOCKSIZE
@@ -104,13 +103,13 @@ class ArchiveSink:
         """The end of the archive: two zero blocks (after the last file's padding)."""
         self.scratch.cleanup()
         if kind is None:
-            self.out.write(gzip.compress(bytes(self.pad + 2 * tarfile.BLOCKSIZE), LEVEL, mtime=0))
+            self.out.write(deflate.compressed(bytes(self.pad + 2 * tarfile.BLOCKSIZE)))
 
 
 class _Writer:
     """A file written by two background threads, as one gzip member when `compress`: one makes
     each piece's parts (the last polars pass over it), the other compresses and writes them
-    (zlib and writes release the GIL), so both run while the next piece is redacted. Apart,
+    (compression and writes release the GIL), so both run while the next piece is redacted. Apart,
     because a write copies the piece into the page cache, and on a VM whose free pages go back
     to the host that copy faults every fresh page in: it took as long as making the parts."""
 
@@ -156,7 +155,7 @@ class _Writer:
         self._made.put(None)
 
     def _write(self, out: BinaryIO) -> None:
-        z = zlib.compressobj(LEVEL, zlib.DEFLATED, 31) if self.compress else None  # 31: gzip
+        z = deflate.compressor() if self.compress else None
         sink: BinaryIO | _Direct = out
         if self.release:
             with contextlib.suppress(OSError, ValueError):  # not a file, or not at its start

@@ -8,6 +8,7 @@ at its first progress, so a long run is never silent for a step's first seconds.
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Iterator
@@ -87,7 +88,9 @@ class Progress:
         since, then = self.first or (now, self.done)
         if self.done < self.total and settled and self.done > then and now > since:
             pace = (self.done - then) / (now - since)
-            parts.append(f"ETA {int((self.total - self.done) / pace)} s")
+            # rounded up: work left never reads "ETA 0 s" (at the thousandth: float noise of a
+            # pace that is exactly 10 a second does not make 20 s read 21)
+            parts.append(f"ETA {math.ceil(round((self.total - self.done) / pace, 3))} s")
         if self.failed:
             parts.append(f"{self.failed} failed")
         return ", ".join(parts)

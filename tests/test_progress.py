@@ -78,6 +78,15 @@ def test_eta_is_not_slowed_by_start_up(clock):
     assert p.line().endswith("ETA 20 s"), p.line()  # 200 bundles left at 10 per second
 
 
+def test_eta_is_never_zero_while_work_is_left(clock):
+    """Half of a GiB left at 570 MiB/s: under a second, said as 1 s (not 0 s)."""
+    p = Progress("redacting", total=1 << 30, unit="bytes", stream=io.StringIO())
+    p.advance(1 << 20)
+    clock[0] += 1
+    p.advance(569 << 20)
+    assert p.line().endswith("ETA 1 s"), p.line()
+
+
 def test_failures_are_counted(clock):
     p = Progress("batch", total=4, unit="bundles", stream=io.StringIO())
     p.advance(failed=True)

@@ -97,3 +97,17 @@ def test_a_worker_still_starting_is_killed_when_stopped(tmp_path):
     assert not w.ready
     LocalExecutor._stop(w)
     assert w.proc.exitcode == -signal.SIGKILL and not w.tmp.exists()
+
+
+def test_a_worker_whose_pipe_closes_removes_its_folder(tmp_path):
+    """A worker waiting for its next task when the run dies sees its pipe close before its
+    watch sees the parent gone (a run killed with -9): it removes its folder, and the run's root
+    once it is the last, all the same."""
+    root = tmp_path / "root"
+    root.mkdir()
+    w = LocalExecutor(1)._start(60.0, root)
+    assert w.conn.poll(60) and w.conn.recv() is None  # ready: waiting for its first task
+    w.conn.close()
+    w.proc.join(30)
+    assert w.proc.exitcode == 0
+    assert not w.tmp.exists() and not root.exists()

@@ -6,8 +6,8 @@ as one stream): each file's data is compressed, in a background thread, into its
 its pieces arrive, because its tar header (which holds its size) can only be written once the
 file is done; the header then goes in a small member before the data. Compression (ISA-L's level
 1, `analyzer.deflate`: a log shrinks about fourfold) runs on the other core, so the archive costs
-little more than the redaction itself, and memory stays at a few pieces. A folder's files are written by a
-background thread too, while the next piece is redacted."""
+little more than the redaction itself, and memory stays at a few pieces. A folder's files are
+written by a background thread too, while the next piece is redacted."""
 
 from __future__ import annotations
 
@@ -109,9 +109,9 @@ class ArchiveSink:
 class _Writer:
     """A file written by two background threads, as one gzip member when `compress`: one makes
     each piece's parts (the last polars pass over it), the other compresses and writes them
-    (compression and writes release the GIL), so both run while the next piece is redacted. Apart,
-    because a write copies the piece into the page cache, and on a VM whose free pages go back
-    to the host that copy faults every fresh page in: it took as long as making the parts."""
+    (compression and writes release the GIL), so both run while the next piece is redacted.
+    Apart, because a write copies the piece into the page cache, and on a VM whose free pages go
+    back to the host that copy faults every fresh page in: it took as long as making the parts."""
 
     def __init__(self, out: BinaryIO, compress: bool, release: bool = False):
         self.compress = compress

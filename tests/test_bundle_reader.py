@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import io
 import tarfile
 import zipfile
 
@@ -12,17 +11,9 @@ import pytest
 
 from analyzer.bundle.reader import Limits, open_bundle
 from analyzer.errors import BundleError
+from conftest import write_tar
 
 LOG = b"I0815 09:04:51.202341  412873 main.go:275] Start working on node gpu-node-2\n"
-
-
-def _tar(path, members: dict[str, bytes], mode="w:gz"):
-    with tarfile.open(path, mode) as tf:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            info.mtime = 1786000000
-            tf.addfile(info, io.BytesIO(data))
 
 
 def _names(reader):
@@ -38,7 +29,9 @@ def test_directory_and_loose_files(tmp_path):
 
 
 def test_tgz_zip_and_gz_members(tmp_path):
-    _tar(tmp_path / "b.tgz", {"a/dp.log.gz": gzip.compress(LOG), "a/node.yaml": b"kind: Node\n"})
+    write_tar(
+        tmp_path / "b.tgz", {"a/dp.log.gz": gzip.compress(LOG), "a/node.yaml": b"kind: Node\n"}
+    )
     with zipfile.ZipFile(tmp_path / "b.zip", "w") as zf:
         zf.writestr("sched.log", LOG)
     with open_bundle([str(tmp_path / "b.tgz"), str(tmp_path / "b.zip")]) as r:
@@ -54,7 +47,7 @@ def test_tgz_zip_and_gz_members(tmp_path):
 
 
 def test_inputs_are_not_modified(tmp_path):
-    _tar(tmp_path / "b.tar.gz", {"dp.log": LOG})
+    write_tar(tmp_path / "b.tar.gz", {"dp.log": LOG})
     before = hashlib.sha256((tmp_path / "b.tar.gz").read_bytes()).hexdigest()
     with open_bundle([str(tmp_path)]):
         pass
@@ -63,7 +56,7 @@ def test_inputs_are_not_modified(tmp_path):
 
 
 def test_path_traversal_member_is_refused(tmp_path):
-    _tar(tmp_path / "evil.tgz", {"../../etc/passwd": b"x"})
+    write_tar(tmp_path / "evil.tgz", {"../../etc/passwd": b"x"})
     with pytest.raises(BundleError, match=r"unsafe archive member name '\.\./\.\./etc/passwd'"):
         with open_bundle([str(tmp_path / "evil.tgz")]):
             pass
@@ -96,7 +89,7 @@ def test_links_and_devices_are_not_followed(tmp_path):
 
 
 def test_member_count_limit(tmp_path):
-    _tar(tmp_path / "many.tgz", {f"f{i}.log": b"x" for i in range(30)})
+    write_tar(tmp_path / "many.tgz", {f"f{i}.log": b"x" for i in range(30)})
     with pytest.raises(BundleError, match="more than 10 files"):
         with open_bundle([str(tmp_path / "many.tgz")], Limits(max_members=10)):
             pass
@@ -112,10 +105,10 @@ def test_gzip_bomb_hits_size_limit(tmp_path):
 def test_tar_gz_counts_its_bytes_once(tmp_path):
     """700 KiB of members in a .tar.gz fit a 1 MiB cap (they were counted as the decompressed
     tar and again as members), and a tar.gz bomb still hits it."""
-    _tar(tmp_path / "b.tgz", {"dp.log": LOG * 9000})  # ~700 KiB
+    write_tar(tmp_path / "b.tgz", {"dp.log": LOG * 9000})  # ~700 KiB
     with open_bundle([str(tmp_path / "b.tgz")], Limits(max_total_bytes=1 << 20)) as r:
         assert _names(r) == ["b.tgz!dp.log"]
-    _tar(tmp_path / "bomb.tgz", {"zeros": b"\0" * (8 << 20)})
+    write_tar(tmp_path / "bomb.tgz", {"zeros": b"\0" * (8 << 20)})
     with pytest.raises(BundleError, match="uncompressed size exceeds 1 MiB"):
         with open_bundle([str(tmp_path / "bomb.tgz")], Limits(max_total_bytes=1 << 20)):
             pass
@@ -123,8 +116,8 @@ def test_tar_gz_counts_its_bytes_once(tmp_path):
 
 def test_nested_archive_depth(tmp_path):
     inner = tmp_path / "inner.tgz"
-    _tar(inner, {"dp.log": LOG})
-    _tar(tmp_path / "outer.tgz", {"inner.tgz": inner.read_bytes()})
+    write_tar(inner, {"dp.log": LOG})
+    write_tar(tmp_path / "outer.tgz", {"inner.tgz": inner.read_bytes()})
     with open_bundle([str(tmp_path / "outer.tgz")]) as r:
         assert _names(r) == ["outer.tgz!inner.tgz!dp.log"]
     with open_bundle([str(tmp_path / "outer.tgz")], Limits(max_depth=1)) as r:
@@ -141,7 +134,7 @@ def test_corrupt_bundle_archive_is_an_input_error(tmp_path):
 
 def test_corrupt_archive_inside_the_bundle_is_a_warning(tmp_path):
     (tmp_path / "bad.tgz").write_bytes(gzip.compress(bytes(range(256)) * 64)[:300])
-    _tar(tmp_path / "b.tar", {"dp.log": LOG}, mode="w")
+    write_tar(tmp_path / "b.tar", {"dp.log": LOG}, mode="w")
     with tarfile.open(tmp_path / "b.tar", "a") as tf:
         tf.add(tmp_path / "bad.tgz", arcname="inner.tgz")
     with open_bundle([str(tmp_path / "b.tar")]) as r:
@@ -156,7 +149,7 @@ def test_missing_path_is_one_line_error(tmp_path):
 
 
 def test_temp_folder_removed(tmp_path):
-    _tar(tmp_path / "b.tgz", {"dp.log": LOG})
+    write_tar(tmp_path / "b.tgz", {"dp.log": LOG})
     with open_bundle([str(tmp_path / "b.tgz")]) as r:
         tmp = r.tmp
         assert tmp.exists()
@@ -168,7 +161,7 @@ def test_a_folder_of_plain_files_needs_no_temp_folder(tmp_path, monkeypatch):
     cannot be written, and an archive there is refused with one line that names TMPDIR."""
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "dp.log").write_bytes(LOG)
-    _tar(tmp_path / "b.tgz", {"dp.log": LOG})
+    write_tar(tmp_path / "b.tgz", {"dp.log": LOG})
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "missing"))
     with open_bundle([str(tmp_path / "in")]) as r:
         assert _names(r) == ["dp.log"]

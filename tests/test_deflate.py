@@ -6,13 +6,13 @@ from __future__ import annotations
 import gzip
 import io
 import sys
-import tarfile
 
 import pytest
 
 from analyzer import deflate
 from analyzer.bundle.reader import open_bundle
 from analyzer.errors import BundleError
+from conftest import write_tar
 
 LOG = b"I0815 09:04:51.202341  412873 main.go:275] Start working on node gpu-node-2\n" * 4000
 # a gzip member whose first deflate block has the reserved type (BTYPE 11): not a truncation, not
@@ -28,16 +28,6 @@ def backend(request, monkeypatch):
     else:
         monkeypatch.setitem(sys.modules, "isal", None)
     return request.param
-
-
-def _tgz(members: dict[str, bytes]) -> bytes:
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w:gz") as tf:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size, info.mtime = len(data), 1786000000
-            tf.addfile(info, io.BytesIO(data))
-    return out.getvalue()
 
 
 def test_every_member_of_a_stream_is_read(backend):
@@ -57,7 +47,7 @@ def test_the_compressor_writes_one_member_standard_gzip_reads(backend):
 
 
 def test_a_tgz_is_read_whole(backend, tmp_path):
-    (tmp_path / "b.tgz").write_bytes(_tgz({"dp.log": LOG, "node.yaml": b"kind: Node\n"}))
+    write_tar(tmp_path / "b.tgz", {"dp.log": LOG, "node.yaml": b"kind: Node\n"})
     with open_bundle([str(tmp_path / "b.tgz")]) as r:
         got = {f.name: f.path.read_bytes() for f in r.inventory.files}
     assert got == {"b.tgz!dp.log": LOG, "b.tgz!node.yaml": b"kind: Node\n"}
@@ -72,19 +62,15 @@ def test_a_tgz_is_read_whole(backend, tmp_path):
     ],
 )
 def test_a_corrupt_bundle_is_one_input_error(backend, tmp_path, damage):
-    (tmp_path / "bad.tgz").write_bytes(damage(_tgz({"dp.log": LOG})))
+    good = write_tar(tmp_path / "good.tgz", {"dp.log": LOG}).read_bytes()
+    (tmp_path / "bad.tgz").write_bytes(damage(good))
     with pytest.raises(BundleError, match="truncated or corrupt gzip archive"):
         with open_bundle([str(tmp_path / "bad.tgz")]):
             pass
 
 
 def test_a_corrupt_archive_inside_the_bundle_is_a_warning(backend, tmp_path):
-    outer = tmp_path / "b.tar"
-    with tarfile.open(outer, "w") as tf:
-        for name, data in {"dp.log": LOG, "inner.tgz": BAD_BLOCK}.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tf.addfile(info, io.BytesIO(data))
+    outer = write_tar(tmp_path / "b.tar", {"dp.log": LOG, "inner.tgz": BAD_BLOCK}, mode="w")
     with open_bundle([str(outer)]) as r:
         assert [f.name for f in r.inventory.files] == ["b.tar!dp.log"]
         assert any("inner.tgz: truncated or corrupt gzip" in w.text for w in r.inventory.warnings)

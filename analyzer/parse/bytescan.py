@@ -97,9 +97,11 @@ _HEADER_PAIRS = _header_pairs() if np is not None else []
 def rare_endings(literals: list[str], sample: bytes) -> list[str]:
     """Each literal, or its longest start (at least MIN_LITERAL bytes, cut between characters)
     whose last RARE_END bytes occur in `sample` at most RARE_SHARE times its number of lines
-    (once in a hundred lines), else the longest of those it holds least. A line that holds a
-    literal holds its start: the candidates are a superset, each checked later against the
-    whole literal and its signature's regex.
+    (once in a hundred lines), else the longest of those it holds least, unless `sample` holds
+    that start itself more often than that and than the literal: a line holding the start is
+    a candidate, which costs a thousand times what Hyperscan's check of an ending does. A line
+    that holds a literal holds its start: the candidates are a superset, each checked later
+    against the whole literal and its signature's regex.
 
     >>> rare_endings(["device plugin registered"], b"registered\\n" * 10 + b"plugin\\n" * 300)
     ['device plugin reg']
@@ -133,14 +135,27 @@ def rare_endings(literals: list[str], sample: bytes) -> list[str]:
     held[by_key] = np.searchsorted(grams, ordered, "right") - np.searchsorted(
         grams, ordered, "left"
     )
-    held[held <= RARE_SHARE * (sample.count(b"\n") + 1)] = 0  # rare enough: as good as absent
+    common = RARE_SHARE * (sample.count(b"\n") + 1)
+    held[held <= common] = 0  # rare enough: as good as absent
     # per literal, the cut held least, the longest of those: first in (owner, held, -length)
     order = np.lexsort((-length[cuts], held, owner[cuts]))
     ranked = owner[cuts][order]
     first = order[np.flatnonzero(np.diff(ranked, prepend=-1))]
     out = list(literals)
-    for k, n in zip(owner[cuts][first].tolist(), length[cuts][first].tolist(), strict=True):
-        out[k] = encoded[k][:n].decode()
+    times: dict[bytes, int] = {}  # a text's occurrences in the sample, counted once
+
+    def seen(text: bytes) -> int:
+        if text not in times:
+            times[text] = count(sample, text, 0, len(sample))
+        return times[text]
+
+    ends = (owner[cuts][first].tolist(), length[cuts][first].tolist(), held[first].tolist())
+    for k, n, ending in zip(*ends, strict=True):
+        start = encoded[k][:n]
+        # a start is held at most as often as its ending: only a common ending's may be common
+        if ending and n < len(encoded[k]) and seen(start) > max(common, seen(encoded[k])):
+            continue  # a common start (`fail` of `failed to ...`): whole, fewer candidates
+        out[k] = start.decode()
     return out
 
 

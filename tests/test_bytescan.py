@@ -937,6 +937,39 @@ def test_a_literal_whose_start_is_common_in_the_head_is_looked_for_whole(ruleset
     assert by_bytes.stats.sig_counts["hami-vgpu-monitor-nvml-error"] == 3
 
 
+def test_a_cut_start_on_every_line_of_a_later_loop_gets_its_literals_cut_again(
+    ruleset, monkeypatch
+):
+    """The head says where to cut a literal; a loop starting later may hold that start on every
+    line and no literal (a plugin's config dump, each restart): no signature is frequent among
+    the candidates, so no hot one helps. The chunk asks for the literals cut again with some of
+    its candidates beside the head: the start is then common there, the literal looked for
+    whole, and no line of the loop is a candidate from then on (that chunk scanned again)."""
+    literal = "nvml GetDeviceCount err:"
+    noisy = [f"E0815 10:00:00.0000{i:02d}  1 x.go:1] parse err: bad value {i}" for i in range(90)]
+    decoy = "I0815 10:00:00.000030  1 x.go:1] nvml GetDeviceCount errXYZ holds its every start"
+    found = f"E0815 10:00:00.000031  1 metrics.go:226] Failed to collect GPU info: {literal} 999"
+    head = _log(noisy + VOCABULARY, 1)
+    monkeypatch.setattr(logs_mod, "PROFILE_BYTES", len(head))  # the head sees no loop
+    monkeypatch.setattr(bigscan, "REPLAN_MIN", 20)
+    content = head + _log([decoy, decoy, VOCABULARY[2]], 400) + _log([found], 3)
+    candidates: list[str] = []
+    real_add = bigscan._Candidates.add
+
+    def add(self, lines, texts, examinable):
+        candidates.extend(texts)
+        return real_add(self, lines, texts, examinable)
+
+    monkeypatch.setattr(bigscan._Candidates, "add", add)
+    monkeypatch.setattr(workers, "ProcessPoolExecutor", _no_semaphores)  # threads: seen here
+    by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, content, 8 << 10)
+    plans = [s for s in used if s is not None]
+    assert len(plans) == 2 and plans[0].hot == plans[1].hot  # cut again, no hot signature more
+    assert not [x for x in candidates if "errXYZ" in x]
+    _same(by_bytes, by_lines)
+    assert by_bytes.stats.sig_counts["hami-vgpu-monitor-nvml-error"] == 3
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     literals=st.lists(st.text(alphabet="ab:é中 ", min_size=1, max_size=12), max_size=6),

@@ -10,7 +10,7 @@ import functools
 import importlib.util
 import os
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import polars as pl
 
@@ -44,9 +44,9 @@ def numpy_found() -> bool:
     return importlib.util.find_spec("numpy") is not None
 
 
-# (the plan's hot signatures, a chunk's candidate texts, its number of lines and of bytes) -> a
-# scan with more hot signatures, or None
-Replan = Callable[[list[str], list[str], int, int], "ByteScan | None"]
+# (the plan's hot signatures, a chunk's candidate texts, its number of lines and of bytes, the
+# literals as the scan processes cut them) -> a better scan, or None
+Replan = Callable[[list[str], list[str], int, int, Sequence[str] | None], "ByteScan | None"]
 
 
 class ByteScan:
@@ -95,8 +95,8 @@ class ByteScan:
         maps (else reads) its own chunks (`_ranges` finds where they start and end).
 
         The plan was made from the file's first lines: where a chunk's candidates are many
-        (REPLAN_SHARE of its lines), `replan` may give a scan with more hot signatures, which
-        the chunks not yet handed out get (a log quiet at first and then in a loop of one
+        (REPLAN_SHARE of its lines), `replan` may give a better scan (more hot signatures, or
+        the literals cut again), which the chunks not yet handed out get (a log quiet at first and then in a loop of one
         error would otherwise send every line of the loop to be attributed one by one). Each
         batch says which hot signatures its plan counted (`Batch.hot_ids`); the candidates of
         a plan are handed on before the first batch of the next."""
@@ -150,13 +150,14 @@ class ByteScan:
             base += found.lines
 
         def replanned(texts: list[str], lines: int, size: int) -> bool:
-            """Whether a chunk's candidates gave a plan that counts more hot signatures."""
+            """Whether a chunk's candidates gave a better plan (more hot signatures, or the
+            literals cut again where their cut starts were what the candidates held)."""
             nonlocal scan, replans
             if replan is None or replans >= REPLANS:
                 return False
             replans += 1
-            better = replan(scan.hot, texts, lines, size)
-            if better is None or not set(better.hot) - set(scan.hot):
+            better = replan(scan.hot, texts, lines, size, scan.plan.cut)
+            if better is None:
                 return False
             scan = better
             for sid in better.hot:

@@ -957,13 +957,16 @@ def _byte_scan(
     head: list[str],
     seen: tuple[str, int] | None = None,
     prefixed: bool = False,
+    cut_in: Sequence[str] = (),
 ) -> ByteScan | None:
     """The byte scan of this matcher's signatures (the hot ones it can count itself), or None
     where it cannot stand in for the line reader (`head`: the log's first lines as the scan reads
     them, a prefixed log's without their prefixes). A hot signature of plain text is counted by
     `bytes.count` where the log's first lines (`head`), or the text `seen` (of a stretch of so
     many bytes), hold it once in COUNTED_EVERY bytes or more often; its lines are reported one
-    by one where it is sparser. Imported here: only big logs need Hyperscan."""
+    by one where it is sparser. The literals are cut where the head and the lines `cut_in` hold
+    their endings least (`bytescan.rare_endings`). Imported here: only big logs need
+    Hyperscan."""
     from analyzer.parse.hsdb import accepted, line_counter
 
     first = "\n".join(head)
@@ -972,7 +975,7 @@ def _byte_scan(
     plain = {sid: x for sid, x in texts.items() if x and text.count(x) * COUNTED_EVERY >= size}
     counters = {sid: line_counter(matcher.pattern[sid]) for sid in hot if sid not in plain}
     reported = {sid: counter for sid, counter in counters.items() if counter is not None}
-    sample = first.encode()
+    sample = "\n".join([first, *cut_in]).encode() if cut_in else first.encode()
     tallied = _tallied(matcher, reported, head)
     scan = _byte_scan_of(matcher, plain, reported, sample, tallied, prefixed)
     if scan is None and reported:  # one counter Hyperscan refuses sinks the whole database
@@ -1122,21 +1125,35 @@ def _line_batches(
 
 
 REPLAN_SAMPLE = 20_000  # candidate lines of a chunk that tell which signatures became hot
+CUT_SAMPLE = 500  # of those, beside the head, where the literals are cut again
 
 
 def _replanner(matcher: Matcher, head: list[str], prefixed: bool) -> Replan:
-    """How the byte scan gets a plan with more hot signatures: those frequent among a chunk's
-    candidates (as many of its lines as HOT_SHARE of the chunk's), added to the plan's."""
+    """How the byte scan gets a better plan for a chunk whose candidates are many: one with
+    more hot signatures, those frequent among them (as many of its lines as HOT_SHARE of the
+    chunk's), added to the plan's; else, where they hold a literal's start as the scan cut it
+    (`bytescan.rare_endings`) rather than a literal, one whose literals are cut again with some
+    of them beside the head (a start the head holds rarely may be on every line of a loop that
+    starts later: no signature is frequent there, and the start keeps its lines candidates)."""
 
-    def replan(hot: list[str], texts: list[str], lines: int, size: int) -> ByteScan | None:
+    def replan(
+        hot: list[str], texts: list[str], lines: int, size: int, cut: Sequence[str] | None
+    ) -> ByteScan | None:
         if prefixed:  # as the scan read them
             texts = pl.Series(texts, dtype=pl.String).str.replace(LINE_PREFIX_PATTERN, "").to_list()
         step = max(1, len(texts) // REPLAN_SAMPLE)
         sample = texts[::step]
+        seen = ("\n".join(texts), size)
         more = hot_signatures(matcher.without(hot), sample, of=lines * len(sample) / len(texts))
-        if not more:
+        better = _byte_scan(matcher, [*hot, *more], head, seen, prefixed) if more else None
+        if better is not None and set(better.hot) - set(hot):
+            return better
+        flood = sample[:: max(1, len(sample) // CUT_SAMPLE)]
+        whole = set(matcher.literals)
+        held = "\n".join(flood)
+        if not any(x not in whole and x in held for x in cut or ()):
             return None
-        return _byte_scan(matcher, [*hot, *more], head, ("\n".join(texts), size), prefixed)
+        return _byte_scan(matcher, hot, head, seen, prefixed, flood)
 
     return replan
 

@@ -937,14 +937,14 @@ def test_a_literal_whose_start_is_common_in_the_head_is_looked_for_whole(ruleset
     assert by_bytes.stats.sig_counts["hami-vgpu-monitor-nvml-error"] == 3
 
 
-def test_a_cut_start_on_every_line_of_a_later_loop_gets_its_literals_cut_again(
+def test_a_cut_start_on_every_line_of_a_later_loop_has_its_literals_looked_for_whole(
     ruleset, monkeypatch
 ):
     """The head says where to cut a literal; a loop starting later may hold that start on every
     line and no literal (a plugin's config dump, each restart): no signature is frequent among
-    the candidates, so no hot one helps. The chunk asks for the literals cut again with some of
-    its candidates beside the head: the start is then common there, the literal looked for
-    whole, and no line of the loop is a candidate from then on (that chunk scanned again)."""
+    the candidates, so no hot one helps. The chunk asks for a plan that looks for the literals
+    that start whole: no line of the loop is a candidate from then on (that chunk and those
+    under way scanned again), and the counts and rows are the line reader's."""
     literal = "nvml GetDeviceCount err:"
     noisy = [f"E0815 10:00:00.0000{i:02d}  1 x.go:1] parse err: bad value {i}" for i in range(90)]
     decoy = "I0815 10:00:00.000030  1 x.go:1] nvml GetDeviceCount errXYZ holds its every start"
@@ -960,17 +960,25 @@ def test_a_cut_start_on_every_line_of_a_later_loop_gets_its_literals_cut_again(
         candidates.extend(texts)
         return real_add(self, lines, texts, examinable)
 
+    scanned = []
+    real = bytescan.scan_chunk
+    monkeypatch.setattr(
+        bytescan, "scan_chunk", lambda plan, *a: scanned.append(plan) or real(plan, *a)
+    )
     monkeypatch.setattr(bigscan._Candidates, "add", add)
     monkeypatch.setattr(workers, "ProcessPoolExecutor", _no_semaphores)  # threads: seen here
-    by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, content, 8 << 10)
-    plans = [s for s in used if s is not None]
-    assert len(plans) == 2 and plans[0].hot == plans[1].hot  # cut again, no hot signature more
+    by_bytes, by_lines, _ = _scan_both(ruleset, monkeypatch, content, 8 << 10)
+    plans = list({plan.key: plan for plan in scanned}.values())
+    assert len(plans) == 2 and plans[0].reported == plans[1].reported  # no hot signature more
+    cut = [x for x in plans[1].cut if literal.startswith(x)]
+    assert literal in cut and not [x for x in cut if x in decoy]
     assert not [x for x in candidates if "errXYZ" in x]
     _same(by_bytes, by_lines)
     assert by_bytes.stats.sig_counts["hami-vgpu-monitor-nvml-error"] == 3
 
 
 @settings(max_examples=200, deadline=None)
+@example(literals=["ababa"], sample="abab\n" * 10 + " baba" * 20)  # a common start: whole
 @given(
     literals=st.lists(st.text(alphabet="ab:é中 ", min_size=1, max_size=12), max_size=6),
     # up to ~500 lines: an ending held a few times may be rare enough (RARE_SHARE)

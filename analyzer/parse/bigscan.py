@@ -10,7 +10,7 @@ import functools
 import importlib.util
 import os
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 
 import polars as pl
 
@@ -45,8 +45,8 @@ def numpy_found() -> bool:
 
 
 # (the plan's hot signatures, a chunk's candidate texts, its number of lines and of bytes, the
-# literals as the scan processes cut them) -> a better scan, or None
-Replan = Callable[[list[str], list[str], int, int, Sequence[str] | None], "ByteScan | None"]
+# plan: its literals as the scan processes cut them too) -> a better scan, or None
+Replan = Callable[[list[str], list[str], int, int, ScanPlan], "ByteScan | None"]
 
 
 class ByteScan:
@@ -96,7 +96,7 @@ class ByteScan:
 
         The plan was made from the file's first lines: where a chunk's candidates are many
         (REPLAN_SHARE of its lines), `replan` may give a better scan (more hot signatures, or
-        the literals cut again), which the chunks not yet handed out get (a log quiet at first and then in a loop of one
+        some literals looked for whole), which the chunks not yet handed out get (a log quiet at first and then in a loop of one
         error would otherwise send every line of the loop to be attributed one by one). Each
         batch says which hot signatures its plan counted (`Batch.hot_ids`); the candidates of
         a plan are handed on before the first batch of the next."""
@@ -150,13 +150,13 @@ class ByteScan:
             base += found.lines
 
         def replanned(texts: list[str], lines: int, size: int) -> bool:
-            """Whether a chunk's candidates gave a better plan (more hot signatures, or the
-            literals cut again where their cut starts were what the candidates held)."""
+            """Whether a chunk's candidates gave a better plan (more hot signatures, or some
+            literals looked for whole where their cut starts were what the candidates held)."""
             nonlocal scan, replans
             if replan is None or replans >= REPLANS:
                 return False
             replans += 1
-            better = replan(scan.hot, texts, lines, size, scan.plan.cut)
+            better = replan(scan.hot, texts, lines, size, scan.plan)
             if better is None:
                 return False
             scan = better

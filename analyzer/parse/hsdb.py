@@ -368,6 +368,12 @@ class ScanPlan:
         quarter of a MiB pickled and piped per chunk cost a 1 GB log ~0.1 s of CPU)."""
         return replace(self, sample=b"", cut=tuple(cut))
 
+    def recut(self, cut: Sequence[str]) -> ScanPlan:
+        """This plan with its literals looked for as `cut` (a start of each, or it whole) instead
+        of as a scan process would cut them: a plan of its own (its databases are others)."""
+        key = hashlib.sha256(pickle.dumps((self.key, tuple(cut)))).hexdigest()
+        return replace(self, sample=b"", cut=tuple(cut), key=key)
+
     @classmethod
     def of(
         cls,

@@ -58,6 +58,7 @@ from analyzer.progress import Progress, progress_for
 
 if TYPE_CHECKING:
     from analyzer.parse.bigscan import ByteScan, Replan
+    from analyzer.parse.hsdb import ScanPlan
 
 ANSI_PATTERN = r"\x1b\[[0-9;?]*[ -/]*[@-~]"
 
@@ -957,25 +958,28 @@ def _byte_scan(
     head: list[str],
     seen: tuple[str, int] | None = None,
     prefixed: bool = False,
-    cut_in: Sequence[str] = (),
+    as_text: Sequence[str] = (),
 ) -> ByteScan | None:
     """The byte scan of this matcher's signatures (the hot ones it can count itself), or None
     where it cannot stand in for the line reader (`head`: the log's first lines as the scan reads
     them, a prefixed log's without their prefixes). A hot signature of plain text is counted by
     `bytes.count` where the log's first lines (`head`), or the text `seen` (of a stretch of so
     many bytes), hold it once in COUNTED_EVERY bytes or more often; its lines are reported one
-    by one where it is sparser. The literals are cut where the head and the lines `cut_in` hold
-    their endings least (`bytescan.rare_endings`). Imported here: only big logs need
-    Hyperscan."""
+    by one where it is sparser, unless a plan before counted it so (`as_text`: its lines are
+    not among the candidates `seen` holds). Imported here: only big logs need Hyperscan."""
     from analyzer.parse.hsdb import accepted, line_counter
 
     first = "\n".join(head)
     text, size = seen or (first, len(first))
     texts = {sid: plain_text(matcher.pattern[sid]) for sid in hot}
-    plain = {sid: x for sid, x in texts.items() if x and text.count(x) * COUNTED_EVERY >= size}
+    plain = {
+        sid: x
+        for sid, x in texts.items()
+        if x and (sid in as_text or text.count(x) * COUNTED_EVERY >= size)
+    }
     counters = {sid: line_counter(matcher.pattern[sid]) for sid in hot if sid not in plain}
     reported = {sid: counter for sid, counter in counters.items() if counter is not None}
-    sample = "\n".join([first, *cut_in]).encode() if cut_in else first.encode()
+    sample = first.encode()
     tallied = _tallied(matcher, reported, head)
     scan = _byte_scan_of(matcher, plain, reported, sample, tallied, prefixed)
     if scan is None and reported:  # one counter Hyperscan refuses sinks the whole database
@@ -1125,37 +1129,55 @@ def _line_batches(
 
 
 REPLAN_SAMPLE = 20_000  # candidate lines of a chunk that tell which signatures became hot
-CUT_SAMPLE = 500  # of those, beside the head, where the literals are cut again
 
 
 def _replanner(matcher: Matcher, head: list[str], prefixed: bool) -> Replan:
     """How the byte scan gets a better plan for a chunk whose candidates are many: one with
     more hot signatures, those frequent among them (as many of its lines as HOT_SHARE of the
-    chunk's), added to the plan's; else, where they hold a literal's start as the scan cut it
-    (`bytescan.rare_endings`) rather than a literal, one whose literals are cut again with some
-    of them beside the head (a start the head holds rarely may be on every line of a loop that
-    starts later: no signature is frequent there, and the start keeps its lines candidates)."""
+    chunk's), added to the plan's; else, where most of them hold a literal's start as the scan
+    processes cut it (`bytescan.rare_endings`) and no literal, one that looks for those literals
+    whole (a start the head holds rarely can be on every line of a loop that starts later: no
+    signature is frequent there, and the start keeps its lines candidates)."""
 
     def replan(
-        hot: list[str], texts: list[str], lines: int, size: int, cut: Sequence[str] | None
+        hot: list[str], texts: list[str], lines: int, size: int, plan: ScanPlan
     ) -> ByteScan | None:
         if prefixed:  # as the scan read them
             texts = pl.Series(texts, dtype=pl.String).str.replace(LINE_PREFIX_PATTERN, "").to_list()
         step = max(1, len(texts) // REPLAN_SAMPLE)
         sample = texts[::step]
-        seen = ("\n".join(texts), size)
         more = hot_signatures(matcher.without(hot), sample, of=lines * len(sample) / len(texts))
-        better = _byte_scan(matcher, [*hot, *more], head, seen, prefixed) if more else None
-        if better is not None and set(better.hot) - set(hot):
-            return better
-        flood = sample[:: max(1, len(sample) // CUT_SAMPLE)]
-        whole = set(matcher.literals)
-        held = "\n".join(flood)
-        if not any(x not in whole and x in held for x in cut or ()):
-            return None
-        return _byte_scan(matcher, hot, head, seen, prefixed, flood)
+        if not more:
+            return _whole_where_strays(plan, sample)
+        seen = ("\n".join(texts), size)
+        as_text = [sid for sid, _ in plan.counted]
+        better = _byte_scan(matcher, [*hot, *more], head, seen, prefixed, as_text)
+        return better if better is not None and set(better.hot) - set(hot) else None
 
     return replan
+
+
+def _whole_where_strays(plan: ScanPlan, sample: list[str]) -> ByteScan | None:
+    """The scan of `plan` with the cut starts that most of these candidates hold (and no
+    literal) given up for the literals they start, whole; None where they are not most."""
+    from analyzer.parse.bigscan import ByteScan
+
+    if plan.cut is None or not sample:
+        return None
+    literals = set(plan.literals)
+    starts = [x for x in plan.cut if x not in literals]
+    if not starts:
+        return None
+    col = pl.Series(sample, dtype=pl.String)
+    stray = col.str.contains_any(starts) & ~col.str.contains_any(list(literals))
+    if plan.caseless:
+        stray &= ~col.str.contains_any(list(plan.caseless), ascii_case_insensitive=True)
+    if stray.sum() * 2 <= len(sample):
+        return None
+    held = set(col.filter(stray).str.extract_many(starts, overlapping=True).explode().drop_nulls())
+    kept = [x for x in plan.cut if x not in held]
+    whole = [x for x in plan.literals if any(x.startswith(h) for h in held)]
+    return ByteScan(plan.recut(sorted({*kept, *whole})))
 
 
 def _stream(

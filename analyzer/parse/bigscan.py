@@ -45,7 +45,7 @@ def numpy_found() -> bool:
 
 
 # (the plan's hot signatures, a chunk's candidate texts, its number of lines and of bytes, the
-# plan: its literals as the scan processes cut them too) -> a better scan, or None
+# plan, with its literals as the scan processes cut them) -> a better scan, or None
 Replan = Callable[[list[str], list[str], int, int, ScanPlan], "ByteScan | None"]
 
 
@@ -96,10 +96,11 @@ class ByteScan:
 
         The plan was made from the file's first lines: where a chunk's candidates are many
         (REPLAN_SHARE of its lines), `replan` may give a better scan (more hot signatures, or
-        some literals looked for whole), which the chunks not yet handed out get (a log quiet at first and then in a loop of one
-        error would otherwise send every line of the loop to be attributed one by one). Each
-        batch says which hot signatures its plan counted (`Batch.hot_ids`); the candidates of
-        a plan are handed on before the first batch of the next."""
+        some literals looked for whole), which the chunks not yet handed out get (a log quiet
+        at first and then in a loop of one error would otherwise send every line of the loop
+        to be attributed one by one). Each batch says which hot signatures its plan counted
+        (`Batch.hot_ids`); the candidates of a plan are handed on before the first batch of
+        the next."""
         workers = workers or scan_workers()
         scan = self
         replans = 0

@@ -977,6 +977,32 @@ def test_a_cut_start_on_every_line_of_a_later_loop_has_its_literals_looked_for_w
     assert by_bytes.stats.sig_counts["hami-vgpu-monitor-nvml-error"] == 3
 
 
+def test_candidates_that_are_hits_of_several_signatures_ask_for_no_plan(ruleset, monkeypatch):
+    """Chunks whose candidates are many (3 % of their lines) but each signature's hits few (1 %
+    each: none is hot), and all of them real: they hold a literal's cut start, but the literal
+    too, so looking for it whole would take none out. No plan is asked for: each chunk is
+    scanned once (a replan scans the chunks under way again)."""
+    literal = "nvml GetDeviceCount err:"
+    noisy = [f"E0815 10:00:00.0000{i:02d}  1 x.go:1] parse err: bad value {i}" for i in range(90)]
+    found = f"E0815 10:00:00.000031  1 metrics.go:226] Failed to collect GPU info: {literal} 999"
+    third = "E0815 10:00:00.000032  1 x.go:1] Failed to initialize NVML: Unknown Error"
+    filler = [f"I0815 10:00:00.000099  1 x.go:1] all good here {i}" for i in range(117)]
+    head = _log(noisy + VOCABULARY, 1)
+    content = head + _log([*filler, VOCABULARY[4], third, found], 150)
+    monkeypatch.setattr(logs_mod, "PROFILE_BYTES", len(head))  # the head sees none of them
+    monkeypatch.setattr(bigscan, "REPLAN_MIN", 20)
+    scanned = []
+    real = bytescan.scan_chunk
+    monkeypatch.setattr(
+        bytescan, "scan_chunk", lambda plan, *a: scanned.append(plan.key) or real(plan, *a)
+    )
+    monkeypatch.setattr(workers, "ProcessPoolExecutor", _no_semaphores)  # threads: seen here
+    by_bytes, by_lines, _ = _scan_both(ruleset, monkeypatch, content, 64 << 10)
+    assert len(set(scanned)) == 1 and len(scanned) == len(_chunks(content, 64 << 10))
+    assert by_lines.stats.sig_counts["hami-vgpu-monitor-nvml-error"] == 150
+    _same(by_bytes, by_lines)
+
+
 @settings(max_examples=200, deadline=None)
 @example(literals=["ababa"], sample="abab\n" * 10 + " baba" * 20)  # a common start: whole
 @given(

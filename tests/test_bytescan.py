@@ -420,11 +420,7 @@ def test_a_signature_frequent_only_after_the_head_is_counted_once_the_scan_meets
     content = _log(quiet, 200) + _log(loop, 500)
     monkeypatch.setattr(logs_mod, "PROFILE_BYTES", 4 << 10)  # the head sees no loop
     monkeypatch.setattr(bigscan, "REPLAN_MIN", 20)
-    scanned = []
-    real = bytescan.scan_chunk
-    monkeypatch.setattr(
-        bytescan, "scan_chunk", lambda plan, *a: scanned.append(plan.key) or real(plan, *a)
-    )
+    scanned = _spied(monkeypatch, bytescan, "scan_chunk", lambda args, _: args[0].key)
     monkeypatch.setattr(workers, "ProcessPoolExecutor", _no_semaphores)  # threads: seen here
     by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, content, 8 << 10)
     loop_sid = max(by_lines.stats.sig_counts, key=by_lines.stats.sig_counts.get)
@@ -874,6 +870,27 @@ def test_a_line_holding_a_literal_only_through_a_character_folding_to_ascii_is_a
     assert by_bytes.stats.sig_counts["txt-namespace-selector-conflict"] == 1
 
 
+# a literal the head holds the ending of on most lines ("err:"), a decoy holding its every start
+CUT_LITERAL = "nvml GetDeviceCount err:"
+NOISY = [f"E0815 10:00:00.0000{i:02d}  1 x.go:1] parse err: bad value {i}" for i in range(90)]
+DECOY = "I0815 10:00:00.000030  1 x.go:1] nvml GetDeviceCount errXYZ holds its every start"
+FOUND = f"E0815 10:00:00.000031  1 metrics.go:226] Failed to collect GPU info: {CUT_LITERAL} 999"
+
+
+def _spied(monkeypatch, module, name: str, keep) -> list:
+    """What `keep` makes of each call of module.name (its arguments, its result), in order."""
+    seen: list = []
+    real = getattr(module, name)
+
+    def spy(*args):
+        result = real(*args)
+        seen.append(keep(args, result))
+        return result
+
+    monkeypatch.setattr(module, name, spy)
+    return seen
+
+
 def test_a_literal_is_looked_for_up_to_its_ending_rarest_in_the_head_and_checked_whole(
     ruleset, monkeypatch
 ):
@@ -881,13 +898,8 @@ def test_a_literal_is_looked_for_up_to_its_ending_rarest_in_the_head_and_checked
     looks for each literal up to its ending the log's head holds least (here "err:" is on most
     lines). A line holding that start but not the literal is a candidate that no signature
     takes: the counts and rows are the line reader's."""
-    literal = "nvml GetDeviceCount err:"
-    noisy = [f"E0815 10:00:00.0000{i:02d}  1 x.go:1] parse err: bad value {i}" for i in range(90)]
-    decoy = "I0815 10:00:00.000030  1 x.go:1] nvml GetDeviceCount errXYZ holds its every start"
-    found = f"E0815 10:00:00.000031  1 metrics.go:226] Failed to collect GPU info: {literal} 999"
-    cuts = []
-    real = bytescan.rare_endings
-    monkeypatch.setattr(bytescan, "rare_endings", lambda *a: cuts.append(real(*a)) or cuts[-1])
+    literal, noisy, decoy, found = CUT_LITERAL, NOISY, DECOY, FOUND
+    cuts = _spied(monkeypatch, bytescan, "rare_endings", lambda _, cut: cut)
     monkeypatch.setattr(workers, "fork_pool", lambda *a: None)  # the cuts are made here
     # the decoy on 3 of the head's ~740 lines: under RARE_SHARE, its start as good as absent
     content = (
@@ -911,28 +923,16 @@ def test_a_literal_whose_start_is_common_in_the_head_is_looked_for_whole(ruleset
     be a candidate that no signature takes (140,000 of a 268 MB CRI log's). Where the head holds
     the start on more than RARE_SHARE of its lines and more often than the literal, the literal
     is looked for whole: no decoy is a candidate, and the counts are the line reader's."""
-    literal = "nvml GetDeviceCount err:"
-    noisy = [f"E0815 10:00:00.0000{i:02d}  1 x.go:1] parse err: bad value {i}" for i in range(90)]
-    decoy = "I0815 10:00:00.000030  1 x.go:1] nvml GetDeviceCount errXYZ holds its every start"
-    found = f"E0815 10:00:00.000031  1 metrics.go:226] Failed to collect GPU info: {literal} 999"
-    cuts = []
-    real = bytescan.rare_endings
-    monkeypatch.setattr(bytescan, "rare_endings", lambda *a: cuts.append(real(*a)) or cuts[-1])
+    literal, noisy, decoy, found = CUT_LITERAL, NOISY, DECOY, FOUND
+    cuts = _spied(monkeypatch, bytescan, "rare_endings", lambda _, cut: cut)
     monkeypatch.setattr(workers, "fork_pool", lambda *a: None)  # the cuts are made here
     # the decoy on 30 of the head's ~740 lines
     content = _log(noisy + VOCABULARY, 1) + _log([decoy, *VOCABULARY], 30) + _log([found], 3)
-    candidates: list[str] = []
-    real_add = bigscan._Candidates.add
-
-    def add(self, lines, texts, examinable):
-        candidates.extend(texts)
-        return real_add(self, lines, texts, examinable)
-
-    monkeypatch.setattr(bigscan._Candidates, "add", add)
+    handed = _spied(monkeypatch, bigscan._Candidates, "add", lambda args, _: args[2])  # texts
     by_bytes, by_lines, used = _scan_both(ruleset, monkeypatch, content, 4 << 10)
     assert _taken(used) == [True]
     assert [x for x in cuts[0] if literal.startswith(x)] == [literal]
-    assert not [x for x in candidates if "errXYZ" in x]
+    assert not [x for texts in handed for x in texts if "errXYZ" in x]
     _same(by_bytes, by_lines)
     assert by_bytes.stats.sig_counts["hami-vgpu-monitor-nvml-error"] == 3
 
@@ -945,34 +945,20 @@ def test_a_cut_start_on_every_line_of_a_later_loop_has_its_literals_looked_for_w
     the candidates, so no hot one helps. The chunk asks for a plan that looks for the literals
     that start whole: no line of the loop is a candidate from then on (that chunk and those
     under way scanned again), and the counts and rows are the line reader's."""
-    literal = "nvml GetDeviceCount err:"
-    noisy = [f"E0815 10:00:00.0000{i:02d}  1 x.go:1] parse err: bad value {i}" for i in range(90)]
-    decoy = "I0815 10:00:00.000030  1 x.go:1] nvml GetDeviceCount errXYZ holds its every start"
-    found = f"E0815 10:00:00.000031  1 metrics.go:226] Failed to collect GPU info: {literal} 999"
+    literal, noisy, decoy, found = CUT_LITERAL, NOISY, DECOY, FOUND
     head = _log(noisy + VOCABULARY, 1)
     monkeypatch.setattr(logs_mod, "PROFILE_BYTES", len(head))  # the head sees no loop
     monkeypatch.setattr(bigscan, "REPLAN_MIN", 20)
     content = head + _log([decoy, decoy, VOCABULARY[2]], 400) + _log([found], 3)
-    candidates: list[str] = []
-    real_add = bigscan._Candidates.add
-
-    def add(self, lines, texts, examinable):
-        candidates.extend(texts)
-        return real_add(self, lines, texts, examinable)
-
-    scanned = []
-    real = bytescan.scan_chunk
-    monkeypatch.setattr(
-        bytescan, "scan_chunk", lambda plan, *a: scanned.append(plan) or real(plan, *a)
-    )
-    monkeypatch.setattr(bigscan._Candidates, "add", add)
+    handed = _spied(monkeypatch, bigscan._Candidates, "add", lambda args, _: args[2])  # texts
+    scanned = _spied(monkeypatch, bytescan, "scan_chunk", lambda args, _: args[0])
     monkeypatch.setattr(workers, "ProcessPoolExecutor", _no_semaphores)  # threads: seen here
     by_bytes, by_lines, _ = _scan_both(ruleset, monkeypatch, content, 8 << 10)
     plans = list({plan.key: plan for plan in scanned}.values())
     assert len(plans) == 2 and plans[0].reported == plans[1].reported  # no hot signature more
     cut = [x for x in plans[1].cut if literal.startswith(x)]
     assert literal in cut and not [x for x in cut if x in decoy]
-    assert not [x for x in candidates if "errXYZ" in x]
+    assert not [x for texts in handed for x in texts if "errXYZ" in x]
     _same(by_bytes, by_lines)
     assert by_bytes.stats.sig_counts["hami-vgpu-monitor-nvml-error"] == 3
 
@@ -982,20 +968,14 @@ def test_candidates_that_are_hits_of_several_signatures_ask_for_no_plan(ruleset,
     each: none is hot), and all of them real: they hold a literal's cut start, but the literal
     too, so looking for it whole would take none out. No plan is asked for: each chunk is
     scanned once (a replan scans the chunks under way again)."""
-    literal = "nvml GetDeviceCount err:"
-    noisy = [f"E0815 10:00:00.0000{i:02d}  1 x.go:1] parse err: bad value {i}" for i in range(90)]
-    found = f"E0815 10:00:00.000031  1 metrics.go:226] Failed to collect GPU info: {literal} 999"
+    noisy, found = NOISY, FOUND
     third = "E0815 10:00:00.000032  1 x.go:1] Failed to initialize NVML: Unknown Error"
     filler = [f"I0815 10:00:00.000099  1 x.go:1] all good here {i}" for i in range(117)]
     head = _log(noisy + VOCABULARY, 1)
     content = head + _log([*filler, VOCABULARY[4], third, found], 150)
     monkeypatch.setattr(logs_mod, "PROFILE_BYTES", len(head))  # the head sees none of them
     monkeypatch.setattr(bigscan, "REPLAN_MIN", 20)
-    scanned = []
-    real = bytescan.scan_chunk
-    monkeypatch.setattr(
-        bytescan, "scan_chunk", lambda plan, *a: scanned.append(plan.key) or real(plan, *a)
-    )
+    scanned = _spied(monkeypatch, bytescan, "scan_chunk", lambda args, _: args[0].key)
     monkeypatch.setattr(workers, "ProcessPoolExecutor", _no_semaphores)  # threads: seen here
     by_bytes, by_lines, _ = _scan_both(ruleset, monkeypatch, content, 64 << 10)
     assert len(set(scanned)) == 1 and len(scanned) == len(_chunks(content, 64 << 10))

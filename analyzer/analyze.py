@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from analyzer.bundle.reader import BundleReader, Limits
 from analyzer.errors import BundleError
 from analyzer.facts.context import build_contexts
-from analyzer.parse.logs import Matcher
+from analyzer.parse.matcher import Matcher
 from analyzer.pipeline import ParsedBundle, parse_bundle, parse_files
 from analyzer.report.build import build_node, build_report
 from analyzer.report.model import NodeReport, Report

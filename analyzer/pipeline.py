@@ -15,7 +15,8 @@ from analyzer.bundle.reader import Limits, open_bundle
 from analyzer.bundle.recognise import recognise
 from analyzer.bundle.text import diff_after_side
 from analyzer.catalogue.kinds import Catalogue
-from analyzer.parse.logs import Matcher, ParsedLog, parse_log
+from analyzer.parse.logs import ParsedLog, parse_log
+from analyzer.parse.matcher import Matcher
 from analyzer.parse.node import NodeFacts, keep_nodes
 from analyzer.parse.registry import PARSERS
 

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from analyzer.bundle import recognise as recognise_mod
-from analyzer.parse import bigscan, bytescan, hsdb, literals, workers
+from analyzer.parse import bigscan, bytescan, hsdb, literals, scanplan, workers
 from analyzer.parse import logs as logs_mod
 from analyzer.parse import tally as tally_mod
 from analyzer.parse.batch import KLOG_HEADER
@@ -61,16 +61,16 @@ def _scan_both(ruleset, monkeypatch, content: bytes, chunk: int):
         patch.setattr(logs_mod, "POOL_BYTES", 20_000)
         patch.setattr(bigscan, "CHUNK_BYTES", chunk)
         used = []
-        real = logs_mod._byte_scan
+        real = scanplan.byte_scan
 
         def spy(*args, **kwargs):
             scan = real(*args, **kwargs)
             used.append(scan)
             return scan
 
-        patch.setattr(logs_mod, "_byte_scan", spy)
+        patch.setattr(scanplan, "byte_scan", spy)
         by_bytes = parse_texts(ruleset, {"device-plugin.log": content}).logs[0]
-        patch.setattr(logs_mod, "_byte_scan", lambda *args, **kwargs: None)
+        patch.setattr(scanplan, "byte_scan", lambda *args, **kwargs: None)
         by_lines = parse_texts(ruleset, {"device-plugin.log": content}).logs[0]
     assert by_bytes.artefact.text is None and by_lines.artefact.text is None
     return by_bytes, by_lines, used
@@ -1102,11 +1102,11 @@ def test_a_tallied_chunk_is_what_the_same_chunk_reported_line_by_line_is(
     head = _log([VOCABULARY[7]], 3)
     content = head + _loop(2000) + _log([VOCABULARY[7]], 3)
     plans = []
-    real = logs_mod._byte_scan
+    real = scanplan.byte_scan
     monkeypatch.setattr(
-        logs_mod, "_byte_scan", lambda *a, **k: plans.append(real(*a, **k)) or plans[-1]
+        scanplan, "byte_scan", lambda *a, **k: plans.append(real(*a, **k)) or plans[-1]
     )
-    monkeypatch.setattr(logs_mod, "TALLIED_SHARE", 0.3)  # a few unmatched errors among them
+    monkeypatch.setattr(scanplan, "TALLIED_SHARE", 0.3)  # a few unmatched errors among them
     with monkeypatch.context() as patch:  # the plan, made as a big log's
         patch.setattr(recognise_mod, "SMALL_FILE", 1)
         parse_texts(ruleset, {"device-plugin.log": content})
@@ -1193,9 +1193,9 @@ def test_any_loop_reads_the_same_tallied_as_by_the_line_reader(
 ):
     """A loop of any of these lines, each time with other numbers: tallied wherever its head
     repeats itself (the other thresholds lowered), it reads as the line reader reads it."""
-    monkeypatch.setattr(logs_mod, "TALLIED_SHARE", 0.01)
-    monkeypatch.setattr(logs_mod, "TALLIED_EVERY", 1 << 20)
-    monkeypatch.setattr(logs_mod, "TALLIED_MIN_LINES", 20)
+    monkeypatch.setattr(scanplan, "TALLIED_SHARE", 0.01)
+    monkeypatch.setattr(scanplan, "TALLIED_EVERY", 1 << 20)
+    monkeypatch.setattr(scanplan, "TALLIED_MIN_LINES", 20)
     head = [LOOP_LINES[0].format(0, 2), LOOP_LINES[1].format(0, 1)]  # a device plugin's log
     rounds = [[(0, 0), *picks]] * repeat  # each round re-patches the node (a tallied signature)
     lines = [

@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 
 from analyzer import progress as progress_mod
 from analyzer.bundle import recognise as recognise_mod
-from analyzer.parse import bigscan
+from analyzer.parse import bigscan, scanplan
 from analyzer.parse import logs as logs_mod
+from analyzer.parse import matcher as matcher_mod
 from analyzer.parse.literals import ignores_case, required_literals
 from analyzer.rules.templates import is_plain, render, template
 from conftest import REPO, parse_texts
@@ -67,7 +68,7 @@ def test_hot_and_case_insensitive_signatures_stream_like_the_small_path(ruleset,
     from analyzer.analyze import matcher_for
 
     lines = text.split("\n")[:-1]
-    hot = logs_mod.hot_signatures(matcher_for(ruleset).adapted(lines), lines)
+    hot = scanplan.hot_signatures(matcher_for(ruleset).adapted(lines), lines)
     assert {"dp-numa-sysfs-benign", "dp-annotation-updated"} <= set(hot)  # the path under test
     big = parse_texts(ruleset, {"dp.log": text}).logs[0]
     assert big.artefact.text is None
@@ -566,16 +567,16 @@ def test_a_short_texts_candidates_are_those_of_every_literals_automaton(ruleset,
     m = matcher_for(ruleset).for_kind("device-plugin-log")
 
     def found(presence_chars: int) -> list[tuple]:
-        logs_mod.PRESENCE_CHARS = presence_chars
+        matcher_mod.PRESENCE_CHARS = presence_chars
         cand = m.candidates(frame).select("line", "held", "held_folded", "odd")
         return [(n, sorted(held), sorted(folded), odd) for n, held, folded, odd in cand.iter_rows()]
 
-    saved = logs_mod.PRESENCE_CHARS
+    saved = matcher_mod.PRESENCE_CHARS
     try:
         assert sum(map(len, texts)) < saved  # short: searched for each literal
         assert found(saved) == found(-1)  # -1: no text is short enough
     finally:
-        logs_mod.PRESENCE_CHARS = saved
+        matcher_mod.PRESENCE_CHARS = saved
 
 
 @pytest.mark.parametrize("bulk", [True, False])
@@ -610,7 +611,7 @@ def test_case_insensitive_signatures_are_attributed_like_their_regex_on_every_ro
 
 
 @functools.cache
-def _plugin_matcher() -> logs_mod.Matcher:
+def _plugin_matcher() -> matcher_mod.Matcher:
     from analyzer.analyze import matcher_for
     from analyzer.rules.loader import load_ruleset
 
@@ -645,7 +646,7 @@ def test_the_sample_counts_adapted_keeps_are_what_hot_signatures_would_count(lin
         assert held.get(literal, 0) == sum(literal in line for line in lines)
     searched = copy.copy(adapted)
     searched.sample_counts = None
-    assert logs_mod.hot_signatures(adapted, lines) == logs_mod.hot_signatures(searched, lines)
+    assert scanplan.hot_signatures(adapted, lines) == scanplan.hot_signatures(searched, lines)
 
 
 @settings(max_examples=300, deadline=None)
@@ -653,9 +654,11 @@ def test_the_sample_counts_adapted_keeps_are_what_hot_signatures_would_count(lin
 def test_a_pattern_is_plain_when_its_plain_text_is_itself(pattern):
     """`_is_plain`, one search for a metacharacter, says what `plain_text` does: a regex that
     matches exactly its own text as written (an escaped punctuation mark is not that)."""
-    assert logs_mod._is_plain(pattern) == (logs_mod.plain_text(pattern) == pattern)
+    assert matcher_mod._is_plain(pattern) == (matcher_mod.plain_text(pattern) == pattern)
 
 
 def test_every_signatures_pattern_is_plain_as_its_plain_text_says(ruleset):
     for sig in ruleset.signatures.values():
-        assert logs_mod._is_plain(sig.pattern) == (logs_mod.plain_text(sig.pattern) == sig.pattern)
+        assert matcher_mod._is_plain(sig.pattern) == (
+            matcher_mod.plain_text(sig.pattern) == sig.pattern
+        )

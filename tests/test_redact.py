@@ -2052,3 +2052,38 @@ def test_selected_lines_are_read_a_run_of_lines_at_a_time(monkeypatch, final_new
     got = lesson(Lines.joined)
     assert {"hawkeye", "gpu-b7"} <= {v for f in got[0] for v in f}
     assert got == lesson(lambda self, idx: "\n".join(self.get(idx)))
+
+
+@pytest.mark.parametrize("fork_min", [0, 1 << 40])
+@pytest.mark.parametrize("chunk", [1 << 13, 1 << 30])
+def test_a_secret_cut_mid_character_is_redacted_on_every_path(tmp_path, fork_min, chunk):
+    """A value holding a byte of invalid UTF-8 (a secret cut mid-character) is a name no
+    polars text can hold: it is replaced everywhere by the regex, in one piece or many, in
+    worker processes or threads (it stopped the redaction with an internal error), and the map
+    stays a UTF-8 file a later run can extend (it held the raw byte, which `--map` refused)."""
+    from unittest import mock
+
+    import analyzer.redact.discover as discover
+    import analyzer.redact.lines as lines_module
+
+    filler = b"I0815 00:00:00.000000       1 health.go:91] device GPU-0 is healthy\n" * 300
+    log = filler + b"I0815 00:00:01.0 1 main.go:5] password: hunter2secret\xc3\n" + filler
+    log += b"I0815 00:00:02.0 1 main.go:9] retrying with hunter2secret\xc3 again\n" + filler
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "device-plugin.log").write_bytes(log)
+    with (
+        mock.patch.object(discover, "CHUNK", chunk),
+        mock.patch.object(discover, "FORK_MIN", fork_min),
+        mock.patch.object(discover, "HYPERSCAN_MIN", 1 << 12),
+        mock.patch.object(lines_module, "HYPERSCAN_MIN", 1 << 12),
+    ):
+        redact_tree(src, tmp_path / "out", map_file=tmp_path / "map.json")
+    out = (tmp_path / "out" / "device-plugin.log").read_bytes()
+    assert b"hunter2secret" not in out
+    assert out.count(b"secret-1") == 2
+    # the map is UTF-8 (the byte as JSON's escape), and a later run reads the same value back
+    assert (
+        json.loads((tmp_path / "map.json").read_text("utf-8"))["secret-1"] == "hunter2secret\udcc3"
+    )
+    assert TokenMap.load(tmp_path / "map.json").lookup("hunter2secret\udcc3") == "secret-1"

@@ -56,8 +56,16 @@ def _timed_out(r_id: str, where: str) -> AnalyzerError:
 
 
 def literal_prefilter(values: list[str]) -> str:
-    """A prefilter (Rust regex) for lines holding any of `values`."""
-    return "|".join(regex.escape(v) for v in sorted(values, key=len, reverse=True))
+    """A prefilter (Rust regex) for lines holding any of `values`. A byte of invalid UTF-8 in a
+    value (read as a lone surrogate: Rust's regex and Hyperscan take no such character) is any
+    character there: only a line that is not UTF-8 holds such a value, and polars holds none."""
+    return "|".join(
+        "".join("." if _SURROGATE.match(c) else regex.escape(c) for c in v)
+        for v in sorted(values, key=len, reverse=True)
+    )
+
+
+_SURROGATE = regex.compile("[\udc80-\udcff]")
 
 
 def token_shapes(redactors: list[Redactor]) -> tuple[regex.Pattern, str]:
@@ -467,8 +475,11 @@ class Redaction:
         self.names_prefilter = literal_prefilter(ordered) if self.names else None
         # a name with the letter or digit it may touch (gpu-1 in gpu-10: the regex is needed)
         self.names_touching = f"[A-Za-z0-9]?(?:{alts})[A-Za-z0-9]?"
-        self.names_list = pl.Series(list(self.names), dtype=pl.String)
-        self.names_clear = _clear(set(self.names))
+        # a name holding a byte of invalid UTF-8 (a secret cut mid-character) is in no text
+        # polars holds: the names are then replaced by the regex alone
+        utf8 = not any(_SURROGATE.search(n) for n in self.names)
+        self.names_list = pl.Series(list(self.names) if utf8 else [], dtype=pl.String)
+        self.names_clear = utf8 and _clear(set(self.names))
 
     def text(self, text: str, where: str) -> str:
         return self._run(Lines(text), where, None, None).text()

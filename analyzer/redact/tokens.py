@@ -91,10 +91,12 @@ class TokenMap:
         return dict(sorted(self._values.items(), key=lambda kv: _natural(kv[0])))
 
     def write(self, path: Path) -> None:
-        """The token -> value table, readable by its owner only: it undoes the redaction."""
+        """The token -> value table, readable by its owner only: it undoes the redaction. A
+        byte of invalid UTF-8 in a value (a lone surrogate here) is written as JSON's escape of
+        it (`\\udcc3`): the file stays UTF-8, and json reads the same value back."""
         try:
             with atomic_path(path, private=True) as tmp:
-                with tmp.open("w", encoding="utf-8", errors="surrogateescape") as fh:
+                with tmp.open("w", encoding="utf-8", errors="backslashreplace") as fh:
                     json.dump(self.mapping(), fh, indent=2, ensure_ascii=False)
                     fh.write("\n")
         except OSError as exc:

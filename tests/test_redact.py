@@ -731,6 +731,64 @@ def test_private_key_cut_by_a_piece_boundary_is_redacted_whole(tmp_path, monkeyp
     assert (tmp_path / "out" / "x.log").read_text() == head + "key-1\ntail\n"
 
 
+SECRET_ITEM = (
+    "- apiVersion: v1\n  data:\n    tls.crt: {v}\n    config.yaml: {v}\n  kind: Secret\n"
+    "  metadata:\n    name: s-{i}\n    namespace: default\n  type: Opaque\n"
+)
+SECRET_MEMBER = (
+    '        {{\n            "apiVersion": "v1",\n            "data": {{\n'
+    '                "tls.crt": "{v}"\n            }},\n            "kind": "Secret",\n'
+    '            "metadata": {{\n                "name": "s-{i}"\n            }}\n        }},\n'
+)
+
+
+@pytest.mark.parametrize("item", [SECRET_ITEM, SECRET_MEMBER], ids=["yaml", "json"])
+def test_a_secret_cut_by_a_piece_boundary_has_its_data_redacted(tmp_path, monkeypatch, item):
+    """A `kubectl get secrets -o yaml|json` List in 4 KiB pieces, a piece boundary at every
+    line of some item in turn: its data block and its `kind` were in different pieces, and
+    the values of the first stayed (only PEM blocks moved a cut)."""
+    import analyzer.redact.discover as discover
+
+    monkeypatch.setattr(discover, "CHUNK", 4096)
+    head = "apiVersion: v1\nitems:\n" if item is SECRET_ITEM else '{\n    "items": [\n'
+    items = [item.format(i=i, v=f"UNIQ-{i}-planted") for i in range(400)]
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "secrets.txt").write_text(head + "".join(items))
+    redact_tree(src, tmp_path / "out")
+    out = (tmp_path / "out" / "secrets.txt").read_text()
+    assert "UNIQ-" not in out
+    assert out.count("kind: Secret" if item is SECRET_ITEM else '"kind": "Secret"') == 400
+
+
+@pytest.mark.parametrize("before", [60, 200, 700, 1500])
+def test_a_base64_key_wrapped_over_lines_and_cut_by_a_piece_boundary_is_redacted_whole(
+    tmp_path, monkeypatch, before
+):
+    """A base64 PEM key wrapped at 76 characters, starting `before` bytes before a 4 KiB
+    piece boundary: the lines after the cut stayed (the blob's start was in the piece before)."""
+    import base64
+
+    import analyzer.redact.discover as discover
+
+    body = "".join(f"MIIEpAIBAAKCAQEA{i:04d}plantedkeymaterial" for i in range(30))
+    pem = f"-----BEGIN RSA PRIVATE KEY-----\n{body}\n-----END RSA PRIVATE KEY-----\n"
+    blob = base64.b64encode(pem.encode()).decode()
+    wrapped = [blob[i : i + 76] for i in range(0, len(blob), 76)]
+    head = "".join(f"I0815 00:00:00.0 1 a.go:1] line {n}\n" for n in range(200))
+    head = head[: head.rfind("\n", 0, 4096 - before) + 1]
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "app.log").write_text(head + "key:\n" + "\n".join(wrapped) + "\n" + head)
+    redact_tree(src, tmp_path / "whole")  # one piece
+    monkeypatch.setattr(discover, "CHUNK", 4096)
+    redact_tree(src, tmp_path / "out")
+    out = (tmp_path / "out" / "app.log").read_text()
+    assert out == (tmp_path / "whole" / "app.log").read_text()
+    # all but its last line, which holds the end marker (the pattern reads lines of 60 or more)
+    assert not any(line in out for line in wrapped[:-1]) and "key:\nkey-1\n" in out
+
+
 def test_unterminated_private_key_is_redacted_to_its_end():
     text = "a\n-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nQUJD/+==\n"
     assert Redaction(load_redactors(), {}, TokenMap()).text(text, "a") == "a\nkey-1"
@@ -990,6 +1048,15 @@ PIECE_PARTS = st.sampled_from(
         b"-----END RSA PRIVATE KEY-----",
         b"\xc3\xa9",
         b"gpu-node-2",
+        # a YAML or JSON document's lines, and a base64 PEM blob wrapped over lines
+        b"- apiVersion: v1",
+        b"  data:",
+        b"    tls.key: x",
+        b"kind: Secret",
+        b"---",
+        b"    {",
+        b"LS0tLS1CRUdJT",
+        b"QUJD" * 16,
     ]
 )
 
@@ -1430,6 +1497,10 @@ def test_spans_told_by_block_ends_cut_as_chunks(tmp_path, monkeypatch):
             lines.append(b"-----END RSA PRIVATE KEY-----")
         elif kind < 0.05:
             lines.append(b"x" * rng.randrange(100, 400))
+        elif kind < 0.06:
+            lines.append(rng.choice([b"- apiVersion: v1", b"---", b"        {", b"LS0tLS1CRUdJT"]))
+        elif kind < 0.12:
+            lines.append(rng.choice([b"  data:", b"    a: b", b"QUJD" * 16]))
         else:
             lines.append(b"y" * rng.randrange(0, 40))
     path = tmp_path / "f.log"

@@ -9,6 +9,7 @@ redacted alone still loses a node name learnt from another file."""
 from __future__ import annotations
 
 import os
+import re
 import stat
 import threading
 from collections import deque
@@ -37,6 +38,15 @@ PEM_BEGIN, PEM_END = b"-----BEGIN ", b"-----END "
 LONG_LINE = 4  # pieces a line may grow to before it is cut anyway: memory stays bounded
 PEM_MAX = 1 << 20  # bytes from a piece's end searched for a PEM block it cuts (a key is ~3 KB)
 SPAN_TAIL = 64 << 10  # bytes beyond PEM_MAX that `spans` reads of a block's end to find its cut
+# base64 of `-----BEGIN` at its three alignments (base64-private-key's prefilter), and a line of
+# such a blob wrapped over lines (its pattern's continuation)
+_B64_PEM = re.compile(rb"LS0tLS1CRUdJT|LS0tQkVHSU4|LS0tLUJFR0lO")
+_B64_LINE = re.compile(rb"[A-Za-z0-9+/]{60,}={0,2}")
+# a line of a YAML or JSON document (indented, a list item, a bracket, a quoted member, a key)
+# and one that starts an object no earlier line belongs to (a document, a top-level list item,
+# a bracket alone: a list's next object)
+_STRUCTURED = re.compile(rb"[ \t\-{}\[\]\"]|[A-Za-z_][\w.-]*:(?:[ \t]|$)")
+_OBJECT_START = re.compile(rb"---|- |[{\[][ \t]*$|[ \t]+[{\[][ \t]*$")
 SCANS = 2  # pieces the first pass studies at once (worker processes, else threads)
 FORK_MIN = 4 * CHUNK  # bytes from which a file's first pass runs in worker processes
 
@@ -144,7 +154,7 @@ def _cut_from_tail(tail: bytearray, offset: int) -> int | None:
     if begin >= 0 and tail.find(PEM_END, begin, cut) < 0:
         line = tail.rfind(b"\n", 0, begin) + 1
         return offset + line if line > 0 else None
-    return offset + cut
+    return offset + _whole_blocks(tail, cut, cut - PEM_MAX)
 
 
 def prepared(
@@ -196,7 +206,43 @@ def _cut(block: bytes | bytearray, whole_lines: bool = True) -> int:
         line = block.rfind(b"\n", 0, begin) + 1
         if line > 0:
             return line
+    return _whole_blocks(block, cut, max(0, cut - PEM_MAX))
+
+
+def _whole_blocks(data: bytes | bytearray, cut: int, floor: int) -> int:
+    """The cut (after a newline) moved back so that what a whole-text redactor reads across
+    lines stays in one piece: before a base64 PEM blob wrapped over lines (the line its start
+    is on), and in a YAML or JSON document, before the object the cut is in (a Secret's `data:`
+    block and its `kind` may be either side: cut apart, no piece held both). Looked for back to
+    `floor` (PEM_MAX before the cut, or the piece's start), on lines that start after it (the
+    same lines whether the piece or only its last bytes are read: `spans` cuts where `chunks`
+    does); where it is not found there, the cut stays (a block as big is no block)."""
+    prev = _line_before(data, cut)  # the last whole line before the cut
+    if cut <= 0 or prev <= floor:
+        return cut
+    line = bytes(data[prev : cut - 1])
+    if _B64_PEM.search(line) or _B64_LINE.fullmatch(line):
+        head = prev  # back over the blob's wrapped lines, then to the line of its start
+        while (before := _line_before(data, head)) > floor and _B64_LINE.fullmatch(
+            data, before, head - 1
+        ):
+            head = before
+        if not _B64_PEM.search(data, head, cut) and (before := _line_before(data, head)) > floor:
+            head = before  # the blob's start and more on one line (`tls.key: LS0t...`)
+        return head if head > floor and _B64_PEM.search(data, head, cut) else cut
+    if not _STRUCTURED.match(line):
+        return cut
+    at = prev
+    while at > floor:
+        if _OBJECT_START.match(data, at, data.find(b"\n", at)):
+            return at
+        at = _line_before(data, at)
     return cut
+
+
+def _line_before(data: bytes | bytearray, start: int) -> int:
+    """Where the line before the one starting at `start` starts."""
+    return data.rfind(b"\n", 0, max(start - 1, 0)) + 1
 
 
 def text_sources(sources: list[SourceFile]) -> list[SourceFile]:

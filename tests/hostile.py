@@ -436,6 +436,26 @@ def _verdict(category: str, *words: str) -> Callable[[Any], None]:
 
 
 # ---- hangs and unbounded work ---------------------------------------------------------------
+@bounded(_verdict("plugin-crash-nvml", "nvml-driver-mismatch"))
+def small_log_of_blank_lines(d: Path) -> Run:
+    """A device plugin's log under 16 MiB holding 4 MiB of blank lines (a line per byte) before its error:
+    a file under 16 MiB was read and segmented line by line (22 s, 1.7 GB); a log of so many
+    lines is streamed."""
+    head = b"I0815 00:00:00.000000       1 health.go:91] device GPU-0 is healthy\n" * 200
+    error = b"E0815 10:00:00.000001       1 nvidia.go:40] nvml: Init failed: Driver/library"
+    log = head + b"\n" * (4 << 20) + error + b" version mismatch\n"
+    root = _bundle(d, {"node.yaml": NODE, "device-plugin.log": log})
+    return Run(["analyze", str(root), "--format", "json"], [root], cpu_limit_s=10.0)
+
+
+@bounded(_code(0, 1))
+def text_of_four_million_lines(d: Path) -> Run:
+    """4,194,304 lines of two bytes that no marker recognises: not a log, not a document; left
+    out with its reason rather than segmented line by line (10 s, 1.5 GB)."""
+    root = _bundle(d, {"node.yaml": NODE, "notes.txt": b"x\n" * (4 << 20)})
+    return Run(["analyze", str(root), "--format", "json"], [root], cpu_limit_s=10.0)
+
+
 @bounded(_error("tar extended header of 400,001 bytes", "CVE-2024-6232"))
 def tar_pax_header_400k_digits(d: Path) -> Run:
     """A 1 KB .tar.gz whose pax header holds 400,000 digits: tarfile's header regex is quadratic

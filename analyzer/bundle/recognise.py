@@ -18,6 +18,10 @@ from analyzer.catalogue.kinds import Catalogue
 from analyzer.structured import SHELL_PROMPT
 
 SMALL_FILE = 16 << 20  # read whole and segment below this size; stream logs above it
+# ... or a log of more lines than this (16 MiB of lines of 67 bytes): reading and segmenting
+# is Python work per line, and a file of blank lines holds a line per byte (4 MiB of them took
+# 22 s and 1.7 GB)
+SMALL_LINES = 250_000
 HEAD_BYTES = 256 << 10
 PARAGRAPH_SPLIT_MAX = 1 << 20  # split blank-line separated parts only in pastes up to this
 
@@ -82,6 +86,20 @@ def recognise(
                     Artefact(f, "unrecognised", f"{f.size >> 20} MiB {kind}: too large to parse")
                 )
             continue
+        if not text.strip():
+            out.append(Artefact(f, "empty", "empty or only white space", 1, ""))
+            continue
+        if (lines := text.count("\n")) > SMALL_LINES:
+            kind, reason = sniff(text, catalogue)
+            k = catalogue.get(kind)
+            if k is not None and k.is_log:
+                out.append(Artefact(f, kind, reason + " (streamed: many short lines)"))
+                continue
+            if not _structured(kind, catalogue):  # an object or a config is parsed whole
+                out.append(
+                    Artefact(f, "unrecognised", f"{lines:,} lines of {kind}: too many to parse")
+                )
+                continue
         out.extend(_split(f, text, catalogue))
     return out, warnings
 

@@ -2158,3 +2158,20 @@ def test_a_secret_cut_mid_character_is_redacted_on_every_path(tmp_path, fork_min
         json.loads((tmp_path / "map.json").read_text("utf-8"))["secret-1"] == "hunter2secret\udcc3"
     )
     assert TokenMap.load(tmp_path / "map.json").lookup("hunter2secret\udcc3") == "secret-1"
+
+
+def test_a_value_too_long_to_be_a_name_is_replaced_where_it_is_found_only():
+    """A key's value read to its line's end (`password: ` and 512 KB) is replaced there, but
+    not sought everywhere: as a name it made every piece's names search crawl (minutes, 1 GB).
+    One of MAX_EVERYWHERE characters still is."""
+    from analyzer.redact.engine import MAX_EVERYWHERE
+
+    long = "hunter2 " + "y" * (512 << 10)
+    fits = "hunter3 " + "y" * (MAX_EVERYWHERE - 8)
+    text = f"a: 1\npassword: {long}\ntoken: {fits}\nlater {fits}\n"
+    learner = Learner(load_redactors())
+    plan = learner.piece(text.encode(), "p")
+    assert long not in learner.names and fits in learner.names
+    run = Redaction(load_redactors(), learner.names, TokenMap(learner.reserved))
+    out = run.piece(text.encode(), "p", plan).decode()
+    assert out == "a: 1\npassword: secret-2\ntoken: secret-1\nlater secret-1\n"

@@ -39,6 +39,12 @@ STRETCH = 256 << 10  # bytes of a row of text between planned lines (see `Stretc
 # 300 MB until the second pass
 PLANNED_MAX = 16_384
 MIN_EVERYWHERE = 8  # characters a pattern's value needs to be replaced beyond where it was found
+# ... and at most: a longer one is replaced where it is found only (a key's value read to its
+# line's end, `password: ` and a megabyte, made the names search of every piece crawl: minutes,
+# 1 GB; `regex` looks for a long literal of repeated characters in time that grows with its
+# cube, 21 s for 4,096). Values that long and secret have patterns of their own that find them
+# anywhere (JWTs, base64 keys)
+MAX_EVERYWHERE = 256
 # a name is a whole word, but may be joined to others by - _ . / (device-plugin-gpu-1.log,
 # kube-apiserver-gpu-1, gpu-1.example.com-): gpu-1 is not in gpu-10 nor in agpu-1
 WORD = r"(?<![A-Za-z0-9])(?:{alts})(?![A-Za-z0-9])"
@@ -113,12 +119,16 @@ def find_values(r: Redactor, text: str, where: str) -> dict[str, str]:
     the names a `find` redactor reads, and what an `everywhere` redactor matches if long enough
     not to be a common word (a password `nvidia` replaced everywhere would rewrite every resource
     name)."""
-    shortest = 1 if r.mode == "find" else MIN_EVERYWHERE
     out: dict[str, str] = {}
     for _, value in _values(r, text, where):
-        if len(value) >= shortest:
+        if _everywhere(r, value):
             out.setdefault(value, r.token)
     return out
+
+
+def _everywhere(r: Redactor, value: str) -> bool:
+    """Whether a value `r` found is replaced wherever it is (a name always, if not too long)."""
+    return (1 if r.mode == "find" else MIN_EVERYWHERE) <= len(value) <= MAX_EVERYWHERE
 
 
 def lines_values(
@@ -139,7 +149,6 @@ def lines_values(
     starts = [0]
     for line in lines[:-1]:
         starts.append(starts[-1] + len(line) + 1)
-    shortest = 1 if r.mode == "find" else MIN_EVERYWHERE
     found: dict[str, str] = {}
     held: set[int] = set()
     for start, value in _values(r, text, where):
@@ -147,7 +156,7 @@ def lines_values(
             found, every = _line_by_line(r, lines, where)
             return found, every if holds else []
         held.add(bisect_right(starts, start) - 1)
-        if len(value) >= shortest:
+        if _everywhere(r, value):
             found.setdefault(value, r.token)
     return found, sorted(held) if holds else []
 
@@ -217,12 +226,11 @@ def _kept_all(r: Redactor, listed: list[str]) -> bool:
 def _found_listed(r: Redactor, listed: list[str]) -> dict[str, str]:
     """`find_values` made from the listed values as `_values` makes them (a name's trailing
     `.`, `-` or `_` dropped, kept values left out), in the order found."""
-    shortest = 1 if r.mode == "find" else MIN_EVERYWHERE
     out: dict[str, str] = {}
     for value in dict.fromkeys(listed):
         if r.mode == "find":
             value = value.rstrip(".-_")
-        if len(value) >= shortest and value not in out and not r.kept(value):
+        if _everywhere(r, value) and value not in out and not r.kept(value):
             out[value] = r.token
     return out
 

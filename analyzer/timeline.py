@@ -204,10 +204,13 @@ def episodes(
     # a small timeline is read as rows, each question answered in Python (two queries cost a
     # small bundle's run ~4 ms); tests/test_episodes.py reads every case both ways
     rows = _rows(frame) if frame.height <= READ_WHOLE_ROWS else None
+    # a big log's timeline holds the lines it kept, not all of them
+    sampled = frozenset(log.artefact.file.name for log in ctx.logs if not log.stats.all_lines_kept)
     if rows is None:
-        flagged, per_file = _flagged_rows(frame, ep.gap_seconds, last_ok), _clocks(frame)
+        flagged, per_file = _flagged_rows(frame, ep.gap_seconds, last_ok, sampled), _clocks(frame)
     else:
-        flagged, per_file = _flagged_of(rows, ep.gap_seconds, last_ok), _clocks_of(rows)
+        flagged = _flagged_of(rows, ep.gap_seconds, last_ok, sampled)
+        per_file = _clocks_of(rows)
     for source in ep.gap_seconds:
         for t, src, file, line, _msg, gap, _fault in flagged:
             if src == source and gap is not None:
@@ -223,8 +226,6 @@ def episodes(
         issues.append(
             "klog lines carry no year and the bundle gave no clue: times are shown without a year"
         )
-    # a big log's timeline holds the lines it kept, not all of them
-    sampled = {log.artefact.file.name for log in ctx.logs if not log.stats.all_lines_kept}
     for file, (back, _a, _b) in per_file.items():
         if back:
             which = f"{back} of the lines kept" if file in sampled else f"{back} line(s)"
@@ -249,18 +250,36 @@ GAPS_SHOWN = 20  # per log kind
 
 
 def _flagged_rows(
-    frame: pl.DataFrame, gap_seconds: dict[str, float], last_ok: dt.datetime | None
+    frame: pl.DataFrame,
+    gap_seconds: dict[str, float],
+    last_ok: dt.datetime | None,
+    sampled: frozenset[str] = frozenset(),
 ) -> list[tuple]:
     """The events that end a gap (a kind of `gap_seconds` silent for longer than its limit
     between two of its lines with a severity; the first GAPS_SHOWN per kind) and the first
     error after `last_ok`, as (time, source, file, line, message, gap, fault) rows in time
-    order: one query (a small bundle's run paid a few tenths of a millisecond per query)."""
-    source, severity = pl.col("source"), pl.col("severity")
+    order: one query (a small bundle's run paid a few tenths of a millisecond per query). In a
+    `sampled` file (a big log's kept lines) two lines are known to have nothing between them
+    only when they are neighbours: others end no gap (the lines between were not kept)."""
+    source, severity, file, line = (
+        pl.col("source"),
+        pl.col("severity"),
+        pl.col("file"),
+        pl.col("line"),
+    )
     limits = {kind: float(seconds) for kind, seconds in gap_seconds.items()}  # YAML: int or float
     limit = source.replace_strict(limits, default=None, return_dtype=pl.Float64)
     dated = severity.is_not_null() & limit.is_not_null()
     gap = pl.when(dated).then(pl.col("time").diff().dt.total_seconds().over(source, dated))
     is_gap = (gap > limit).fill_null(False)
+    if sampled:
+        before_file, before_line = (
+            file.shift().over(source, dated),
+            line.shift().over(source, dated),
+        )
+        neighbours = (file == before_file) & (line == before_line + 1)
+        unseen = file.is_in(list(sampled)) | before_file.is_in(list(sampled))
+        is_gap = is_gap & (neighbours | ~unseen).fill_null(False)
     fault = severity.is_in(["E", "F"])
     if last_ok is not None:
         fault = fault & (pl.col("time") > last_ok)
@@ -297,11 +316,15 @@ def _whole_seconds(delta: dt.timedelta) -> int:
 
 
 def _flagged_of(
-    rows: list[Row], gap_seconds: dict[str, float], last_ok: dt.datetime | None
+    rows: list[Row],
+    gap_seconds: dict[str, float],
+    last_ok: dt.datetime | None,
+    sampled: frozenset[str] = frozenset(),
 ) -> list[tuple]:
     """`_flagged_rows` of a timeline read as rows (a fault that is not the first is False)."""
     limits = {kind: float(seconds) for kind, seconds in gap_seconds.items()}
-    last: dict[str, dt.datetime] = {}  # per kind, the time of its last line with a severity
+    # per kind, its last line with a severity: time, file, line
+    last: dict[str, tuple[dt.datetime, str, int]] = {}
     gaps: dict[str, int] = {}  # per kind, its gaps so far
     out: list[tuple] = []
     faulted = False
@@ -309,8 +332,12 @@ def _flagged_of(
         gap = None
         limit = limits.get(source)
         if severity is not None and limit is not None:
-            before, last[source] = last.get(source), time
-            if before is not None and (seconds := _whole_seconds(time - before)) > limit:
+            before, last[source] = last.get(source), (time, file, line)
+            if (
+                before is not None
+                and (seconds := _whole_seconds(time - before[0])) > limit
+                and ((before[1], before[2] + 1) == (file, line) or not {file, before[1]} & sampled)
+            ):
                 gaps[source] = gaps.get(source, 0) + 1
                 gap = seconds if gaps[source] <= GAPS_SHOWN else None
         fault = not faulted and severity in ("E", "F") and (last_ok is None or time > last_ok)

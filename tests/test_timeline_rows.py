@@ -52,16 +52,18 @@ def timelines(draw):
     rows=timelines(),
     limits=st.dictionaries(st.sampled_from(KINDS[:3]), st.sampled_from([0, 1, 1.5, 60, 120.5])),
     last_ok=st.one_of(st.none(), st.floats(0, 3000), st.integers(0, 59)),  # int: an event's
+    sampled=st.frozensets(st.sampled_from(["a.log", "b.log"])),
 )
-def test_a_timeline_read_as_rows_gives_what_its_queries_give(rows, limits, last_ok):
+def test_a_timeline_read_as_rows_gives_what_its_queries_give(rows, limits, last_ok, sampled):
     """The gaps, the first fault and each file's clock, read from Python rows and by polars'
-    queries alike (whole seconds cut toward zero, ties kept in the timeline's order)."""
+    queries alike (whole seconds cut toward zero, ties kept in the timeline's order, a big
+    log's kept lines ending a gap only after their neighbour)."""
     frame = events(*rows)
     if isinstance(last_ok, int):  # the time of an event: "after" it excludes it
         last_ok = rows[last_ok % len(rows)][0] if rows else None
     ok = None if last_ok is None else T0 + dt.timedelta(seconds=last_ok)
-    by_rows = timeline._flagged_of(timeline._rows(frame), limits, ok)
-    by_queries = timeline._flagged_rows(frame, limits, ok)
+    by_rows = timeline._flagged_of(timeline._rows(frame), limits, ok, sampled)
+    by_queries = timeline._flagged_rows(frame, limits, ok, sampled)
     assert [(*r[:6], bool(r[6])) for r in by_queries] == by_rows
     assert timeline._clocks_of(timeline._rows(frame)) == timeline._clocks(frame)
 
@@ -137,3 +139,30 @@ def test_a_timeline_built_from_rows_is_the_one_its_query_builds(ctx):
         by_query = timeline.build_timeline(ctx)
     assert by_rows.schema == by_query.schema
     assert by_rows.equals(by_query)
+
+
+@pytest.mark.parametrize("read", ["rows", "queries"])
+def test_kept_lines_of_a_big_log_end_a_gap_only_after_their_neighbour(read):
+    """A big log keeps the first and last lines of each signature, not the lines between: two
+    kept lines an hour apart with lines between them are no silence (a scan's timeline said
+    "silent for 2001s" of a log that wrote every 2 ms); a kept line's neighbour an hour later
+    is, and so is any hour in a log kept whole."""
+    hour = 3600
+    rows = [
+        (0, "device-plugin-log", "big.log", 10, "I", "m"),
+        (hour, "device-plugin-log", "big.log", 5000, "I", "m"),  # lines 11-4999 not kept
+        (2 * hour, "device-plugin-log", "big.log", 5001, "I", "m"),  # its neighbour
+        (3 * hour, "device-plugin-log", "small.log", 7, "I", "m"),  # another file after it
+        (4 * hour, "device-plugin-log", "small.log", 9, "I", "m"),  # kept whole: 8 is dateless
+    ]
+    frame = events(*rows)
+    limits = {"device-plugin-log": 600}
+    sampled = frozenset({"big.log"})
+    if read == "rows":
+        flagged = timeline._flagged_of(timeline._rows(frame), limits, None, sampled)
+    else:
+        flagged = timeline._flagged_rows(frame, limits, None, sampled)
+    assert [(file, line) for _t, _s, file, line, _m, gap, _f in flagged if gap] == [
+        ("big.log", 5001),
+        ("small.log", 9),
+    ]

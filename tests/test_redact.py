@@ -2175,3 +2175,44 @@ def test_a_value_too_long_to_be_a_name_is_replaced_where_it_is_found_only():
     run = Redaction(load_redactors(), learner.names, TokenMap(learner.reserved))
     out = run.piece(text.encode(), "p", plan).decode()
     assert out == "a: 1\npassword: secret-2\ntoken: secret-1\nlater secret-1\n"
+
+
+def _sweep_object(kind: str) -> str:
+    """One thing a whole-text redactor reads across lines, as `kind`."""
+    import base64
+
+    body = "".join(f"MIIEpAIBAAKCAQEA{i:04d}plantedkeymaterial" for i in range(12))
+    pem = f"-----BEGIN RSA PRIVATE KEY-----\n{body[:64]}\n{body[64:128]}\n-----END RSA PRIVATE KEY-----\n"
+    if kind == "pem":
+        return pem
+    if kind == "base64":
+        blob = base64.b64encode(pem.encode()).decode()
+        return "key:\n" + "\n".join(blob[i : i + 76] for i in range(0, len(blob), 76)) + "\n"
+    return SECRET_ITEM.format(i=1, v="UNIQ-planted-value")
+
+
+@pytest.mark.parametrize("kind", ["pem", "base64", "yaml"])
+def test_a_piece_boundary_anywhere_in_a_block_changes_nothing(tmp_path, monkeypatch, kind):
+    """A PEM key, a base64 key wrapped over lines, a Secret's list item: redacted in 4 KiB
+    pieces, with the boundary at each of its lines in turn (and just before and after it), the
+    file reads as redacted in one piece. (A cut moved back to an object's start once fell inside
+    a closed PEM block: `---` took `-----END`.)"""
+    import analyzer.redact.discover as discover
+
+    block = _sweep_object(kind)
+    head = "apiVersion: v1\nitems:\n" if kind == "yaml" else ""
+    filler = "".join(f"- note: line {n}\n" if kind == "yaml" else f"line {n}\n" for n in range(900))
+    src, whole, cut = tmp_path / "in", tmp_path / "whole", tmp_path / "cut"
+    src.mkdir()
+    for start in range(4096 - len(block) - 40, 4096 + 40, 23):
+        pad = filler[: filler.rfind("\n", 0, max(start - len(head), 1)) + 1]
+        (src / "f.txt").write_text(head + pad + block + filler)
+        for out in (whole, cut):
+            shutil.rmtree(out, ignore_errors=True)
+        monkeypatch.setattr(discover, "CHUNK", 1 << 20)
+        redact_tree(src, whole)
+        monkeypatch.setattr(discover, "CHUNK", 4096)
+        redact_tree(src, cut)
+        got, want = (cut / "f.txt").read_text(), (whole / "f.txt").read_text()
+        assert got == want, (kind, start)
+        assert "planted" not in got and "LS0tLS1CRUdJT" not in got

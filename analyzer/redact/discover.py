@@ -46,7 +46,7 @@ _B64_LINE = re.compile(rb"[A-Za-z0-9+/]{60,}={0,2}")
 # and one that starts an object no earlier line belongs to (a document, a top-level list item,
 # a bracket alone: a list's next object)
 _STRUCTURED = re.compile(rb"[ \t\-{}\[\]\"]|[A-Za-z_][\w.-]*:(?:[ \t]|$)")
-_OBJECT_START = re.compile(rb"---|- |[{\[][ \t]*$|[ \t]+[{\[][ \t]*$")
+_OBJECT_START = re.compile(rb"---(?:[ \t]|$)|- |[{\[][ \t]*$|[ \t]+[{\[][ \t]*$")
 SCANS = 2  # pieces the first pass studies at once (worker processes, else threads)
 FORK_MIN = 4 * CHUNK  # bytes from which a file's first pass runs in worker processes
 

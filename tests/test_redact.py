@@ -2188,20 +2188,52 @@ def _sweep_object(kind: str) -> str:
     if kind == "base64":
         blob = base64.b64encode(pem.encode()).decode()
         return "key:\n" + "\n".join(blob[i : i + 76] for i in range(0, len(blob), 76)) + "\n"
+    if kind == "indented":  # a List as yq and helm write it: items indented
+        return "  " + SECRET_ITEM.format(i=1, v="UNIQ-planted-value").replace("\n", "\n  ")[:-2]
+    if kind == "document":  # kind first, a blank line and a comment inside its data
+        return (
+            "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: s\ndata:\n"
+            "  a: UNIQ-planted-value\n\n  # the second key\n  b: UNIQ-planted-value\n"
+        )
+    if kind == "cert":  # a certificate's base64 on one line, then a value
+        cert = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIB" + b"x" * 90).decode()
+        return SECRET_ITEM.format(i=1, v="UNIQ-planted-value").replace(
+            "    tls.crt: UNIQ-planted-value", f"    ca.crt: {cert}"
+        )
+    if kind == "json":  # kind before a nested list of objects, stringData after it
+        return (
+            '        {\n            "apiVersion": "v1",\n            "kind": "Secret",\n'
+            '            "metadata": {\n                "ownerReferences": [\n'
+            '                    {\n                        "name": "o"\n                    }\n'
+            '                ]\n            },\n            "stringData": {\n'
+            '                "a": "UNIQ-planted-value"\n            }\n        },\n'
+        )
     return SECRET_ITEM.format(i=1, v="UNIQ-planted-value")
 
 
-@pytest.mark.parametrize("kind", ["pem", "base64", "yaml"])
+FILLER = {
+    "yaml": ("apiVersion: v1\nitems:\n", "- note: line {n}\n"),
+    "cert": ("apiVersion: v1\nitems:\n", "- note: line {n}\n"),
+    "indented": ("apiVersion: v1\nitems:\n", "  - note: line {n}\n"),
+    "document": ("", "---\nnote: {n}\n"),
+    "json": ('{\n    "items": [\n', '        {{"n": {n}}},\n'),
+}
+
+
+@pytest.mark.parametrize("kind", ["pem", "base64", "yaml", "indented", "document", "cert", "json"])
 def test_a_piece_boundary_anywhere_in_a_block_changes_nothing(tmp_path, monkeypatch, kind):
-    """A PEM key, a base64 key wrapped over lines, a Secret's list item: redacted in 4 KiB
-    pieces, with the boundary at each of its lines in turn (and just before and after it), the
-    file reads as redacted in one piece. (A cut moved back to an object's start once fell inside
-    a closed PEM block: `---` took `-----END`.)"""
+    """A PEM key, a base64 key wrapped over lines, a Secret as a List's item (at column 0 or
+    indented; a certificate's base64 among its values), as a document (a blank line and a
+    comment in its data) and as a JSON member (kind, then a nested list, then stringData):
+    redacted in 4 KiB pieces, with the boundary at each of its lines in turn (and just before
+    and after it), the file reads as redacted in one piece. (A review found each of the last
+    four leaking with the first rule; a cut moved back to an object's start once fell inside a
+    closed PEM block: `---` took `-----END`.)"""
     import analyzer.redact.discover as discover
 
     block = _sweep_object(kind)
-    head = "apiVersion: v1\nitems:\n" if kind == "yaml" else ""
-    filler = "".join(f"- note: line {n}\n" if kind == "yaml" else f"line {n}\n" for n in range(900))
+    head, line = FILLER.get(kind, ("", "line {n}\n"))
+    filler = "".join(line.format(n=n) for n in range(900))
     src, whole, cut = tmp_path / "in", tmp_path / "whole", tmp_path / "cut"
     src.mkdir()
     for start in range(4096 - len(block) - 40, 4096 + 40, 23):

@@ -224,7 +224,8 @@ def _object_start(data: bytes | bytearray, cut: int, floor: int) -> int:
     """The start of the outermost object the line after the cut is in: a document, or an
     object that starts less indented than that line (its members are more indented than it);
     the cut where none is (the line after it starts the next object, or is no member)."""
-    after = _INDENT.match(data, cut).end()  # the next line's indentation, if a character shows
+    shown = _INDENT.match(data, cut)  # the next line's indentation, if a character shows
+    after = shown.end() if shown else cut
     deep = after - cut if after < len(data) else None
     best, depth = cut, -1  # one C search from `floor`'s newline on: ~1 ms a MiB of klog
     for m in _OBJECT_START.finditer(data, floor, cut):

@@ -12,73 +12,88 @@ import pytest
 from analyzer.analyze import AnalyzeOptions, Issue, analyze
 
 
-def _issue(ruleset, text: str):
-    return analyze(Issue(text.encode()), AnalyzeOptions(ruleset=ruleset)).report
+def _primary(ruleset, title: str, body: str):
+    text = f"# {title}\n\n{body}\n"
+    return analyze(Issue(text.encode()), AnalyzeOptions(ruleset=ruleset)).report.primary
 
 
-@pytest.mark.parametrize(
-    "body",
-    [
+# each class, in a reporter's words: the category it points at
+POINTING = [
+    (
+        "GPU 节点没有资源",
         "部署了 HAMi v2.4.1，kube-system 下面没有 hami-device-plugin 的 pod，只有调度器。",
+        "no-device-plugin-pod",
+    ),
+    (
+        "GPU 节点没有资源",
         "集群里 DaemonSet hami-device-plugin 一直是 0/0，节点上也没有 GPU 资源。",
+        "no-device-plugin-pod",
+    ),
+    (
+        "GPU 节点没有资源",
         "After the helm install the dashboard shows the hami-device-plugin daemonset at 0 / 0.",
-    ],
-)
-def test_a_reporter_saying_no_plugin_pod_in_other_words_points_at_the_missing_pod(ruleset, body):
-    report = _issue(ruleset, f"# GPU 节点没有资源\n\n{body}\n")
-    assert report.primary is not None
-    assert report.primary.category == "no-device-plugin-pod"
-
-
-@pytest.mark.parametrize(
-    "body",
-    [
+        "no-device-plugin-pod",
+    ),
+    (
+        "Lost GPUs",
+        "On gpu-7 the allocatable is 5, but the capacity is 8 since yesterday.",
+        "device-unhealthy",
+    ),
+    (
+        "Plugin crashloop",
+        "The nvidia-device-plugin daemonset fails to initialize NVML on the new A10 nodes, so no "
+        "GPU shows up.",
+        "plugin-crash-nvml",
+    ),
+]
+# and words that are not the class: the verdict's field that must not name it
+NOT_POINTING = [
+    (
+        "pod 一直 Pending",
         "hami-device-plugin 是 2/2，调度器日志如下，pod 一直 Pending。",
+        "category",
+        ("no-device-plugin-pod",),
+    ),
+    (
+        "pod 一直 Pending",
         "没有 device-plugin 的 pods 日志可以贴，只有调度器的。",
-    ],
-)
-def test_a_running_plugin_or_missing_logs_are_not_a_missing_pod(ruleset, body):
-    report = _issue(ruleset, f"# pod 一直 Pending\n\n{body}\n")
-    assert report.primary is None or report.primary.category != "no-device-plugin-pod"
+        "category",
+        ("no-device-plugin-pod",),
+    ),
+    (
+        "GPU problem",
+        "Inside my pod nvidia-smi prints: Failed to initialize NVML: Unknown Error.",
+        "rule_id",
+        ("nvml-missing-described", "allocatable-below-capacity-described"),
+    ),
+    (
+        "GPU problem",
+        "allocatable is 8 and capacity is 8, the pod is still Pending.",
+        "rule_id",
+        ("nvml-missing-described", "allocatable-below-capacity-described"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("title", "body", "category"), POINTING)
+def test_a_reporters_words_of_a_class_point_at_its_category(ruleset, title, body, category):
+    primary = _primary(ruleset, title, body)
+    assert primary is not None
+    assert primary.category == category
+
+
+@pytest.mark.parametrize(("title", "body", "field", "forbidden"), NOT_POINTING)
+def test_words_that_are_not_the_class_do_not_point_at_it(ruleset, title, body, field, forbidden):
+    primary = _primary(ruleset, title, body)
+    assert primary is None or getattr(primary, field) not in forbidden
 
 
 def test_a_reporter_expecting_allocatable_to_fall_is_told_it_never_does(ruleset):
-    report = _issue(
+    primary = _primary(
         ruleset,
-        "# nvidia.com/gpu not released?\n\nAfter my training job took both GPUs, the node's "
-        "allocatable didn't go down at all, it still says 2.\n",
+        "nvidia.com/gpu not released?",
+        "After my training job took both GPUs, the node's allocatable didn't go down at all, it "
+        "still says 2.",
     )
-    assert report.primary is not None and report.primary.category == "healthy"
-    assert "Allocatable does not drop" in report.primary.title
-
-
-def test_a_reporter_comparing_allocatable_with_capacity_points_at_unhealthy_gpus(ruleset):
-    report = _issue(
-        ruleset,
-        "# Lost GPUs\n\nOn gpu-7 the allocatable is 5, but the capacity is 8 since yesterday.\n",
-    )
-    assert report.primary is not None and report.primary.category == "device-unhealthy"
-
-
-def test_a_plugin_daemonset_failing_to_initialize_nvml_is_the_plugins_nvml(ruleset):
-    report = _issue(
-        ruleset,
-        "# Plugin crashloop\n\nThe nvidia-device-plugin daemonset fails to initialize NVML on the "
-        "new A10 nodes, so no GPU shows up.\n",
-    )
-    assert report.primary is not None and report.primary.category == "plugin-crash-nvml"
-
-
-@pytest.mark.parametrize(
-    "body",
-    [
-        "Inside my pod nvidia-smi prints: Failed to initialize NVML: Unknown Error.",
-        "allocatable is 8 and capacity is 8, the pod is still Pending.",
-    ],
-)
-def test_a_workloads_nvml_or_equal_counts_are_neither(ruleset, body):
-    report = _issue(ruleset, f"# GPU problem\n\n{body}\n")
-    assert report.primary is None or report.primary.rule_id not in (
-        "nvml-missing-described",
-        "allocatable-below-capacity-described",
-    )
+    assert primary is not None and primary.category == "healthy"
+    assert "Allocatable does not drop" in primary.title

@@ -27,6 +27,7 @@ import regex
 from analyzer.errors import AnalyzerError
 from analyzer.parse.bytescan import line_end
 from analyzer.redact.blocks import block_spans
+from analyzer.redact.lineends import LineEnds, join_ends, joined_parts, split_ends
 from analyzer.redact.lines import Lines
 from analyzer.redact.output import Parts, parts
 from analyzer.redact.redactors import TIMEOUT, TIMEOUT_PER_MIB, Redactor
@@ -313,6 +314,7 @@ class Prepared:
     plan: Plan | None
     names: NamesSplit | Stretches | None
     ahead: tuple[Stretches | None] | None = None
+    ends: LineEnds | None = None  # the piece's carriage returns, put back by `finish`
 
 
 class Learner:
@@ -341,7 +343,7 @@ class Learner:
         self.reserved: set[str] = set()
 
     def text(self, text: str, where: str) -> Plan | None:
-        return self.take(self.lesson(Lines(text), where))
+        return self.take(self.lesson(Lines(split_ends(text)[0]), where))
 
     def piece(self, raw: bytes, where: str) -> Plan | None:
         return self.take(self.prepare(raw, where))
@@ -349,7 +351,10 @@ class Learner:
     def prepare(self, raw: bytes, where: str, plain: bool = False, forked: bool = False) -> Lesson:
         """A piece split, scanned and studied (no state is touched: a worker may do it);
         `plain`: see `Lines.of_bytes`; `forked`: in a forked process (see `Lesson.deferred`)."""
+        size = len(raw)
+        raw = split_ends(raw)[0]  # the second pass splits the same piece alike
         lines = Lines.of_bytes(raw, plain)
+        lines.size = size
         lesson = self.lesson(lines, where, forked)
         if lines.raw is not None and lesson.plan is not None:
             lesson.plan.kept_as_bytes = len(raw)
@@ -490,7 +495,8 @@ class Redaction:
         self.names_clear = utf8 and _clear(set(self.names))
 
     def text(self, text: str, where: str) -> str:
-        return self._run(Lines(text), where, None, None).text()
+        text, ends = split_ends(text)
+        return join_ends(self._run(Lines(text), where, None, None).text(), ends)
 
     def piece(self, raw: bytes, where: str, plan: Plan | None = None) -> bytes:
         """A piece of a file; `plan`: what the first pass saw in this very piece."""
@@ -499,6 +505,13 @@ class Redaction:
     def prepare(self, raw: bytes, plan: Plan | None) -> Prepared:
         """A piece split and scanned for names (no state is touched: a background thread may do
         it; `finish` assigns the tokens, in order)."""
+        size = len(raw)
+        raw, ends = split_ends(raw)
+        prepared = self._prepare(raw, plan)
+        prepared.lines.size = size
+        return replace(prepared, ends=ends) if ends is not None else prepared
+
+    def _prepare(self, raw: bytes, plan: Plan | None) -> Prepared:
         lines = Lines.of_bytes(raw, plan is not None and plan.kept_as_bytes == len(raw))
         if plan is None or plan.dense or plan.whole & {r.id for r in self.whole if r.prefilter}:
             if self._crowded_as_is(lines, plan):  # its names cut here, beside the last piece's
@@ -521,6 +534,9 @@ class Redaction:
         or, for a piece cut in stretches, a function that makes them: the tokens are assigned
         here, in order, and the names replaced in the stretches by whoever calls it (the
         writer's thread, while the next piece is redacted)."""
+        return joined_parts(self._finish(prepared, where), prepared.ends)
+
+    def _finish(self, prepared: Prepared, where: str) -> Parts:
         cut, plan = prepared.names, prepared.plan
         if isinstance(cut, Stretches) and plan is not None:
             render = self._names_stretches(prepared.lines, cut)

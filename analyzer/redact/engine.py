@@ -26,6 +26,7 @@ import regex
 
 from analyzer.errors import AnalyzerError
 from analyzer.parse.bytescan import line_end
+from analyzer.redact.alternation import names_alternation
 from analyzer.redact.blocks import block_spans
 from analyzer.redact.lineends import LineEnds, join_ends, joined_parts, split_ends
 from analyzer.redact.lines import Lines
@@ -484,7 +485,8 @@ class Redaction:
         self.counts: Counter[str] = Counter()
         ordered = sorted(self.names, key=len, reverse=True)
         alts = "|".join(regex.escape(n) for n in ordered)
-        self.literal = regex.compile(WORD.format(alts=alts)) if self.names else None
+        trie = names_alternation(ordered) if self.names else ""
+        self.literal = regex.compile(WORD.format(alts=trie)) if self.names else None
         self.names_prefilter = literal_prefilter(ordered) if self.names else None
         # a name with the letter or digit it may touch (gpu-1 in gpu-10: the regex is needed)
         self.names_touching = f"[A-Za-z0-9]?(?:{alts})[A-Za-z0-9]?"

@@ -28,6 +28,8 @@ def split_ends(data: T) -> tuple[T, LineEnds | None]:
     """`data` with its `\\r\\n` made `\\n` (and a final lone `\\r` dropped), and what was there;
     None when it holds neither (the piece is then as it was)."""
     cr, lf = ("\r", "\n") if isinstance(data, str) else (b"\r", b"\n")
+    if cr not in data:  # most pieces: 1.4 ms a 16 MiB one, where counting `\r\n` takes 21
+        return data, None
     crlf = data.count(cr + lf)
     final_cr = data.endswith(cr)
     if not crlf and not final_cr:

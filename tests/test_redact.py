@@ -1547,12 +1547,14 @@ LOG_LINES = st.sampled_from(
     st.lists(st.tuples(LOG_LINES, st.integers(0, 99)), min_size=1, max_size=60),
     st.sampled_from(["gpu-node-3", "worker7.lab", "ip-10-0-1-2"]),
     st.sampled_from([1 << 10, 1 << 13, 1 << 14]),
+    st.booleans(),
 )
-def test_property_first_pass_in_worker_processes_changes_nothing(lines, name, chunk):
+def test_property_first_pass_in_worker_processes_changes_nothing(lines, name, chunk, crlf):
     """A big file's first pass studied by forked worker processes (its pieces read by offset,
-    pieces outside ASCII or with carriage returns handed back and studied by the parent) finds
-    the names, the tokens already taken and the plans the in-thread pass finds, and the
-    redacted copy and its map are byte for byte the same."""
+    pieces outside ASCII or with lone carriage returns handed back and studied by the parent;
+    `crlf`: the file saved with CRLF, which the workers study without the `\r`) finds the
+    names, the tokens already taken and the plans the in-thread pass finds, and the redacted
+    copy and its map are byte for byte the same."""
     from unittest import mock
 
     import analyzer.parse.workers as workers_module
@@ -1561,6 +1563,8 @@ def test_property_first_pass_in_worker_processes_changes_nothing(lines, name, ch
 
     body = "".join(line.format(name=name, n=n) for line, n in lines)
     data = (body * (1 + (3 * chunk) // len(body))).encode()
+    if crlf:
+        data = data.replace(b"\n", b"\r\n")
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "in"
         src.mkdir()

@@ -28,6 +28,7 @@ from analyzer.parse.workers import Workers
 from analyzer.progress import Progress
 from analyzer.redact.engine import MIN_EVERYWHERE, Learner, Lesson, Plan
 from analyzer.redact.hyper import line_filter
+from analyzer.redact.lineends import only_crlf
 from analyzer.redact.lines import HYPERSCAN_MIN
 from analyzer.redact.redactors import Redactor
 from analyzer.redact.tokens import TokenMap
@@ -333,7 +334,8 @@ class _Teacher:
         with open(path, "rb", buffering=0) as fh:
             if read_into(fh, start, end - start, buffer) != end - start:
                 return None  # the file changed meanwhile: the caller reads what is there
-        plain = len(buffer) >= HYPERSCAN_MIN and buffer.isascii() and b"\r" not in buffer
+        # a carriage return only before a newline is taken out (`Learner.prepare`): still plain
+        plain = len(buffer) >= HYPERSCAN_MIN and buffer.isascii() and only_crlf(buffer)
         if not plain or line_filter(self.prefilters, self.kept) is None:
             return None
         # read as bytes: the pass over plain lines only finds, slices and decodes the piece,

@@ -44,6 +44,11 @@ def split_ends(data: T) -> tuple[T, LineEnds | None]:
     return data.replace(cr + lf, lf), LineEnds(which, newlines + 1, final_cr)
 
 
+def only_crlf(data: bytes | bytearray) -> bool:
+    """Whether every carriage return of `data` is just before a newline."""
+    return b"\r" not in data or data.count(b"\r") == data.count(b"\r\n")
+
+
 def join_ends(data: T, ends: LineEnds | None) -> T:
     """What was written from a piece `split_ends` made, with its line ends as they were. Where a
     multi-line value was replaced in a file of mixed line ends, the lines no longer match: each

@@ -508,7 +508,9 @@ class Redaction:
         """A piece split and scanned for names (no state is touched: a background thread may do
         it; `finish` assigns the tokens, in order)."""
         size = len(raw)
-        raw, ends = split_ends(raw)
+        # a piece the first pass kept as bytes at this length held no carriage return at all
+        plain = plan is not None and plan.kept_as_bytes == size
+        raw, ends = (raw, None) if plain else split_ends(raw)
         prepared = self._prepare(raw, plan)
         prepared.lines.size = size
         return replace(prepared, ends=ends) if ends is not None else prepared

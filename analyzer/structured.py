@@ -134,6 +134,15 @@ def _load_all(text: str) -> list[Any]:
     return [d for d in yaml.load_all(text, Loader=loader) if d is not None]
 
 
+def loads_as_yaml(text: str) -> bool:
+    """Whether `text` loads as YAML documents (guarded against alias bombs as any load is)."""
+    try:
+        _load_all(text)
+    except (yaml.YAMLError, RecursionError, ValueError, ArithmeticError):
+        return False
+    return True
+
+
 def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not a JSON number")
 

@@ -317,6 +317,62 @@ def test_lease_json_is_lease(ruleset):
     assert [k for k, _, _ in parts(ruleset, text, "lease.json")] == ["lease"]
 
 
+# ---- (f2) a YAML object with other text right after it, no blank line -------------------------
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vector-add
+spec:
+  template:
+    spec:
+      tolerations:
+        - key: nvidia.com/gpu
+          operator: Exists
+            #hostPID: true
+      containers:
+        - name: cuda
+          resources:
+            limits:
+              volcano.sh/vgpu-number: "1"
+"""
+BANNER = "[HAMI-core Msg(20:140472710489920:libvgpu.c:838)]: Initializing.....\n"
+PLUGIN_LINE = (
+    "I0815 09:04:51.182204    2071 register.go:191] Reporting devices GPU-1 in 2024-08-15\n"
+)
+
+
+@pytest.mark.parametrize(
+    "after, kind",
+    [
+        ("[... ...]\n" + BANNER, "workload-log"),
+        (BANNER, "workload-log"),
+        (PLUGIN_LINE * 3, "device-plugin-log"),
+    ],
+)
+def test_yaml_then_other_lines_splits_where_the_yaml_ends(ruleset, after, kind):
+    """A Deployment pasted with a HAMi-core banner or device-plugin lines right after it: the
+    YAML's parse error used to swallow them, so they were never scanned. Split at the first
+    column-0 line no YAML block can hold, when the text parses only without it."""
+    got = parts(ruleset, DEPLOYMENT + after)
+    assert [(k, n) for k, n, _ in got] == [("deployment", 1), (kind, DEPLOYMENT.count("\n") + 1)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        DEPLOYMENT,  # every column-0 line is a key
+        "---\n# a comment\n" + LEASE_YAML + "...\n",  # markers and comments
+        'apiVersion: v1\nkind: ConfigMap\ndata:\n  a: "x\ny"\n',  # valid YAML at column 0
+        '[nvidia-container-cli]\nroot = "/run/nvidia/driver"\n[nvidia-container-runtime]\n',
+    ],
+)
+def test_yaml_that_parses_and_other_formats_stay_whole(ruleset, text):
+    """Valid YAML (whatever its column-0 lines), and TOML, are never cut."""
+    got = parts(ruleset, text)
+    assert len(got) == 1, got
+
+
 # ---- (g) pods rows without their header ------------------------------------------------------
 def test_headerless_pod_rows_are_pods_list(ruleset):
     """`kubectl get pods -A -o wide | grep hami` (no NAME header) is a pods-list."""

@@ -15,7 +15,7 @@ from analyzer.bundle.model import Artefact, BundleFile, InputWarning
 from analyzer.bundle.sniff import sniff
 from analyzer.bundle.text import clean, decode, looks_binary
 from analyzer.catalogue.kinds import Catalogue
-from analyzer.structured import SHELL_PROMPT
+from analyzer.structured import SHELL_PROMPT, loads_as_yaml
 
 SMALL_FILE = 16 << 20  # read whole and segment below this size; stream logs above it
 # ... or a log of more lines than this (16 MiB of lines of 67 bytes): reading and segmenting
@@ -39,6 +39,12 @@ _HEADER_RE = re.compile(r"^#{1,6}\s+\S")
 # `kubectl describe` starts each object with `Name:` at column 0, then its namespace or labels
 _DESCRIBE_START_RE = re.compile(r"^Name:\s+\S")
 _DESCRIBE_SECOND_RE = re.compile(r"^(?:Namespace|Roles|Labels|Priority):")
+# a line a YAML block mapping or sequence can hold at column 0: a key, an item, a comment, a
+# document marker
+_YAML_COLUMN0_RE = re.compile(
+    r"""^(?:(?:[^\s#\[\]{}"'|>@`%&*!?,-][^:#]*?|"[^"]*"|'[^']*')[ \t]*:(?:[ \t]|$)"""
+    r"|-(?:[ \t]|$)|#|---|\.\.\.)"
+)
 
 
 @dataclass
@@ -115,9 +121,34 @@ def _weak(kind: str, catalogue: Catalogue) -> bool:
     return k is not None and k.weak
 
 
-def _explicit_segments(lines: list[str], split_headers: bool) -> list[_Segment]:
+def _yaml_tail(lines: list[str]) -> int | None:
+    """Where a YAML object pasted with other text right after it ends (no blank line, no fence
+    between them: a log line, a `[... ...]` marker): the index of the first line at column 0
+    that neither a block mapping nor a sequence can hold, when the text loads as YAML only
+    without it (`[a]: b` parses, as a key no mapping takes). None for any other text (valid
+    YAML, JSON, TOML, prose)."""
+    first = next((i for i, x in enumerate(lines) if x.strip() and not x.startswith("#")), None)
+    if first is None or not _YAML_COLUMN0_RE.match(lines[first]):
+        return None
+    tail = next(
+        (
+            i
+            for i in range(first + 1, len(lines))
+            if lines[i][:1].strip() and not _YAML_COLUMN0_RE.match(lines[i])
+        ),
+        None,
+    )
+    if tail is None or loads_as_yaml("\n".join(lines)):
+        return None
+    return tail if loads_as_yaml("\n".join(lines[:tail])) else None
+
+
+def _explicit_segments(
+    lines: list[str], split_headers: bool, yaml_tail: int | None = None
+) -> list[_Segment]:
     """Split at fences, shell prompts (the command names the container), Markdown headings,
-    `Defaulted container` lines and the `Name:` line that starts a described object."""
+    `Defaulted container` lines, the `Name:` line that starts a described object and where a
+    YAML object ends (`yaml_tail`, the index of the first line after it)."""
     segments: list[_Segment] = []
     cur: list[str] = []
     start = 1
@@ -132,6 +163,8 @@ def _explicit_segments(lines: list[str], split_headers: bool) -> list[_Segment]:
     fence_indent = None  # a fence indented under a list item indents its whole block
     prompt_only = False  # cur holds nothing but a command line (and blank lines)
     for i, line in enumerate(lines, 1):
+        if yaml_tail is not None and i == yaml_tail + 1:
+            flush(i)
         if _FENCE_RE.match(line):
             flush(i + 1)
             fence_indent = None if fence_indent is not None else len(line) - len(line.lstrip())
@@ -231,12 +264,14 @@ def _regions(
 def _split(f: BundleFile, text: str, catalogue: Catalogue) -> list[Artefact]:
     whole_kind, whole_reason = sniff(text, catalogue)
     lines = text.split("\n")
+    structured = _structured(whole_kind, catalogue)
+    tail = _yaml_tail(lines) if structured else None
     has_breaks = any(_FENCE_RE.match(x) or _DEFAULTED_RE.match(x) for x in lines[:20000]) or any(
         _DESCRIBE_START_RE.match(x) for x in lines[1:20000]
     )
-    if _structured(whole_kind, catalogue) and not has_breaks and "\n\n" not in text.strip():
+    if structured and tail is None and not has_breaks and "\n\n" not in text.strip():
         return [Artefact(f, whole_kind, whole_reason, 1, text)]
-    segments = _explicit_segments(lines, split_headers=not _structured(whole_kind, catalogue))
+    segments = _explicit_segments(lines, split_headers=not structured, yaml_tail=tail)
     out: list[Artefact] = []
     texts: list[str] = []  # each artefact's text, as built (Artefact.text may be None elsewhere)
     whole = len(segments) == 1 and segments[0].lines == lines

@@ -219,11 +219,13 @@ def test_a_dense_piece_redacts_its_other_lines_as_line_by_line(line):
     assert "acme" not in out and "secret.example" not in out and "10.1.1." not in out
 
 
-def test_a_forked_worker_leaves_the_dense_values_to_its_caller():
+@pytest.mark.parametrize("crlf", [False, True])
+def test_a_forked_worker_leaves_the_dense_values_to_its_caller(crlf):
     """A forked process must not run polars: its lesson leaves the values of a dense redactor
-    to the caller (`Lesson.deferred`), which reads them from the piece; the lesson completed is
-    the one studied in one place."""
+    to the caller (`Lesson.deferred`), which reads them from the piece (without its `\r`, as
+    the worker did); the lesson completed is the one studied in one place."""
     raw = dense_log(40_000, seed=3)
+    raw = raw.replace(b"\n", b"\r\n") if crlf else raw
     learner = Learner(CATALOGUE)
     forked = learner.prepare(raw, "t", forked=True)
     assert forked.deferred and all(not forked.found[k] for k, _, _ in forked.deferred)

@@ -365,8 +365,9 @@ class Learner:
         """A forked worker's lesson with the values it left (`Lesson.deferred`) found in its
         piece; the piece studied here when runs do not pay in it after all."""
         found = list(lesson.found)
+        piece = split_ends(raw)[0]  # as the worker read it
         for place, r_id, k in lesson.deferred:
-            values = dense_values(self.parts[r_id][k], raw, where)
+            values = dense_values(self.parts[r_id][k], piece, where)
             if values is None:
                 return self.prepare(raw, where)
             found[place] = values

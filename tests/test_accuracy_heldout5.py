@@ -1,9 +1,10 @@
-"""Fifth and sixth measurements (issue 25, session 37): the classes of failure two sets of unseen
-real cases showed that rules can take, checked on made-up inputs of each class (none copied from
-a real case): a reporter who says there is no device-plugin pod in the other Chinese word order,
-or gives the DaemonSet's READY count as a dashboard shows it; who expects allocatable to fall as
-pods take GPUs (it never does), or says it is below capacity (unhealthy GPUs); who says the
-plugin's DaemonSet fails to initialize NVML."""
+"""Fifth to seventh measurements (issue 25, sessions 37 and 38): the classes of failure three sets
+of unseen real cases showed that rules can take, checked on made-up inputs of each class (none
+copied from a real case): a reporter who says there is no device-plugin pod in the other Chinese
+word order, or that it did not install, or gives the DaemonSet's READY count as a dashboard shows
+it; who expects allocatable to fall as pods take GPUs (it never does), or says it is below
+capacity (unhealthy GPUs); who says the plugin's DaemonSet fails to initialize NVML; who says the
+NVIDIA runtime is not the node's default, so GPU pods work only with runtimeClassName nvidia."""
 
 from __future__ import annotations
 
@@ -35,6 +36,22 @@ POINTING = [
         "no-device-plugin-pod",
     ),
     (
+        "安装问题",
+        "helm 装完以后 hami-device-plugin 没有部署成功，kube-system 里只有 scheduler。",
+        "no-device-plugin-pod",
+    ),
+    (
+        "GPU pods get no GPU on k3s",
+        "The operator installs fine but cannot set nvidia as the default runtime, so every GPU "
+        "pod has to use runtimeClassName: nvidia.",
+        "runtimeclass",
+    ),
+    (
+        "k3s 上 GPU 不可用",
+        "containerd 的默认运行时还是 runc，加上 runtimeClassName 之后才能看到 GPU。",
+        "runtimeclass",
+    ),
+    (
         "Lost GPUs",
         "On gpu-7 the allocatable is 5, but the capacity is 8 since yesterday.",
         "device-unhealthy",
@@ -59,6 +76,19 @@ NOT_POINTING = [
         "没有 device-plugin 的 pods 日志可以贴，只有调度器的。",
         "category",
         ("no-device-plugin-pod",),
+    ),
+    (
+        "plugin error",
+        "hami-device-plugin 报错，节点上没有安装 nvidia-container-toolkit。",
+        "category",
+        ("no-device-plugin-pod",),
+    ),
+    (
+        "question",
+        "I set nvidia as the default runtime in containerd; do I need to set runtimeClassName: "
+        "nvidia for HAMi?",
+        "category",
+        ("runtimeclass",),
     ),
     (
         "GPU problem",

@@ -42,7 +42,7 @@ SPAN_TAIL = 64 << 10  # bytes beyond PEM_MAX that `spans` reads of a block's end
 # base64 of `-----BEGIN` at its three alignments (base64-private-key's prefilter), and a line of
 # such a blob wrapped over lines (its pattern's continuation)
 _B64_PEM = re.compile(rb"LS0tLS1CRUdJT|LS0tQkVHSU4|LS0tLUJFR0lO")
-_B64_LINE = re.compile(rb"[A-Za-z0-9+/]{60,}={0,2}")
+_B64_LINE = re.compile(rb"[A-Za-z0-9+/]{60,}={0,2}\r?")  # a CRLF file's too
 # a line that starts a YAML or JSON object (after its newline: a document's `---`, a list item,
 # a bracket alone on its line), its indentation, and whether it is a document's
 _OBJECT_START = re.compile(rb"\n([ \t]*)(?:(---)(?=[ \t\r\n])|- |[{\[][ \t\r]*(?=\n))")

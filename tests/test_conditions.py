@@ -414,6 +414,26 @@ def test_signature_match_is_true_with_the_line():
     assert SignatureCond("probe", count_ge=2).evaluate(ctx).state is Tri.FALSE
 
 
+@pytest.mark.parametrize(
+    ("captures", "agree"),
+    [
+        ({"n": "3", "n_nodes": "3"}, True),
+        ({"n": "2", "n_nodes": "3"}, False),
+        ({"node": "gpu-1"}, False),  # the signature's other form: neither count captured
+        ({"n": "3"}, False),
+        ({"n": "", "n_nodes": ""}, False),
+    ],
+)
+def test_equal_needs_every_capture_made_and_agreeing(captures, agree):
+    """`equal: [n, n_nodes]` selects a line only where both were captured with one value; two
+    absent captures once counted as equal, and `0/N nodes: N unregistered` fired on the
+    extender's per-node "node unregistered" line."""
+    m = Match("probe", "scheduler.log", 7, "probe line", None, captures, (0, 5), "scheduler-log")
+    ctx = Ctx(found={"probe": [m]}, scanned=frozenset({"probe"}))
+    state = SignatureCond("probe", equal=("n", "n_nodes")).evaluate(ctx).state
+    assert state is (Tri.TRUE if agree else Tri.FALSE)
+
+
 # ---- parse errors -----------------------------------------------------------------------------
 FILE, RULE = "rules/probe.yaml", "probe-rule"
 

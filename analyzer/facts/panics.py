@@ -1,4 +1,5 @@
-"""Go panics, attributed to the component that panicked.
+"""Go panics, attributed to the component that panicked: a process's (`panic: `, it exits) and a
+request handler's that Go's HTTP server caught (`http: panic serving`, the process goes on).
 
 A panic belongs to the component whose Go package its stack names first (the first frame a kind of
 rules/kinds.yaml claims with `packages:`; runtime, standard-library and shared-library frames
@@ -12,16 +13,16 @@ from collections import defaultdict
 from analyzer.facts.matches import SignatureIndex
 from analyzer.facts.model import FactSet, Match, Where
 
-PANIC, FRAME = "dp-panic", "go-stack-frame"
+PANIC, SERVED, FRAME = "dp-panic", "go-http-handler-panic", "go-stack-frame"
 STACK_LINES = 200  # a stack is read this far below its panic line (or to the next panic)
 
 
-def owners(index: SignatureIndex) -> dict[str, tuple[Match, str]]:
-    """Kind id -> (its first panic line, why it is that kind's)."""
+def owners(index: SignatureIndex, signature: str = PANIC) -> dict[str, tuple[Match, str]]:
+    """Kind id -> (its first panic line of `signature`, why it is that kind's)."""
     frames: dict[str, list[Match]] = defaultdict(list)
     for m in index.matches.get(FRAME, []):
         frames[m.file].append(m)
-    panics = sorted(index.matches.get(PANIC, []), key=lambda m: (m.file, m.line))
+    panics = sorted(index.matches.get(signature, []), key=lambda m: (m.file, m.line))
     out: dict[str, tuple[Match, str]] = {}
     for i, p in enumerate(panics):
         nxt = panics[i + 1] if i + 1 < len(panics) else None
@@ -61,7 +62,15 @@ def produce(index: SignatureIndex, facts: FactSet) -> None:
     >>> fs = FactSet(); produce(index_of({"x.txt": "panic: 0\\n\\ngoroutine 1 [running]:\\nmain.main()\\n"}), fs)
     >>> sorted(fs.facts)
     []
+    >>> served = "2025/05/23 07:05:21 http2: panic serving 127.0.0.1:5: boom\\ngoroutine 9 [running]:\\ngithub.com/Project-HAMi/HAMi/pkg/scheduler.(*Scheduler).Filter(0xc0)\\n"
+    >>> fs = FactSet(); produce(index_of({"x.txt": served}), fs)
+    >>> fs.value("served_panic.scheduler-log"), fs.value("panic.scheduler-log")
+    ('boom (first claimed frame github.com/Project-HAMi/HAMi/pkg/scheduler)', None)
     """
-    facts.mark_known("panic.")
-    for kind, (m, why) in owners(index).items():
-        facts.put(f"panic.{kind}", f"{m.text.strip()[:160]} ({why})", Where(m.file, m.line))
+    # a process's panic line as it is; a served one by its value (after the logger's date and
+    # the client's address)
+    for family, signature, shown in (("panic", PANIC, None), ("served_panic", SERVED, "value")):
+        facts.mark_known(f"{family}.")
+        for kind, (m, why) in owners(index, signature).items():
+            text = (m.captures.get(shown) if shown else None) or m.text.strip()
+            facts.put(f"{family}.{kind}", f"{text[:160]} ({why})", Where(m.file, m.line))

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from analyzer.errors import AnalyzerError
 from analyzer.facts import config as config_facts
+from analyzer.facts import fitsummary as fit_facts
 from analyzer.facts import hamicore as hamicore_facts
 from analyzer.facts import handshake as handshake_facts
 from analyzer.facts import lease as lease_facts
@@ -153,6 +154,10 @@ def _namespace(src: Sources, facts: FactSet) -> None:
     namespace_facts.produce(b.manifests, src.configs, b.pods, b.pod_tables, hami, facts)
 
 
+def _scheduling(src: Sources, facts: FactSet) -> None:
+    fit_facts.produce(src.view, facts)
+
+
 def _stated(src: Sources, facts: FactSet) -> None:
     stated_facts.produce(src.view, facts)
 
@@ -200,10 +205,11 @@ PRODUCERS: tuple[Producer, ...] = (
     ),
     Producer("smi", (), ("nvidia_smi.",), _smi),
     Producer("logs", (), ("logs.",), _logs),
-    Producer("panic", (), ("panic.",), _panic),
+    Producer("panic", (), ("panic.", "served_panic."), _panic),
     Producer("workloads", (), ("device_plugin_ds.", "device_plugin_pods."), _workloads),
     Producer("namespace", (), ("hami.namespace", "hami.namespace_from"), _namespace),
     Producer("stated", (), ("stated.",), _stated),
+    Producer("scheduling", (), ("scheduling.",), _scheduling),
     Producer("hamicore", (), ("hami_core.",), _hamicore),
     Producer(
         "version",

@@ -426,6 +426,16 @@ FACTS: tuple[FactSpec, ...] = (
         (),
         "physical GPUs the issue's words say the node has ('only 1 GPU', '8x A100', '两卡'); absent: not said",
     ),
+    # kube-scheduler's FitError summary
+    _f(
+        "scheduling.unlisted_nodes",
+        "int",
+        "scheduling",
+        (),
+        "unavailable nodes that no reason of kube-scheduler's '0/N nodes are available: ...' summary"
+        " counts (the most of any summary; older kube-schedulers leave out the nodes the extender"
+        " rejected); absent: no summary with its numbers",
+    ),
     # Go panics
     _f(
         "panic.*",
@@ -435,6 +445,15 @@ FACTS: tuple[FactSpec, ...] = (
         "the first Go panic of the component whose log kind is named (panic.device-plugin-log,"
         " panic.scheduler-log, ...), attributed by its stack's first claimed frame or else by the log"
         " it came in; absent: no panic of that component",
+    ),
+    _f(
+        "served_panic.*",
+        "str",
+        "panic",
+        (),
+        "the first panic in a request handler that Go's HTTP server caught ('http: panic serving"
+        " ...': the request failed, the process went on) of the component whose log kind is named,"
+        " attributed as panic.* is; absent: none",
     ),
     # log statistics
     _f(

@@ -10,7 +10,8 @@ did not match counts as absent only when the bundle holds a log where it would h
     not: c               swaps TRUE and FALSE, keeps UNKNOWN
     signature: ID        where: {capture: regex}, count_ge: N (default 1), count_le: N,
                          in: [kind, ...] (only lines found in artefacts of these kinds),
-                         equal: [capture, capture, ...] (only lines where these captures agree)
+                         equal: [capture, capture, ...] (only lines where these captures were
+                         all made and agree)
     fact: PATH           eq ne gt ge lt le in not_in matches contains not_contains exists;
                          an operand may be {fact: OTHER_PATH}
     age_of: PATH         gt/ge/lt/le with a duration (90s, 5m, 2h, 1d) against the collection time
@@ -216,7 +217,7 @@ class SignatureCond(Cond):
     count_le: int | None = None
     line: int = 0
     kinds: frozenset[str] = frozenset()  # `in:` only lines found in artefacts of these kinds
-    equal: tuple[str, ...] = ()  # only lines where these captures have one value
+    equal: tuple[str, ...] = ()  # only lines where these captures were made and have one value
     HEAD: ClassVar[str] = "signature"
     KEYS: ClassVar[tuple[str, ...]] = ("signature", "where", "count_ge", "count_le", "in", "equal")
 
@@ -307,8 +308,8 @@ class SignatureCond(Cond):
         ms = ctx.matches(self.signature)
         if self.kinds:
             ms = [m for m in ms if ctx.kind_matches(m.kind, self.kinds)]
-        if self.equal:
-            ms = [m for m in ms if len({m.captures.get(c, "") for c in self.equal}) == 1]
+        if self.equal:  # a capture the line did not make agrees with nothing
+            ms = [m for m in ms if _agree([m.captures.get(c) for c in self.equal])]
         if self.where:
             ms = [
                 m
@@ -368,6 +369,12 @@ def _parse_where(raw_where, sid, captures, here, problems) -> tuple[tuple[str, s
             continue
         where.append((str(cap), str(pat)))
     return tuple(where)
+
+
+def _agree(values: list) -> bool:
+    """Captured values that are all there and all the same (two absent captures are not equal:
+    a line of the signature's other form, holding neither count, claimed `0/N: N unregistered`)."""
+    return all(v not in (None, "") for v in values) and len(set(values)) == 1
 
 
 def _parse_equal(equal, sid, captures, here, problems) -> tuple[str, ...] | None:

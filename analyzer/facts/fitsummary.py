@@ -1,0 +1,56 @@
+"""kube-scheduler's summary of why no node fits ("0/5 nodes are available: 4 node(s) didn't match
+node selector."): how many candidate nodes its reasons leave out.
+
+Each reason counts the nodes it rejected; the counts cover every unavailable node unless one was
+rejected where the summary does not look. Older kube-schedulers leave out the nodes an extender
+(HAMi's) filtered away, so a summary naming only selectors or taints may still hide the GPU node's
+own reason."""
+
+from __future__ import annotations
+
+import re
+
+from analyzer.facts.matches import SignatureIndex
+from analyzer.facts.model import FactSet, Where
+
+FIT = "pod-failed-scheduling"
+# a reason starts with its count; a reason may hold ", " itself (`taint {a: b}, ...`)
+_REASON_RE = re.compile(r"(?:^|,\s+)(\d+)\s+\S")
+
+
+def unlisted(n_avail: str, n_nodes: str, reasons: str) -> int | None:
+    """Unavailable nodes no reason counts (0 when they are all counted); None when the summary's
+    numbers are redacted or absent.
+
+    >>> unlisted("0", "5", "4 node(s) didn't match node selector.; waiting")
+    1
+    >>> unlisted("0", "3", "1 node(s) had untolerated taint {a: }, 2 Insufficient cpu. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
+    0
+    >>> unlisted("0", "N", "N Insufficient nvidia.com/gpu.") is None
+    True
+    """
+    if not (n_avail.isdigit() and n_nodes.isdigit() and reasons):
+        return None
+    own = reasons.split("preemption:")[0]
+    counts = [int(c) for c in _REASON_RE.findall(own)]
+    if not counts:
+        return None
+    return max(int(n_nodes) - int(n_avail) - sum(counts), 0)
+
+
+def produce(index: SignatureIndex, facts: FactSet) -> None:
+    """
+    >>> from analyzer.dev.samples import index_of
+    >>> fs = FactSet(); produce(index_of({"s.log": "no fit: 0/5 nodes are available: 4 node(s) didn't match node selector.; waiting"}, "scheduler-log"), fs)
+    >>> fs.value("scheduling.unlisted_nodes"), str(fs.where("scheduling.unlisted_nodes"))
+    (1, 's.log:1')
+    """
+    facts.mark_known("scheduling.")
+    most: tuple[int, Where] | None = None
+    for m in sorted(index.matches.get(FIT, []), key=lambda m: (m.file, m.line)):
+        c = m.captures
+        n = unlisted(c.get("n_avail") or "", c.get("n_nodes") or "", c.get("reasons") or "")
+        if n is not None and (most is None or n > most[0]):
+            most = (n, Where(m.file, m.line))
+    if most is not None:
+        facts.put("scheduling.unlisted_nodes", most[0], most[1])

@@ -1,0 +1,69 @@
+"""Eighth measurement (issue 25, session 38): a set of unseen real cases, most of them about the
+scheduler, gave three verdicts that were wrong at high confidence. Each class is checked here on
+made-up inputs (none copied from a real case): per-node "node unregistered" lines read as "every
+node unregistered"; a FitError whose reasons leave a node out (the extender's rejection) read as
+"every node rejected for non-GPU reasons"; a gRPC message-size failure at admission explained as
+an annotation lookup. And the causes they hid: a panic in the extender's request handler."""
+
+from __future__ import annotations
+
+from conftest import diagnose_texts, fired
+
+PER_NODE_UNREGISTERED = (
+    'I0602 09:12:40.101000       1 scheduler.go:360] "node unregistered" node="cpu-a1" '
+    'error="node cpu-a1 not found"\n'
+    'I0602 09:12:40.101100       1 scheduler.go:360] "node unregistered" node="cpu-a2" '
+    'error="node cpu-a2 not found"\n'
+)
+HANDLER_PANIC = (
+    "2025/06/02 09:12:40 http2: panic serving 127.0.0.1:41872: runtime error: index out of "
+    "range [4] with length 4\n"
+    "goroutine 873 [running]:\n"
+    "net/http.(*http2serverConn).runHandler.func1()\n"
+    "\t/usr/local/go/src/net/http/h2_bundle.go:6185 +0x145\n"
+    "github.com/Project-HAMi/HAMi/pkg/scheduler.(*Scheduler).Filter(0xc0002ab040, {0xc0, 0x5})\n"
+    "\t/k8s-vgpu/pkg/scheduler/scheduler.go:520 +0x2cc\n"
+)
+
+
+def test_per_node_unregistered_lines_are_not_every_node_unregistered(ruleset):
+    """The extender's per-node lines name nodes without HAMi devices (CPU nodes, normal): no
+    count is in them, so they cannot say every candidate is unregistered."""
+    report = diagnose_texts(ruleset, {"scheduler.log": PER_NODE_UNREGISTERED})
+    assert "nodes-unregistered" not in fired(report)
+
+
+def test_a_panic_in_the_extenders_handler_is_the_verdict(ruleset):
+    report = diagnose_texts(ruleset, {"scheduler.log": PER_NODE_UNREGISTERED + HANDLER_PANIC})
+    p = report.primary
+    assert (p.rule_id, p.category) == ("scheduler-request-panicked", "scheduling-other")
+    assert "index out of range" in p.title
+    assert "scheduler-panicked" not in fired(report)  # the process did not exit
+
+
+def test_a_fit_error_that_leaves_a_node_out_is_not_every_node_for_non_gpu_reasons(ruleset):
+    """Old kube-schedulers leave the nodes HAMi's extender rejected out of the summary: four
+    of five counted, the fifth (the GPU node) rejected for a reason not shown."""
+    log = (
+        "I0124 08:49:33.398379       1 factory.go:453] Unable to schedule ml/train-0: no fit: "
+        "0/5 nodes are available: 4 node(s) didn't match node selector.; waiting\n"
+    )
+    report = diagnose_texts(ruleset, {"kube-scheduler.log": log})
+    assert "pod-rejected-for-non-gpu-reasons" not in fired(report)
+    counted = log.replace("0/5", "0/4")  # every node counted: the claim holds
+    assert "pod-rejected-for-non-gpu-reasons" in fired(
+        diagnose_texts(ruleset, {"kube-scheduler.log": counted})
+    )
+
+
+def test_a_grpc_size_failure_at_admission_is_explained_as_such(ruleset):
+    describe = (
+        "Name:         llm-0\nNamespace:    ml\nStatus:       Failed\n"
+        "Reason:       UnexpectedAdmissionError\n"
+        "Message:      Pod was rejected: Allocate failed due to device plugin "
+        "GetPreferredAllocation rpc failed with err: rpc error: code = ResourceExhausted desc = "
+        "grpc: received message larger than max (9437184 vs. 4194304), which is unexpected\n"
+    )
+    p = diagnose_texts(ruleset, {"pod-describe.txt": describe}).primary
+    assert p.rule_id == "device-list-over-grpc-limit"
+    assert "9437184" in p.title and "GetPreferredAllocation" in p.title

@@ -67,3 +67,19 @@ def test_a_grpc_size_failure_at_admission_is_explained_as_such(ruleset):
     p = diagnose_texts(ruleset, {"pod-describe.txt": describe}).primary
     assert p.rule_id == "device-list-over-grpc-limit"
     assert "9437184" in p.title and "GetPreferredAllocation" in p.title
+
+
+def test_vgpu_memory_at_zero_beside_vgpus_is_the_memory_factor(ruleset):
+    """Volcano's plugin lists memory as one device per MiB by default: on big GPUs the list
+    passes the kubelet's gRPC limit and vgpu-memory stays 0 while vgpu-number arrived."""
+    describe = (
+        "Name:               gpu-h100-2\nRoles:              <none>\nCapacity:\n"
+        "  volcano.sh/vgpu-cores:   400\n  volcano.sh/vgpu-memory:  0\n"
+        "  volcano.sh/vgpu-number:  40\n"
+    )
+    p = diagnose_texts(ruleset, {"node-describe.txt": describe}).primary
+    assert (p.rule_id, p.category) == (
+        "vgpu-memory-advertised-as-zero",
+        "no-allocatable-kubelet-socket",
+    )
+    assert "40 vGPUs" in p.title

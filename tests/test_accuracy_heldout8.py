@@ -1,9 +1,11 @@
-"""Eighth measurement (issue 25, session 38): a set of unseen real cases, most of them about the
-scheduler, gave three verdicts that were wrong at high confidence. Each class is checked here on
-made-up inputs (none copied from a real case): per-node "node unregistered" lines read as "every
-node unregistered"; a FitError whose reasons leave a node out (the extender's rejection) read as
-"every node rejected for non-GPU reasons"; a gRPC message-size failure at admission explained as
-an annotation lookup. And the causes they hid: a panic in the extender's request handler."""
+"""Eighth and ninth measurements (issue 25, session 38). A set of unseen real cases, most of them
+about the scheduler, gave three verdicts that were wrong at high confidence; each class is checked
+here on made-up inputs (none copied from a real case): per-node "node unregistered" lines read as
+"every node unregistered"; a FitError whose reasons leave a node out (the extender's rejection)
+read as "every node rejected for non-GPU reasons"; a gRPC message-size failure at admission
+explained as an annotation lookup; and the causes they hid: a panic in the extender's request
+handler, vgpu-memory at 0. The ninth set (device-plugin side) missed the plugin's MIG memory
+query refused by NVML, pasted without a klog header, and a validator line cut mid-message."""
 
 from __future__ import annotations
 
@@ -83,3 +85,19 @@ def test_vgpu_memory_at_zero_beside_vgpus_is_the_memory_factor(ruleset):
         "no-allocatable-kubelet-socket",
     )
     assert "40 vGPUs" in p.title
+
+
+def test_the_plugins_mig_query_refused_by_nvml_is_read_without_a_log_header(ruleset):
+    """go-nvlib's wording, pasted alone (no klog header: the file is plain text)."""
+    p = diagnose_texts(
+        ruleset, {"paste.txt": "error getting parent memory info: Insufficient Permissions\n"}
+    ).primary
+    assert (p.rule_id, p.category) == ("nvml-mig-permission-denied", "plugin-crash-nvml")
+
+
+def test_a_validator_line_cut_inside_its_message_still_counts(ruleset):
+    report = diagnose_texts(
+        ruleset,
+        {"validator.txt": "Failed to allocate device vector A (error code no CUDA-capable devi\n"},
+    )
+    assert "gpu-operator-validation-workload-failed" in fired(report)

@@ -5,7 +5,10 @@ here on made-up inputs (none copied from a real case): per-node "node unregister
 read as "every node rejected for non-GPU reasons"; a gRPC message-size failure at admission
 explained as an annotation lookup; and the causes they hid: a panic in the extender's request
 handler, vgpu-memory at 0. The ninth set (device-plugin side) missed the plugin's MIG memory
-query refused by NVML, pasted without a klog header, and a validator line cut mid-message."""
+query refused by NVML, pasted without a klog header, and a validator line cut mid-message. The
+tenth (the workload side) missed libcuda.so.1 absent in the container, HAMi-core's routine exit
+message taken for an error, its ERROR lines (a space before the parenthesis) not read as a
+workload's log, its older shared-region wording, and a usage count wrapped around 2^64."""
 
 from __future__ import annotations
 
@@ -101,3 +104,42 @@ def test_a_validator_line_cut_inside_its_message_still_counts(ruleset):
         {"validator.txt": "Failed to allocate device vector A (error code no CUDA-capable devi\n"},
     )
     assert "gpu-operator-validation-workload-failed" in fired(report)
+
+
+def test_libcuda_missing_in_the_container_is_the_driver_not_injected(ruleset):
+    text = "$ kubectl exec -it cuda-0 -- bash\n/bin/bash: error while loading shared libraries: libcuda.so.1: cannot open shared object file: No such file or directory\n"
+    p = diagnose_texts(ruleset, {"exec.txt": text}).primary
+    assert (p.rule_id, p.category) == ("workload-driver-libraries-not-injected", "runtimeclass")
+
+
+def test_hami_cores_exit_message_asked_about_is_healthy(ruleset):
+    """Asked about in the issue's words (its title quoting the line): HAMi-core's routine message,
+    the answer. (A bundle of only the workload's log stays inconclusive: a normal finding answers
+    a question the issue asks, and nothing there shows the node.)"""
+    from analyzer.analyze import AnalyzeOptions, Issue, analyze
+
+    text = "# nvidia-smi in the pod prints multiprocess_memory_limit.c:499)]: Calling exit handler 30\n\nIs this a problem?\n"
+    p = analyze(Issue(text.encode()), AnalyzeOptions(ruleset=ruleset)).report.primary
+    assert p.category == "healthy"
+
+
+def test_hami_core_error_lines_make_a_workload_log(ruleset):
+    from conftest import parse_texts
+
+    text = "[HAMI-core ERROR (pid:7 thread=140012345678848 libvgpu.c:940)]: cuInit failed:100\n"
+    [artefact] = parse_texts(ruleset, {"app.txt": text}).artefacts
+    assert artefact.kind == "workload-log"
+
+
+def test_the_older_shared_region_wording_is_read(ruleset):
+    text = "Fail to open shrreg /tmp/vgpu/vudevshr/cache:errno=13\npython: multiprocess_memory_limit.c:622: try_create_shrreg: Assertion `0' failed.\n"
+    assert "hami-core-failure" in fired(diagnose_texts(ruleset, {"train.log": text}))
+
+
+def test_a_usage_count_near_two_to_the_64_is_hami_cores_accounting(ruleset):
+    text = "[HAMI-core ERROR (pid:1 thread=140012345678848 allocator.c:53)]: Device 0 OOM 18446744073700000000 / 24146608128\n"
+    p = diagnose_texts(ruleset, {"train.log": text}).primary
+    assert p.rule_id == "hami-core-usage-wrapped"
+    assert "hami-core-oom" not in {
+        f.rule_id for f in diagnose_texts(ruleset, {"train.log": text}).nodes[0].findings
+    }

@@ -19,6 +19,7 @@ from analyzer.parse.logs import ParsedLog, parse_log
 from analyzer.parse.matcher import Matcher
 from analyzer.parse.node import NodeFacts, keep_nodes
 from analyzer.parse.registry import PARSERS
+from analyzer.parse.unfold import unfold
 
 if TYPE_CHECKING:  # imported when a bundle holds their kinds (parse/registry.py)
     from analyzer.parse.configs import ConfigFacts
@@ -120,6 +121,8 @@ def parse_files(
                 getattr(out, parser.into).extend(parsed.items)
             warnings.extend(InputWarning("parse", w, a.file.name) for w in parsed.warnings)
         if kind is not None and kind.scanned:
+            if kind.k8s_kind and a.text:  # an object's YAML: its folded strings on one line
+                a = replace(a, text=unfold(a.text))
             out.logs.append(parse_log(a, matcher))
     out.nodes, note = keep_nodes(out.nodes)
     if note:

@@ -456,6 +456,27 @@ def text_of_four_million_lines(d: Path) -> Run:
     return Run(["analyze", str(root), "--format", "json"], [root], cpu_limit_s=10.0)
 
 
+@bounded(_code(0, 1))
+def yaml_lines_of_spaces(d: Path) -> Run:
+    """A Node's YAML followed by 48 column-0 lines of 20,000 spaces without a colon: the check
+    for where a YAML object ends read each such line in time of its length squared (91 s for
+    2 MB)."""
+    tail = b"".join(b"k%d" % i + b" " * 20_000 + b"x\n" for i in range(48))
+    root = _bundle(d, {"node.yaml": NODE.encode() + tail})
+    return Run(["analyze", str(root), "--format", "json"], [root])
+
+
+@bounded(_code(0, 1))
+def kubelet_lines_of_rpc_names(d: Path) -> Run:
+    """A kubelet log of 100 lines of 9 KB, each a thousand "Allocate" and gRPC's size error
+    without its status code: the message-size signature's prefix read back over each line from
+    every position (52 s for 200 such lines)."""
+    line = b"I0902 10:11:00.852365    2104 manager.go:1] " + b"Allocate " * 1000
+    line += b"grpc: received message larger than max (5 vs. 4)\n"
+    root = _bundle(d, {"node.yaml": NODE, "kubelet.log": line * 100})
+    return Run(["analyze", str(root), "--format", "json"], [root])
+
+
 @bounded(_error("tar extended header of 400,001 bytes", "CVE-2024-6232"))
 def tar_pax_header_400k_digits(d: Path) -> Run:
     """A 1 KB .tar.gz whose pax header holds 400,000 digits: tarfile's header regex is quadratic

@@ -143,3 +143,37 @@ def test_a_usage_count_near_two_to_the_64_is_hami_cores_accounting(ruleset):
     assert "hami-core-oom" not in {
         f.rule_id for f in diagnose_texts(ruleset, {"train.log": text}).nodes[0].findings
     }
+
+
+POD_FOLDED = """apiVersion: v1
+kind: Pod
+metadata:
+  name: train-0
+  namespace: ml
+spec:
+  schedulerName: hami-scheduler
+status:
+  conditions:
+  - lastProbeTime: null
+    message: '0/3 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane:
+      }, 2 SECOND. preemption: 0/3 nodes
+      are available: 3 Preemption is not helpful for scheduling.'
+    reason: Unschedulable
+    status: "False"
+    type: PodScheduled
+  phase: Pending
+"""
+
+
+def test_a_folded_fit_error_in_a_pods_yaml_is_read_whole(ruleset):
+    """kubectl folds the condition's message over lines: its second reason is on the next line.
+    Read line by line, a GPU reason there was out of sight (the non-GPU claim fired at high) and
+    so was the end of a non-GPU one (a cut summary counts for nothing)."""
+    gpu = POD_FOLDED.replace("SECOND", "Insufficient nvidia.com/gpumem")
+    assert "pod-rejected-for-non-gpu-reasons" not in fired(
+        diagnose_texts(ruleset, {"pod.yaml": gpu})
+    )
+    selector = POD_FOLDED.replace("SECOND", "node(s) didn''t match Pod''s node affinity/selector")
+    p = diagnose_texts(ruleset, {"pod.yaml": selector}).primary
+    assert p.rule_id == "pod-rejected-for-non-gpu-reasons"
+    assert "selector" in p.title

@@ -365,6 +365,12 @@ def test_yaml_then_other_lines_splits_where_the_yaml_ends(ruleset, after, kind):
         "---\n# a comment\n" + LEASE_YAML + "...\n",  # markers and comments
         'apiVersion: v1\nkind: ConfigMap\ndata:\n  a: "x\ny"\n',  # valid YAML at column 0
         '[nvidia-container-cli]\nroot = "/run/nvidia/driver"\n[nvidia-container-runtime]\n',
+        (  # a TOML string holding ": " on the first line
+            'description = "containerd config: managed by k3s"\nversion = 2\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd]\n  default_runtime_name = "runc"\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n'
+            '  runtime_type = "io.containerd.runc.v2"\n'
+        ),
     ],
 )
 def test_yaml_that_parses_and_other_formats_stay_whole(ruleset, text):

@@ -40,9 +40,10 @@ _HEADER_RE = re.compile(r"^#{1,6}\s+\S")
 _DESCRIBE_START_RE = re.compile(r"^Name:\s+\S")
 _DESCRIBE_SECOND_RE = re.compile(r"^(?:Namespace|Roles|Labels|Priority):")
 # a line a YAML block mapping or sequence can hold at column 0: a key, an item, a comment, a
-# document marker
+# document marker (greedy up to the first colon: a lazy key and optional blanks before it took
+# time in the square of a line of spaces; no `=` in a key, which a TOML line's string may hold)
 _YAML_COLUMN0_RE = re.compile(
-    r"""^(?:(?:[^\s#\[\]{}"'|>@`%&*!?,-][^:#]*?|"[^"]*"|'[^']*')[ \t]*:(?:[ \t]|$)"""
+    r"""^(?:(?:[^\s#\[\]{}"'|>@`%&*!?,=-][^:#=]*|"[^"]*"|'[^']*'):(?:[ \t]|$)"""
     r"|-(?:[ \t]|$)|#|---|\.\.\.)"
 )
 

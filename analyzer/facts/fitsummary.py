@@ -2,9 +2,11 @@
 node selector."): how many candidate nodes its reasons leave out.
 
 Each reason counts the nodes it rejected; the counts cover every unavailable node unless one was
-rejected where the summary does not look. Older kube-schedulers leave out the nodes an extender
-(HAMi's) filtered away, so a summary naming only selectors or taints may still hide the GPU node's
-own reason."""
+rejected where the summary does not look: an extender (HAMi's, in some versions) that drops a node
+without listing it as failed, or kube-scheduler versions that leave out the nodes a PreFilter
+result excluded. A summary naming only selectors or taints may then still hide the GPU node's own
+reason. Only a summary read to its end counts (its reasons end with a full stop): one folded over
+lines in a pod's YAML shows its first line only."""
 
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from analyzer.facts.model import FactSet, Where
 FIT = "pod-failed-scheduling"
 # a reason starts with its count; a reason may hold ", " itself (`taint {a: b}, ...`)
 _REASON_RE = re.compile(r"(?:^|,\s+)(\d+)\s+\S")
+# the reasons' closing full stop (then "; waiting", a quote or nothing)
+_WHOLE_RE = re.compile(r"\.\s*(?:$|[;\"'\\])")
 
 
 def unlisted(n_avail: str, n_nodes: str, reasons: str) -> int | None:
@@ -28,10 +32,14 @@ def unlisted(n_avail: str, n_nodes: str, reasons: str) -> int | None:
     0
     >>> unlisted("0", "N", "N Insufficient nvidia.com/gpu.") is None
     True
+    >>> unlisted("0", "3", "1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane:") is None
+    True
     """
     if not (n_avail.isdigit() and n_nodes.isdigit() and reasons):
         return None
-    own = reasons.split("preemption:")[0]
+    own = reasons.split("preemption:")[0].rstrip()
+    if not _WHOLE_RE.search(own):
+        return None  # cut or folded before its end: the rest may count the missing nodes
     counts = [int(c) for c in _REASON_RE.findall(own)]
     if not counts:
         return None

@@ -1,0 +1,68 @@
+"""A Kubernetes object's YAML with its folded strings on one line each, for the line scanner.
+
+kubectl prints long strings folded over lines (go-yaml breaks them near 80 columns): a pod's
+condition message "0/3 nodes are available: 1 node(s) had untolerated taint {...}, 2 Insufficient
+nvidia.com/gpu. preemption: ..." lands on three lines, and a signature read line by line saw only
+the first, its GPU reason out of sight. Each continuation is joined to the line its value starts
+on, with a space as YAML reads the break, and left blank, so every line keeps its number."""
+
+from __future__ import annotations
+
+import re
+
+# a key whose value starts on its line: plain, or opened by a quote
+_VALUE_START = re.compile(
+    r"""^(?P<indent>[ ]*)(?:- )?[^\s:#'"\-][^:#]*:[ ]+(?P<quote>['"]?)(?P<value>.*)$"""
+)
+# a line that starts a key or an item: never a plain value's continuation
+_STRUCTURE = re.compile(r"^\s*(?:- |-$|#|[^\s:#][^:#]*:(?:\s|$))")
+
+
+def unfold(text: str) -> str:
+    """`text` with each folded string joined onto its first line (its other lines left blank).
+
+    >>> unfold("  message: '0/3 nodes are available: 1 node(s) had taint {a:\\n    }, 2 Insufficient\\n    nvidia.com/gpu.'\\n  reason: Unschedulable")
+    "  message: '0/3 nodes are available: 1 node(s) had taint {a: }, 2 Insufficient nvidia.com/gpu.'\\n\\n\\n  reason: Unschedulable"
+    >>> unfold("  message: 0/3 nodes are available because\\n    of a long reason\\n  reason: x")
+    '  message: 0/3 nodes are available because of a long reason\\n\\n  reason: x'
+    """
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        m = _VALUE_START.match(lines[i])
+        if m is None or not m["value"]:
+            i += 1
+            continue
+        quote, indent = m["quote"], len(m["indent"])
+        end = i + 1
+        if quote:
+            if _closed(m["value"], quote):
+                i += 1
+                continue
+            while end < len(lines) and not _closed(lines[end], quote):
+                end += 1
+            if end >= len(lines):  # never closed: a cut paste, left as it is
+                i += 1
+                continue
+            end += 1
+        else:
+            while (
+                end < len(lines)
+                and lines[end].strip()
+                and len(lines[end]) - len(lines[end].lstrip(" ")) > indent
+                and not _STRUCTURE.match(lines[end])
+            ):
+                end += 1
+        if end > i + 1:
+            lines[i] = " ".join([lines[i].rstrip(), *(x.strip() for x in lines[i + 1 : end])])
+            lines[i + 1 : end] = [""] * (end - i - 1)
+        i = end
+    return "\n".join(lines)
+
+
+def _closed(part: str, quote: str) -> bool:
+    """Whether a quoted string open at the start of `part` (after its opening quote) closes in
+    it: a single quote doubled is a quote inside; a double quote after a backslash too."""
+    if quote == "'":
+        return part.replace("''", "").count("'") % 2 == 1
+    return len(re.findall(r'(?<!\\)"', part)) % 2 == 1

@@ -477,6 +477,16 @@ def kubelet_lines_of_rpc_names(d: Path) -> Run:
     return Run(["analyze", str(root), "--format", "json"], [root])
 
 
+@bounded(_code(0, 1, 4))
+def configmap_nested_1200_deep(d: Path) -> Run:
+    """A ConfigMap whose data nests 1,200 mappings deep (valid YAML, one space a level): its
+    values were flattened by recursion, which overflowed (exit 3, an internal error)."""
+    body = "".join(" " * i + "k:\n" for i in range(1, 1201)) + " " * 1201 + "v\n"
+    doc = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n name: deep\ndata:\n" + body
+    root = _bundle(d, {"node.yaml": NODE, "deep.yaml": doc})
+    return Run(["analyze", str(root), "--format", "json"], [root])
+
+
 @bounded(_error("tar extended header of 400,001 bytes", "CVE-2024-6232"))
 def tar_pax_header_400k_digits(d: Path) -> Run:
     """A 1 KB .tar.gz whose pax header holds 400,000 digits: tarfile's header regex is quadratic

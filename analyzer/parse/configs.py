@@ -50,18 +50,25 @@ class ConfigFacts:
         return out
 
 
-def flatten(obj: Any, prefix: str = "", out: dict[str, Any] | None = None) -> dict[str, Any]:
-    out = {} if out is None else out
-    if len(out) > MAX_KEYS:
-        return out
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            flatten(v, f"{prefix}.{k}" if prefix else str(k), out)
-    elif isinstance(obj, list) and obj and all(isinstance(x, dict) for x in obj):
-        for i, v in enumerate(obj):
-            flatten(v, f"{prefix}.{i}", out)
-    else:
-        out[prefix] = obj
+def flatten(obj: Any) -> dict[str, Any]:
+    """Dotted key -> leaf value, in document order (a list of mappings by index). Walked with a
+    stack of its own: a config nested thousands deep (valid YAML) overflowed Python's recursion.
+
+    >>> flatten({"a": {"b": 1, "c": [{"d": 2}]}, "e": [1, 2]})
+    {'a.b': 1, 'a.c.0.d': 2, 'e': [1, 2]}
+    """
+    out: dict[str, Any] = {}
+    stack: list[tuple[str, Any]] = [("", obj)]
+    while stack and len(out) <= MAX_KEYS:
+        prefix, value = stack.pop()
+        if isinstance(value, dict):
+            items = [(f"{prefix}.{k}" if prefix else str(k), v) for k, v in value.items()]
+        elif isinstance(value, list) and value and all(isinstance(x, dict) for x in value):
+            items = [(f"{prefix}.{i}", v) for i, v in enumerate(value)]
+        else:
+            out[prefix] = value
+            continue
+        stack.extend(reversed(items))
     return out
 
 

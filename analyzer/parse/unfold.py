@@ -16,6 +16,11 @@ _VALUE_START = re.compile(
 )
 # a line that starts a key or an item: never a plain value's continuation
 _STRUCTURE = re.compile(r"^\s*(?:- |-$|#|[^\s:#][^:#]*:(?:\s|$))")
+# lines a quoted string is followed over (kubectl's messages take a few): a quote never closed
+# on every line of a long file would otherwise be followed to its end from each
+FOLDED_MAX = 64
+# go-yaml folds a string only where its line would pass 80 columns: a shorter line is whole
+FOLDED_FROM = 60
 
 
 def unfold(text: str) -> str:
@@ -23,13 +28,13 @@ def unfold(text: str) -> str:
 
     >>> unfold("  message: '0/3 nodes are available: 1 node(s) had taint {a:\\n    }, 2 Insufficient\\n    nvidia.com/gpu.'\\n  reason: Unschedulable")
     "  message: '0/3 nodes are available: 1 node(s) had taint {a: }, 2 Insufficient nvidia.com/gpu.'\\n\\n\\n  reason: Unschedulable"
-    >>> unfold("  message: 0/3 nodes are available because\\n    of a long reason\\n  reason: x")
-    '  message: 0/3 nodes are available because of a long reason\\n\\n  reason: x'
+    >>> unfold("  message: 0/3 nodes are available because the pod's request is more than\\n    any node has\\n  reason: x")
+    "  message: 0/3 nodes are available because the pod's request is more than any node has\\n\\n  reason: x"
     """
     lines = text.split("\n")
     i = 0
     while i < len(lines):
-        m = _VALUE_START.match(lines[i])
+        m = _VALUE_START.match(lines[i]) if len(lines[i]) >= FOLDED_FROM else None
         if m is None or not m["value"]:
             i += 1
             continue
@@ -39,9 +44,10 @@ def unfold(text: str) -> str:
             if _closed(m["value"], quote):
                 i += 1
                 continue
-            while end < len(lines) and not _closed(lines[end], quote):
+            last = min(len(lines), i + 1 + FOLDED_MAX)
+            while end < last and not _closed(lines[end], quote):
                 end += 1
-            if end >= len(lines):  # never closed: a cut paste, left as it is
+            if end >= last:  # not closed: a cut paste, left as it is
                 i += 1
                 continue
             end += 1

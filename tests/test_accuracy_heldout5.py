@@ -42,8 +42,8 @@ POINTING = [
     ),
     (
         "GPU pods get no GPU on k3s",
-        "The operator installs fine but cannot set nvidia as the default runtime, so every GPU "
-        "pod has to use runtimeClassName: nvidia.",
+        "The operator installs fine but fails to set nvidia as the default runtime, so every GPU "
+        "pod requires runtimeClassName: nvidia.",
         "runtimeclass",
     ),
     (

@@ -134,11 +134,16 @@ def _load_all(text: str) -> list[Any]:
     return [d for d in yaml.load_all(text, Loader=loader) if d is not None]
 
 
+# what a YAML load of untrusted text may raise: a parse error, nesting past the recursion
+# limit, a value no constructor takes
+YAML_FAILURES = (yaml.YAMLError, RecursionError, ValueError, ArithmeticError)
+
+
 def loads_as_yaml(text: str) -> bool:
     """Whether `text` loads as YAML documents (guarded against alias bombs as any load is)."""
     try:
         _load_all(text)
-    except (yaml.YAMLError, RecursionError, ValueError, ArithmeticError):
+    except YAML_FAILURES:
         return False
     return True
 
@@ -230,7 +235,7 @@ def _yaml_problem(exc: Exception, _n_lines: int) -> tuple[int | None, str]:
         mark = exc.problem_mark or exc.context_mark
         line = (mark.line if mark else 0) + 1
         return line, f"YAML error at line {line}: {exc.problem or exc}; parsed the part before it"
-    if isinstance(exc, yaml.YAMLError | RecursionError | ValueError | ArithmeticError):
+    if isinstance(exc, YAML_FAILURES):
         return None, f"YAML rejected: {str(exc).splitlines()[0]}"
     raise exc
 

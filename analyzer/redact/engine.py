@@ -486,8 +486,9 @@ class Redaction:
         self.counts: Counter[str] = Counter()
         ordered = sorted(self.names, key=len, reverse=True)
         alts = "|".join(regex.escape(n) for n in ordered)
-        trie = names_alternation(ordered) if self.names else ""
-        self.literal = regex.compile(WORD.format(alts=trie)) if self.names else None
+        self.literal = (
+            regex.compile(WORD.format(alts=names_alternation(ordered))) if self.names else None
+        )
         self.names_prefilter = literal_prefilter(ordered) if self.names else None
         # a name with the letter or digit it may touch (gpu-1 in gpu-10: the regex is needed)
         self.names_touching = f"[A-Za-z0-9]?(?:{alts})[A-Za-z0-9]?"

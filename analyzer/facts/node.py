@@ -17,7 +17,13 @@ _SECTION_PATHS = {
     "allocated": ("node.allocated.",),
     "conditions": ("node.ready",),
     "spec": ("node.unschedulable",),
-    "system": ("node.kubelet_version", "node.os_image", "node.container_runtime"),
+    "system": (
+        "node.kubelet_version",
+        "node.os_image",
+        "node.container_runtime",
+        "node.kernel_version",
+        "node.architecture",
+    ),
 }
 
 
@@ -106,6 +112,8 @@ def produce(node: NodeFacts | None, facts: FactSet, name: str | None = None) -> 
             ("node.kubelet_version", "kubeletVersion"),
             ("node.os_image", "osImage"),
             ("node.container_runtime", "containerRuntimeVersion"),
+            ("node.kernel_version", "kernelVersion"),
+            ("node.architecture", "architecture"),
         ):
             if node.node_info.get(key):
                 facts.put(path, str(node.node_info[key]), at())

@@ -75,6 +75,14 @@ FACTS: tuple[FactSpec, ...] = (
         "status.nodeInfo.containerRuntimeVersion (containerd://1.7.2)",
     ),
     _f(
+        "node.kernel_version",
+        "str",
+        "node",
+        NODE,
+        "status.nodeInfo.kernelVersion (5.15.148-tegra on a Jetson)",
+    ),
+    _f("node.architecture", "str", "node", NODE, "status.nodeInfo.architecture (amd64, arm64)"),
+    _f(
         "node.allocatable.gpu",
         "int",
         "node",

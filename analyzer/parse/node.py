@@ -40,6 +40,7 @@ _SYSTEM_INFO = {
     "OS Image": "osImage",
     "Container Runtime Version": "containerRuntimeVersion",
     "Kernel Version": "kernelVersion",
+    "Architecture": "architecture",
 }
 # nodes analysed per bundle: each costs every rule and a report (1,700 pasted in an issue took
 # 35 s); a whole cluster's `kubectl get nodes -o yaml` keeps its GPU nodes

@@ -1,0 +1,145 @@
+"""Twelfth measurement (issue 25, session 39) and classes left from the ninth and tenth: a set of
+unseen real cases on the runtime and node side, other vendors' accelerators among them, found
+those vendors' resources, their in-container errors and the GPU Operator's toolkit failing to
+read the runtime's config unread; the earlier sets left a Jetson's GPU read as a missing
+RuntimeClass and HAMi-core's crash stack unread. Each class is checked on made-up inputs (none
+copied from a real case)."""
+
+from __future__ import annotations
+
+from conftest import diagnose_texts, fired, parse_texts
+
+NO_RUNTIME_PLUGIN_LOG = (
+    "I0301 10:00:00.100000       1 factory.go:107] Detected non-NVML platform: could not load "
+    "NVML library: libnvidia-ml.so.1: cannot open shared object file: No such file or directory\n"
+    "I0301 10:00:00.100100       1 factory.go:107] Detected non-Tegra platform: "
+    "/sys/devices/soc0/family file not found\n"
+    "E0301 10:00:00.100200       1 factory.go:115] Incompatible platform detected\n"
+)
+
+
+def test_a_jetson_without_a_discovered_gpu_is_named(ruleset):
+    """The plugin sees the board's Tegra files and NVML both, drops the Tegra resources and
+    finds no device: a Jetson, not a node without the NVIDIA runtime."""
+    log = (
+        "I0510 07:00:01.000000    4242 factory.go:123] Detected NVML platform: found NVML library\n"
+        "I0510 07:00:01.000100    4242 factory.go:123] Detected Tegra platform: "
+        "/etc/nv_tegra_release found\n"
+        "W0510 07:00:01.000200    4242 factory.go:145] Disabling Tegra-based resources on NVML system\n"
+        "I0510 07:00:01.020000    4242 main.go:331] No devices found. Waiting indefinitely\n"
+    )
+    p = diagnose_texts(ruleset, {"device-plugin.log": log}).primary
+    assert (p.rule_id, p.category, p.confidence) == (
+        "jetson-gpu-not-discovered",
+        "plugin-crash-nvml",
+        "medium",
+    )
+
+
+def test_the_node_kernel_names_a_jetson_the_plugin_log_does_not(ruleset):
+    node = (
+        "kind: Node\nmetadata: {name: edge-7}\n"
+        "status: {nodeInfo: {kernelVersion: 5.10.192-tegra, architecture: arm64}}\n"
+    )
+    report = diagnose_texts(
+        ruleset, {"node.yaml": node, "device-plugin.log": NO_RUNTIME_PLUGIN_LOG}
+    )
+    assert report.primary.rule_id == "jetson-gpu-not-discovered"
+    x86 = node.replace("5.10.192-tegra", "6.8.0-45-generic").replace("arm64", "amd64")
+    report = diagnose_texts(ruleset, {"node.yaml": x86, "device-plugin.log": NO_RUNTIME_PLUGIN_LOG})
+    assert "jetson-gpu-not-discovered" not in fired(report)
+    assert report.primary.category == "plugin-crash-nvml"
+
+
+def test_the_reporter_naming_the_board_counts_but_not_the_plugins_non_tegra_line(ruleset):
+    body = "# plugin crash on our Orin\n\nWe run JetPack 6 on a Jetson AGX Orin.\n```\n{log}```\n"
+    report = diagnose_texts(ruleset, {"issue.md": body.format(log=NO_RUNTIME_PLUGIN_LOG)})
+    assert report.primary.rule_id == "jetson-gpu-not-discovered"
+    plain = "# plugin crash\n\n```\n" + NO_RUNTIME_PLUGIN_LOG + "```\n"
+    assert "jetson-gpu-not-discovered" not in fired(diagnose_texts(ruleset, {"issue.md": plain}))
+
+
+def test_a_crash_stack_through_hami_core_is_its_crash(ruleset):
+    log = (
+        "!!!!!!! Segfault encountered !!!!!!!\n"
+        '  File "/libvgpu/src/cuda/memory.c", line 311, in cuMemGetInfo_v2\n'
+        '  File "torch/csrc/cuda/Module.cpp", line 120, in THCPModule_memGetInfo\n'
+    )
+    p = diagnose_texts(ruleset, {"workload.log": log}).primary
+    assert (p.rule_id, p.category) == ("hami-core-crashes-workload", "runtime-other")
+    other = log.replace("/libvgpu/src/cuda/memory.c", "/opt/app/src/alloc.c")
+    assert "hami-core-crashes-workload" not in fired(
+        diagnose_texts(ruleset, {"workload.log": other})
+    )
+
+
+def test_an_illegal_device_id_is_hami_cores_error(ruleset):
+    log = "[HAMI-core ERROR (pid:12 thread=140011 multiprocess_memory_limit.c:840)]: Illegal device id: -7\n"
+    assert "hami-core-failure" in fired(diagnose_texts(ruleset, {"workload.log": log}))
+
+
+def test_the_toolkit_unable_to_read_the_runtime_config_is_named(ruleset):
+    line = (
+        'time="2025-02-01T09:00:00Z" level=error msg="error running nvidia-toolkit: unable to '
+        "determine runtime options: unable to load containerd config: failed to load config: "
+        'failed to run command chroot [/host containerd config dump]: exit status 127"\n'
+    )
+    p = diagnose_texts(ruleset, {"toolkit.txt": line}).primary
+    assert (p.rule_id, p.category) == (
+        "gpu-operator-toolkit-cannot-read-runtime-config",
+        "runtime-other",
+    )
+    assert "containerd" in p.title and "not found" in p.title
+    crio = line.replace(
+        "[/host containerd config dump]: exit status 127",
+        "[/host crio status config]: exit status 1",
+    ).replace("containerd config", "crio config")
+    p = diagnose_texts(ruleset, {"toolkit.txt": crio}).primary
+    assert p.rule_id == "gpu-operator-toolkit-cannot-read-runtime-config"
+    assert "crio" in p.title and "not found" not in p.title
+
+
+def test_no_node_offering_another_vendors_device_is_a_missing_vendor_plugin(ruleset):
+    """Every node short of a Hygon DCU for a pod: no DCU plugin registers it. The reporter's
+    words about HAMi's own (NVIDIA) plugin crashing on that node do not outrank it."""
+    events = (
+        "  Warning  FailedScheduling  12s  hami-scheduler  0/2 nodes are available: "
+        "2 Insufficient hygon.com/dcunum. preemption: 0/2 nodes are available: "
+        "2 No preemption victims found for incoming pod.\n"
+    )
+    body = "# DCU pod pending\n\nhami-device-plugin keeps restarting on the DCU node.\n\n" + events
+    for files in ({"events.txt": events}, {"issue.md": body}):
+        p = diagnose_texts(ruleset, files).primary
+        assert (p.rule_id, p.category) == ("no-node-offers-vendor-device", "no-device-plugin-pod")
+        assert "hygon.com/dcunum" in p.title
+    memory_only = events.replace("hygon.com/dcunum", "huawei.com/Ascend910B-memory")
+    assert "no-node-offers-vendor-device" not in fired(
+        diagnose_texts(ruleset, {"events.txt": memory_only})
+    )
+
+
+def test_another_vendors_device_missing_in_the_container(ruleset):
+    for log in (
+        "RuntimeError: HIP error: no ROCm-capable device is detected\n",
+        "dcmi module initialize failed. ret is -8020\n",
+    ):
+        p = diagnose_texts(ruleset, {"workload.log": log}).primary
+        assert (p.rule_id, p.category) == ("vendor-device-not-usable-in-container", "runtime-other")
+
+
+def test_volcano_without_a_mig_geometry(ruleset):
+    log = (
+        'E0704 11:20:00.000000       1 utils.go:130] "extract mig geometry error and fall back to '
+        'hamicore mode" err="mig type not found"\n'
+    )
+    p = diagnose_texts(ruleset, {"volcano-scheduler.log": log}).primary
+    assert (p.rule_id, p.category) == ("volcano-mig-geometry-unknown", "scheduling-other")
+
+
+def test_a_hyperkube_journal_is_the_kubelets(ruleset):
+    journal = (
+        "Mar 02 10:00:00 node-3 hyperkube[1811]: I0302 10:00:00.000000    1811 "
+        "kubelet.go:1800] Starting kubelet main sync loop.\n"
+    )
+    parsed = parse_texts(ruleset, {"journal.txt": journal})
+    assert [a.kind for a in parsed.artefacts] == ["kubelet-log"]

@@ -75,7 +75,9 @@ def test_a_crash_stack_through_hami_core_is_its_crash(ruleset):
 
 def test_an_illegal_device_id_is_hami_cores_error(ruleset):
     log = "[HAMI-core ERROR (pid:12 thread=140011 multiprocess_memory_limit.c:840)]: Illegal device id: -7\n"
-    assert "hami-core-failure" in fired(diagnose_texts(ruleset, {"workload.log": log}))
+    p = diagnose_texts(ruleset, {"workload.log": log}).primary
+    assert (p.rule_id, p.category) == ("hami-core-illegal-device-id", "runtime-other")
+    assert "-7" in p.title
 
 
 def test_the_toolkit_unable_to_read_the_runtime_config_is_named(ruleset):

@@ -145,3 +145,67 @@ def test_a_hyperkube_journal_is_the_kubelets(ruleset):
     )
     parsed = parse_texts(ruleset, {"journal.txt": journal})
     assert [a.kind for a in parsed.artefacts] == ["kubelet-log"]
+
+
+# The thirteenth set (recent HAMi releases and their features) found, on made-up inputs here:
+
+
+def test_the_toolkit_unable_to_read_containerd_2s_config_is_not_the_plugins_config(ruleset):
+    """'unable to load config:' is the plugin's wrap and the toolkit installer's: the toolkit's
+    own reason (containerd 2.x's config version 3) names it."""
+    log = (
+        'time="2026-02-03T10:00:00Z" level=fatal msg="Error: unable to load config: unsupported '
+        'config version: 3"\n'
+    )
+    report = diagnose_texts(ruleset, {"toolkit.txt": log})
+    assert (report.primary.rule_id, report.primary.category) == (
+        "toolkit-older-than-containerd-config",
+        "runtime-other",
+    )
+    assert "nvidia-plugin-config-rejected" not in fired(report)
+    plugin = (
+        "E0203 10:00:00.000000       1 main.go:173] error starting plugins: unable to load config: "
+        "unable to finalize config: unable to parse config file: error parsing config file: "
+        "unmarshal error: unknown field\n"
+    )
+    assert diagnose_texts(ruleset, {"device-plugin.log": plugin}).primary.rule_id == (
+        "nvidia-plugin-config-rejected"
+    )
+
+
+def test_a_webhook_denial_copied_with_a_capital_is_read(ruleset):
+    text = 'Admission webhook "vgpu.hami.io" denied the request: pod has node assigned\n'
+    p = diagnose_texts(ruleset, {"error.txt": text}).primary
+    assert p.category == "scheduling-other" and p.rule_id == "webhook-denied-pod"
+
+
+def test_a_register_value_cut_by_the_paste_is_not_a_corrupt_annotation(ruleset):
+    """An opening quote never closed, a device record without its ':': the paste stopped, the
+    annotation was not necessarily wrong."""
+    for value in (
+        "'GPU-77aa,10,24564,100,NVIDIA-NVIDIA",
+        "GPU-77aa,10,24564,100,NVIDIA-NVIDIA A10",
+    ):
+        report = diagnose_texts(ruleset, {"ann.txt": f"hami.io/node-nvidia-register: {value}\n"})
+        assert "register-annotation-invalid" not in fired(report)
+        assert report.primary.category == "inconclusive"
+    whole = "hami.io/node-nvidia-register: 'GPU-77aa,10,24564,100,NVIDIA-A10,0,true:'\n"
+    assert "register-annotation-invalid" not in fired(diagnose_texts(ruleset, {"ann.txt": whole}))
+
+
+def test_an_extra_uncapped_gpu_beside_a_capped_one_is_not_hami_core_missing(ruleset):
+    pod = (
+        "kind: Pod\nmetadata: {name: p, namespace: ml}\nspec:\n  containers:\n    - name: c\n"
+        '      resources: {limits: {nvidia.com/gpu: "1", nvidia.com/gpumem: "4000"}}\n'
+    )
+    row = "| 30%   31C    P8    9W / 250W |      0MiB / {total}MiB |      0%      Default |\n"
+    gpu = "|   {i}  NVIDIA A10                Off | 00000000:0{i}:00.0 Off |        N/A |\n"
+    head = "| NVIDIA-SMI 550.54.15    Driver Version: 550.54.15    CUDA Version: 12.4 |\n"
+    both = (
+        head + gpu.format(i=0) + row.format(total=4000) + gpu.format(i=1) + row.format(total=23028)
+    )
+    report = diagnose_texts(ruleset, {"pod.yaml": pod, "smi.txt": both})
+    assert report.primary.rule_id == "container-sees-more-gpus-than-allocated"
+    one = head + gpu.format(i=0) + row.format(total=23028)
+    report = diagnose_texts(ruleset, {"pod.yaml": pod, "smi.txt": one})
+    assert report.primary.rule_id == "container-sees-physical-memory"

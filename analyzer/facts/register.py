@@ -6,6 +6,7 @@ stands in, marked `register.from = log`."""
 from __future__ import annotations
 
 import json
+import re
 
 from analyzer.facts.model import UNKNOWN, FactSet, Match, Where
 from analyzer.parse.annotations import AnnotationSpec, RegisterAnnotation
@@ -15,10 +16,24 @@ from analyzer.structured import load_json
 NVIDIA = "nvidia"
 
 
+_CSV_RECORD_START = re.compile(r"[\w.-]+,\d+,")
+
+
 def _cut_off(value: str) -> bool:
-    """A pasted value that stops mid-way (describe's `...`, or JSON that ends early)."""
+    """A pasted value that stops mid-way: describe's `...`, a quote never closed, CSV records
+    without the `:` every record ends with, or JSON that ends early.
+
+    >>> _cut_off("'GPU-3fe7,10,24564,100,NVIDIA-NVIDIA"), _cut_off("GPU-3fe7,10,24564,100,NVIDIA-A10")
+    (True, True)
+    >>> _cut_off("GPU-3fe7,10,24564,100,NVIDIA-A10,0,true:"), _cut_off("'GPU-1,10,1,100,T,0,true:'")
+    (False, False)
+    """
     v = value.rstrip()
     if v.endswith(("...", "…")):
+        return True
+    if v[:1] in ("'", '"') and (len(v) < 2 or v[-1] != v[0]):
+        return True
+    if ":" not in v and _CSV_RECORD_START.match(v.strip("'\"")):
         return True
     if v.startswith("["):
         try:

@@ -337,6 +337,13 @@ FACTS: tuple[FactSpec, ...] = (
         "total GPU memory nvidia-smi reports (in a HAMi container: the gpumem limit)",
     ),
     _f(
+        "nvidia_smi.min_total_mib",
+        "int",
+        "smi",
+        ("nvidia-smi",),
+        "the smallest total of the GPUs nvidia-smi lists (the largest is nvidia_smi.total_mib)",
+    ),
+    _f(
         "nvidia_smi.gpu_count",
         "int",
         "smi",

@@ -1,5 +1,7 @@
 """nvidia-smi output: the total memory it reports (inside a HAMi container that is the vGPU's
-gpumem limit, so a physical-size total means HAMi-core is not active)."""
+gpumem limit, so a physical-size total means HAMi-core is not active), the least of its GPUs'
+totals (one GPU at the limit beside a physical-size one: HAMi-core is active, the other GPU is
+extra) and how many GPUs it lists."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ def produce(logs: list[ParsedLog], facts: FactSet) -> None:
     UNKNOWN
     """
     best: tuple[int, Where] | None = None
+    least: tuple[int, Where] | None = None
     gpus: tuple[int, Where] | None = None
     for log in logs:
         if log.artefact.kind != "nvidia-smi":
@@ -35,11 +38,14 @@ def produce(logs: list[ParsedLog], facts: FactSet) -> None:
                 total = int(m.group(1) or m.group(2))
                 if best is None or total > best[0]:
                     best = (total, Where(log.artefact.file.name, line))
+                if least is None or total < least[0]:
+                    least = (total, Where(log.artefact.file.name, line))
             n = _gpu_count(text or "")
             if n is not None and (gpus is None or n > gpus[0]):
                 gpus = (n, Where(log.artefact.file.name, line))
-    if best is not None:
+    if best is not None and least is not None:
         facts.put("nvidia_smi.total_mib", best[0], best[1])
+        facts.put("nvidia_smi.min_total_mib", least[0], least[1])
     if gpus is not None:
         facts.put("nvidia_smi.gpu_count", gpus[0], gpus[1])
 

@@ -107,7 +107,7 @@ class AnnotationSpec:
         value = (text or "").strip()
         if elided:
             return RegisterAnnotation(
-                key, vendor, "elided", None, [], value, "value elided by kubectl describe"
+                key, vendor, "elided", None, [], value, "value cut off (kubectl describe, or the paste)"
             )
         if value in ("", "[]", "null"):
             fmt = "json" if value else None

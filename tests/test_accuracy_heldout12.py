@@ -209,3 +209,16 @@ def test_an_extra_uncapped_gpu_beside_a_capped_one_is_not_hami_core_missing(rule
     one = head + gpu.format(i=0) + row.format(total=23028)
     report = diagnose_texts(ruleset, {"pod.yaml": pod, "smi.txt": one})
     assert report.primary.rule_id == "container-sees-physical-memory"
+
+
+def test_the_schedulers_mig_trace_is_its_log_and_a_misfit_without_a_bind(ruleset):
+    trace = (
+        'I0301 08:00:00.000100       1 device.go:695] "scoring pod" pod="ml/train-0" '
+        'device="GPU-aa01" Memreq=0 MemPercentagereq=100 Coresreq=0 Nums=2 device index=3\n'
+        "I0301 08:00:00.000200       1 device.go:598] MIG entry not found "
+        "[{2g.20gb 20480 false} {2g.20gb 20480 false}]\n"
+    )
+    parsed = parse_texts(ruleset, {"trace.txt": trace})
+    assert [a.kind for a in parsed.artefacts] == ["scheduler-log"]
+    p = diagnose_texts(ruleset, {"trace.txt": trace}).primary
+    assert (p.rule_id, p.category) == ("mig-request-does-not-fit", "scheduling-other")

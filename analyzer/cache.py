@@ -95,12 +95,15 @@ def _compiled_by(env: Any, options: dict[str, Any]) -> str:
     def kinds(table: dict[str, Any]) -> list[tuple[str, str]]:
         return sorted((name, str(getattr(f, "jinja_pass_arg", ""))) for name, f in table.items())
 
+    def named(value: Any) -> Any:  # a function by its name: its repr holds an address
+        return f"{value.__module__}.{value.__qualname__}" if callable(value) else value
+
     cls = type(env)
     return repr(
         (
             jinja2.__version__,
             f"{cls.__module__}.{cls.__qualname__}",
-            sorted(options.items()),
+            sorted((k, named(v)) for k, v in options.items()),
             kinds(env.filters),
             kinds(env.tests),
         )

@@ -191,6 +191,18 @@ def _say(text: object, err: bool = False) -> None:
     typer.echo(printable(text), err=err)
 
 
+def _not_workflow_commands(text: str) -> str:
+    """Text quoting an issue, as a GitHub Actions step prints it: the runner reads a line such as
+    `::error::` or `::add-mask::` as a command wherever it comes from, so inside Actions the text
+    goes between `::stop-commands::` and its token (a fresh one each time)."""
+    if os.environ.get("GITHUB_ACTIONS") != "true":
+        return text
+    import secrets
+
+    token = secrets.token_hex(16)
+    return f"::stop-commands::{token}\n{text}\n::{token}::"
+
+
 def _fail(msg: str) -> NoReturn:
     _say(f"error: {msg}", err=True)
     raise typer.Exit(EXIT_INPUT)
@@ -523,7 +535,12 @@ def batch(
     Writes OUT/bundles.parquet, OUT/findings.parquet and OUT/summary.html; an interrupted run
     resumes where it stopped."""
     from analyzer.batch.executor import check_inputs, open_executor
+    from analyzer.outputs import clash
 
+    folder = summary_only if summary_only is not None else out
+    if tickets is not None and folder is not None and clash(tickets, Path(folder)):
+        # batch writes (and with --force rewrites) its folder: an input there could be replaced
+        _fail(f"--tickets {tickets} is inside the output folder {folder}: keep the CSV outside it")
     meta = _ticket_meta(tickets)
     if summary_only is not None:
         from analyzer.batch import run as batch_mod
@@ -678,7 +695,11 @@ def bot(
         ruleset = _ruleset(rules)  # a broken rule directory: one line, before any API call
         limits = _limits(max_bytes, max_members)
         out = bot_run.run_bot(ev, options, ruleset, redact, dry_run, limits)
-        _say(out.summary() + (f"\n{out.comment}" if dry_run and out.comment else ""))
+        _say(
+            _not_workflow_commands(
+                out.summary() + (f"\n{out.comment}" if dry_run and out.comment else "")
+            )
+        )
         bot_run.write_outputs(outputs, out.outputs())
     except GitHubError as exc:
         _say(f"error: {exc}", err=True)

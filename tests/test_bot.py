@@ -827,3 +827,25 @@ def test_whatever_explains_a_plugin_restart_explains_the_described_one(ruleset):
         if "plugin-restarted" in r.explains and "plugin-crash-described" not in r.explains
     ]
     assert missing == [], missing
+
+
+def test_an_issue_of_thousands_of_comments_is_read_from_its_newest_pages(monkeypatch):
+    """MAX_PAGES pages of comments: of an issue with more, the newest pages (the evidence that
+    triggered the event and the bot's own answer are there), not the oldest."""
+    pages: list[int] = []
+
+    def api(_method, url, *_args, **_kwargs):
+        page = int(re.search(r"[?&]page=(\d+)", url)[1])
+        pages.append(page)
+        first = (page - 1) * github.PER_PAGE
+        return [{"id": first + i, "body": "chatter"} for i in range(github.PER_PAGE)]
+
+    monkeypatch.setattr(github, "gh_api", api)
+    issue = github.Issue("https://api.github.com", "octo/x", 7)
+    total = github.PER_PAGE * (github.MAX_PAGES + 5) + 1
+    got = github.comments(issue, total)
+    assert pages == list(range(7, 7 + github.MAX_PAGES))
+    assert got[-1].id == (6 + github.MAX_PAGES) * github.PER_PAGE - 1
+    pages.clear()
+    github.comments(issue, 250)
+    assert pages[0] == 1

@@ -73,7 +73,7 @@ def hash_files(files: Iterable[tuple[str, Callable[[], IO[bytes]]]]) -> str:
     """sha256 over each file's name and content, in the given order."""
     h = hashlib.sha256()
     for name, open_ in files:
-        h.update(name.encode())
+        h.update(name.encode("utf-8", "surrogateescape"))  # a file name not in UTF-8 is bytes
         with open_() as fh:
             while chunk := fh.read(1 << 20):
                 h.update(chunk)

@@ -28,6 +28,7 @@ import regex
 from analyzer import startup
 from analyzer.atomic import atomic_path, write_text
 from analyzer.batch import BUNDLE_TIMEOUT
+from analyzer.csvsafe import csv_safe
 from analyzer.progress import Progress
 from analyzer.summary.tickets import report_names, ticket_of
 
@@ -181,7 +182,8 @@ def bundle_digest(spec: str) -> str:
         files = sorted(x for x in p.rglob("*") if x.is_file() and not x.is_symlink())
         return hash_files((str(f.relative_to(p)), partial(open_regular, f)) for f in files)
     except Exception as exc:  # unreadable here; the analysis will say why in the row's error
-        return "unreadable:" + hashlib.sha256(f"{spec}\0{exc}".encode()).hexdigest()[:16]
+        said = f"{spec}\0{exc}".encode("utf-8", "surrogateescape")
+        return "unreadable:" + hashlib.sha256(said).hexdigest()[:16]
 
 
 # ---- the per-bundle work (runs in workers) ------------------------------------------------
@@ -405,10 +407,22 @@ def _write_atomic(frame: pl.DataFrame, path: Path) -> None:
         frame.write_parquet(tmp)
 
 
+def _printable(value: object) -> object:
+    r"""A string with a file name's bytes that are not UTF-8 (Python's surrogate escapes, which
+    polars cannot store) shown as `\xfe`: the row keeps naming its bundle, one per name.
+
+    >>> _printable("arc\udcfe.tar.gz"), _printable("ok"), _printable(3)
+    ('arc\\xfe.tar.gz', 'ok', 3)
+    """
+    if isinstance(value, str) and any("\udc80" <= c <= "\udcff" for c in value):
+        return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return value
+
+
 def _frame(rows: list[dict], schema: dict) -> pl.DataFrame:
     fixed = []
     for r in rows:
-        r = {k: r.get(k) for k in schema}
+        r = {k: _printable(r.get(k)) for k in schema}
         if "collected_at" in r and not isinstance(r["collected_at"], dt.datetime):
             r["collected_at"] = None  # typed end to end; anything else is no time at all
         fixed.append(r)
@@ -611,7 +625,7 @@ def assemble(out: Path, csv: bool = False, rule_ids: list[str] | None = None) ->
         _write_atomic(frame, out / f"{name}.parquet")
         if csv:
             with atomic_path(out / f"{name}.csv") as tmp:
-                frame.write_csv(tmp)
+                csv_safe(frame).write_csv(tmp)
     write_summary(out, rule_ids)
     return {k: v.height for k, v in tables.items()}
 

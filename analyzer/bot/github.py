@@ -101,9 +101,13 @@ def gh_api(method: str, url: str, payload: Any = None) -> Any:
         raise GitHubError(f"gh api {method} {url}: answer is not JSON") from None
 
 
-def comments(issue: Issue) -> list[Comment]:
+def comments(issue: Issue, total: int | None = None) -> list[Comment]:
+    """The issue's comments, oldest first; of an issue with more than MAX_PAGES pages of them
+    (`total`, the event's count) the newest pages, where the evidence and the bot's own comment are."""
     out: list[Comment] = []
-    for page in range(1, MAX_PAGES + 1):
+    last = -(-total // PER_PAGE) if total else MAX_PAGES
+    first = max(1, last - MAX_PAGES + 1)
+    for page in range(first, first + MAX_PAGES):
         batch = gh_api("GET", f"{issue.url}/comments?per_page={PER_PAGE}&page={page}") or []
         out += [Comment.from_api(c) for c in batch]
         if len(batch) < PER_PAGE:

@@ -11,7 +11,6 @@ someone the bot does not read) makes no API write at all.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from analyzer.bundle.text import printable
 from analyzer.bundle.thread import Attachment, Post
 from analyzer.render.markdown import MARKER
 from analyzer.rules.model import RuleSet
+from analyzer.structured import load_json
 
 _DIGEST = regex.compile(rf"<!-- {MARKER} version=\S+ rules=\S+ input=([0-9a-f]+) -->\s*\Z")
 
@@ -45,6 +45,7 @@ class Event:
     comment: github.Comment | None = None  # the comment of an issue_comment event
     deleted: bool = False  # that comment was deleted
     pull_request: bool = False  # the "issue" is a pull request
+    comment_count: int | None = None  # the issue's comments, as the event counts them
 
 
 @dataclass(frozen=True)
@@ -90,23 +91,26 @@ def read_event(path: Path, api: str, repo: str | None, server: str = "https://gi
 
     try:
         raw = path.read_bytes()
-        doc = json.loads(raw)
+        doc = load_json(raw.decode("utf-8"))
     except OSError as exc:
         raise BotInputError(f"{path}: {exc.strerror or exc}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+    except (ValueError, UnicodeDecodeError) as exc:  # every way load_json fails is a ValueError
         raise BotInputError(f"{path}: not a GitHub event (JSON): {exc}") from None
     issue = doc.get("issue") if isinstance(doc, dict) else None
-    if not isinstance(issue, dict) or not isinstance(issue.get("number"), int):
+    number = issue.get("number") if isinstance(issue, dict) else None
+    if not isinstance(number, int) or isinstance(number, bool) or number < 1:
         raise BotInputError(
             f"{path}: the event has no issue (run the action on `issues` and `issue_comment` events)"
         )
-    repo = repo or ((doc.get("repository") or {}).get("full_name"))
+    named = doc.get("repository")
+    named = named.get("full_name") if isinstance(named, dict) else None
+    repo = repo or (named if isinstance(named, str) else None)
     if not repo:
         raise BotInputError("no repository: the event names none and --repo is not given")
     comment = doc.get("comment")
     try:
         comment = github.Comment.from_api(comment) if isinstance(comment, dict) else None
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):
         raise BotInputError(f"{path}: the event's comment has no id") from None
     user = issue.get("user")
     user = user if isinstance(user, dict) else {}
@@ -117,6 +121,7 @@ def read_event(path: Path, api: str, repo: str | None, server: str = "https://gi
         comment,
         doc.get("action") == "deleted",
         bool(issue.get("pull_request")),
+        count if isinstance(count := issue.get("comments"), int) and count >= 0 else None,
     )
 
 
@@ -150,7 +155,9 @@ def run_bot(
         read = [c] if c is not None and not event.deleted else []
         mine: list[github.Comment] = []
     else:
-        everything = github.comments(event.issue)
+        everything = github.comments(event.issue, event.comment_count)
+        if c is not None and not event.deleted and all(x.id != c.id for x in everything):
+            everything.append(c)  # the event's own comment, whatever the listing left out
         mine = [x for x in everything if x.author.lower() == me.lower() and input_digest(x.body)]
         read = [x for x in everything if authors.takes(x, event.author, me)]
     with private_folder("hami-bot-") as tmp:

@@ -25,6 +25,7 @@ from analyzer.bundle.model import Artefact, InputWarning, Inventory
 from analyzer.bundle.reader import BundleReader, Limits
 from analyzer.errors import BundleError
 
+MAX_BLOCKS = 200  # code blocks read from one post (real issues paste a handful)
 _LABEL = regex.compile(r"^(?:issue|comment-(\d+))[-/]")
 _UNSAFE = regex.compile(r"[^\w.+-]")
 
@@ -85,7 +86,11 @@ def read_thread(posts: list[Post], limits: Limits | None = None) -> Iterator[Thr
     out = ThreadFiles()
     try:
         prose = []
-        for name, body, kind in _texts(posts):
+        texts, out.problems = _texts(posts)
+        out.inventory.warnings += [
+            InputWarning("read", f"{who}: {why}") for who, why in out.problems
+        ]
+        for name, body, kind in texts:
             readers[0].add_bytes(name, body.encode("utf-8", errors="replace"), kind=kind)
             prose += [body] if kind else []
         out.prose = "\n".join(prose)
@@ -99,22 +104,32 @@ def read_thread(posts: list[Post], limits: Limits | None = None) -> Iterator[Thr
             reader.close()
 
 
-def _texts(posts: list[Post]) -> list[tuple[str, str, str | None]]:
-    """(name, text, declared kind) of every post's code blocks and prose. A block pasted twice
-    is one file: its first copy in the latest post that has it (a paste repeated later is news,
-    for the newest-wins choice)."""
+def _texts(
+    posts: list[Post],
+) -> tuple[list[tuple[str, str, str | None]], list[tuple[str, str]]]:
+    """(name, text, declared kind) of every post's code blocks and prose, and a line for each
+    post whose blocks were not all read. A block pasted twice is one file: its first copy in the
+    latest post that has it (a paste repeated later is news, for the newest-wins choice). A post
+    reads at most MAX_BLOCKS blocks: a comment of thousands of tiny fences is a line in the
+    answer, not a thread over the file limit that no later event could analyse."""
     parsed = [parse_issue(post.text, post.label) for post in posts]
     latest = {body: i for i, issue in enumerate(parsed) for _, body in issue.blocks}
     out: list[tuple[str, str, str | None]] = []
+    problems: list[tuple[str, str]] = []
     seen: set[str] = set()
     for i, (post, issue) in enumerate(zip(posts, parsed, strict=True)):
+        kept = 0
         for name, body in issue.blocks:
             if body.strip() and latest[body] == i and body not in seen:
                 seen.add(body)
-                out.append((name, body, None))
+                kept += 1
+                if kept <= MAX_BLOCKS:
+                    out.append((name, body, None))
+        if kept > MAX_BLOCKS:
+            problems.append((post.label, f"{kept} code blocks: the first {MAX_BLOCKS} read"))
         if issue.prose.strip():
             out.append((f"{post.label}-text.md", issue.prose, "issue-text"))
-    return out
+    return out, problems
 
 
 def _read_attachment(

@@ -107,7 +107,13 @@ class AnnotationSpec:
         value = (text or "").strip()
         if elided:
             return RegisterAnnotation(
-                key, vendor, "elided", None, [], value, "value cut off (kubectl describe, or the paste)"
+                key,
+                vendor,
+                "elided",
+                None,
+                [],
+                value,
+                "value cut off (kubectl describe, or the paste)",
             )
         if value in ("", "[]", "null"):
             fmt = "json" if value else None

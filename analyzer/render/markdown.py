@@ -28,9 +28,16 @@ _SEVERITY_ICON = {"critical": "🔴", "error": "🔴", "warning": "🟠", "info"
 
 
 def safe_text(value: object, limit: int = 600) -> str:
-    """Untrusted text for a Markdown paragraph: one line, every Markdown/HTML metacharacter
-    escaped, mentions and issue references broken with a zero-width space."""
+    r"""Untrusted text for a Markdown paragraph: one line, every Markdown/HTML metacharacter
+    escaped, mentions and issue references broken with a zero-width space. Characters that do
+    not print (bidi overrides that reverse what a reader sees, invisible joiners) are shown as
+    "?", as in code.
+
+    >>> safe_text("run \u202ehs.lave|lruc @\u2060team")
+    'run ?hs.lave\\|lruc @?team'
+    """
     text = " ".join(str(value).split())
+    text = "".join(ch if ch.isprintable() else "?" for ch in text)
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -17,7 +17,7 @@ from analyzer.facts.context import NodeContext
 from analyzer.facts.model import STRENGTHS, Evidence, lower, weakest
 from analyzer.rules.conditions import Tri, human_duration
 from analyzer.rules.model import Rule, RuleSet, Step
-from analyzer.rules.templates import TemplateProblem, render
+from analyzer.rules.templates import TemplateProblem, render, render_command
 
 FIRED, NOT_FIRED, NOT_EVALUATED, NOT_APPLICABLE, ERROR, EXPLAINED = (
     "fired",
@@ -174,7 +174,7 @@ def evaluate(ruleset: RuleSet, ctx: NodeContext, lang: str = "en") -> list[RuleR
             explanation = _reflow(render(explanation_t, **tctx))
             # a step whose text renders empty does not apply here (the fix of another component)
             steps = tuple(
-                Step(text, render(s.command, **tctx) if s.command else None)
+                Step(text, render_command(s.command, **tctx) if s.command else None)
                 for s in steps_t
                 if (text := render(s.text, **tctx))
             )

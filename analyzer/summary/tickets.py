@@ -83,7 +83,8 @@ def read_ticket_csv(path: Path) -> pl.DataFrame:
     try:
         frame = pl.read_csv(path, infer_schema=False, encoding="utf8-lossy")
     except (OSError, pl.exceptions.PolarsError) as exc:
-        raise AnalyzerError(f"{path}: cannot read the ticket CSV ({exc})") from None
+        why = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
+        raise AnalyzerError(f"{path}: cannot read the ticket CSV ({why[:200]})") from None
     frame = frame.rename(
         {c: re.sub(r"[\s-]+", "_", c.strip().lower()) for c in frame.columns}, strict=False
     )

@@ -222,3 +222,61 @@ def test_the_schedulers_mig_trace_is_its_log_and_a_misfit_without_a_bind(ruleset
     assert [a.kind for a in parsed.artefacts] == ["scheduler-log"]
     p = diagnose_texts(ruleset, {"trace.txt": trace}).primary
     assert (p.rule_id, p.category) == ("mig-request-does-not-fit", "scheduling-other")
+
+
+# The fourteenth set (HAMi issues in Chinese, Volcano's vGPU, the old k8s-vgpu-scheduler):
+
+
+def test_hami_resources_insufficient_in_a_bare_fit_error(ruleset):
+    """ "Insufficient nvidia.com/gpumem" pasted without its event's From column: only a scheduler
+    that does not know HAMi's resources says it, so the pod bypassed hami-scheduler."""
+    text = "0/3 nodes are available: 3 Insufficient nvidia.com/gpumem.\n"
+    p = diagnose_texts(ruleset, {"error.txt": text}).primary
+    assert (p.rule_id, p.category) == (
+        "hami-resources-counted-as-node-resources",
+        "scheduling-other",
+    )
+
+
+def test_a_panic_observed_by_apimachinery_in_volcanos_log(ruleset):
+    log = (
+        "I0301 10:00:00.000000       1 session.go:240] Close Session 0a1b\n"
+        'E0301 10:00:00.100000       1 runtime.go:79] Observed a panic: "invalid memory address or '
+        'nil pointer dereference" (runtime error: invalid memory address or nil pointer dereference)\n'
+        "goroutine 12 [running]:\n"
+    )
+    p = diagnose_texts(ruleset, {"volcano.log": log}).primary
+    assert (p.rule_id, p.category) == ("scheduler-panicked", "scheduling-other")
+
+
+def test_volcano_out_of_sync_and_without_device_registration(ruleset):
+    sync = 'E0301 10:00:00.000000     9 node_info.go:298] "Node out of sync" name="g-3" resources=["nvidia.com/gpu"]\n'
+    p = diagnose_texts(ruleset, {"volcano.log": sync}).primary
+    assert p.rule_id == "volcano-node-out-of-sync"
+    assert "g-3" in p.title
+    uninit = "  Warning  FailedScheduling  3s  volcano  0/2 nodes are unavailable: 2 node not initialized with devicehamivgpu.\n"
+    p = diagnose_texts(ruleset, {"events.txt": uninit}).primary
+    assert (p.rule_id, p.category) == (
+        "volcano-node-has-no-device-registration",
+        "annotation-missing-or-stale",
+    )
+
+
+def test_a_plugin_socket_already_in_use(ruleset):
+    log = (
+        "E0301 10:00:00.000000       1 main.go:1] Could not start device plugin for 'nvidia.com/gpu': "
+        "listen unix /var/lib/kubelet/device-plugins/nvidia-gpu.sock: bind: address already in use\n"
+    )
+    p = diagnose_texts(ruleset, {"device-plugin.log": log}).primary
+    assert (p.rule_id, p.category) == ("plugin-socket-in-use", "multiple-device-plugins")
+
+
+def test_a_gpu_pod_manifest_pinning_its_node(ruleset):
+    pod = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  nodeName: gpu-9\n  containers:\n"
+        "    - name: c\n      resources: {limits: {nvidia.com/gpu: 2}}\n"
+    )
+    p = diagnose_texts(ruleset, {"pod.yaml": pod}).primary
+    assert (p.rule_id, p.category) == ("pod-pins-node-name", "scheduling-other")
+    cpu_only = pod.replace("nvidia.com/gpu: 2", "cpu: 1")
+    assert "pod-pins-node-name" not in fired(diagnose_texts(ruleset, {"pod.yaml": cpu_only}))

@@ -31,6 +31,7 @@ READERS = {
     "ls",
     "nvidia-smi",
     "ps",
+    "ss",  # socket statistics: lists, never changes
     "tail",
     "tr",
     "awk",

@@ -535,12 +535,13 @@ def batch(
     Writes OUT/bundles.parquet, OUT/findings.parquet and OUT/summary.html; an interrupted run
     resumes where it stopped."""
     from analyzer.batch.executor import check_inputs, open_executor
-    from analyzer.outputs import clash
+    from analyzer.batch.run import written_by_batch
 
     folder = summary_only if summary_only is not None else out
-    if tickets is not None and folder is not None and clash(tickets, Path(folder)):
-        # batch writes (and with --force rewrites) its folder: an input there could be replaced
-        _fail(f"--tickets {tickets} is inside the output folder {folder}: keep the CSV outside it")
+    if tickets is not None and folder is not None and written_by_batch(Path(folder), tickets):
+        _fail(
+            f"--tickets {tickets} is a file this run writes in {folder}: inputs are never modified"
+        )
     meta = _ticket_meta(tickets)
     if summary_only is not None:
         from analyzer.batch import run as batch_mod

@@ -999,7 +999,7 @@ def bot_dry_run_quoting_a_workflow_command(d: Path) -> Run:
     return Run(["bot", "--event", str(d / "e.json"), "--dry-run"], [d], {"GITHUB_ACTIONS": "true"})
 
 
-@bounded(_error("is inside the output folder"))
+@bounded(_error("is a file this run writes"))
 def batch_tickets_csv_inside_the_output_folder(d: Path) -> Run:
     """`--tickets OUT/bundles.csv` with `--csv --force`: the CSV the user enriched was replaced."""
     tickets = d / "t"

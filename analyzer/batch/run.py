@@ -638,6 +638,18 @@ def _conform(frame: pl.DataFrame, schema: dict) -> pl.DataFrame:
 
 
 TICKETS = "tickets.parquet"  # the ticket metadata of `batch --tickets CSV`, kept for the summary
+TABLES = ("bundles", "nodes", "findings", "warnings", "unexplained")
+
+
+def written_by_batch(out: Path, path: Path) -> bool:
+    """Whether a run writing OUT writes (or with --force, removes) `path`: its tables (.parquet
+    and --csv), summary.html, the kept ticket metadata, and everything under parts/ and
+    reports/. A file of the user's in OUT under another name is left alone."""
+    out, path = out.resolve(), path.resolve()
+    if path.parent == out:
+        names = {f"{t}.{ext}" for t in TABLES for ext in ("parquet", "csv")}
+        return path.name in names | {"summary.html", TICKETS}
+    return any(out / sub in path.parents for sub in ("parts", REPORTS))
 
 
 def store_tickets(meta: pl.DataFrame, out: Path) -> None:

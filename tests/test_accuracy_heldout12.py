@@ -280,3 +280,21 @@ def test_a_gpu_pod_manifest_pinning_its_node(ruleset):
     assert (p.rule_id, p.category) == ("pod-pins-node-name", "scheduling-other")
     cpu_only = pod.replace("nvidia.com/gpu: 2", "cpu: 1")
     assert "pod-pins-node-name" not in fired(diagnose_texts(ruleset, {"pod.yaml": cpu_only}))
+
+
+# The fifteenth set (NVIDIA's plugin, operator and toolkit, 2024-2026):
+
+
+def test_containerd_without_its_cri_plugin(ruleset):
+    """`disabled_plugins = ["cri"]` (Docker's containerd package; a toolkit config written over
+    its dump) read even in a config cut mid-table, where the TOML does not parse."""
+    cut = (
+        'version = 2\n[plugins]\n  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia-cdi\n'
+        '[... ...]\ndisabled_plugins = ["cri"]\nimports = ["/etc/containerd/config.toml"]\n'
+    )
+    p = diagnose_texts(ruleset, {"containerd.toml": cut}).primary
+    assert (p.rule_id, p.category) == ("containerd-cri-plugin-disabled", "runtime-other")
+    kept = cut.replace('disabled_plugins = ["cri"]', "disabled_plugins = []")
+    assert "containerd-cri-plugin-disabled" not in fired(
+        diagnose_texts(ruleset, {"containerd.toml": kept})
+    )

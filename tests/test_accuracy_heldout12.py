@@ -298,3 +298,71 @@ def test_containerd_without_its_cri_plugin(ruleset):
     assert "containerd-cri-plugin-disabled" not in fired(
         diagnose_texts(ruleset, {"containerd.toml": kept})
     )
+
+
+# A review of the rules above (a helper, read-only) built inputs they read wrongly; each here:
+
+
+def test_the_new_rules_stand_down_where_the_review_found_them_wrong(ruleset):
+    hami_event = (
+        "Name: vllm-0\nNamespace: default\nNode: <none>\nStatus: Pending\nEvents:\n"
+        "  Type     Reason            Age   From            Message\n"
+        "  ----     ------            ----  ----            -------\n"
+        "  Warning  FailedScheduling  30s   hami-scheduler  0/2 nodes are available: 2 Insufficient "
+        "nvidia.com/gpumem.\n"
+    )
+    assert "hami-resources-counted-as-node-resources" not in fired(
+        diagnose_texts(ruleset, {"pod-describe.txt": hami_event})
+    )
+    bound = (
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n"
+        "    hami.io/bind-phase: success\n    hami.io/vgpu-node: gpu-2\nspec:\n"
+        "  schedulerName: hami-scheduler\n  nodeName: gpu-2\n  containers:\n    - name: c\n"
+        "      resources: {limits: {nvidia.com/gpu: 1}}\n"
+    )
+    assert "pod-pins-node-name" not in fired(diagnose_texts(ruleset, {"pod.yaml": bound}))
+    cpu = 'E0301 10:00:00.000000     9 node_info.go:298] "Node out of sync" name="w-7" resources=["cpu"]\n'
+    assert "volcano-node-out-of-sync" not in fired(diagnose_texts(ruleset, {"volcano.log": cpu}))
+    retried = (
+        "E0301 10:00:00.000000       1 main.go:1] Could not start device plugin for 'nvidia.com/gpu': "
+        "listen unix /var/lib/kubelet/device-plugins/nvidia-gpu.sock: bind: address already in use\n"
+        "I0301 10:00:30.000000       1 server.go:1] Registered device plugin for 'nvidia.com/gpu' with Kubelet\n"
+    )
+    assert "plugin-socket-in-use" not in fired(
+        diagnose_texts(ruleset, {"device-plugin.log": retried})
+    )
+
+
+def test_a_jetson_the_reporter_runs_elsewhere_is_not_this_x86_node(ruleset):
+    body = (
+        "# no GPU registered\n\nOur x86 server (kernel 5.15.0-91-generic, x86_64) registers nothing; "
+        "we also run a Jetson AGX Orin in another cluster.\n```\n" + NO_RUNTIME_PLUGIN_LOG + "```\n"
+    )
+    report = diagnose_texts(ruleset, {"issue.md": body})
+    assert "jetson-gpu-not-discovered" not in fired(report)
+    assert report.primary.category == "plugin-crash-nvml"
+
+
+def test_a_hosts_nvidia_smi_is_not_an_extra_gpu_in_the_container(ruleset):
+    pod = (
+        "kind: Pod\nmetadata: {name: p, namespace: ml}\nspec:\n  containers:\n    - name: c\n"
+        '      resources: {limits: {nvidia.com/gpu: "1", nvidia.com/gpumem: "20000"}}\n'
+    )
+    head = "| NVIDIA-SMI 550.54.15    Driver Version: 550.54.15    CUDA Version: 12.4 |\n"
+    row = "|   {i}  NVIDIA A10   Off | 00000000:0{i}:00.0 Off |  N/A |\n| 30%  31C  P8  9W / 250W |      0MiB / {t}MiB |   0%  Default |\n"
+    host = head + row.format(i=0, t=15360) + row.format(i=1, t=24564)
+    report = diagnose_texts(ruleset, {"pod.yaml": pod, "smi.txt": host})
+    assert "container-sees-more-gpus-than-allocated" not in fired(report)
+
+
+def test_a_mig_misfit_then_a_bind_elsewhere(ruleset):
+    trace = (
+        "I0301 08:00:00.000200       1 device.go:598] MIG entry not found [{2g.20gb 20480 false}]\n"
+    )
+    pod = (
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: t-0\n  annotations: {hami.io/bind-phase: success}\n"
+        "spec:\n  containers:\n    - name: c\n      resources: {limits: {nvidia.com/gpu: 1}}\n"
+        "status: {phase: Running}\n"
+    )
+    report = diagnose_texts(ruleset, {"scheduler.log": trace, "pod.yaml": pod})
+    assert "mig-request-does-not-fit" not in fired(report)

@@ -24,8 +24,9 @@ class TemplateProblem(Exception):
 
 
 # what a value filled into a shell command may hold: words, paths, key=value, a jsonpath's
-# escaped dot; never a quote, `;`, `|`, `&`, `$(`, a backtick, a redirection or a line break
-_SHELL_WORD = re.compile(r"[A-Za-z0-9_.:/=@%+,~\\ -]*|\$[A-Z][A-Z_]*")
+# escaped dot, a glob a reporter redacted with (`gpu-node-***`); never a quote, `;`, `|`, `&`,
+# `$(`, a backtick, a redirection or a line break
+_SHELL_WORD = re.compile(r"[A-Za-z0-9_.:/=@%+,~*?\[\]\\ -]*|\$[A-Z][A-Z_]*")
 WITHHELD = "VALUE-NOT-SHELL-SAFE"
 
 
@@ -76,13 +77,15 @@ def _bounded_filter(f: Any) -> Any:
 
     @functools.wraps(f)  # keeps jinja2's pass_context/pass_environment marks
     def bounded(*args: Any, **kwargs: Any) -> Any:
+        if formats and args:  # the format filter's value is the format; any other string is data
+            _no_wide_format(args[0])
         for a in (*args, *kwargs.values()):
-            _no_wide_format(a)
             if isinstance(a, int) and not isinstance(a, bool) and a > MAX_VALUE and sizes:
                 _bounded(range(a))
         return _bounded(f(*args, **kwargs))
 
-    sizes = f.__name__ in ("do_center", "do_indent", "do_wordwrap", "do_truncate", "center")
+    sizes = f.__name__ in ("do_center", "do_indent", "do_wordwrap")
+    formats = f.__name__ == "do_format"
     return bounded
 
 

@@ -465,7 +465,7 @@ class FakeAPI:
         self.asked.append("whoami")
         return self.me
 
-    def comments(self, issue):
+    def comments(self, issue, total=None):
         return list(self.thread)
 
     def labels(self, issue):

@@ -96,8 +96,10 @@ def read_event(path: Path, api: str, repo: str | None, server: str = "https://gi
         raise BotInputError(f"{path}: {exc.strerror or exc}") from None
     except (ValueError, UnicodeDecodeError) as exc:  # every way load_json fails is a ValueError
         raise BotInputError(f"{path}: not a GitHub event (JSON): {exc}") from None
-    issue = doc.get("issue") if isinstance(doc, dict) else None
-    number = issue.get("number") if isinstance(issue, dict) else None
+    doc = doc if isinstance(doc, dict) else {}
+    issue = doc.get("issue")
+    issue = issue if isinstance(issue, dict) else {}
+    number = issue.get("number")
     if not isinstance(number, int) or isinstance(number, bool) or number < 1:
         raise BotInputError(
             f"{path}: the event has no issue (run the action on `issues` and `issue_comment` events)"

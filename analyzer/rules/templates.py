@@ -125,6 +125,8 @@ def _environment(command: bool = False):
         def get_source(self, environment, template: str):
             return self.texts[template], None, lambda: True
 
+    # a command's every {{ }} passes through shell_word (finalize sees each output)
+    options: dict[str, Any] = {"finalize": shell_word} if command else {}
     env = cached_environment(
         _sized(SandboxedEnvironment),
         TextLoader(),
@@ -132,8 +134,7 @@ def _environment(command: bool = False):
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
-        # a command's every {{ }} passes through shell_word (finalize sees each output)
-        **({"finalize": shell_word} if command else {}),
+        **options,
     )
     env.filters.update({name: _bounded_filter(f) for name, f in env.filters.items()})
     return env

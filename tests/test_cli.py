@@ -155,7 +155,10 @@ def test_help_describes_every_option_at_any_width():
     [
         (["inspect", "-f", "yaml"], "'yaml' is not one of 'text', 'json'"),
         (["analyze", "-f", "yaml"], "'yaml' is not one of 'terminal', 'json', 'markdown', 'html'"),
-        (["timeline", "--source", "device-plugin"], "use one of apiserver-log, containerd-config, device-plugin-log"),
+        (
+            ["timeline", "--source", "device-plugin"],
+            "use one of apiserver-log, containerd-config, device-plugin-log",
+        ),
         (["timeline", "--severity", "loud"], "use info, warning, error or fatal"),
         (["batch", "--executor", "k8s", "--out", "x"], "'k8s' is not one of 'local', 'dask'"),
         (["rules", "facts", "-f", "csv"], "'csv' is not one of 'text', 'json'"),

@@ -45,9 +45,10 @@ def shell_word(value: Any) -> Any:
     return value
 
 
-# the most a rule text's expression may build: a title or a command is a line, an explanation a
-# paragraph; a user's rule of `{{ node * 200000000 }}` or a chain of replace filters is an error
-MAX_VALUE = 100_000
+# the most a rule text's expression may build: above the longest line a capture can hold (1 MiB,
+# lines are cut there), far below what hurts; a user's rule of `{{ node * 200000000 }}` or a
+# chain of replace filters is an error
+MAX_VALUE = 2_000_000
 
 
 def _bounded(value: Any) -> Any:

@@ -391,3 +391,16 @@ def test_a_gpu_node_the_scheduler_drops_is_not_a_gpu_marked_unhealthy(ruleset):
 def _issue(ruleset, text: str):
     """The report on an issue's text, as the bot reads it (title and prose are the reporter's)."""
     return analyze(Issue(text.encode()), AnalyzeOptions(ruleset=ruleset)).report
+
+
+# The seventeenth set (a broad sample, measured after the session's fixes):
+
+
+def test_a_private_host_mount_under_a_propagated_volume(ruleset):
+    event = (
+        '  Warning  Failed  9s  kubelet  Error: failed to generate container "ab12" spec: failed to '
+        'generate spec: path "/run/nvidia/driver" is mounted on "/run" but it is not a shared mount\n'
+    )
+    p = diagnose_texts(ruleset, {"events.txt": event}).primary
+    assert (p.rule_id, p.category) == ("host-mount-not-shared", "runtime-other")
+    assert "/run" in p.title

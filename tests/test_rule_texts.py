@@ -32,6 +32,7 @@ READERS = {
     "nvidia-smi",
     "ps",
     "ss",  # socket statistics: lists, never changes
+    "findmnt",  # lists mounts, never changes them
     "tail",
     "tr",
     "awk",

@@ -194,20 +194,30 @@ def test_a_register_value_cut_by_the_paste_is_not_a_corrupt_annotation(ruleset):
     assert "register-annotation-invalid" not in fired(diagnose_texts(ruleset, {"ann.txt": whole}))
 
 
-def test_an_extra_uncapped_gpu_beside_a_capped_one_is_not_hami_core_missing(ruleset):
-    pod = (
+SMI_HEAD = "| NVIDIA-SMI 550.54.15    Driver Version: 550.54.15    CUDA Version: 12.4 |\n"
+
+
+def _smi_gpu(index: int, total_mib: int) -> str:
+    """One GPU of nvidia-smi's table: its row, then its memory."""
+    return (
+        f"|   {index}  NVIDIA A10                Off | 00000000:0{index}:00.0 Off |        N/A |\n"
+        f"| 30%   31C    P8    9W / 250W |      0MiB / {total_mib}MiB |      0%      Default |\n"
+    )
+
+
+def _pod_asking_gpumem(mib: int) -> str:
+    return (
         "kind: Pod\nmetadata: {name: p, namespace: ml}\nspec:\n  containers:\n    - name: c\n"
-        '      resources: {limits: {nvidia.com/gpu: "1", nvidia.com/gpumem: "4000"}}\n'
+        f'      resources: {{limits: {{nvidia.com/gpu: "1", nvidia.com/gpumem: "{mib}"}}}}\n'
     )
-    row = "| 30%   31C    P8    9W / 250W |      0MiB / {total}MiB |      0%      Default |\n"
-    gpu = "|   {i}  NVIDIA A10                Off | 00000000:0{i}:00.0 Off |        N/A |\n"
-    head = "| NVIDIA-SMI 550.54.15    Driver Version: 550.54.15    CUDA Version: 12.4 |\n"
-    both = (
-        head + gpu.format(i=0) + row.format(total=4000) + gpu.format(i=1) + row.format(total=23028)
-    )
+
+
+def test_an_extra_uncapped_gpu_beside_a_capped_one_is_not_hami_core_missing(ruleset):
+    pod = _pod_asking_gpumem(4000)
+    both = SMI_HEAD + _smi_gpu(0, 4000) + _smi_gpu(1, 23028)
     report = diagnose_texts(ruleset, {"pod.yaml": pod, "smi.txt": both})
     assert report.primary.rule_id == "container-sees-more-gpus-than-allocated"
-    one = head + gpu.format(i=0) + row.format(total=23028)
+    one = SMI_HEAD + _smi_gpu(0, 23028)
     report = diagnose_texts(ruleset, {"pod.yaml": pod, "smi.txt": one})
     assert report.primary.rule_id == "container-sees-physical-memory"
 
@@ -345,13 +355,8 @@ def test_a_jetson_the_reporter_runs_elsewhere_is_not_this_x86_node(ruleset):
 
 
 def test_a_hosts_nvidia_smi_is_not_an_extra_gpu_in_the_container(ruleset):
-    pod = (
-        "kind: Pod\nmetadata: {name: p, namespace: ml}\nspec:\n  containers:\n    - name: c\n"
-        '      resources: {limits: {nvidia.com/gpu: "1", nvidia.com/gpumem: "20000"}}\n'
-    )
-    head = "| NVIDIA-SMI 550.54.15    Driver Version: 550.54.15    CUDA Version: 12.4 |\n"
-    row = "|   {i}  NVIDIA A10   Off | 00000000:0{i}:00.0 Off |  N/A |\n| 30%  31C  P8  9W / 250W |      0MiB / {t}MiB |   0%  Default |\n"
-    host = head + row.format(i=0, t=15360) + row.format(i=1, t=24564)
+    pod = _pod_asking_gpumem(20000)
+    host = SMI_HEAD + _smi_gpu(0, 15360) + _smi_gpu(1, 24564)
     report = diagnose_texts(ruleset, {"pod.yaml": pod, "smi.txt": host})
     assert "container-sees-more-gpus-than-allocated" not in fired(report)
 

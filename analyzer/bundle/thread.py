@@ -86,10 +86,8 @@ def read_thread(posts: list[Post], limits: Limits | None = None) -> Iterator[Thr
     out = ThreadFiles()
     try:
         prose = []
-        texts, out.problems = _texts(posts)
-        out.inventory.warnings += [
-            InputWarning("read", f"{who}: {why}") for who, why in out.problems
-        ]
+        texts, cut = _texts(posts)  # a post's blocks not all read: a warning, as in any bundle
+        out.inventory.warnings += [InputWarning("read", f"{who}: {why}") for who, why in cut]
         for name, body, kind in texts:
             readers[0].add_bytes(name, body.encode("utf-8", errors="replace"), kind=kind)
             prose += [body] if kind else []

@@ -25,8 +25,7 @@ def produce(logs: list[ParsedLog], facts: FactSet) -> None:
     >>> fs = FactSet(); produce([], fs); fs.lookup("nvidia_smi.total_mib")
     UNKNOWN
     """
-    best: tuple[int, Where] | None = None
-    least: tuple[int, Where] | None = None
+    totals: list[tuple[int, Where]] = []
     gpus: tuple[int, Where] | None = None
     for log in logs:
         if log.artefact.kind != "nvidia-smi":
@@ -35,17 +34,13 @@ def produce(logs: list[ParsedLog], facts: FactSet) -> None:
         for line, text in log.frame.select("line", "text").iter_rows():
             m = _TOTAL_RE.search(text or "")
             if m:
-                total = int(m.group(1) or m.group(2))
-                if best is None or total > best[0]:
-                    best = (total, Where(log.artefact.file.name, line))
-                if least is None or total < least[0]:
-                    least = (total, Where(log.artefact.file.name, line))
+                totals.append((int(m.group(1) or m.group(2)), Where(log.artefact.file.name, line)))
             n = _gpu_count(text or "")
             if n is not None and (gpus is None or n > gpus[0]):
                 gpus = (n, Where(log.artefact.file.name, line))
-    if best is not None and least is not None:
-        facts.put("nvidia_smi.total_mib", best[0], best[1])
-        facts.put("nvidia_smi.min_total_mib", least[0], least[1])
+    if totals:  # the first of equal totals keeps its line, as before
+        facts.put("nvidia_smi.total_mib", *max(totals, key=lambda t: t[0]))
+        facts.put("nvidia_smi.min_total_mib", *min(totals, key=lambda t: t[0]))
     if gpus is not None:
         facts.put("nvidia_smi.gpu_count", gpus[0], gpus[1])
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import regex
 
 from analyzer import __version__
+from analyzer.bundle.text import printable
 from analyzer.catalogue.messages import message
 from analyzer.facts.model import STRENGTHS, Evidence
 from analyzer.report.model import NodeReport, Report
@@ -36,8 +37,7 @@ def safe_text(value: object, limit: int = 600) -> str:
     >>> safe_text("run \u202ehs.lave|lruc @\u2060team")
     'run ?hs.lave\\|lruc @?team'
     """
-    text = " ".join(str(value).split())
-    text = "".join(ch if ch.isprintable() else "?" for ch in text)
+    text = printable(" ".join(str(value).split()), keep="")
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
@@ -56,7 +56,7 @@ def code_block(text: str, limit: int = 4000) -> str:
     text = str(text)
     if len(text) > limit:
         text = text[:limit] + "\n… (cut)"
-    text = "".join(ch if ch.isprintable() or ch in "\n\t" else "?" for ch in text)
+    text = printable(text)
     longest = max((len(m) for m in regex.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}text\n{text}\n{fence}"
@@ -82,8 +82,7 @@ def _one_line(command: str) -> str:
 
 def code_span(text: object, limit: int = 120) -> str:
     """Inline code: literal on GitHub (no escapes, mentions or links inside)."""
-    text = " ".join(str(text).split())[:limit]
-    text = "".join(ch if ch.isprintable() else "?" for ch in text)
+    text = printable(" ".join(str(text).split())[:limit], keep="")
     longest = max((len(m) for m in regex.findall(r"`+", text)), default=0)
     ticks = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") or not text else ""

@@ -39,12 +39,25 @@ def _run_case(ruleset: RuleSet, case: dict, base: Path, lang: str = "en"):
                 path = next((c for c in candidates if c.exists()), candidates[0])
             reader.add_input(str(path))
         for name, content in (case.get("files") or {}).items():
-            kind = "issue-text" if name.endswith(".md") else None
-            reader.add_bytes(name, str(content).encode(), kind=kind)
+            for part, body, kind in _as_read(name, str(content)):
+                reader.add_bytes(part, body.encode(), kind=kind)
         options = AnalyzeOptions(ruleset=ruleset, node=case.get("node"), lang=lang)
         return analyze(reader, options).report
     finally:
         reader.close()
+
+
+def _as_read(name: str, content: str) -> list[tuple[str, str, str | None]]:
+    """A case's file as the analyzer reads it: a `.md` file is an issue, split like `analyze
+    issue.md` and the bot split it (its code blocks are files of their own, its prose is the
+    issue's text), so a rule is tested on what a reporter's words and pastes become."""
+    if not name.endswith(".md"):
+        return [(name, content, None)]
+    from analyzer.bundle.issue import parse_issue
+
+    issue = parse_issue(content, Path(name).stem)
+    parts: list[tuple[str, str, str | None]] = [(n, b, None) for n, b in issue.blocks if b.strip()]
+    return parts + [(f"{Path(name).stem}-text.md", issue.prose, "issue-text")]
 
 
 def run_rule_tests(ruleset: RuleSet, only: str | None = None) -> list[CaseResult]:

@@ -110,18 +110,21 @@ def parse_files(
     for a in artefacts:
         kind = catalogue.get(a.kind)
         out.analysable = out.analysable or (kind is not None and kind.is_evidence)
-        parser = PARSERS.get(kind.parser) if kind is not None and kind.parser else None
-        if parser is not None and parser.structured and a.text:
+        parsers = [PARSERS[name] for name in kind.parsers if name in PARSERS] if kind else []
+        if any(p.structured for p in parsers) and a.text:
             # a unified diff of an object or config: its after side is the state in use
             after = diff_after_side(a.text)
             a = replace(a, text=after) if after is not None else a
-        if parser is not None:
+        said: set[str] = set()  # two parsers of one document find its YAML error once
+        for parser in parsers:
             parsed = parser.parse(a)
             if parser.into:
                 getattr(out, parser.into).extend(parsed.items)
-            warnings.extend(InputWarning("parse", w, a.file.name) for w in parsed.warnings)
+            news = [w for w in parsed.warnings if w not in said]
+            said.update(news)
+            warnings.extend(InputWarning("parse", w, a.file.name) for w in news)
         if kind is not None and kind.scanned:
-            if kind.k8s_kind and a.text:  # an object's YAML: its folded strings on one line
+            if kind.k8s_kinds and a.text:  # an object's YAML: its folded strings on one line
                 a = replace(a, text=unfold(a.text))
             out.logs.append(parse_log(a, matcher))
     out.nodes, note = keep_nodes(out.nodes)

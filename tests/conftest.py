@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.analyze import analyze_parsed, parse_reader
+from analyzer.analyze import AnalyzeOptions, Issue, analyze, analyze_parsed, parse_reader
 from analyzer.bundle.reader import BundleReader
 from analyzer.rules.loader import load_ruleset
 
@@ -87,6 +87,12 @@ def parse_texts(ruleset, files: dict[str, str | bytes]):
 
 def diagnose_texts(ruleset, files: dict[str, str | bytes], node: str | None = None):
     return analyze_parsed(parse_texts(ruleset, files), ruleset, node)
+
+
+def diagnose_issue(ruleset, text: str):
+    """The report on an issue's text, as the bot reads it (title and prose are the reporter's,
+    each code block a file of its own)."""
+    return analyze(Issue(text.encode()), AnalyzeOptions(ruleset=ruleset)).report
 
 
 def fired(report) -> set[str]:

@@ -7,8 +7,7 @@ copied from a real case)."""
 
 from __future__ import annotations
 
-from analyzer.analyze import AnalyzeOptions, Issue, analyze
-from conftest import diagnose_texts, fired, parse_texts
+from conftest import diagnose_issue, diagnose_texts, fired, parse_texts
 
 NO_RUNTIME_PLUGIN_LOG = (
     "I0301 10:00:00.100000       1 factory.go:107] Detected non-NVML platform: could not load "
@@ -382,20 +381,15 @@ def test_an_ssh_session_in_the_container_sees_the_whole_card(ruleset):
         "# nvidia-smi differs\n\nkubectl exec shows the 8000MiB limit, but after installing openssh "
         "in the container, logging in via ssh shows the full memory of the card.\n"
     )
-    p = _issue(ruleset, body).primary
+    p = diagnose_issue(ruleset, body).primary
     assert p.category == "healthy"
 
 
 def test_a_gpu_node_the_scheduler_drops_is_not_a_gpu_marked_unhealthy(ruleset):
     body = "# Scheduler marks GPU nodes as unhealthy after 60s, removing them from cache\n"
-    assert "gpu-unhealthy-described" not in fired(_issue(ruleset, body))
+    assert "gpu-unhealthy-described" not in fired(diagnose_issue(ruleset, body))
     gpu = "# The device plugin marked GPU-3 as unhealthy after an Xid\n"
-    assert "gpu-unhealthy-described" in fired(_issue(ruleset, gpu))
-
-
-def _issue(ruleset, text: str):
-    """The report on an issue's text, as the bot reads it (title and prose are the reporter's)."""
-    return analyze(Issue(text.encode()), AnalyzeOptions(ruleset=ruleset)).report
+    assert "gpu-unhealthy-described" in fired(diagnose_issue(ruleset, gpu))
 
 
 # The seventeenth set (a broad sample, measured after the session's fixes):

@@ -50,7 +50,7 @@ def test_each_kind_is_recognised_by_a_declaration(kid):
     ways = []
     if k.recognise:
         ways.append("recognise")
-    if k.k8s_kind and any(isinstance(s, ObjectStep) for s in steps):
+    if k.k8s_kinds and any(isinstance(s, ObjectStep) for s in steps):
         ways.append("k8s_kind")
     if k.marker is not None and k.is_log and any(isinstance(s, MarkerStep) for s in steps):
         ways.append("markers")
@@ -66,9 +66,11 @@ def test_each_kind_is_recognised_by_a_declaration(kid):
 def test_each_kind_has_a_parser_of_the_registry(kid):
     k = CATALOGUE[kid]
     if k.family == "junk":
-        assert k.parser is None, f"{kid}: junk is never parsed"
+        assert not k.parsers, f"{kid}: junk is never parsed"
     else:
-        assert k.parser in PARSERS, f"{kid}: parser {k.parser!r} not in analyzer/parse/registry.py"
+        assert k.parsers, f"{kid}: no parser"
+        for name in k.parsers:
+            assert name in PARSERS, f"{kid}: parser {name!r} not in analyzer/parse/registry.py"
 
 
 @pytest.mark.parametrize("kid", KIND_IDS)
@@ -81,10 +83,10 @@ def test_each_kind_has_an_example_recognised_and_parsed_as_it(ruleset, kid):
     with open_bundle([str(example)]) as reader:
         bundle = parse_files(reader, ruleset.catalogue, matcher_for(ruleset))
     assert [a.kind for a in bundle.artefacts] == [kid]
-    parser = PARSERS.get(k.parser) if k.parser else None
-    if parser is not None and parser.into:
-        made = getattr(bundle, parser.into)
-        assert made, f"parser {k.parser} made nothing of {example.name}"
+    for name in k.parsers:
+        if PARSERS[name].into:
+            made = getattr(bundle, PARSERS[name].into)
+            assert made, f"parser {name} made nothing of {example.name}"
     if k.scanned:
         assert [log.artefact.kind for log in bundle.logs] == [kid]
 

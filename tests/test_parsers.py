@@ -343,6 +343,70 @@ def test_pod_yaml(ruleset):
     assert p.limits() == {"nvidia.com/gpu": "1"}
 
 
+HAMI_SCHEDULER_DEPLOYMENT = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: hami-scheduler, namespace: hami-system}
+spec:
+  template:
+    spec:
+      containers:
+      - name: vgpu-scheduler-extender
+        image: projecthami/hami:v2.6.1
+        resources: {limits: {cpu: 500m, memory: 512Mi}}
+"""
+
+
+def test_workload_templates_that_ask_for_a_gpu_are_pods(ruleset):
+    """A Deployment, Job or CronJob pasted by a reporter is read as the pod it makes when its
+    template asks for an extended resource; HAMi's own Deployment stays a config only (its
+    namespace still counts)."""
+    cronjob = (
+        "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: nightly, namespace: ml}\nspec:\n"
+        "  jobTemplate:\n    spec:\n      template:\n        metadata:\n"
+        "          annotations: {nvidia.com/use-gputype: A100}\n        spec:\n"
+        "          containers:\n          - name: train\n            securityContext: {privileged: true}\n"
+        "            resources: {limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: 4000}}\n"
+    )
+    parsed = parse_texts(ruleset, {"cron.yaml": cronjob, "sched.yaml": HAMI_SCHEDULER_DEPLOYMENT})
+    assert [a.kind for a in parsed.artefacts] == ["workload", "deployment"]
+    assert len(parsed.pods) == 1
+    p = parsed.pods[0]
+    assert (p.owner, p.name, p.namespace, p.status, p.events) == (
+        "CronJob/nightly",
+        None,
+        "ml",
+        None,
+        [],
+    )
+    assert p.annotations == {"nvidia.com/use-gputype": "A100"}
+    assert p.limits() == {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "4000"}
+    assert p.containers[0].privileged is True
+    assert [c.kind for c in parsed.configs] == ["deployment"]
+
+
+def test_a_workload_without_a_gpu_makes_no_pod(ruleset):
+    job = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: etl}\nspec:\n  template:\n    spec:\n      containers: [{name: c, resources: {limits: {cpu: '1'}}}]\n"
+    parsed = parse_texts(ruleset, {"job.yaml": job, "sched.yaml": HAMI_SCHEDULER_DEPLOYMENT})
+    assert parsed.pods == []
+
+
+def test_a_template_does_not_know_the_pod_status(ruleset):
+    """A template is a manifest as written: no status, no events; the pod's facts say so
+    rather than borrow the workload's name (kubectl commands keep $POD)."""
+    from analyzer.facts.model import UNKNOWN, FactSet
+    from analyzer.facts.pod import produce
+
+    parsed = parse_texts(
+        ruleset, {"d.yaml": HAMI_SCHEDULER_DEPLOYMENT.replace("cpu: 500m", "nvidia.com/gpu: 1")}
+    )
+    facts = FactSet()
+    produce(parsed.pods, facts)
+    assert facts.value("pod.owner") == "Deployment/hami-scheduler"
+    assert facts.value("pod.gpu_total") == 1
+    assert facts.lookup("pod.name").value is None
+    assert facts.lookup("pod.event_sources") is UNKNOWN
+
+
 def test_mixed_paste_is_split(ruleset):
     text = (
         "driver\n```\nroot@cp:~# kubectl get pods -n gpu-operator -owide\n"

@@ -64,8 +64,9 @@ class Kind:
     id: str
     title: str
     family: str
-    parser: str | None = None
-    k8s_kind: str | None = None
+    parsers: tuple[str, ...] = ()  # each makes its own facts of the artefact (a Deployment: its
+    # values for the namespace, and a GPU pod template as a pod)
+    k8s_kinds: tuple[str, ...] = ()  # the `kind:` values of the Kubernetes objects that are this
     counts_as: tuple[str, ...] = ()
     collect: str = ""  # shell command; "" when there is nothing to ask for
     where: str = "cluster"  # cluster | node (the command runs on the GPU node)
@@ -176,6 +177,13 @@ class _LineLoader(FastLoader):
         return mapping
 
 
+def _names(raw) -> tuple[str, ...]:
+    """A key that names one thing or a list of them (`parser: pod`, `k8s_kind: [Job, CronJob]`)."""
+    if raw is None:
+        return ()
+    return tuple(str(x) for x in raw) if isinstance(raw, list) else (str(raw),)
+
+
 def _where(path: Path, spec) -> str:
     return f"{path}:{spec.get(LINE, 0) if isinstance(spec, dict) else 0}"
 
@@ -228,7 +236,7 @@ def load_catalogue(path: Path) -> Catalogue:
         family = spec.get("family", "text")
         if family not in FAMILIES:
             problems.append(f"{where}: kind {kid}: family {family!r} not one of {FAMILIES}")
-        parser = spec.get("parser")  # checked against analyzer/parse/registry.py's table
+        parsers = _names(spec.get("parser"))  # checked against analyzer/parse/registry.py's table
         markers = _patterns(spec.get("markers"), f"{where}: kind {kid}: bad marker", problems)
         packages = _patterns(spec.get("packages"), f"{where}: kind {kid}: bad package", problems)
         entries = spec.get("recognise") or []
@@ -239,8 +247,8 @@ def load_catalogue(path: Path) -> Catalogue:
             id=kid,
             title=str(spec.get("title", kid)),
             family=family,
-            parser=parser,
-            k8s_kind=spec.get("k8s_kind"),
+            parsers=parsers,
+            k8s_kinds=_names(spec.get("k8s_kind")),
             counts_as=tuple(spec.get("counts_as") or ()),
             collect=" ".join(str(spec.get("collect", "")).split()),
             where=str(spec.get("where", "cluster")),
@@ -260,7 +268,7 @@ def load_catalogue(path: Path) -> Catalogue:
         for other in k.counts_as:
             if other not in kinds:
                 problems.append(f"{path}: kind {k.id}: counts_as unknown kind {other!r}")
-    by_k8s_kind = {k.k8s_kind: k.id for k in kinds.values() if k.k8s_kind}
+    by_k8s_kind = {name: k.id for k in kinds.values() for name in k.k8s_kinds}
     raw = doc.get("recognition")
     recognition = Declared(_where(path, raw), raw) if isinstance(raw, dict) else None
     if recognition is None:

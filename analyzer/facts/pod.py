@@ -82,7 +82,12 @@ def produce(pods: list[PodFacts], facts: FactSet, node: str | None = None) -> No
     if "header" in sections or p.form == "yaml":
         facts.mark_known("pod.name", "pod.namespace", "pod.status", "pod.node", "pod.runtime_class")
     if p.form == "yaml":
-        facts.mark_known("pod.scheduler_name")
+        facts.mark_known("pod.scheduler_name", "pod.privileged_container", "pod.owner")
+        privileged = next((c.name for c in p.containers if c.privileged), None)
+        if privileged is not None:
+            facts.put("pod.privileged_container", privileged or "(unnamed)", at)
+    if p.owner is not None:
+        facts.put("pod.owner", p.owner, at)
     for path, v in (
         ("pod.name", p.name),
         ("pod.namespace", p.namespace),

@@ -27,6 +27,8 @@ def _cut_off(value: str) -> bool:
     (True, True)
     >>> _cut_off("GPU-3fe7,10,24564,100,NVIDIA-A10,0,true:"), _cut_off("'GPU-1,10,1,100,T,0,true:'")
     (False, False)
+    >>> _cut_off('[{"id":"GPU-4b3f","count":10,"type":"NVIDIA GeForce RTX 4'), _cut_off('[{"id":"GPU-1",,}]')
+    (True, False)
     """
     v = value.rstrip()
     if v.endswith(("...", "…")):
@@ -39,7 +41,8 @@ def _cut_off(value: str) -> bool:
         try:
             load_json(v)
         except json.JSONDecodeError as exc:
-            return exc.pos >= len(v) - 2
+            # a string never closed runs to the end of the text: the paste stopped inside it
+            return exc.pos >= len(v) - 2 or exc.msg.startswith("Unterminated string")
         except ValueError:
             return False
     return False

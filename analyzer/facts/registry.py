@@ -221,6 +221,20 @@ FACTS: tuple[FactSpec, ...] = (
     _f("pod.node", "str", "pod", POD, "node the pod is bound to"),
     _f("pod.scheduler_name", "str", "pod", POD, "spec.schedulerName (known from YAML only)"),
     _f("pod.runtime_class", "str", "pod", POD, "runtimeClassName"),
+    _f(
+        "pod.privileged_container",
+        "str",
+        "pod",
+        POD,
+        "the first container with securityContext.privileged: true (known from YAML only)",
+    ),
+    _f(
+        "pod.owner",
+        "str",
+        "pod",
+        POD,
+        "KIND/NAME of the workload whose pod template was read as the pod (a Deployment, Job...)",
+    ),
     _f("pod.annotations.*", "str", "pod", POD, "pod annotations"),
     _f(
         "pod.limits.*",

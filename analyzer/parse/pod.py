@@ -38,6 +38,7 @@ class ContainerState:
     last_message: str | None = None
     limits: dict[str, str] = field(default_factory=dict)
     requests: dict[str, str] = field(default_factory=dict)
+    privileged: bool = False  # securityContext.privileged (known from YAML only)
 
 
 POD_SECTIONS = frozenset({"header", "annotations", "limits", "events", "containers", "spec"})
@@ -60,6 +61,7 @@ class PodFacts:
     events: list[PodEvent] = field(default_factory=list)
     line_of: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    owner: str | None = None  # "Deployment/NAME" for a workload's pod template
 
     def limits(self) -> dict[str, str]:
         merged: dict[str, str] = {}
@@ -68,10 +70,59 @@ class PodFacts:
         return merged
 
 
+# Workloads whose pods are made from a template, and where it sits in their spec
+_TEMPLATE_AT = {
+    "Deployment": ("spec", "template"),
+    "StatefulSet": ("spec", "template"),
+    "ReplicaSet": ("spec", "template"),
+    "ReplicationController": ("spec", "template"),
+    "Job": ("spec", "template"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template"),
+}
+# A template is read as a pod only when it asks for an extended resource (nvidia.com/gpu,
+# hami.io/..., volcano.sh/vgpu-number): HAMi's own Deployment and DaemonSet are not GPU pods.
+_TEMPLATE_SECTIONS = frozenset({"header", "annotations", "limits", "spec"})
+
+
 def parse_pod(artefact: Artefact) -> list[PodFacts]:
-    if artefact.kind == "pod":
-        return _parse_yaml(artefact)
-    return [_parse_describe(artefact)]
+    """A pod's describe text, or the Pods and workloads' GPU pod templates of a YAML/JSON object.
+
+    >>> from analyzer.dev.samples import pod
+    >>> p = pod('kind: Job\\nmetadata: {name: train, namespace: ml}\\nspec:\\n  template:\\n    spec:\\n      containers: [{name: c, securityContext: {privileged: true}, resources: {limits: {nvidia.com/gpu: 1}}}]')
+    >>> p.owner, p.name, p.namespace, p.containers[0].privileged, p.status
+    ('Job/train', None, 'ml', True, None)
+    """
+    if artefact.kind == "pod-describe":
+        return [_parse_describe(artefact)]
+    return _parse_yaml(artefact)
+
+
+def _template(raw: dict[str, Any]) -> dict[str, Any] | None:
+    """A workload's pod template as a Pod object, when it asks for an extended resource."""
+    at: Any = raw
+    for key in _TEMPLATE_AT.get(str(raw.get("kind")), ()):
+        at = at.get(key) if isinstance(at, dict) else None
+    if not isinstance(at, dict) or at is raw:
+        return None
+    spec = at.get("spec")
+    containers = spec.get("containers") if isinstance(spec, dict) else None
+    wants = [
+        key
+        for c in containers or ()
+        if isinstance(c, dict) and isinstance(c.get("resources"), dict)
+        for part in ("limits", "requests")
+        if isinstance(c["resources"].get(part), dict)
+        for key in c["resources"][part]
+    ]
+    if not any("/" in str(key) for key in wants):
+        return None
+    meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+    tmeta = at.get("metadata") if isinstance(at.get("metadata"), dict) else {}
+    # the pods' names are the controller's to choose: only the namespace is the workload's
+    pod_meta = {k: v for k, v in tmeta.items() if k != "name"}
+    if meta.get("namespace") is not None:
+        pod_meta.setdefault("namespace", meta["namespace"])
+    return {"kind": "Pod", "metadata": pod_meta, "spec": spec}
 
 
 def _parse_yaml(artefact: Artefact) -> list[PodFacts]:
@@ -84,14 +135,21 @@ def _parse_yaml(artefact: Artefact) -> list[PodFacts]:
             objs.append(d)
     pods = []
     for raw in objs:
+        owner = None
         if raw.get("kind") != "Pod":
-            continue
+            template = _template(raw)
+            if template is None:
+                continue
+            meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+            owner, raw = f"{raw.get('kind')}/{meta.get('name') or '?'}", template
         problems: list[str] = []
         obj = conform(raw, shape.POD, problems)
         meta, spec, status = (obj.get(k, {}) for k in ("metadata", "spec", "status"))
         p = PodFacts(
             artefact.file.name, artefact.first_line, "yaml", warnings=[*warnings, *problems]
         )
+        if owner is not None:  # a template: no status, events or container states of its own
+            p.owner, p.sections = owner, _TEMPLATE_SECTIONS
         p.name, p.namespace = meta.get("name"), meta.get("namespace")
         p.annotations = meta.get("annotations", {})
         p.node = spec.get("nodeName")
@@ -103,6 +161,7 @@ def _parse_yaml(artefact: Artefact) -> list[PodFacts]:
             cs = ContainerState(c.get("name", ""))
             cs.limits = c.get("resources", {}).get("limits", {})
             cs.requests = c.get("resources", {}).get("requests", {})
+            cs.privileged = c.get("securityContext", {}).get("privileged") is True
             st = statuses.get(cs.name, {})
             for state_name, detail in st.get("state", {}).items():
                 cs.state, cs.reason, cs.message = (

@@ -86,9 +86,10 @@ def check_parsers(catalogue) -> None:
     """Every `parser:` of the catalogue names a row of PARSERS (an error at load, not a kind
     silently left unparsed)."""
     problems = [
-        f"{k.at}: kind {k.id}: parser {k.parser!r} is not one of {sorted(PARSERS)}"
+        f"{k.at}: kind {k.id}: parser {name!r} is not one of {sorted(PARSERS)}"
         for k in catalogue.kinds.values()
-        if k.parser is not None and k.parser not in PARSERS
+        for name in k.parsers
+        if name not in PARSERS
     ]
     if problems:
         raise RuleLoadError(problems)

@@ -150,7 +150,11 @@ POD: dict[str, Shape] = {
         "schedulerName": Text,
         "runtimeClassName": Text,
         "containers": ListOf(
-            {"name": Text, "resources": {"limits": _TEXT_MAP, "requests": _TEXT_MAP}}
+            {
+                "name": Text,
+                "resources": {"limits": _TEXT_MAP, "requests": _TEXT_MAP},
+                "securityContext": {"privileged": Flag},
+            }
         ),
     },
     "status": {"phase": Text, "containerStatuses": ListOf(_CONTAINER_STATUS)},

@@ -397,9 +397,9 @@ def parsed_node_names(sources: list[SourceFile]) -> set[str]:
     artefacts, _warnings = recognise(files, catalogue)
     for a in artefacts:
         kind = catalogue.get(a.kind)
-        parser = kind.parser if kind else None
-        if parser == "node":
+        parsers = kind.parsers if kind else ()
+        if "node" in parsers:
             out.update(n.name for n in parse_node(a) if n.name)
-        elif parser == "pod":
+        elif "pod" in parsers:
             out.update(p.node for p in parse_pod(a) if p.node)
     return out

@@ -1,0 +1,238 @@
+"""Eighteenth to twentieth measurements (issue 25, session 40): three sets of unseen real cases
+(HAMi's own issues, NVIDIA's plugin/operator/toolkit, the projects around them) and the classes
+the seventeenth left. Each class is checked on made-up inputs (none copied from a real case):
+cut pastes read as broken objects, a transient event outranking the lasting one, and evidence
+nothing read (the vgpu-monitor, a GPU workload's manifest, the toolkit's socket, a reporter's
+"after the kubelet restarted")."""
+
+from __future__ import annotations
+
+from conftest import diagnose_issue, diagnose_texts, fired, parse_texts
+
+
+def _primary(ruleset, files: dict[str, str]) -> tuple[str | None, str, str]:
+    p = diagnose_texts(ruleset, files).primary
+    return p.rule_id, p.category, p.confidence
+
+
+def _issue_primary(ruleset, text: str) -> tuple[str | None, str, str]:
+    p = diagnose_issue(ruleset, text).primary
+    return p.rule_id, p.category, p.confidence
+
+
+# ---- a paste cut inside a value is cut, not broken --------------------------------------------
+def test_a_register_value_cut_inside_a_string_is_elided(ruleset):
+    """`kubectl get node -o yaml` folds a long JSON value; a paste that stops in the middle of a
+    device's type leaves a JSON string never closed. That is the paste's end, not an annotation
+    HAMi wrote wrong."""
+    annotations = (
+        "metadata:\n  annotations:\n"
+        "    hami.io/node-handshake: Requesting_2026-03-02 10:00:00\n"
+        '    hami.io/node-nvidia-register: \'[{"id":"GPU-0a1b2c3d-1111-2222-3333-444455556666",'
+        '"index":0,"count":10,"devmem":24564,"devcore":100,"type":"NVIDIA\n'
+        "      A10 with a long na\n"
+    )
+    assert _primary(ruleset, {"annotations.txt": annotations}) == (
+        "register-annotation-elided",
+        "inconclusive",
+        "high",
+    )
+
+
+def test_a_containerd_config_pasted_from_a_subtable_does_not_show_the_default(ruleset):
+    """A fragment that starts below the CRI containerd table and is cut says nothing of
+    default_runtime_name: no verdict that the default is runc."""
+    fragment = (
+        '            [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]\n'
+        '              BinaryName = "/usr/bin/nvidia-container-runtime"\n'
+        '      [plugins."io.containerd.grpc.v1.cri".registry]\n'
+        "[... ...]\n"
+    )
+    assert "containerd-default-runtime-not-nvidia" not in fired(
+        diagnose_texts(ruleset, {"config.toml": fragment})
+    )
+
+
+def test_a_version_1_containerd_config_is_recognised(ruleset):
+    """containerd 1.2-1.4 (and k3s templates of that time) name plugins bare: `[plugins.cri]`."""
+    v1 = (
+        '[plugins.opt]\n  path = "/var/lib/rancher/k3s/agent/containerd"\n\n'
+        '[plugins.cri]\n  stream_server_address = "127.0.0.1"\n\n'
+        '[plugins.cri.containerd]\n  snapshotter = "overlayfs"\n\n'
+        '[plugins.cri.containerd.runtimes.nvidia]\n  runtime_type = "io.containerd.runc.v2"\n'
+    )
+    parsed = parse_texts(ruleset, {"config.toml.tmpl": v1})
+    assert [a.kind for a in parsed.artefacts] == ["containerd-config"]
+
+
+# ---- a wait that ended, a handler that came, a count that may be no shortage ------------------
+def test_an_operand_wait_followed_by_registration_is_no_stuck_operator(ruleset):
+    """`kubectl logs --all-containers` of a plugin pod shows its init container's wait, then the
+    plugin registering: the operator's stack became ready."""
+    log = (
+        "waiting for nvidia container stack to be setup\n"
+        "waiting for nvidia container stack to be setup\n"
+        "2024/03/02 10:00:05 Starting GRPC server for 'nvidia.com/gpu'\n"
+        "2024/03/02 10:00:05 Registered device plugin for 'nvidia.com/gpu' with Kubelet\n"
+    )
+    assert "gpu-operator-stack-not-ready" not in fired(
+        diagnose_texts(ruleset, {"device-plugin.log": log})
+    )
+
+
+DESCRIBE_HEAD = (
+    "Events:\n"
+    "  Type     Reason                  Age                From               Message\n"
+    "  ----     ------                  ----               ----               -------\n"
+)
+
+
+def test_a_missing_handler_the_pod_got_later_does_not_decide(ruleset):
+    """The sandbox failed once for want of the nvidia handler, then the pod's containers were
+    created (x5): the handler came; the lasting failure is elsewhere."""
+    describe = DESCRIBE_HEAD + (
+        "  Warning  FailedCreatePodSandBox  5m                 kubelet            Failed to create pod"
+        ' sandbox: rpc error: code = Unknown desc = failed to get sandbox runtime: no runtime for "nvidia" is configured\n'
+        "  Normal   Created                 2m (x5 over 4m)    kubelet            Created container driver-validation\n"
+        "  Warning  BackOff                 1m (x9 over 4m)    kubelet            Back-off restarting failed container\n"
+    )
+    assert "runtime-handler-missing" not in fired(
+        diagnose_texts(ruleset, {"pod-describe.txt": describe})
+    )
+
+
+ADMISSION_ZERO = DESCRIBE_HEAD + (
+    "  Warning  UnexpectedAdmissionError  30s  kubelet  Allocate failed due to requested number of"
+    " devices unavailable for nvidia.com/gpu. Requested: 2, Available: 0, which is unexpected\n"
+)
+
+
+def test_available_zero_alone_is_no_confident_shortage(ruleset):
+    """ "Available: 0" is also what a kubelet says before any plugin registered or with every GPU
+    unhealthy: without the node it is a low verdict."""
+    assert _primary(ruleset, {"pod-describe.txt": ADMISSION_ZERO}) == (
+        "devices-unavailable-at-admission",
+        "resource-insufficient",
+        "low",
+    )
+
+
+def test_available_zero_on_a_node_with_no_allocatable_gpu_is_not_a_shortage(ruleset):
+    node = (
+        "apiVersion: v1\nkind: Node\nmetadata: {name: gpu-1}\n"
+        "status:\n  capacity: {nvidia.com/gpu: '4'}\n  allocatable: {nvidia.com/gpu: '0'}\n"
+    )
+    got = fired(diagnose_texts(ruleset, {"pod-describe.txt": ADMISSION_ZERO, "node.yaml": node}))
+    assert "devices-unavailable-at-admission" not in got
+
+
+def test_available_zero_after_a_kubelet_restart_is_the_registration_race(ruleset):
+    issue = (
+        "# GPU pods fail with UnexpectedAdmissionError after we restarted the kubelet\n\n```\n"
+        + ADMISSION_ZERO
+        + "```\n"
+    )
+    assert _issue_primary(ruleset, issue) == (
+        "admission-before-plugin-reregistered",
+        "no-allocatable-kubelet-socket",
+        "low",
+    )
+
+
+# ---- evidence nothing read ---------------------------------------------------------------------
+def test_a_privileged_gpu_container_in_a_deployment_is_named(ruleset):
+    """HAMi's webhook leaves privileged containers alone: a reporter's Deployment shows it."""
+    deployment = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: infer}\nspec:\n  template:\n"
+        "    spec:\n      containers:\n      - name: server\n        securityContext:\n"
+        "          privileged: true\n        resources:\n          limits:\n"
+        "            nvidia.com/gpu: 1\n            nvidia.com/gpumem: 8000\n"
+    )
+    assert _primary(ruleset, {"deployment.yaml": deployment}) == (
+        "privileged-gpu-container",
+        "scheduling-other",
+        "medium",
+    )
+
+
+def test_hami_own_deployment_is_no_gpu_pod(ruleset):
+    deployment = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: hami-scheduler, namespace: gpu}\n"
+        "spec:\n  template:\n    spec:\n      containers:\n      - name: vgpu-scheduler-extender\n"
+        "        securityContext: {privileged: true}\n"
+    )
+    parsed = parse_texts(ruleset, {"scheduler-deployment.yaml": deployment})
+    assert parsed.pods == []
+    assert "privileged-gpu-container" not in fired(
+        diagnose_texts(ruleset, {"scheduler-deployment.yaml": deployment})
+    )
+
+
+def test_the_monitor_s_panic_is_not_the_plugin_s(ruleset):
+    """A double-spaced paste of vgpu-monitor's panic: its stack is cmd/vGPUmonitor, so the
+    monitor crashed, not the device plugin that registers the GPUs."""
+    log = (
+        "I0302 10:00:00.000000       1 feedback.go:219] Setting UtilizationSwitch to off\n\n"
+        " panic: runtime error: invalid memory address or nil pointer dereference\n\n"
+        " goroutine 41 [running]:\n\n main.watchAndFeedback()\n\n"
+        " \t/k8s-vgpu/cmd/vGPUmonitor/feedback.go:198 +0x3a1\n"
+    )
+    r = diagnose_texts(ruleset, {"vgpu-monitor.log": log})
+    assert (r.primary.rule_id, r.primary.category) == ("vgpu-monitor-crashed", "runtime-other")
+    assert "plugin-restarted" not in fired(r)
+
+
+def test_a_monitor_label_that_is_not_text_is_a_cache_layout_skew(ruleset):
+    log = (
+        "E0302 10:00:00.000000  777 metrics.go:407] Failed to send memoryTotal metric for device 1"
+        " in Pod ml/train-0, Container main: failed to create metric: label value "
+        '"\\x01\\x00\\x00\\x00GPU-77aa" is not valid UTF-8\n'
+    )
+    assert _primary(ruleset, {"vgpu-monitor.log": log})[:2] == (
+        "vgpu-monitor-misreads-hami-core-cache",
+        "runtime-other",
+    )
+
+
+def test_the_toolkit_that_cannot_reach_the_runtime_socket_is_named(ruleset):
+    line = (
+        'time="2024-03-02T10:00:00Z" level=warning msg="Error signaling containerd, attempt 3/6:'
+        " unable to dial: dial unix /runtime/sock-dir/containerd.sock: connect: no such file or"
+        ' directory"\n'
+    )
+    assert _primary(ruleset, {"toolkit.txt": line})[:2] == (
+        "gpu-operator-toolkit-cannot-reach-runtime",
+        "runtime-other",
+    )
+
+
+def test_workloads_failing_when_the_plugin_restarts_are_not_a_plugin_crash(ruleset):
+    issue = (
+        "# vGPU pods crash when hami-device-plugin restarts\n\n"
+        "Every time the hami-device-plugin pod is restarted, running training pods crash with"
+        " Segmentation fault (core dumped).\n"
+    )
+    assert _issue_primary(ruleset, issue) == (
+        "workloads-fail-when-plugin-restarts",
+        "runtime-other",
+        "low",
+    )
+
+
+def test_the_scheduler_s_cleanup_line_quoted_in_prose_names_the_scheduler(ruleset):
+    issue = (
+        "# pods pending for minutes\n\nThe scheduler extender keeps printing Device is unhealthy,"
+        " cleaning up node worker-3, then the pods schedule later.\n"
+    )
+    assert _issue_primary(ruleset, issue)[:2] == (
+        "scheduler-dropped-node-described",
+        "scheduler-not-seeing-node",
+    )
+
+
+def test_the_platform_line_named_as_the_error_points_at_the_runtime(ruleset):
+    issue = "# hami-device-plugin error: Detected non-Tegra platform\n\nhow do I fix this?\n"
+    assert _issue_primary(ruleset, issue)[:2] == (
+        "plugin-platform-line-quoted",
+        "plugin-crash-nvml",
+    )

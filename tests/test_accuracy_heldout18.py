@@ -87,20 +87,6 @@ DESCRIBE_HEAD = (
 )
 
 
-def test_a_missing_handler_the_pod_got_later_does_not_decide(ruleset):
-    """The sandbox failed once for want of the nvidia handler, then the pod's containers were
-    created (x5): the handler came; the lasting failure is elsewhere."""
-    describe = DESCRIBE_HEAD + (
-        "  Warning  FailedCreatePodSandBox  5m                 kubelet            Failed to create pod"
-        ' sandbox: rpc error: code = Unknown desc = failed to get sandbox runtime: no runtime for "nvidia" is configured\n'
-        "  Normal   Created                 2m (x5 over 4m)    kubelet            Created container driver-validation\n"
-        "  Warning  BackOff                 1m (x9 over 4m)    kubelet            Back-off restarting failed container\n"
-    )
-    assert "runtime-handler-missing" not in fired(
-        diagnose_texts(ruleset, {"pod-describe.txt": describe})
-    )
-
-
 ADMISSION_ZERO = DESCRIBE_HEAD + (
     "  Warning  UnexpectedAdmissionError  30s  kubelet  Allocate failed due to requested number of"
     " devices unavailable for nvidia.com/gpu. Requested: 2, Available: 0, which is unexpected\n"
@@ -148,10 +134,12 @@ def test_a_privileged_gpu_container_in_a_deployment_is_named(ruleset):
         "          privileged: true\n        resources:\n          limits:\n"
         "            nvidia.com/gpu: 1\n            nvidia.com/gpumem: 8000\n"
     )
+    # low: a template does not say which scheduler its pods name (another one's pods the webhook
+    # leaves alone)
     assert _primary(ruleset, {"deployment.yaml": deployment}) == (
         "privileged-gpu-container",
         "scheduling-other",
-        "medium",
+        "low",
     )
 
 
@@ -235,4 +223,69 @@ def test_the_platform_line_named_as_the_error_points_at_the_runtime(ruleset):
     assert _issue_primary(ruleset, issue)[:2] == (
         "plugin-platform-line-quoted",
         "plugin-crash-nvml",
+    )
+
+
+# ---- found by the round's review of its own rules ----------------------------------------------
+GPU_DEPLOYMENT = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: vllm, namespace: ml}
+spec:
+  template:
+    spec:
+      schedulerName: default-scheduler
+      containers:
+      - name: server
+        resources:
+          limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: 20000}
+status: {availableReplicas: 1}
+"""
+
+
+def test_a_template_s_defaulted_scheduler_is_not_the_pods(ruleset):
+    """The API server writes `schedulerName: default-scheduler` into every template; HAMi's
+    webhook rewrites the pods, never the template: no "not scheduled by HAMi" from it."""
+    assert "pod-not-scheduled-by-hami" not in fired(
+        diagnose_texts(ruleset, {"deploy.yaml": GPU_DEPLOYMENT})
+    )
+
+
+def test_the_pod_s_own_events_outrank_its_workload_s_template(ruleset):
+    events = (
+        "Events:\n  Type     Reason            Age   From            Message\n"
+        "  ----     ------            ----  ----            -------\n"
+        "  Warning  FailedScheduling  10s   hami-scheduler  0/3 nodes are available: 3 node unregistered.\n"
+    )
+    r = diagnose_texts(ruleset, {"deploy.yaml": GPU_DEPLOYMENT, "events.txt": events})
+    assert r.primary.category == "scheduler-not-seeing-node"
+
+
+def test_a_message_repeated_at_one_length_is_not_a_terminal_wrap(ruleset):
+    """Twenty identical HAMi-core lines share one length; that alone is no fixed-width wrap."""
+    line = "[HAMI-core Msg(29:1295:utils.c:27)]: unified_lock locked, waiting 1 second...\n"
+    parsed = parse_texts(ruleset, {"app.log": line * 22})
+    assert parsed.logs[0].stats.hard_wrap_joins == 0
+
+
+def test_a_config_pasted_with_its_prompt_and_elisions_is_read(ruleset):
+    """`$ sudo cat config.toml`, then `........` where the reporter left lines out."""
+    paste = (
+        "$ sudo cat /etc/containerd/config.toml\n........\n"
+        '    [plugins."io.containerd.cri.v1.runtime".containerd]\n'
+        '      default_runtime_name = "runc"\n'
+        '        [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia]\n'
+        '          runtime_type = "io.containerd.runc.v2"\n'
+    )
+    r = diagnose_texts(ruleset, {"config.toml": paste})
+    assert "containerd-default-runtime-not-nvidia" in fired(r)
+
+
+def test_a_toolkit_that_reached_the_runtime_on_a_retry_is_fine(ruleset):
+    log = (
+        'time="2024-03-02T10:00:05Z" level=warning msg="Error signaling containerd, attempt 1/6:'
+        ' unable to dial: dial unix /runtime/sock-dir/containerd.sock: connect: connection refused"\n'
+        'time="2024-03-02T10:00:10Z" level=info msg="Successfully signaled containerd"\n'
+    )
+    assert "gpu-operator-toolkit-cannot-reach-runtime" not in fired(
+        diagnose_texts(ruleset, {"toolkit.log": log})
     )

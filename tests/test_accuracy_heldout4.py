@@ -167,6 +167,8 @@ def test_another_preloaded_library_is_not_hami_core(ruleset):
 
 # ---- containerd 2.x config, and a plugin whose log shows NVML at work --------------------------
 V3_CONFIG = """version = 3
+[plugins.'io.containerd.cri.v1.runtime'.containerd]
+  snapshotter = "overlayfs"
 [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
   runtime_type = "io.containerd.runc.v2"
 [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.'nvidia'.options]
@@ -177,6 +179,14 @@ V3_CONFIG = """version = 3
 def test_a_containerd_2_config_is_recognised(ruleset):
     r = diagnose_texts(ruleset, {"config.toml": V3_CONFIG})
     assert "containerd-default-runtime-not-nvidia" in fired(r)  # runc by containerd's default
+
+
+def test_a_config_of_runtimes_only_does_not_say_the_default(ruleset):
+    """Its containerd table unseen (a pasted fragment, or a drop-in merged under config.toml),
+    the default runtime is not known."""
+    runtimes_only = V3_CONFIG.replace('snapshotter = "overlayfs"\n', "")
+    r = diagnose_texts(ruleset, {"config.toml": runtimes_only})
+    assert "containerd-default-runtime-not-nvidia" not in fired(r)
 
 
 def test_a_plugin_that_reads_its_gpus_is_not_missing_the_nvidia_runtime(ruleset):

@@ -185,7 +185,7 @@ def _rejoin_width(lines: list[str]) -> tuple[list[str], list[int], int]:
     i = 0
     while i < len(lines):
         cur, start = lines[i], i + 1
-        while len(lines[i]) == width and i + 1 < len(lines) and not KLOG_RE.match(lines[i + 1]):
+        while len(lines[i]) == width and i + 1 < len(lines) and not _starts_record(lines, i + 1):
             i += 1
             cur += lines[i]
             joins += 1
@@ -193,6 +193,20 @@ def _rejoin_width(lines: list[str]) -> tuple[list[str], list[int], int]:
         numbers.append(start)
         i += 1
     return out, numbers, joins
+
+
+def _starts_record(lines: list[str], i: int) -> bool:
+    """Line i opens a record of its own, not the rest of the line above: a klog header, or the
+    same opening as the line above (a message repeated at one length, e.g. HAMi-core's
+    "[HAMI-core Msg(...)]: unified_lock locked, waiting 1 second..." from one process).
+
+    >>> _starts_record(["[HAMI-core Msg(29:1:utils.c:27)]: waiting", "[HAMI-core Msg(29:1:u"], 1)
+    True
+    >>> _starts_record(["E0101 00:00:00.000000 1 a.go:1] dial unix /x.sock: connect: conn", "ection refused"], 1)
+    False
+    """
+    nxt, prev = lines[i], lines[i - 1]
+    return bool(KLOG_RE.match(nxt)) or (len(prev) >= 12 and nxt[:12] == prev[:12])
 
 
 _HUNK_RE = re.compile(r"(?m)^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")

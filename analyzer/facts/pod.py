@@ -76,13 +76,18 @@ def produce(pods: list[PodFacts], facts: FactSet, node: str | None = None) -> No
     pods = relevant(pods, node)
     if not pods:
         return
-    p = max(pods, key=lambda x: (bool(x.name), len(x.sections), len(x.annotations)))
+    # a pod of the bundle before a workload's template (what the pod got, not what was asked)
+    p = max(
+        pods, key=lambda x: (x.owner is None, bool(x.name), len(x.sections), len(x.annotations))
+    )
     at = Where(p.file, p.first_line)
     sections = set().union(*(x.sections for x in pods))
     if "header" in sections or p.form == "yaml":
         facts.mark_known("pod.name", "pod.namespace", "pod.status", "pod.node", "pod.runtime_class")
     if p.form == "yaml":
-        facts.mark_known("pod.scheduler_name", "pod.privileged_container", "pod.owner")
+        facts.mark_known("pod.privileged_container", "pod.owner")
+        if p.owner is None:  # a template's schedulerName is not its pods' (parse/pod.py)
+            facts.mark_known("pod.scheduler_name")
         privileged = next((c.name for c in p.containers if c.privileged), None)
         if privileged is not None:
             facts.put("pod.privileged_container", privileged or "(unnamed)", at)

@@ -13,19 +13,15 @@ if TYPE_CHECKING:  # imported when a bundle holds their kinds (parse/registry.py
 
 _DEVICE_NAME_RE = re.compile(r"(?:^|\.)devices\.\d+\.name$")
 _RUNTIME_RE = re.compile(r"\.runtimes\.([\w.-]+)\.runtime_type$")
-# The CRI plugin's containerd table (config v2 `grpc.v1.cri`, v3 `cri.v1.runtime`): the only place
-# default_runtime_name lives. A pasted fragment without it says nothing about the default runtime
-# (`runtime = "runc"` under io.containerd.runtime.v1.linux is the old shim's binary, not the default).
-# A whole config shows the table through any of its keys (one that sets only runtimes runs
-# containerd's default); in a cut paste only a key of the table itself (or its header line) does:
-# a fragment that starts at one of its subtables (`...containerd.runtimes.nvidia.options`) does
-# not show what the table holds.
-_CRI_CONTAINERD_RE = re.compile(r"\.cri(?:\.v1\.runtime)?\.containerd\.")
+# The CRI plugin's containerd table (config v1 `cri`, v2 `grpc.v1.cri`, v3 `cri.v1.runtime`): the
+# only place default_runtime_name lives. Only a key of that table itself shows what it holds: a
+# pasted fragment of its runtimes, or nvidia-ctk's drop-in (an empty header above the nvidia
+# runtime, merged under the node's config.toml), says nothing about the default runtime; nor does
+# `runtime = "runc"` under io.containerd.runtime.v1.linux (the old shim's binary).
 _CRI_CONTAINERD_KEY_RE = re.compile(r"\.cri(?:\.v1\.runtime)?\.containerd\.[^.]+$")
-_CRI_CONTAINERD_HEADER_RE = re.compile(
-    r"""^\s*\[\s*plugins\.(?:"io\.containerd\.grpc\.v1\.cri"|'io\.containerd\.cri\.v1\.runtime'|"io\.containerd\.cri\.v1\.runtime"|cri)\.containerd\s*\]""",
-    re.MULTILINE,
-)
+# containerd 1.x's `default_runtime` table (deprecated; v1's runtime_engine) is the default runtime
+# itself (pkg/cri/config ValidatePluginConfig makes it the runtime named "default")
+_DEFAULT_RUNTIME_TABLE_RE = re.compile(r"\.cri(?:\.v1\.runtime)?\.containerd\.default_runtime\.")
 # containerd's own default when the table has no default_runtime_name (containerd
 # internal/cri/config/config_unix.go DefaultRuntimeConfig, pkg/cri/config in 1.x: DefaultRuntimeName "runc").
 _CONTAINERD_DEFAULT_RUNTIME = "runc"
@@ -53,17 +49,17 @@ def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
     >>> fs.lookup("containerd.default_runtime")
     UNKNOWN
 
-    A whole config that sets only runtimes runs the default; a paste cut after one of the table's
-    subtables does not show the table:
+    A paste of the runtimes only (or nvidia-ctk's drop-in, an empty header above them) does not
+    show the table; containerd 1.x's `default_runtime` table is the default runtime:
 
     >>> fs = FactSet()
-    >>> produce([config("containerd-config", '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]\\n  BinaryName = "/usr/bin/nvidia-container-runtime"\\n')], fs)
-    >>> fs.value("containerd.default_runtime")
-    'runc'
-    >>> fs = FactSet()
-    >>> produce([config("containerd-config", '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]\\n  BinaryName = "/usr/bin/nvidia-container-runtime"\\n [plugins."io.containerd.grpc.v1.cri".registry]\\n[... ...]\\n')], fs)
+    >>> produce([config("containerd-config", '[plugins."io.containerd.grpc.v1.cri".containerd]\\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]\\n  BinaryName = "/usr/bin/nvidia-container-runtime"\\n')], fs)
     >>> fs.lookup("containerd.default_runtime")
     UNKNOWN
+    >>> fs = FactSet()
+    >>> produce([config("containerd-config", '[plugins.cri.containerd]\\n  snapshotter = "overlayfs"\\n[plugins.cri.containerd.default_runtime]\\n  runtime_engine = "/usr/bin/nvidia-container-runtime"\\n')], fs)
+    >>> fs.value("containerd.default_runtime")
+    'nvidia'
     """
     kinds: dict[str, set[str]] = {}
     kind_where: dict[str, Where] = {}
@@ -96,13 +92,14 @@ def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
                     cdi_mode_kinds.append(str(dk))
         elif cf.kind == "containerd-config":
             facts.mark_known("containerd.enable_cdi", "containerd.runtimes")
-            if cri_table is None and (header := _CRI_CONTAINERD_HEADER_RE.search(cf.text)):
-                line = cf.text.count("\n", 0, header.start()) + cf.first_line
-                cri_table = Where(cf.file, line)
-            shows_table = _CRI_CONTAINERD_KEY_RE if cf.warnings else _CRI_CONTAINERD_RE
             for k, x in v.items():
-                if cri_table is None and shows_table.search(k):
+                if cri_table is None and _CRI_CONTAINERD_KEY_RE.search(k):
                     cri_table = Where(cf.file, cf.line_of(k))
+                if _DEFAULT_RUNTIME_TABLE_RE.search(k) and default_runtime is None:
+                    table = {n: y for n, y in v.items() if _DEFAULT_RUNTIME_TABLE_RE.search(n)}
+                    binary = "nvidia" in " ".join(str(y) for y in table.values())
+                    default_runtime = "nvidia" if binary else _CONTAINERD_DEFAULT_RUNTIME
+                    where["runtime"] = Where(cf.file, cf.line_of(k))
                 if k.endswith(".default_runtime_name") and default_runtime is None:
                     default_runtime = str(x)
                     where["runtime"] = Where(cf.file, cf.line_of("default_runtime_name"))

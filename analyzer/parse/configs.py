@@ -72,11 +72,21 @@ def flatten(obj: Any) -> dict[str, Any]:
     return out
 
 
+# A paste's framing around a config, never TOML: the shell prompt of the command that printed it
+# and the marks of lines left out ("........", "…", "[... ...]"). Blanked, so lines keep numbers.
+_FRAMING_RE = re.compile(r"^\s*(?:[$>] \S.*|\.{3,}|…+|\[\.\.\. ?\.\.\.\]|<snip>|\(\.\.\.\))\s*$")
+
+
 def load_toml(text: str) -> tuple[dict[str, Any], list[str]]:
-    """TOML, or the part of it before the line where a cut-off paste breaks it."""
+    """TOML, or the part of it before the line where a cut-off paste breaks it.
+
+    >>> load_toml('$ sudo cat /etc/containerd/config.toml\\n........\\n[a]\\n  b = 1\\n[... ...]\\n[a.c]\\n  d = 2')
+    ({'a': {'b': 1, 'c': {'d': 2}}}, [])
+    """
     import tomllib  # only bundles with a TOML config pay for it
 
-    return load_prefix(text.split("\n"), tomllib.loads, _toml_problem, {})
+    lines = ["" if _FRAMING_RE.match(line) else line for line in text.split("\n")]
+    return load_prefix(lines, tomllib.loads, _toml_problem, {})
 
 
 def _toml_problem(exc: Exception, n_lines: int) -> tuple[int | None, str]:

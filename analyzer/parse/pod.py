@@ -79,8 +79,10 @@ _TEMPLATE_AT = {
     "Job": ("spec", "template"),
     "CronJob": ("spec", "jobTemplate", "spec", "template"),
 }
-# A template is read as a pod only when it asks for an extended resource (nvidia.com/gpu,
-# hami.io/..., volcano.sh/vgpu-number): HAMi's own Deployment and DaemonSet are not GPU pods.
+# A template is read as a pod only when it asks for an accelerator (nvidia.com/gpu, gpumem,
+# volcano.sh/vgpu-number, a vendor's npu/mlu/dcu/xpu): HAMi's own Deployment is no GPU pod, nor a
+# workload asking only for hugepages or RDMA.
+_ACCELERATOR = re.compile(r"(?i)/.*(?:gpu|mlu|npu|dcu|xpu|gcu|ascend|vcuda|vmem|vcore)")
 _TEMPLATE_SECTIONS = frozenset({"header", "annotations", "limits", "spec"})
 
 
@@ -114,15 +116,20 @@ def _template(raw: dict[str, Any]) -> dict[str, Any] | None:
         if isinstance(c["resources"].get(part), dict)
         for key in c["resources"][part]
     ]
-    if not any("/" in str(key) for key in wants):
+    if not any(_ACCELERATOR.search(str(key)) for key in wants):
         return None
     meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
     tmeta = at.get("metadata") if isinstance(at.get("metadata"), dict) else {}
-    # the pods' names are the controller's to choose: only the namespace is the workload's
+    # the pods' names are the controller's to choose: only the namespace is the workload's; and
+    # the API server writes `schedulerName: default-scheduler` into every template, which HAMi's
+    # webhook rewrites in each pod it creates, never in the template: not the pods' scheduler
+    # (another one the template names, volcano say, is theirs: the webhook leaves it)
     pod_meta = {k: v for k, v in tmeta.items() if k != "name"}
     if meta.get("namespace") is not None:
         pod_meta.setdefault("namespace", meta["namespace"])
-    return {"kind": "Pod", "metadata": pod_meta, "spec": spec}
+    defaulted = spec.get("schedulerName") in (None, "default-scheduler")
+    pod_spec = {k: v for k, v in spec.items() if not (k == "schedulerName" and defaulted)}
+    return {"kind": "Pod", "metadata": pod_meta, "spec": pod_spec}
 
 
 def _parse_yaml(artefact: Artefact) -> list[PodFacts]:

@@ -99,6 +99,10 @@ def parse_pod(artefact: Artefact) -> list[PodFacts]:
     return _parse_yaml(artefact)
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _template(raw: dict[str, Any]) -> dict[str, Any] | None:
     """A workload's pod template as a Pod object, when it asks for an extended resource."""
     at: Any = raw
@@ -106,11 +110,10 @@ def _template(raw: dict[str, Any]) -> dict[str, Any] | None:
         at = at.get(key) if isinstance(at, dict) else None
     if not isinstance(at, dict) or at is raw:
         return None
-    spec = at.get("spec")
-    containers = spec.get("containers") if isinstance(spec, dict) else None
+    spec = _mapping(at.get("spec"))
     wants = [
         key
-        for c in containers or ()
+        for c in spec.get("containers") or ()
         if isinstance(c, dict) and isinstance(c.get("resources"), dict)
         for part in ("limits", "requests")
         if isinstance(c["resources"].get(part), dict)
@@ -118,8 +121,7 @@ def _template(raw: dict[str, Any]) -> dict[str, Any] | None:
     ]
     if not any(_ACCELERATOR.search(str(key)) for key in wants):
         return None
-    meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
-    tmeta = at.get("metadata") if isinstance(at.get("metadata"), dict) else {}
+    meta, tmeta = _mapping(raw.get("metadata")), _mapping(at.get("metadata"))
     # the pods' names are the controller's to choose: only the namespace is the workload's; and
     # the API server writes `schedulerName: default-scheduler` into every template, which HAMi's
     # webhook rewrites in each pod it creates, never in the template: not the pods' scheduler
@@ -147,8 +149,8 @@ def _parse_yaml(artefact: Artefact) -> list[PodFacts]:
             template = _template(raw)
             if template is None:
                 continue
-            meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
-            owner, raw = f"{raw.get('kind')}/{meta.get('name') or '?'}", template
+            name = _mapping(raw.get("metadata")).get("name") or "?"
+            owner, raw = f"{raw.get('kind')}/{name}", template
         problems: list[str] = []
         obj = conform(raw, shape.POD, problems)
         meta, spec, status = (obj.get(k, {}) for k in ("metadata", "spec", "status"))

@@ -289,3 +289,55 @@ def test_a_toolkit_that_reached_the_runtime_on_a_retry_is_fine(ruleset):
     assert "gpu-operator-toolkit-cannot-reach-runtime" not in fired(
         diagnose_texts(ruleset, {"toolkit.log": log})
     )
+
+
+# ---- found by the second review ------------------------------------------------------------------
+TABLE = '[plugins."io.containerd.grpc.v1.cri".containerd]\n'
+
+
+def test_lines_left_out_of_the_containerd_table_leave_the_default_unknown(ruleset):
+    """`containerd config dump` prints default_runtime_name first: "........" under the header
+    may have hidden it."""
+    paste = TABLE + '  ........\n  snapshotter = "overlayfs"\n'
+    assert "containerd-default-runtime-not-nvidia" not in fired(
+        diagnose_texts(ruleset, {"config.toml": paste})
+    )
+
+
+def test_the_usual_shell_prompts_are_framing(ruleset):
+    for prompt in ("[root@gpu-1 ~]# ", "ubuntu@gpu-1:~$ "):
+        paste = (
+            f"{prompt}cat /etc/containerd/config.toml\n" + TABLE + '  snapshotter = "overlayfs"\n'
+        )
+        assert "containerd-default-runtime-not-nvidia" in fired(
+            diagnose_texts(ruleset, {"config.toml": paste})
+        ), prompt
+
+
+def test_the_v1_shim_running_nvidia_s_binary_is_not_runc(ruleset):
+    """containerd 1.x: runc's type set to the v1 linux shim, whose binary is nvidia's."""
+    v1 = (
+        '[plugins.linux]\n  runtime = "nvidia-container-runtime"\n\n'
+        '[plugins.cri.containerd]\n  snapshotter = "overlayfs"\n\n'
+        '[plugins.cri.containerd.runtimes.runc]\n  runtime_type = "io.containerd.runtime.v1.linux"\n'
+    )
+    assert "containerd-default-runtime-not-nvidia" not in fired(
+        diagnose_texts(ruleset, {"config.toml.tmpl": v1})
+    )
+
+
+def test_a_plugin_that_crash_loops_from_its_start_is_a_crash(ruleset):
+    """ "When the plugin pod starts, it goes into CrashLoopBackOff": no restart named as a moment."""
+    issue = "# device plugin broken\n\nWhen the hami-device-plugin pod starts, it goes into CrashLoopBackOff.\n"
+    assert _issue_primary(ruleset, issue)[0] == "plugin-crash-described"
+
+
+def test_a_vm_device_plugin_s_resource_is_not_blamed_on_container_plugins(ruleset):
+    line = (
+        'server error. command SyncVMI failed: "failed to create GPU host-devices: the number of'
+        " GPU/s do not match the number of devices:\\nGPU: [{gpu1 nvidia.com/GA102GL_A10 <nil> }]"
+        '\\nDevice: []"\n'
+    )
+    assert "vm-gpu-from-a-container-device-plugin" not in fired(
+        diagnose_texts(ruleset, {"virt-handler.log": line})
+    )

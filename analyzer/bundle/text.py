@@ -196,19 +196,20 @@ def _rejoin_width(lines: list[str]) -> tuple[list[str], list[int], int]:
 
 
 def _starts_record(lines: list[str], i: int) -> bool:
-    """Line i opens a record of its own, not the rest of the line above: a klog header, or the
-    same opening as the line above (a message repeated at one length, e.g. HAMi-core's
-    "[HAMI-core Msg(...)]: unified_lock locked, waiting 1 second..." from one process).
+    """Line i opens a record of its own, not the rest of the line above: a log line's header (klog,
+    journald, a timestamp) or HAMi-core's tag. Twenty HAMi-core lines of one length are a message
+    repeated, not one line wrapped twenty times.
 
-    >>> _starts_record(["[HAMI-core Msg(29:1:utils.c:27)]: waiting", "[HAMI-core Msg(29:1:u"], 1)
+    >>> _starts_record(["x" * 80, "[HAMI-core Msg(29:1:utils.c:27)]: unified_lock locked"], 1)
     True
     >>> _starts_record(["E0101 00:00:00.000000 1 a.go:1] dial unix /x.sock: connect: conn", "ection refused"], 1)
     False
     """
-    nxt, prev = lines[i], lines[i - 1]
-    return bool(KLOG_RE.match(nxt)) or (len(prev) >= 12 and nxt[:12] == prev[:12])
+    nxt = lines[i]
+    return bool(LOG_LINE_RE.match(nxt)) or nxt.lstrip().startswith(_RECORD_TAGS)
 
 
+_RECORD_TAGS = ("[HAMI-core ", "[4pdvGPU ")
 _HUNK_RE = re.compile(r"(?m)^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
 _DIFF_HEADER_RE = re.compile(r"^(?:--- |\+\+\+ |@@ |diff |index |\\ No newline)")
 

@@ -22,9 +22,14 @@ _CRI_CONTAINERD_KEY_RE = re.compile(r"\.cri(?:\.v1\.runtime)?\.containerd\.[^.]+
 # containerd 1.x's `default_runtime` table (deprecated; v1's runtime_engine) is the default runtime
 # itself (pkg/cri/config ValidatePluginConfig makes it the runtime named "default")
 _DEFAULT_RUNTIME_TABLE_RE = re.compile(r"\.cri(?:\.v1\.runtime)?\.containerd\.default_runtime\.")
+# containerd 1.x's v1 linux shim runs the binary its own plugin names (`[plugins.linux] runtime =`,
+# or `[plugins."io.containerd.runtime.v1.linux"]`) for a runtime whose type is that shim
+_V1_SHIM_BINARY_RE = re.compile(r"(?:^|\.)(?:linux|io\.containerd\.runtime\.v1\.linux)\.runtime$")
+_V1_SHIM = "io.containerd.runtime.v1.linux"
 # containerd's own default when the table has no default_runtime_name (containerd
 # internal/cri/config/config_unix.go DefaultRuntimeConfig, pkg/cri/config in 1.x: DefaultRuntimeName "runc").
 _CONTAINERD_DEFAULT_RUNTIME = "runc"
+_UNSURE = "(unsure)"  # the config names an nvidia binary the default may or may not run
 
 
 def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
@@ -100,6 +105,13 @@ def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
                     binary = "nvidia" in " ".join(str(y) for y in table.values())
                     default_runtime = "nvidia" if binary else _CONTAINERD_DEFAULT_RUNTIME
                     where["runtime"] = Where(cf.file, cf.line_of(k))
+                if _V1_SHIM_BINARY_RE.search(k) and "nvidia" in str(x) and default_runtime is None:
+                    # the shim's binary is nvidia's; it is the default's when the default runs the shim
+                    shim = any(
+                        str(y) == _V1_SHIM for n, y in v.items() if n.endswith("runtime_type")
+                    )
+                    default_runtime = "nvidia" if shim else _UNSURE
+                    where["runtime"] = Where(cf.file, cf.line_of("runtime"))
                 if k.endswith(".default_runtime_name") and default_runtime is None:
                     default_runtime = str(x)
                     where["runtime"] = Where(cf.file, cf.line_of("default_runtime_name"))
@@ -131,9 +143,12 @@ def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
                 len(uuid_names) if has_spec else None,
                 where.get("kind"),
             )
-    if default_runtime is None and cri_table is not None:
+    # containerd's own default only for a table shown whole: a paste cut or with lines left out
+    # may have lost the default_runtime_name the dump prints first
+    whole = not any(cf.warnings for cf in configs if cf.kind == "containerd-config")
+    if default_runtime is None and cri_table is not None and whole:
         default_runtime, where["runtime"] = _CONTAINERD_DEFAULT_RUNTIME, cri_table
-    if default_runtime is not None:
+    if default_runtime is not None and default_runtime != _UNSURE:
         facts.put("containerd.default_runtime", default_runtime, where["runtime"])
     if enable_cdi is not None:
         facts.put("containerd.enable_cdi", enable_cdi, where["cdi"])

@@ -73,20 +73,28 @@ def flatten(obj: Any) -> dict[str, Any]:
 
 
 # A paste's framing around a config, never TOML: the shell prompt of the command that printed it
-# and the marks of lines left out ("........", "…", "[... ...]"). Blanked, so lines keep numbers.
-_FRAMING_RE = re.compile(r"^\s*(?:[$>] \S.*|\.{3,}|…+|\[\.\.\. ?\.\.\.\]|<snip>|\(\.\.\.\))\s*$")
+# (`$ cat ...`, `[root@host ~]# cat ...`, `user@host:~$ sudo cat ...`) and the marks of lines left
+# out ("........", "…", "[... ...]"). Blanked, so lines keep their numbers; a line left out is
+# said in a warning (what it held is not known).
+_PROMPT_RE = re.compile(r"^\s*(?:[$>]|\[[^\]\n]*\][#$]|[\w.-]+@[\w.-]+:[^\s$#]*[$#]) \S")
+_ELISION_RE = re.compile(r"^\s*(?:\.{3,}|…+|\[\.\.\. ?\.\.\.\]|<snip>|\(\.\.\.\))\s*$")
 
 
 def load_toml(text: str) -> tuple[dict[str, Any], list[str]]:
     """TOML, or the part of it before the line where a cut-off paste breaks it.
 
-    >>> load_toml('$ sudo cat /etc/containerd/config.toml\\n........\\n[a]\\n  b = 1\\n[... ...]\\n[a.c]\\n  d = 2')
-    ({'a': {'b': 1, 'c': {'d': 2}}}, [])
+    >>> load_toml('[root@gpu-1 ~]# cat /etc/containerd/config.toml\\n[a]\\n  b = 1\\n[... ...]\\n[a.c]\\n  d = 2')
+    ({'a': {'b': 1, 'c': {'d': 2}}}, ['lines left out at line 4: the config is not whole'])
     """
     import tomllib  # only bundles with a TOML config pay for it
 
-    lines = ["" if _FRAMING_RE.match(line) else line for line in text.split("\n")]
-    return load_prefix(lines, tomllib.loads, _toml_problem, {})
+    lines = text.split("\n")
+    elided = [n for n, line in enumerate(lines, 1) if _ELISION_RE.match(line)]
+    lines = ["" if _PROMPT_RE.match(line) or _ELISION_RE.match(line) else line for line in lines]
+    data, warnings = load_prefix(lines, tomllib.loads, _toml_problem, {})
+    if elided:
+        warnings.append(f"lines left out at line {elided[0]}: the config is not whole")
+    return data, warnings
 
 
 def _toml_problem(exc: Exception, n_lines: int) -> tuple[int | None, str]:

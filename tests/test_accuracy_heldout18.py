@@ -341,3 +341,31 @@ def test_a_vm_device_plugin_s_resource_is_not_blamed_on_container_plugins(rulese
     assert "vm-gpu-from-a-container-device-plugin" not in fired(
         diagnose_texts(ruleset, {"virt-handler.log": line})
     )
+
+
+# ---- found by the third review -------------------------------------------------------------------
+def test_another_sharing_scheme_s_resource_is_a_shortage_not_a_bypass(ruleset):
+    """Volcano's and Aliyun's nodes advertise their memory resources: "Insufficient" there is a
+    shortage, not a scheduler that skipped HAMi's."""
+    for resource in ("volcano.sh/vgpu-memory", "aliyun.com/gpu-mem"):
+        describe = DESCRIBE_HEAD + (
+            f"  Warning  FailedScheduling  10s   default-scheduler  0/2 nodes are available: 2 Insufficient {resource}.\n"
+        )
+        got = fired(diagnose_texts(ruleset, {"describe.txt": describe}))
+        assert not got & {
+            "hami-resources-counted-as-node-resources",
+            "pod-not-scheduled-by-hami",
+        }, resource
+
+
+def test_a_cpu_worker_node_unregistered_is_not_the_gpu_node(ruleset):
+    issue = (
+        "# pods pending\n\nThe two CPU worker nodes are marked as unregistered, that is expected."
+        " The GPU node has hami.io/node-nvidia-register.\n"
+    )
+    assert "hami-annotations-missing-described" not in fired(diagnose_issue(ruleset, issue))
+
+
+def test_hami_s_own_driver_root_mounts_gke_s_path(ruleset):
+    values = "devicePlugin:\n  nvidiaDriverRoot: /home/kubernetes/bin/nvidia\n"
+    assert "gke-driver-path" not in fired(diagnose_texts(ruleset, {"values.yaml": values}))

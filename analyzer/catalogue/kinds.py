@@ -64,9 +64,10 @@ class Kind:
     id: str
     title: str
     family: str
-    parsers: tuple[str, ...] = ()  # each makes its own facts of the artefact (a Deployment: its
-    # values for the namespace, and a GPU pod template as a pod)
-    k8s_kinds: tuple[str, ...] = ()  # the `kind:` values of the Kubernetes objects that are this
+    # each makes its own facts of the artefact (a Deployment: its values, for HAMi's namespace, and
+    # its GPU pod template as a pod)
+    parsers: tuple[str, ...] = ()
+    k8s_kinds: tuple[str, ...] = ()  # the top-level `kind:` values of the objects of this kind
     counts_as: tuple[str, ...] = ()
     collect: str = ""  # shell command; "" when there is nothing to ask for
     where: str = "cluster"  # cluster | node (the command runs on the GPU node)

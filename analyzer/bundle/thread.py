@@ -86,7 +86,7 @@ def read_thread(posts: list[Post], limits: Limits | None = None) -> Iterator[Thr
     out = ThreadFiles()
     try:
         prose = []
-        texts, cut = _texts(posts)  # a post's blocks not all read: a warning, as in any bundle
+        texts, cut = post_texts(posts)  # a post's blocks not all read: a warning, as in any bundle
         out.inventory.warnings += [InputWarning("read", f"{who}: {why}") for who, why in cut]
         for name, body, kind in texts:
             readers[0].add_bytes(name, body.encode("utf-8", errors="replace"), kind=kind)
@@ -102,7 +102,7 @@ def read_thread(posts: list[Post], limits: Limits | None = None) -> Iterator[Thr
             reader.close()
 
 
-def _texts(
+def post_texts(
     posts: list[Post],
 ) -> tuple[list[tuple[str, str, str | None]], list[tuple[str, str]]]:
     """(name, text, declared kind) of every post's code blocks and prose, and a line for each

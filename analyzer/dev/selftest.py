@@ -48,16 +48,14 @@ def _run_case(ruleset: RuleSet, case: dict, base: Path, lang: str = "en"):
 
 
 def _as_read(name: str, content: str) -> list[tuple[str, str, str | None]]:
-    """A case's file as the analyzer reads it: a `.md` file is an issue, split like `analyze
-    issue.md` and the bot split it (its code blocks are files of their own, its prose is the
+    """A case's file as the analyzer reads it: a `.md` file is an issue, split as the bot and
+    `analyze issue.md` split a post (its code blocks are files of their own, its prose is the
     issue's text), so a rule is tested on what a reporter's words and pastes become."""
     if not name.endswith(".md"):
         return [(name, content, None)]
-    from analyzer.bundle.issue import parse_issue
+    from analyzer.bundle.thread import Post, post_texts
 
-    issue = parse_issue(content, Path(name).stem)
-    parts: list[tuple[str, str, str | None]] = [(n, b, None) for n, b in issue.blocks if b.strip()]
-    return parts + [(f"{Path(name).stem}-text.md", issue.prose, "issue-text")]
+    return post_texts([Post(Path(name).stem, content)])[0]
 
 
 def run_rule_tests(ruleset: RuleSet, only: str | None = None) -> list[CaseResult]:

@@ -29,7 +29,6 @@ _V1_SHIM = "io.containerd.runtime.v1.linux"
 # containerd's own default when the table has no default_runtime_name (containerd
 # internal/cri/config/config_unix.go DefaultRuntimeConfig, pkg/cri/config in 1.x: DefaultRuntimeName "runc").
 _CONTAINERD_DEFAULT_RUNTIME = "runc"
-_UNSURE = "(unsure)"  # the config names an nvidia binary the default may or may not run
 
 
 def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
@@ -74,6 +73,7 @@ def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
     where: dict[str, Where] = {}
     runtimes: set[str] = set()
     default_runtime = enable_cdi = None
+    unsure = False
     cri_table: Where | None = None
     for cf in configs:
         v = cf.values
@@ -110,8 +110,10 @@ def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
                     shim = any(
                         str(y) == _V1_SHIM for n, y in v.items() if n.endswith("runtime_type")
                     )
-                    default_runtime = "nvidia" if shim else _UNSURE
-                    where["runtime"] = Where(cf.file, cf.line_of("runtime"))
+                    if shim:
+                        default_runtime = "nvidia"
+                        where["runtime"] = Where(cf.file, cf.line_of("runtime"))
+                    unsure = not shim  # an nvidia binary the default may or may not run
                 if k.endswith(".default_runtime_name") and default_runtime is None:
                     default_runtime = str(x)
                     where["runtime"] = Where(cf.file, cf.line_of("default_runtime_name"))
@@ -146,9 +148,9 @@ def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
     # containerd's own default only for a table shown whole: a paste cut or with lines left out
     # may have lost the default_runtime_name the dump prints first
     whole = not any(cf.warnings for cf in configs if cf.kind == "containerd-config")
-    if default_runtime is None and cri_table is not None and whole:
+    if default_runtime is None and cri_table is not None and whole and not unsure:
         default_runtime, where["runtime"] = _CONTAINERD_DEFAULT_RUNTIME, cri_table
-    if default_runtime is not None and default_runtime != _UNSURE:
+    if default_runtime is not None:
         facts.put("containerd.default_runtime", default_runtime, where["runtime"])
     if enable_cdi is not None:
         facts.put("containerd.enable_cdi", enable_cdi, where["cdi"])

@@ -89,11 +89,13 @@ def load_toml(text: str) -> tuple[dict[str, Any], list[str]]:
     import tomllib  # only bundles with a TOML config pay for it
 
     lines = text.split("\n")
-    elided = [n for n, line in enumerate(lines, 1) if _ELISION_RE.match(line)]
-    lines = ["" if _PROMPT_RE.match(line) or _ELISION_RE.match(line) else line for line in lines]
+    elided = [n for n, line in enumerate(lines) if _ELISION_RE.match(line)]
+    for n in elided:
+        lines[n] = ""
+    lines = ["" if _PROMPT_RE.match(line) else line for line in lines]
     data, warnings = load_prefix(lines, tomllib.loads, _toml_problem, {})
     if elided:
-        warnings.append(f"lines left out at line {elided[0]}: the config is not whole")
+        warnings.append(f"lines left out at line {elided[0] + 1}: the config is not whole")
     return data, warnings
 
 

@@ -109,24 +109,26 @@ def parse_files(
     out.content_digest = content_digest(inv.files) if content else ""
     for a in artefacts:
         kind = catalogue.get(a.kind)
-        out.analysable = out.analysable or (kind is not None and kind.is_evidence)
-        parsers = [PARSERS[name] for name in kind.parsers if name in PARSERS] if kind else []
+        if kind is None:  # no kind of the catalogue: nothing reads it
+            continue
+        out.analysable = out.analysable or kind.is_evidence
+        parsers = [PARSERS[name] for name in kind.parsers if name in PARSERS]
         if any(p.structured for p in parsers) and a.text:
             # a unified diff of an object or config: its after side is the state in use
             after = diff_after_side(a.text)
             a = replace(a, text=after) if after is not None else a
         said: set[str] = set()  # two parsers of one document find its YAML error once
         for parser in parsers:
-            parsed = parser.parse(a)
+            parsed = parser.parse(a, kind)
             if parser.into:
                 getattr(out, parser.into).extend(parsed.items)
             news = [w for w in parsed.warnings if w not in said]
             said.update(news)
             warnings.extend(InputWarning("parse", w, a.file.name) for w in news)
-        if kind is not None and kind.scanned:
+        if kind.scanned:
             if kind.k8s_kinds and a.text:  # an object's YAML: its folded strings on one line
                 a = replace(a, text=unfold(a.text))
-            out.logs.append(parse_log(a, matcher))
+            out.logs.append(parse_log(a, matcher, catalogue.record_start))
     out.nodes, note = keep_nodes(out.nodes)
     if note:
         warnings.append(InputWarning("nodes", note))

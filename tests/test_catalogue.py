@@ -300,3 +300,72 @@ def test_recognition_with_literals_is_recognition_without(lines):
     kind and reason it gets when every pattern is searched."""
     text = "\n".join(lines)
     assert sniff(text, CATALOGUE) == sniff(text, WITHOUT_LITERALS)
+
+
+# What makes a workload's template a pod, and which lines open a record, are the catalogue's
+# data: a kind that declares no `pod_templates:` has no template read, and a tag declared under
+# `record_start:` stops the terminal-wrap rejoin in any pasted text.
+GPU_JOB = """\
+kind: Job
+metadata: {name: train, namespace: ml}
+spec:
+  template:
+    spec:
+      containers: [{name: c, resources: {limits: {example.com/widget: 1}}}]
+"""
+
+
+def _catalogue_with(tmp_path, old: str, new: str):
+    text = KINDS_YAML.read_text(encoding="utf-8")
+    assert old in text
+    (tmp_path / "kinds.yaml").write_text(text.replace(old, new, 1), encoding="utf-8")
+    return load_catalogue(tmp_path / "kinds.yaml")
+
+
+def _pods_of(catalogue, text: str) -> list:
+    from analyzer.dev.samples import artefact
+    from analyzer.parse.registry import PARSERS
+
+    a = artefact("workload", text, "job.yaml")
+    return PARSERS["pod"].parse(a, catalogue["workload"]).items
+
+
+def test_a_template_is_a_pod_only_for_a_resource_the_kind_declares(tmp_path):
+    assert _pods_of(CATALOGUE, GPU_JOB) == []  # a widget is no accelerator
+    assert [
+        p.owner
+        for p in _pods_of(CATALOGUE, GPU_JOB.replace("example.com/widget", "nvidia.com/gpu"))
+    ] == ["Job/train"]
+    widened = _catalogue_with(
+        tmp_path, "    pod_templates: *accelerators\n", "    pod_templates: ['/widget$']\n"
+    )
+    assert [p.owner for p in _pods_of(widened, GPU_JOB)] == ["Job/train"]
+    undeclared = _catalogue_with(tmp_path, "    pod_templates: *accelerators\n", "")
+    gpu_job = GPU_JOB.replace("example.com/widget", "nvidia.com/gpu")
+    assert _pods_of(undeclared, gpu_job) == []
+
+
+def test_a_declared_record_start_stops_the_terminal_wrap_rejoin(tmp_path):
+    from analyzer.bundle.text import rejoin_hard_wraps
+
+    repeated = ["[HAMI-core Msg(29:1:utils.c:27)]: lock " + "x" * 40] * 5
+    assert rejoin_hard_wraps(repeated, True, CATALOGUE.record_start)[0] == repeated
+    assert len(rejoin_hard_wraps(repeated, True, None)[0]) < len(repeated)  # read as one wrap
+    other = [line.replace("[HAMI-core ", "[OTHER-tag ") for line in repeated]
+    assert len(rejoin_hard_wraps(other, True, CATALOGUE.record_start)[0]) < len(other)
+    declared = _catalogue_with(
+        tmp_path,
+        "    record_start: ['\\[(?:HAMI-core|4pdvGPU) ']\n",
+        "    record_start: ['\\[(?:HAMI-core|4pdvGPU) ', '\\[OTHER-tag ']\n",
+    )
+    assert rejoin_hard_wraps(other, True, declared.record_start)[0] == other
+
+
+def test_a_bad_record_start_is_an_error_at_the_kind(tmp_path):
+    with pytest.raises(RuleLoadError) as exc:
+        _catalogue_with(
+            tmp_path,
+            "    record_start: ['\\[(?:HAMI-core|4pdvGPU) ']\n",
+            "    record_start: ['[unclosed']\n",
+        )
+    assert any("kind workload-log: bad record_start '[unclosed'" in p for p in exc.value.problems)

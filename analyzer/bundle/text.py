@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import codecs
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import regex
 
 # an OSC sequence ends at BEL or ST (ESC \\) and never spans an ESC or a line: an unterminated
 # one is left, so a log of 200,000 "ESC ]" is searched in linear time (it was quadratic: 65 s)
@@ -143,9 +147,12 @@ def printable_name(name: str) -> str:
     return printable(name.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), keep="")
 
 
-def rejoin_hard_wraps(lines: list[str], by_width: bool = True) -> tuple[list[str], list[int], int]:
+def rejoin_hard_wraps(
+    lines: list[str], by_width: bool = True, record_start: regex.Pattern | None = None
+) -> tuple[list[str], list[int], int]:
     """Undo fixed-width terminal wrapping (`by_width`: pasted logs, not prose), and a Go error
-    wrapped before its errno.
+    wrapped before its errno. `record_start`: a line it matches opens a record (the catalogue's
+    `record_start`), as a log line's header does.
 
     A terminal copy wraps every long line at the same column W, so several lines have exactly
     length W; the line after each of them is its continuation. Returns the joined lines, the
@@ -155,7 +162,9 @@ def rejoin_hard_wraps(lines: list[str], by_width: bool = True) -> tuple[list[str
     (['Err: dial unix /d/p.sock: connect: connection refused.', 'next'], [1, 3], 1)
     """
     lines, numbers, joins = (
-        _rejoin_width(lines) if by_width else (lines, list(range(1, len(lines) + 1)), 0)
+        _rejoin_width(lines, record_start)
+        if by_width
+        else (lines, list(range(1, len(lines) + 1)), 0)
     )
     if not any(_OP_TAIL_RE.search(x) for x in lines):
         return lines, numbers, joins
@@ -171,7 +180,9 @@ def rejoin_hard_wraps(lines: list[str], by_width: bool = True) -> tuple[list[str
     return out, nums, joins
 
 
-def _rejoin_width(lines: list[str]) -> tuple[list[str], list[int], int]:
+def _rejoin_width(
+    lines: list[str], record_start: regex.Pattern | None
+) -> tuple[list[str], list[int], int]:
     lengths: dict[int, int] = {}
     for line in lines:
         if len(line) >= 60:
@@ -185,7 +196,11 @@ def _rejoin_width(lines: list[str]) -> tuple[list[str], list[int], int]:
     i = 0
     while i < len(lines):
         cur, start = lines[i], i + 1
-        while len(lines[i]) == width and i + 1 < len(lines) and not _starts_record(lines, i + 1):
+        while (
+            len(lines[i]) == width
+            and i + 1 < len(lines)
+            and not _starts_record(lines[i + 1], record_start)
+        ):
             i += 1
             cur += lines[i]
             joins += 1
@@ -195,21 +210,23 @@ def _rejoin_width(lines: list[str]) -> tuple[list[str], list[int], int]:
     return out, numbers, joins
 
 
-def _starts_record(lines: list[str], i: int) -> bool:
-    """Line i opens a record of its own, not the rest of the line above: a log line's header (klog,
-    journald, a timestamp) or HAMi-core's tag. Twenty HAMi-core lines of one length are a message
-    repeated, not one line wrapped twenty times.
+def _starts_record(line: str, record_start: regex.Pattern | None) -> bool:
+    """The line opens a record of its own, not the rest of the line above: a log line's header
+    (klog, journald, a timestamp) or what `record_start` matches. Twenty lines of one length that
+    each open with HAMi-core's tag are a message repeated, not one line wrapped twenty times.
 
-    >>> _starts_record(["x" * 80, "[HAMI-core Msg(29:1:utils.c:27)]: unified_lock locked"], 1)
+    >>> import re
+    >>> tag = re.compile(r"[ \\t]*\\[HAMI-core ")
+    >>> _starts_record("[HAMI-core Msg(29:1:utils.c:27)]: unified_lock locked", tag)
     True
-    >>> _starts_record(["E0101 00:00:00.000000 1 a.go:1] dial unix /x.sock: connect: conn", "ection refused"], 1)
-    False
+    >>> _starts_record("ection refused", tag), _starts_record("E0101 00:00:00.000000 1 a.go:1] x", None)
+    (False, True)
     """
-    nxt = lines[i]
-    return bool(LOG_LINE_RE.match(nxt)) or nxt.lstrip().startswith(_RECORD_TAGS)
+    if LOG_LINE_RE.match(line):
+        return True
+    return record_start is not None and record_start.match(line) is not None
 
 
-_RECORD_TAGS = ("[HAMI-core ", "[4pdvGPU ")
 _HUNK_RE = re.compile(r"(?m)^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
 _DIFF_HEADER_RE = re.compile(r"^(?:--- |\+\+\+ |@@ |diff |index |\\ No newline)")
 

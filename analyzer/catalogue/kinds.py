@@ -34,6 +34,8 @@ KIND_KEYS = {
     "weak",
     "assigned_by",
     "per_node",
+    "pod_templates",
+    "record_start",
 }
 LINE = "__line__"
 KEY_LINES = "__key_lines__"
@@ -91,6 +93,12 @@ class Kind:
     # one node's artefact (its plugin's log, its kubelet journal): in a bundle with several
     # nodes it is evidence only for the node it is attributed to (analyzer/facts/attribution.py)
     per_node: bool = False
+    # a workload's pod template is read as a pod when one of its containers asks for a resource
+    # this matches (an accelerator); None: its templates are not read
+    pod_templates: regex.Pattern | None = None
+    # a line opening with this (after blanks) opens a record of this log: no terminal-wrapped
+    # line is ever rejoined onto the line above it
+    record_start: regex.Pattern | None = None
 
     @property
     def is_log(self) -> bool:
@@ -125,6 +133,9 @@ class Catalogue:
     # match holds, looked for before the pattern is searched (worked out by the rule loader with
     # parse.literals and cached with the rules; a pattern not here is searched in every text)
     literals: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # every kind's `record_start`, as one pattern: a pasted line opening with one opens a record
+    # whatever the text it is pasted in (an issue's prose holds HAMi-core lines too)
+    record_start: regex.Pattern | None = None
 
     def __contains__(self, kind_id: str) -> bool:
         return kind_id in self.kinds
@@ -240,6 +251,12 @@ def load_catalogue(path: Path) -> Catalogue:
         parsers = _names(spec.get("parser"))  # checked against analyzer/parse/registry.py's table
         markers = _patterns(spec.get("markers"), f"{where}: kind {kid}: bad marker", problems)
         packages = _patterns(spec.get("packages"), f"{where}: kind {kid}: bad package", problems)
+        templates = _patterns(
+            spec.get("pod_templates"), f"{where}: kind {kid}: bad pod_templates", problems
+        )
+        starts = _patterns(
+            spec.get("record_start"), f"{where}: kind {kid}: bad record_start", problems
+        )
         entries = spec.get("recognise") or []
         if not isinstance(entries, list):
             problems.append(f"{where}: kind {kid}: recognise: expected a list of entries")
@@ -264,6 +281,8 @@ def load_catalogue(path: Path) -> Catalogue:
             assigned_by=str(spec.get("assigned_by", "")),
             at=where,
             per_node=bool(spec.get("per_node", False)),
+            pod_templates=regex.compile("|".join(templates)) if templates else None,
+            record_start=regex.compile(r"[ \t]*(?:" + "|".join(starts) + ")") if starts else None,
         )
     for k in kinds.values():
         for other in k.counts_as:
@@ -278,6 +297,7 @@ def load_catalogue(path: Path) -> Catalogue:
     hami = load_hami_names(doc.get("hami"), _where(path, doc.get("hami")) + ": hami", problems)
     if problems:
         raise RuleLoadError(problems)
+    starts = [k.record_start.pattern for k in kinds.values() if k.record_start is not None]
     return Catalogue(
         kinds,
         by_container={c: k.id for k in kinds.values() for c in k.containers},
@@ -285,4 +305,5 @@ def load_catalogue(path: Path) -> Catalogue:
         recognition=recognition,
         attribution=hints,
         hami=hami,
+        record_start=regex.compile("|".join(f"(?:{p})" for p in starts)) if starts else None,
     )

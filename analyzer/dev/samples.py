@@ -21,9 +21,10 @@ def node(text: str, kind: str = "node"):
 
 
 def pod(text: str, kind: str = "pod"):
+    """The first pod of a text, read as `kind` (a workload's: its templates, as its kind says)."""
     from analyzer.parse.pod import parse_pod
 
-    return parse_pod(artefact(kind, text, "pod.yaml"))[0]
+    return parse_pod(artefact(kind, text, "pod.yaml"), catalogue()[kind].pod_templates)[0]
 
 
 def config(kind: str, text: str):
@@ -57,7 +58,8 @@ def index_of(texts: dict[str, str], kind: str = "text"):
     from analyzer.rules.loader import load_ruleset
 
     rs = load_ruleset()
-    logs = [parse_log(artefact(kind, t, name), matcher_for(rs)) for name, t in texts.items()]
+    start = rs.catalogue.record_start
+    logs = [parse_log(artefact(kind, t, name), matcher_for(rs), start) for name, t in texts.items()]
     logs = stamp_logs(logs, infer_clock([], [], [], False, None))
     return collect_matches(logs, [kind] * len(logs), rs.signatures, rs.catalogue)
 
@@ -68,4 +70,5 @@ def parsed(text: str, kind: str = "text"):
     from analyzer.parse.logs import parse_log
     from analyzer.rules.loader import load_ruleset
 
-    return parse_log(artefact(kind, text), matcher_for(load_ruleset()))
+    rs = load_ruleset()
+    return parse_log(artefact(kind, text), matcher_for(rs), rs.catalogue.record_start)

@@ -107,10 +107,14 @@ def rows_of(frame: pl.DataFrame, names: Sequence[str]) -> Iterator[tuple]:
     return zip(*(frame.get_column(name).to_list() for name in names), strict=True)
 
 
-def parse_log(artefact: Artefact, matcher: Matcher) -> ParsedLog:
+def parse_log(
+    artefact: Artefact, matcher: Matcher, record_start: regex.Pattern | None = None
+) -> ParsedLog:
+    """`record_start`: the catalogue's (a pasted line it matches is never rejoined onto the line
+    above; a streamed log is not rejoined at all)."""
     matcher = matcher.for_kind(artefact.kind)
     if artefact.text is not None:
-        return _parse_small(artefact, artefact.text, matcher)
+        return _parse_small(artefact, artefact.text, matcher, record_start)
     return _parse_streamed(artefact, matcher)
 
 
@@ -141,7 +145,9 @@ def _prefix_pods(frame: pl.DataFrame) -> list[str]:
     return sorted(pods.unique().to_list())[: smalllog.PREFIX_PODS]
 
 
-def _parse_small(artefact: Artefact, text: str, matcher: Matcher) -> ParsedLog:
+def _parse_small(
+    artefact: Artefact, text: str, matcher: Matcher, record_start: regex.Pattern | None
+) -> ParsedLog:
     raw_lines = text.split("\n")
     while raw_lines and not raw_lines[-1].strip():
         raw_lines.pop()
@@ -155,7 +161,7 @@ def _parse_small(artefact: Artefact, text: str, matcher: Matcher) -> ParsedLog:
         rfcs.append(m.group("rfc"))
     is_log = artefact.kind.endswith("-log") or artefact.kind in ("klog", "text")
     joined, numbers, joins = (
-        rejoin_hard_wraps(stripped, by_width=is_log)
+        rejoin_hard_wraps(stripped, is_log, record_start)
         if is_log or artefact.kind == "issue-text"
         else (stripped, list(range(1, len(stripped) + 1)), 0)
     )

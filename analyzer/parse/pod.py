@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import regex
+
 from analyzer.bundle.model import Artefact
 from analyzer.parse import shape
 from analyzer.parse.shape import conform
@@ -79,32 +81,29 @@ _TEMPLATE_AT = {
     "Job": ("spec", "template"),
     "CronJob": ("spec", "jobTemplate", "spec", "template"),
 }
-# A template is read as a pod only when it asks for an accelerator (nvidia.com/gpu, gpumem,
-# volcano.sh/vgpu-number, a vendor's npu/mlu/dcu/xpu): HAMi's own Deployment is no GPU pod, nor a
-# workload asking only for hugepages or RDMA.
-_ACCELERATOR = re.compile(r"(?i)/.*(?:gpu|mlu|npu|dcu|xpu|gcu|ascend|vcuda|vmem|vcore)")
 _TEMPLATE_SECTIONS = frozenset({"header", "annotations", "limits", "spec"})
 
 
-def parse_pod(artefact: Artefact) -> list[PodFacts]:
-    """A pod's describe text, or the Pods and workloads' GPU pod templates of a YAML/JSON object.
+def parse_pod(artefact: Artefact, templates: regex.Pattern | None = None) -> list[PodFacts]:
+    """A pod's describe text, or the Pods of a YAML/JSON object and, with `templates` (its kind's
+    `pod_templates`), the pod templates of workloads asking for a resource it matches.
 
     >>> from analyzer.dev.samples import pod
-    >>> p = pod('kind: Job\\nmetadata: {name: train, namespace: ml}\\nspec:\\n  template:\\n    spec:\\n      containers: [{name: c, securityContext: {privileged: true}, resources: {limits: {nvidia.com/gpu: 1}}}]')
+    >>> p = pod('kind: Job\\nmetadata: {name: train, namespace: ml}\\nspec:\\n  template:\\n    spec:\\n      containers: [{name: c, securityContext: {privileged: true}, resources: {limits: {nvidia.com/gpu: 1}}}]', "workload")
     >>> p.owner, p.name, p.namespace, p.containers[0].privileged, p.status
     ('Job/train', None, 'ml', True, None)
     """
     if artefact.kind == "pod-describe":
         return [_parse_describe(artefact)]
-    return _parse_yaml(artefact)
+    return _parse_yaml(artefact, templates)
 
 
 def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _template(raw: dict[str, Any]) -> dict[str, Any] | None:
-    """A workload's pod template as a Pod object, when it asks for an extended resource."""
+def _template(raw: dict[str, Any], wanted: regex.Pattern) -> dict[str, Any] | None:
+    """A workload's pod template as a Pod object, when it asks for a `wanted` resource."""
     at: Any = raw
     for key in _TEMPLATE_AT.get(str(raw.get("kind")), ()):
         at = at.get(key) if isinstance(at, dict) else None
@@ -119,7 +118,7 @@ def _template(raw: dict[str, Any]) -> dict[str, Any] | None:
         if isinstance(c["resources"].get(part), dict)
         for key in c["resources"][part]
     ]
-    if not any(_ACCELERATOR.search(str(key)) for key in wants):
+    if not any(wanted.search(str(key)) for key in wants):
         return None
     meta, tmeta = _mapping(raw.get("metadata")), _mapping(at.get("metadata"))
     # the pods' names are the controller's to choose: only the namespace is the workload's; and
@@ -134,7 +133,7 @@ def _template(raw: dict[str, Any]) -> dict[str, Any] | None:
     return {"kind": "Pod", "metadata": pod_meta, "spec": pod_spec}
 
 
-def _parse_yaml(artefact: Artefact) -> list[PodFacts]:
+def _parse_yaml(artefact: Artefact, templates: regex.Pattern | None) -> list[PodFacts]:
     docs, warnings = load_documents(artefact.text or "")
     objs: list[dict[str, Any]] = []
     for d in docs:
@@ -146,7 +145,7 @@ def _parse_yaml(artefact: Artefact) -> list[PodFacts]:
     for raw in objs:
         owner = None
         if raw.get("kind") != "Pod":
-            template = _template(raw)
+            template = _template(raw, templates) if templates is not None else None
             if template is None:
                 continue
             name = _mapping(raw.get("metadata")).get("name") or "?"

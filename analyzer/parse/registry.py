@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from analyzer.bundle.model import Artefact
+from analyzer.catalogue.kinds import Kind
 from analyzer.errors import RuleLoadError
 from analyzer.parse.node import parse_node
 
@@ -29,46 +30,46 @@ class Parser:
     """How a kind's artefacts are parsed, and where in the parsed bundle they go."""
 
     into: str  # the ParsedBundle list its items join ("" when it makes none)
-    parse: Callable[[Artefact], Parsed]
+    parse: Callable[[Artefact, Kind], Parsed]  # the artefact, read as its kind declares
     structured: bool = False  # reads a document (an object or a config), not lines
 
 
-def _node(a: Artefact) -> Parsed:
+def _node(a: Artefact, _kind: Kind) -> Parsed:
     nodes = parse_node(a)
     # a document's YAML error is every node's of that document: said once
     said = dict.fromkeys(w for n in nodes for w in n.warnings)
     return Parsed(nodes, [f"{a.file.name}: {w}" for w in said])
 
 
-def _pod(a: Artefact) -> Parsed:
+def _pod(a: Artefact, kind: Kind) -> Parsed:
     from analyzer.parse.pod import parse_pod
 
-    pods = parse_pod(a)
+    pods = parse_pod(a, kind.pod_templates)
     kept = [p for p in pods if p.name or p.annotations or p.events or p.containers]
     return Parsed(kept, [f"{a.file.name}: {w}" for p in pods for w in p.warnings])
 
 
-def _config(a: Artefact) -> Parsed:
+def _config(a: Artefact, _kind: Kind) -> Parsed:
     from analyzer.parse.configs import parse_config
 
     cf = parse_config(a)
     return Parsed([cf], [f"{a.file.name}: {w}" for w in cf.warnings])
 
 
-def _manifest(a: Artefact) -> Parsed:
+def _manifest(a: Artefact, _kind: Kind) -> Parsed:
     from analyzer.parse.manifest import parse_manifest
 
     m = parse_manifest(a)
     return Parsed([m], [f"{m.file}: {note}" for note in m.notes])
 
 
-def _pod_table(a: Artefact) -> Parsed:
+def _pod_table(a: Artefact, _kind: Kind) -> Parsed:
     from analyzer.parse.pod_table import parse_pod_table
 
     return Parsed([parse_pod_table(a)])
 
 
-def _scan_only(_a: Artefact) -> Parsed:
+def _scan_only(_a: Artefact, _kind: Kind) -> Parsed:
     return Parsed()
 
 

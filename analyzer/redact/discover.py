@@ -397,9 +397,10 @@ def parsed_node_names(sources: list[SourceFile]) -> set[str]:
     artefacts, _warnings = recognise(files, catalogue)
     for a in artefacts:
         kind = catalogue.get(a.kind)
-        parsers = kind.parsers if kind else ()
-        if "node" in parsers:
+        if kind is None:
+            continue
+        if "node" in kind.parsers:
             out.update(n.name for n in parse_node(a) if n.name)
-        elif "pod" in parsers:
-            out.update(p.node for p in parse_pod(a) if p.node)
+        elif "pod" in kind.parsers:
+            out.update(p.node for p in parse_pod(a, kind.pod_templates) if p.node)
     return out

@@ -19,6 +19,12 @@ _RUNTIME_RE = re.compile(r"\.runtimes\.([\w.-]+)\.runtime_type$")
 # runtime, merged under the node's config.toml), says nothing about the default runtime; nor does
 # `runtime = "runc"` under io.containerd.runtime.v1.linux (the old shim's binary).
 _CRI_CONTAINERD_KEY_RE = re.compile(r"\.cri(?:\.v1\.runtime)?\.containerd\.[^.]+$")
+# its header line: `[plugins."io.containerd.grpc.v1.cri".containerd]` (v2), `[plugins.cri.containerd]`
+# (v1), `[plugins."io.containerd.cri.v1.runtime".containerd]` (v3; either quote)
+_CRI_CONTAINERD_HEADER_RE = re.compile(
+    r"""^\s*\[\s*plugins\.(?:(["'])io\.containerd\.(?:grpc\.v1\.cri|cri\.v1\.runtime)\1|cri)"""
+    r"\.containerd\s*\]"
+)
 # containerd 1.x's `default_runtime` table (deprecated; v1's runtime_engine) is the default runtime
 # itself (pkg/cri/config ValidatePluginConfig makes it the runtime named "default")
 _DEFAULT_RUNTIME_TABLE_RE = re.compile(r"\.cri(?:\.v1\.runtime)?\.containerd\.default_runtime\.")
@@ -73,7 +79,7 @@ def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
     where: dict[str, Where] = {}
     runtimes: set[str] = set()
     default_runtime = enable_cdi = None
-    unsure = False
+    unsure = whole = False
     cri_table: Where | None = None
     for cf in configs:
         v = cf.values
@@ -100,6 +106,9 @@ def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
             for k, x in v.items():
                 if cri_table is None and _CRI_CONTAINERD_KEY_RE.search(k):
                     cri_table = Where(cf.file, cf.line_of(k))
+                    # containerd's own default only from its table shown whole: a paste cut in
+                    # it, or with lines of it left out, may have lost default_runtime_name
+                    whole = cf.shows_whole(_CRI_CONTAINERD_HEADER_RE)
                 if _DEFAULT_RUNTIME_TABLE_RE.search(k) and default_runtime is None:
                     table = {n: y for n, y in v.items() if _DEFAULT_RUNTIME_TABLE_RE.search(n)}
                     binary = "nvidia" in " ".join(str(y) for y in table.values())
@@ -145,9 +154,6 @@ def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
                 len(uuid_names) if has_spec else None,
                 where.get("kind"),
             )
-    # containerd's own default only for a table shown whole: a paste cut or with lines left out
-    # may have lost the default_runtime_name the dump prints first
-    whole = not any(cf.warnings for cf in configs if cf.kind == "containerd-config")
     if default_runtime is None and cri_table is not None and whole and not unsure:
         default_runtime, where["runtime"] = _CONTAINERD_DEFAULT_RUNTIME, cri_table
     if default_runtime is not None:

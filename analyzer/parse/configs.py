@@ -30,6 +30,29 @@ class ConfigFacts:
     values: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     text: str = ""
+    # 0-based lines where the paste left lines out, and where its parsed part ends when cut
+    gaps: tuple[int, ...] = ()
+
+    def shows_whole(self, header: re.Pattern[str]) -> bool:
+        """Whether the table whose header line `header` matches is in the paste from its header
+        to the next one, no line of it left out and the paste not cut inside it (a key the
+        paste lost may be the one a default stands in for).
+
+        >>> from dataclasses import replace
+        >>> table = re.compile(r"\\[a\\]$")
+        >>> cf = ConfigFacts("containerd-config", "c.toml", 1, text="[a]\\n  b = 1\\n[c]\\n...")
+        >>> cf.shows_whole(table), replace(cf, gaps=(3,)).shows_whole(table)
+        (True, True)
+        >>> replace(cf, gaps=(1,)).shows_whole(table), cf.shows_whole(re.compile("x"))
+        (False, False)
+        """
+        lines = self.text.split("\n")
+        start = next((i for i, line in enumerate(lines) if header.match(line)), None)
+        if start is None:
+            return False
+        after = (i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("["))
+        end = next(after, len(lines))
+        return not any(start < gap < end for gap in self.gaps)
 
     def line_of(self, dotted: str) -> int | None:
         """Best-effort line of a key (its last component) for evidence citations."""
@@ -80,11 +103,14 @@ _PROMPT_RE = re.compile(r"^\s*(?:[$>]|\[[^\]\n]*\][#$]|[\w.-]+@[\w.-]+:[^\s$#]*[
 _ELISION_RE = re.compile(r"^\s*(?:\.{3,}|…+|\[\.\.\. ?\.\.\.\]|<snip>|\(\.\.\.\))\s*$")
 
 
-def load_toml(text: str) -> tuple[dict[str, Any], list[str]]:
-    """TOML, or the part of it before the line where a cut-off paste breaks it.
+def load_toml(text: str) -> tuple[dict[str, Any], list[str], tuple[int, ...]]:
+    """TOML, or the part of it before the line where a cut-off paste breaks it; the warnings,
+    and the 0-based lines where lines were left out or the parsed part ends (`ConfigFacts.gaps`).
 
     >>> load_toml('[root@gpu-1 ~]# cat /etc/containerd/config.toml\\n[a]\\n  b = 1\\n[... ...]\\n[a.c]\\n  d = 2')
-    ({'a': {'b': 1, 'c': {'d': 2}}}, ['lines left out at line 4: the config is not whole'])
+    ({'a': {'b': 1, 'c': {'d': 2}}}, ['lines left out at line 4: the config is not whole'], (3,))
+    >>> load_toml('[a]\\n  b = 1\\n[c]\\n  d = "cut')[2]
+    (3,)
     """
     import tomllib  # only bundles with a TOML config pay for it
 
@@ -93,10 +119,17 @@ def load_toml(text: str) -> tuple[dict[str, Any], list[str]]:
     for n in elided:
         lines[n] = ""
     lines = ["" if _PROMPT_RE.match(line) else line for line in lines]
-    data, warnings = load_prefix(lines, tomllib.loads, _toml_problem, {})
+    cut: list[int] = []
+
+    def problem(exc: Exception, n_lines: int) -> tuple[int | None, str]:
+        line, warning = _toml_problem(exc, n_lines)
+        cut.append(line - 1 if line is not None else 0)
+        return line, warning
+
+    data, warnings = load_prefix(lines, tomllib.loads, problem, {})
     if elided:
         warnings.append(f"lines left out at line {elided[0] + 1}: the config is not whole")
-    return data, warnings
+    return data, warnings, tuple(sorted({*elided, *cut[-1:]}))
 
 
 def _toml_problem(exc: Exception, n_lines: int) -> tuple[int | None, str]:
@@ -116,7 +149,7 @@ def parse_config(artefact: Artefact) -> ConfigFacts:
     text = artefact.text or ""
     cf = ConfigFacts(artefact.kind, artefact.file.name, artefact.first_line, text=text)
     if artefact.kind in ("toolkit-config", "containerd-config"):
-        data, warnings = load_toml(text)
+        data, warnings, cf.gaps = load_toml(text)
         cf.values = flatten(data)
         cf.warnings.extend(warnings)
         return cf

@@ -1,0 +1,215 @@
+"""Twenty-ninth and thirtieth measurements (issue 25, session 41): two sets of unseen real cases
+(HAMi and its neighbours; NVIDIA's operator, toolkit and the small distributions) and the classes
+they and the twenty-eighth left. Each class is checked on made-up inputs (none copied from a real
+case): a GPU Operator driver container whose kernel modules do not compile, CUDA's "driver version
+is insufficient" (no driver mounted, more often than an old one), the ClusterPolicy controller's
+own reconcile error, and a crash frame in HAMi-core named by module and symbol."""
+
+from __future__ import annotations
+
+from conftest import diagnose_issue, diagnose_texts, fired, parse_texts
+
+DRIVER_CTR = """\
+DRIVER_ARCH is x86_64
+Creating directory NVIDIA-Linux-x86_64-570.86.15
+Resolving Linux kernel version...
+Proceeding with Linux kernel version 6.8.0-1021-azure
+Installing Linux kernel headers...
+Compiling NVIDIA driver kernel modules...
+make[2]: *** [scripts/Makefile.build:243: /usr/src/nvidia-570.86.15/kernel/nvidia/nv.o] Error 1
+make[1]: *** [Makefile:1925: /usr/src/nvidia-570.86.15/kernel] Error 2
+make: *** [Makefile:234: __sub-make] Error 2
+Stopping NVIDIA persistence daemon...
+Unloading NVIDIA driver kernel modules...
+Unmounting NVIDIA driver rootfs...
+"""
+
+
+def _primary(ruleset, files: dict[str, str]) -> tuple[str | None, str, str]:
+    p = diagnose_texts(ruleset, files).primary
+    return p.rule_id, p.category, p.confidence
+
+
+# ---- the driver container cannot compile the kernel modules --------------------------------
+def test_a_driver_container_log_is_the_operators_log(ruleset):
+    """The driver container's script prints its steps in words of its own; a paste of them is
+    the GPU Operator's log, not a text nobody reads for its kind."""
+    parsed = parse_texts(ruleset, {"driver.txt": DRIVER_CTR})
+    assert [a.kind for a in parsed.artefacts] == ["gpu-operator-log"]
+
+
+def test_kernel_modules_that_do_not_compile_are_a_failed_driver(ruleset):
+    """kbuild's error on the driver's own sources: no driver was installed; the node's runtime
+    has nothing to give, whatever waits on it (a runtime fault, not the plugin's wait)."""
+    assert _primary(ruleset, {"driver.txt": DRIVER_CTR}) == (
+        "gpu-operator-driver-failed",
+        "runtime-other",
+        "high",
+    )
+
+
+def test_a_compiler_warning_and_a_bare_make_error_are_no_failed_build(ruleset):
+    """The kernel warns that the compiler differs whenever its version text does (gcc against cc
+    of one release); `make: *** [...] modules` names no NVIDIA source."""
+    text = (
+        "Compiling NVIDIA driver kernel modules...\n"
+        "warning: the compiler differs from the one used to build the kernel\n"
+        "  The kernel was built by: gcc (Ubuntu 11.4.0-1ubuntu1~22.04) 11.4.0\n"
+        "  You are using:           cc (Ubuntu 11.4.0-1ubuntu1~22.04) 11.4.0\n"
+        "make: *** [Makefile:89: modules] Error 2\n"
+    )
+    assert "gpu-operator-driver-failed" not in fired(diagnose_texts(ruleset, {"d.txt": text}))
+
+
+# ---- CUDA's "driver version is insufficient" -------------------------------------------------
+INSUFFICIENT = (
+    "[Vector addition of 50000 elements]\n"
+    "Failed to allocate device vector A (error code CUDA driver version is insufficient for CUDA"
+    " runtime version)!\n"
+)
+
+
+def test_cuda_driver_insufficient_is_most_often_no_driver_mounted(ruleset):
+    """CUDA returns it when libcuda.so is missing as well as when it is old; on a cluster the
+    usual cause is a pod run by runc. Low: the same line follows an old driver."""
+    assert _primary(ruleset, {"validator.log": INSUFFICIENT}) == (
+        "cuda-finds-no-usable-driver",
+        "runtimeclass",
+        "low",
+    )
+
+
+def test_the_validators_other_errors_keep_their_rule(ruleset):
+    text = INSUFFICIENT.replace(
+        "CUDA driver version is insufficient for CUDA runtime version", "unknown error"
+    )
+    assert _primary(ruleset, {"validator.log": text}) == (
+        "gpu-operator-validation-workload-failed",
+        "runtime-other",
+        "medium",
+    )
+
+
+def test_cuda_driver_insufficient_quoted_in_an_issue(ruleset):
+    text = (
+        "# cuda-vector-add fails on k3s\n\nThe test pod says:\n\n```\n"
+        + INSUFFICIENT
+        + "```\n\nnvidia-smi works on the host.\n"
+    )
+    p = diagnose_issue(ruleset, text).primary
+    assert (p.rule_id, p.category) == ("cuda-finds-no-usable-driver", "runtimeclass")
+
+
+# ---- the ClusterPolicy controller's own error ------------------------------------------------
+def test_controller_runtimes_reconciler_error_of_the_cluster_policy(ruleset):
+    """controller-runtime logs a failed reconcile itself, under the controller's name (a logger
+    before v0.15, a JSON key after): the operands are not deployed."""
+    old = (
+        "1.7001e+09\tERROR\tcontroller.clusterpolicy-controller\tReconciler error\t"
+        '{"name": "cluster-policy", "namespace": "", "error": "no matches for kind'
+        ' \\"RuntimeClass\\" in version \\"node.k8s.io/v1beta1\\""}\n'
+    )
+    new = (
+        '{"level":"error","ts":"2026-01-05T10:00:00Z","msg":"Reconciler error",'
+        '"controller":"clusterpolicy-controller","name":"cluster-policy",'
+        '"error":"failed to get kernel version for node gpu-1"}\n'
+    )
+    for text in (old, new):
+        assert _primary(ruleset, {"operator.log": text})[:2] == (
+            "gpu-operator-reconcile-failed",
+            "no-device-plugin-pod",
+        )
+
+
+# ---- a crash frame in HAMi-core --------------------------------------------------------------
+def test_a_crash_reporters_frame_in_libvgpu(ruleset):
+    """A crash reporter names a frame by module and symbol; one in libvgpu.so is a crash inside
+    HAMi-core's hook, and its offset (`+0xd2`) is no count of GPUs."""
+    text = (
+        "Thread backtrace:\n"
+        "000: libc.so.6!__sigaction+0x50\n"
+        "001: libvgpu.so!cuMemHostAlloc+0x1f4\n"
+        "002: libexample.so!example_start+0x3d9f\n"
+    )
+    report = diagnose_texts(ruleset, {"crash.txt": text})
+    assert report.primary.rule_id == "hami-core-crashes-workload"
+    (log,) = parse_texts(ruleset, {"crash.txt": text}).logs
+    assert "sym-node-gpu-count" not in {sig for sigs in log.frame["sigs"] for sig in sigs}
+
+
+# ---- every node short of cpu and memory too ------------------------------------------------
+def test_nodes_short_of_cpu_and_memory_too_are_a_shortage(ruleset):
+    """ "N Insufficient nvidia.com/gpu" on all N nodes reads as no node advertising GPUs, unless
+    every node is short of cpu or memory as well: full nodes (a cluster to scale up)."""
+    full = (
+        "  Warning  FailedScheduling  20s  default-scheduler  0/6 nodes are available:"
+        " 6 Insufficient cpu, 6 Insufficient memory, 6 Insufficient nvidia.com/gpu.\n"
+    )
+    assert "no-node-offers-a-gpu" not in fired(diagnose_texts(ruleset, {"events.txt": full}))
+    only_gpu = full.replace("6 Insufficient cpu, 6 Insufficient memory, ", "")
+    assert "no-node-offers-a-gpu" in fired(diagnose_texts(ruleset, {"events.txt": only_gpu}))
+    some = full.replace("6 Insufficient cpu, 6 Insufficient memory", "2 Insufficient cpu")
+    assert "no-node-offers-a-gpu" in fired(diagnose_texts(ruleset, {"events.txt": some}))
+
+
+# ---- gpushare's placeholder: its extender's miss, or a second stack beside HAMi ---------------
+PLACEHOLDER = (
+    "  Warning  Failed  3s  kubelet  Error: failed to create containerd task: OCI runtime create"
+    " failed: error running hook #0: error running hook: exit status 1, stdout: , stderr:"
+    " nvidia-container-cli: device error: no-gpu-has-2048MiB-to-run: unknown device: unknown\n"
+)
+
+
+def test_gpushares_placeholder_alone_is_its_extenders_miss(ruleset):
+    assert _primary(ruleset, {"events.txt": PLACEHOLDER})[:2] == (
+        "gpushare-extender-did-not-assign",
+        "scheduling-other",
+    )
+
+
+def test_gpushares_placeholder_beside_hami_is_a_second_stack(ruleset):
+    beside = "  Normal  Scheduled  9s  hami-scheduler  Successfully assigned ml/a-0 to gpu-2\n"
+    assert _primary(ruleset, {"events.txt": beside + PLACEHOLDER})[:2] == (
+        "gpushare-plugin-answered",
+        "multiple-device-plugins",
+    )
+
+
+# ---- containerd's default from its table shown whole -----------------------------------------
+K3S_CONFIG = """\
+version = 2
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "rancher/mirrored-pause:3.6"
+
+[plugins."io.containerd.grpc.v1.cri".containerd]
+  snapshotter = "overlayfs"
+  disable_snapshot_annotations = true
+
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes."nvidia"]
+  runtime_type = "io.containerd.runc.v2"
+
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes."nvidia".options]
+  BinaryName = "/usr/bin/nvidia-container-runtime"
+"""
+
+
+def test_lines_left_out_after_the_cri_table_keep_its_default(ruleset):
+    """A paste with lines left out below the CRI containerd table still shows that table whole:
+    no default_runtime_name in it is containerd's runc."""
+    elided_after = K3S_CONFIG + "[... ...]\n"
+    assert "containerd-default-runtime-not-nvidia" in fired(
+        diagnose_texts(ruleset, {"config.toml": elided_after})
+    )
+
+
+def test_lines_left_out_inside_the_cri_table_leave_the_default_unknown(ruleset):
+    inside = K3S_CONFIG.replace(
+        '  snapshotter = "overlayfs"\n', '  snapshotter = "overlayfs"\n  ...\n'
+    )
+    assert "containerd-default-runtime-not-nvidia" not in fired(
+        diagnose_texts(ruleset, {"config.toml": inside})
+    )

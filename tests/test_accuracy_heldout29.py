@@ -213,3 +213,58 @@ def test_lines_left_out_inside_the_cri_table_leave_the_default_unknown(ruleset):
     assert "containerd-default-runtime-not-nvidia" not in fired(
         diagnose_texts(ruleset, {"config.toml": inside})
     )
+
+
+# ---- a GPU with no /dev/nvidiaN, a DRA driver never registered, toolkit 1.18.0's drop-in -------
+def test_a_gpu_without_a_device_minor_number(ruleset):
+    """NVML has no minor number for a GPU that is not /dev/nvidiaN (WSL2's /dev/dxg, Tegra)."""
+    log = (
+        "I0101 10:00:00.000000       1 main.go:256] Starting Plugins.\n"
+        "panic: Unable to load resource managers to manage plugin devices: error building device"
+        " map: error building GPU device map: error building GPU Device: error getting device"
+        " paths: error getting GPU device minor number: Not Supported\n"
+    )
+    assert _primary(ruleset, {"device-plugin.log": log})[:2] == (
+        "gpu-without-device-node",
+        "plugin-crash-nvml",
+    )
+
+
+def test_a_dra_driver_the_kubelet_does_not_know(ruleset):
+    """With DRA the driver's kubelet plugin plays the device plugin's part."""
+    event = (
+        "  Warning  FailedPrepareDynamicResources  5s (x3 over 30s)  kubelet  Failed to prepare"
+        " dynamic resources: prepare dynamic resources: DRA driver gpu.example.com is not"
+        " registered\n"
+    )
+    assert _primary(ruleset, {"events.txt": event})[:2] == (
+        "dra-driver-not-on-node",
+        "no-device-plugin-pod",
+    )
+
+
+def test_toolkit_1_18_0s_drop_in_under_config_d(ruleset):
+    out = (
+        "$ sudo nvidia-ctk runtime configure --runtime=containerd\n"
+        "INFO[0000] Using config version 2\n"
+        "INFO[0000] Wrote updated config to /etc/containerd/config.d/99-nvidia.toml\n"
+    )
+    assert _primary(ruleset, {"configure.txt": out})[:2] == (
+        "toolkit-drop-in-where-containerd-does-not-look",
+        "runtime-other",
+    )
+    fixed = out.replace("config.d", "conf.d")
+    assert "toolkit-drop-in-where-containerd-does-not-look" not in fired(
+        diagnose_texts(ruleset, {"configure.txt": fixed})
+    )
+
+
+def test_a_cdi_error_broken_into_lines_at_its_colons(ruleset):
+    """A reporter breaks a long event message after each colon: `invalid CDI Spec:` ends a line."""
+    text = (
+        "FailedPrepareDynamicResources: Failed to prepare dynamic resources:\n"
+        "  unable to create CDI spec file for claim:\n"
+        "  failed to write spec: invalid CDI Spec:\n"
+        '  failed add device "abc-gpu-0": invalid device, empty device edits\n'
+    )
+    assert _primary(ruleset, {"event.txt": text})[:2] == ("cdi-spec-problem", "cdi-unresolvable")

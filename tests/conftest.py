@@ -89,6 +89,12 @@ def diagnose_texts(ruleset, files: dict[str, str | bytes], node: str | None = No
     return analyze_parsed(parse_texts(ruleset, files), ruleset, node)
 
 
+def verdict_of(ruleset, files: dict[str, str]) -> tuple[str | None, str, str]:
+    """The primary verdict on some pasted files: its rule, category and confidence."""
+    p = diagnose_texts(ruleset, files).primary
+    return p.rule_id, p.category, p.confidence
+
+
 def diagnose_issue(ruleset, text: str):
     """The report on an issue's text, as the bot reads it (title and prose are the reporter's,
     each code block a file of its own)."""

@@ -7,12 +7,7 @@ nothing read (the vgpu-monitor, a GPU workload's manifest, the toolkit's socket,
 
 from __future__ import annotations
 
-from conftest import diagnose_issue, diagnose_texts, fired, parse_texts
-
-
-def _primary(ruleset, files: dict[str, str]) -> tuple[str | None, str, str]:
-    p = diagnose_texts(ruleset, files).primary
-    return p.rule_id, p.category, p.confidence
+from conftest import diagnose_issue, diagnose_texts, fired, parse_texts, verdict_of
 
 
 def _issue_primary(ruleset, text: str) -> tuple[str | None, str, str]:
@@ -32,7 +27,7 @@ def test_a_register_value_cut_inside_a_string_is_elided(ruleset):
         '"index":0,"count":10,"devmem":24564,"devcore":100,"type":"NVIDIA\n'
         "      A10 with a long na\n"
     )
-    assert _primary(ruleset, {"annotations.txt": annotations}) == (
+    assert verdict_of(ruleset, {"annotations.txt": annotations}) == (
         "register-annotation-elided",
         "inconclusive",
         "high",
@@ -96,7 +91,7 @@ ADMISSION_ZERO = DESCRIBE_HEAD + (
 def test_available_zero_alone_is_no_confident_shortage(ruleset):
     """ "Available: 0" is also what a kubelet says before any plugin registered or with every GPU
     unhealthy: without the node it is a low verdict."""
-    assert _primary(ruleset, {"pod-describe.txt": ADMISSION_ZERO}) == (
+    assert verdict_of(ruleset, {"pod-describe.txt": ADMISSION_ZERO}) == (
         "devices-unavailable-at-admission",
         "resource-insufficient",
         "low",
@@ -136,7 +131,7 @@ def test_a_privileged_gpu_container_in_a_deployment_is_named(ruleset):
     )
     # low: a template does not say which scheduler its pods name (another one's pods the webhook
     # leaves alone)
-    assert _primary(ruleset, {"deployment.yaml": deployment}) == (
+    assert verdict_of(ruleset, {"deployment.yaml": deployment}) == (
         "privileged-gpu-container",
         "scheduling-other",
         "low",
@@ -176,7 +171,7 @@ def test_a_monitor_label_that_is_not_text_is_a_cache_layout_skew(ruleset):
         " in Pod ml/train-0, Container main: failed to create metric: label value "
         '"\\x01\\x00\\x00\\x00GPU-77aa" is not valid UTF-8\n'
     )
-    assert _primary(ruleset, {"vgpu-monitor.log": log})[:2] == (
+    assert verdict_of(ruleset, {"vgpu-monitor.log": log})[:2] == (
         "vgpu-monitor-misreads-hami-core-cache",
         "runtime-other",
     )
@@ -188,7 +183,7 @@ def test_the_toolkit_that_cannot_reach_the_runtime_socket_is_named(ruleset):
         " unable to dial: dial unix /runtime/sock-dir/containerd.sock: connect: no such file or"
         ' directory"\n'
     )
-    assert _primary(ruleset, {"toolkit.txt": line})[:2] == (
+    assert verdict_of(ruleset, {"toolkit.txt": line})[:2] == (
         "gpu-operator-toolkit-cannot-reach-runtime",
         "runtime-other",
     )

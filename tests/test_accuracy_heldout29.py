@@ -7,7 +7,7 @@ own reconcile error, and a crash frame in HAMi-core named by module and symbol."
 
 from __future__ import annotations
 
-from conftest import diagnose_issue, diagnose_texts, fired, parse_texts
+from conftest import diagnose_issue, diagnose_texts, fired, parse_texts, verdict_of
 
 DRIVER_CTR = """\
 DRIVER_ARCH is x86_64
@@ -25,11 +25,6 @@ Unmounting NVIDIA driver rootfs...
 """
 
 
-def _primary(ruleset, files: dict[str, str]) -> tuple[str | None, str, str]:
-    p = diagnose_texts(ruleset, files).primary
-    return p.rule_id, p.category, p.confidence
-
-
 # ---- the driver container cannot compile the kernel modules --------------------------------
 def test_a_driver_container_log_is_the_operators_log(ruleset):
     """The driver container's script prints its steps in words of its own; a paste of them is
@@ -41,7 +36,7 @@ def test_a_driver_container_log_is_the_operators_log(ruleset):
 def test_kernel_modules_that_do_not_compile_are_a_failed_driver(ruleset):
     """kbuild's error on the driver's own sources: no driver was installed; the node's runtime
     has nothing to give, whatever waits on it (a runtime fault, not the plugin's wait)."""
-    assert _primary(ruleset, {"driver.txt": DRIVER_CTR}) == (
+    assert verdict_of(ruleset, {"driver.txt": DRIVER_CTR}) == (
         "gpu-operator-driver-failed",
         "runtime-other",
         "high",
@@ -72,7 +67,7 @@ INSUFFICIENT = (
 def test_cuda_driver_insufficient_is_most_often_no_driver_mounted(ruleset):
     """CUDA returns it when libcuda.so is missing as well as when it is old; on a cluster the
     usual cause is a pod run by runc. Low: the same line follows an old driver."""
-    assert _primary(ruleset, {"validator.log": INSUFFICIENT}) == (
+    assert verdict_of(ruleset, {"validator.log": INSUFFICIENT}) == (
         "cuda-finds-no-usable-driver",
         "runtimeclass",
         "low",
@@ -83,7 +78,7 @@ def test_the_validators_other_errors_keep_their_rule(ruleset):
     text = INSUFFICIENT.replace(
         "CUDA driver version is insufficient for CUDA runtime version", "unknown error"
     )
-    assert _primary(ruleset, {"validator.log": text}) == (
+    assert verdict_of(ruleset, {"validator.log": text}) == (
         "gpu-operator-validation-workload-failed",
         "runtime-other",
         "medium",
@@ -115,7 +110,7 @@ def test_controller_runtimes_reconciler_error_of_the_cluster_policy(ruleset):
         '"error":"failed to get kernel version for node gpu-1"}\n'
     )
     for text in (old, new):
-        assert _primary(ruleset, {"operator.log": text})[:2] == (
+        assert verdict_of(ruleset, {"operator.log": text})[:2] == (
             "gpu-operator-reconcile-failed",
             "no-device-plugin-pod",
         )
@@ -161,7 +156,7 @@ PLACEHOLDER = (
 
 
 def test_gpushares_placeholder_alone_is_its_extenders_miss(ruleset):
-    assert _primary(ruleset, {"events.txt": PLACEHOLDER})[:2] == (
+    assert verdict_of(ruleset, {"events.txt": PLACEHOLDER})[:2] == (
         "gpushare-extender-did-not-assign",
         "scheduling-other",
     )
@@ -169,7 +164,7 @@ def test_gpushares_placeholder_alone_is_its_extenders_miss(ruleset):
 
 def test_gpushares_placeholder_beside_hami_is_a_second_stack(ruleset):
     beside = "  Normal  Scheduled  9s  hami-scheduler  Successfully assigned ml/a-0 to gpu-2\n"
-    assert _primary(ruleset, {"events.txt": beside + PLACEHOLDER})[:2] == (
+    assert verdict_of(ruleset, {"events.txt": beside + PLACEHOLDER})[:2] == (
         "gpushare-plugin-answered",
         "multiple-device-plugins",
     )
@@ -224,7 +219,7 @@ def test_a_gpu_without_a_device_minor_number(ruleset):
         " map: error building GPU device map: error building GPU Device: error getting device"
         " paths: error getting GPU device minor number: Not Supported\n"
     )
-    assert _primary(ruleset, {"device-plugin.log": log})[:2] == (
+    assert verdict_of(ruleset, {"device-plugin.log": log})[:2] == (
         "gpu-without-device-node",
         "plugin-crash-nvml",
     )
@@ -237,7 +232,7 @@ def test_a_dra_driver_the_kubelet_does_not_know(ruleset):
         " dynamic resources: prepare dynamic resources: DRA driver gpu.example.com is not"
         " registered\n"
     )
-    assert _primary(ruleset, {"events.txt": event})[:2] == (
+    assert verdict_of(ruleset, {"events.txt": event})[:2] == (
         "dra-driver-not-on-node",
         "no-device-plugin-pod",
     )
@@ -249,7 +244,7 @@ def test_toolkit_1_18_0s_drop_in_under_config_d(ruleset):
         "INFO[0000] Using config version 2\n"
         "INFO[0000] Wrote updated config to /etc/containerd/config.d/99-nvidia.toml\n"
     )
-    assert _primary(ruleset, {"configure.txt": out})[:2] == (
+    assert verdict_of(ruleset, {"configure.txt": out})[:2] == (
         "toolkit-drop-in-where-containerd-does-not-look",
         "runtime-other",
     )
@@ -267,4 +262,4 @@ def test_a_cdi_error_broken_into_lines_at_its_colons(ruleset):
         "  failed to write spec: invalid CDI Spec:\n"
         '  failed add device "abc-gpu-0": invalid device, empty device edits\n'
     )
-    assert _primary(ruleset, {"event.txt": text})[:2] == ("cdi-spec-problem", "cdi-unresolvable")
+    assert verdict_of(ruleset, {"event.txt": text})[:2] == ("cdi-spec-problem", "cdi-unresolvable")

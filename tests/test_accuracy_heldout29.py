@@ -263,3 +263,18 @@ def test_a_cdi_error_broken_into_lines_at_its_colons(ruleset):
         '  failed add device "abc-gpu-0": invalid device, empty device edits\n'
     )
     assert verdict_of(ruleset, {"event.txt": text})[:2] == ("cdi-spec-problem", "cdi-unresolvable")
+
+
+def test_a_plugin_that_registers_again_on_its_served_server(ruleset):
+    """grpc-go stops a process that registers a service on a server already serving: the
+    plugin's restart after the kubelet's socket changed, quoted in an issue's prose."""
+    text = (
+        "# device plugin panics on start\n\nAfter the kubelet.sock event the plugin exits with"
+        ' FATAL: [core] grpc: Server.RegisterService after Server.Serve for "v1beta1.DevicePlugin"'
+        " and the pod restarts.\n"
+    )
+    p = diagnose_issue(ruleset, text).primary
+    assert (p.rule_id, p.category) == (
+        "plugin-restart-reregisters-on-a-served-server",
+        "plugin-crash-nvml",
+    )

@@ -74,6 +74,19 @@ def test_cuda_driver_insufficient_is_most_often_no_driver_mounted(ruleset):
     )
 
 
+def test_cuda_driver_insufficient_under_nvidias_runtime_is_no_runtime_class(ruleset):
+    """The pod ran with runtimeClassName: nvidia, so the driver was mounted: not runc's doing."""
+    describe = (
+        "Name:         train-0\nNamespace:    ml\nNode:         gpu-1/10.0.0.5\n"
+        "Status:       Failed\nContainers:\n  train:\n    Image:  example/train:cuda12.4\n"
+        "    Limits:\n      nvidia.com/gpu:  1\nRuntime Class Name:  nvidia\n"
+        "Events:       <none>\n"
+    )
+    app = "RuntimeError: CUDA error: CUDA driver version is insufficient for CUDA runtime version\n"
+    report = diagnose_texts(ruleset, {"describe.txt": describe, "app.log": app})
+    assert "cuda-finds-no-usable-driver" not in fired(report)
+
+
 def test_the_validators_other_errors_keep_their_rule(ruleset):
     text = INSUFFICIENT.replace(
         "CUDA driver version is insufficient for CUDA runtime version", "unknown error"
@@ -128,6 +141,8 @@ def test_a_crash_reporters_frame_in_libvgpu(ruleset):
     )
     report = diagnose_texts(ruleset, {"crash.txt": text})
     assert report.primary.rule_id == "hami-core-crashes-workload"
+    hang = "#1  0x00007f3a1c2b4e52 in lock_shrreg () from /usr/local/vgpu/libvgpu.so\n"
+    assert "hami-core-crashes-workload" not in fired(diagnose_texts(ruleset, {"bt.txt": hang}))
     (log,) = parse_texts(ruleset, {"crash.txt": text}).logs
     assert "sym-node-gpu-count" not in {sig for sigs in log.frame["sigs"] for sig in sigs}
 
@@ -145,6 +160,10 @@ def test_nodes_short_of_cpu_and_memory_too_are_a_shortage(ruleset):
     assert "no-node-offers-a-gpu" in fired(diagnose_texts(ruleset, {"events.txt": only_gpu}))
     some = full.replace("6 Insufficient cpu, 6 Insufficient memory", "2 Insufficient cpu")
     assert "no-node-offers-a-gpu" in fired(diagnose_texts(ruleset, {"events.txt": some}))
+    # kube-scheduler sorts its reasons as "count reason" strings: a smaller cpu count comes first,
+    # and every node short of memory still says full nodes
+    memory = full.replace("6 Insufficient cpu", "3 Insufficient cpu")
+    assert "no-node-offers-a-gpu" not in fired(diagnose_texts(ruleset, {"events.txt": memory}))
 
 
 # ---- gpushare's placeholder: its extender's miss, or a second stack beside HAMi ---------------
@@ -202,15 +221,17 @@ def test_lines_left_out_after_the_cri_table_keep_its_default(ruleset):
 
 
 def test_lines_left_out_inside_the_cri_table_leave_the_default_unknown(ruleset):
-    inside = K3S_CONFIG.replace(
-        '  snapshotter = "overlayfs"\n', '  snapshotter = "overlayfs"\n  ...\n'
-    )
-    assert "containerd-default-runtime-not-nvidia" not in fired(
-        diagnose_texts(ruleset, {"config.toml": inside})
-    )
+    """Whatever the mark: `...` or `[... ...]` (which opens with a bracket, as a header would)."""
+    for mark in ("  ...", "[... ...]"):
+        inside = K3S_CONFIG.replace(
+            '  snapshotter = "overlayfs"\n', f'  snapshotter = "overlayfs"\n{mark}\n'
+        )
+        assert "containerd-default-runtime-not-nvidia" not in fired(
+            diagnose_texts(ruleset, {"config.toml": inside})
+        ), mark
 
 
-# ---- a GPU with no /dev/nvidiaN, a DRA driver never registered, toolkit 1.18.0's drop-in -------
+# ---- a GPU with no /dev/nvidiaN, a DRA driver never registered ---------------------------------
 def test_a_gpu_without_a_device_minor_number(ruleset):
     """NVML has no minor number for a GPU that is not /dev/nvidiaN (WSL2's /dev/dxg, Tegra)."""
     log = (
@@ -225,6 +246,22 @@ def test_a_gpu_without_a_device_minor_number(ruleset):
     )
 
 
+def test_a_dra_driver_registered_late_is_no_missing_plugin(ruleset):
+    """The kubelet says it on every try until the plugin registers: a pod running afterwards."""
+    describe = (
+        "Name:         train-0\nNamespace:    ml\nStatus:       Running\nEvents:\n"
+        "  Type     Reason                         Age               From     Message\n"
+        "  ----     ------                         ----              ----     -------\n"
+        "  Warning  FailedPrepareDynamicResources  70s (x3 over 2m)  kubelet  Failed to prepare"
+        " dynamic resources: prepare dynamic resources: DRA driver gpu.example.com is not"
+        " registered\n"
+        "  Normal   Started                        10s               kubelet  Started container t\n"
+    )
+    assert "dra-driver-not-on-node" not in fired(
+        diagnose_texts(ruleset, {"describe.txt": describe})
+    )
+
+
 def test_a_dra_driver_the_kubelet_does_not_know(ruleset):
     """With DRA the driver's kubelet plugin plays the device plugin's part."""
     event = (
@@ -235,22 +272,6 @@ def test_a_dra_driver_the_kubelet_does_not_know(ruleset):
     assert verdict_of(ruleset, {"events.txt": event})[:2] == (
         "dra-driver-not-on-node",
         "no-device-plugin-pod",
-    )
-
-
-def test_toolkit_1_18_0s_drop_in_under_config_d(ruleset):
-    out = (
-        "$ sudo nvidia-ctk runtime configure --runtime=containerd\n"
-        "INFO[0000] Using config version 2\n"
-        "INFO[0000] Wrote updated config to /etc/containerd/config.d/99-nvidia.toml\n"
-    )
-    assert verdict_of(ruleset, {"configure.txt": out})[:2] == (
-        "toolkit-drop-in-where-containerd-does-not-look",
-        "runtime-other",
-    )
-    fixed = out.replace("config.d", "conf.d")
-    assert "toolkit-drop-in-where-containerd-does-not-look" not in fired(
-        diagnose_texts(ruleset, {"configure.txt": fixed})
     )
 
 

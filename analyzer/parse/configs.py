@@ -45,13 +45,20 @@ class ConfigFacts:
         (True, True)
         >>> replace(cf, gaps=(1,)).shows_whole(table), cf.shows_whole(re.compile("x"))
         (False, False)
+        >>> replace(cf, text="[a]\\n  b = 1\\n[... ...]\\n[c]", gaps=(2,)).shows_whole(table)
+        False
         """
         lines = self.text.split("\n")
         start = next((i for i, line in enumerate(lines) if header.match(line)), None)
         if start is None:
             return False
-        after = (i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("["))
-        end = next(after, len(lines))
+        # the next table's header ends it (a `[... ...]` mark of lines left out is no header)
+        headers = (
+            i
+            for i in range(start + 1, len(lines))
+            if lines[i].lstrip().startswith("[") and i not in self.gaps
+        )
+        end = next(headers, len(lines))
         return not any(start < gap < end for gap in self.gaps)
 
     def line_of(self, dotted: str) -> int | None:

@@ -299,3 +299,42 @@ def test_a_plugin_that_registers_again_on_its_served_server(ruleset):
         "plugin-restart-reregisters-on-a-served-server",
         "plugin-crash-nvml",
     )
+
+
+# ---- the last two sets: MPS, HAMi-core's bare tag, an unlicensed vGPU --------------------------
+def test_the_mps_daemon_not_answering_is_no_kubelet_registration(ruleset):
+    """NVIDIA's plugin logs every Start error as "Failed to start plugin": the MPS daemon's is
+    not the kubelet's socket."""
+    log = (
+        "E0310 10:00:05.000000       1 main.go:409] Failed to start plugin: error waiting for MPS"
+        " daemon: error checking MPS daemon health: failed to send command to MPS daemon: exit"
+        " status 1\n"
+    )
+    assert verdict_of(ruleset, {"device-plugin.log": log})[:2] == (
+        "mps-daemon-not-ready",
+        "runtime-other",
+    )
+    assert "kubelet-register-failed" not in fired(
+        diagnose_texts(ruleset, {"device-plugin.log": log})
+    )
+    kubelet = log.replace(
+        "error waiting for MPS daemon: error checking MPS daemon health: failed to send command"
+        " to MPS daemon: exit status 1",
+        "context deadline exceeded",
+    )
+    assert "kubelet-register-failed" in fired(diagnose_texts(ruleset, {"dp.log": kubelet}))
+
+
+def test_hami_cores_tag_without_its_header_is_a_workload_log(ruleset):
+    text = "[HAMI-core Msg]: unified_lock locked, waiting 1 second...\n" * 3
+    parsed = parse_texts(ruleset, {"app.txt": text})
+    assert [a.kind for a in parsed.artefacts] == ["workload-log"]
+
+
+def test_an_unlicensed_vgpu(ruleset):
+    smi = (
+        "vGPU Software Licensed Product\n"
+        "    Product Name                      : NVIDIA Virtual Compute Server\n"
+        "    License Status                    : Unlicensed (Restricted)\n"
+    )
+    assert verdict_of(ruleset, {"smi-q.txt": smi})[:2] == ("vgpu-guest-unlicensed", "runtime-other")

@@ -29,6 +29,7 @@ READERS = {
     "jq",
     "journalctl",
     "ls",
+    "uname",
     "nvidia-smi",
     "ps",
     "ss",  # socket statistics: lists, never changes

@@ -83,8 +83,10 @@ def test_cuda_driver_insufficient_under_nvidias_runtime_is_no_runtime_class(rule
         "Events:       <none>\n"
     )
     app = "RuntimeError: CUDA error: CUDA driver version is insufficient for CUDA runtime version\n"
-    report = diagnose_texts(ruleset, {"describe.txt": describe, "app.log": app})
-    assert "cuda-finds-no-usable-driver" not in fired(report)
+    for runtime_class in ("nvidia", "nvidia-cdi"):
+        text = describe.replace("Class Name:  nvidia", f"Class Name:  {runtime_class}")
+        report = diagnose_texts(ruleset, {"describe.txt": text, "app.log": app})
+        assert "cuda-finds-no-usable-driver" not in fired(report), runtime_class
 
 
 def test_the_validators_other_errors_keep_their_rule(ruleset):
@@ -164,6 +166,10 @@ def test_nodes_short_of_cpu_and_memory_too_are_a_shortage(ruleset):
     # and every node short of memory still says full nodes
     memory = full.replace("6 Insufficient cpu", "3 Insufficient cpu")
     assert "no-node-offers-a-gpu" not in fired(diagnose_texts(ruleset, {"events.txt": memory}))
+    # another pod's cpu shortage says nothing of the GPU pod's FitError
+    web = "  Warning  FailedScheduling  30s  default-scheduler  0/6 nodes are available:"
+    web += " 6 Insufficient cpu.\n"
+    assert "no-node-offers-a-gpu" in fired(diagnose_texts(ruleset, {"events.txt": web + only_gpu}))
 
 
 # ---- gpushare's placeholder: its extender's miss, or a second stack beside HAMi ---------------
@@ -220,6 +226,14 @@ def test_lines_left_out_after_the_cri_table_keep_its_default(ruleset):
     )
 
 
+def test_a_paste_cut_in_the_header_after_the_cri_table_keeps_its_default(ruleset):
+    """The CRI table's keys all shown, the paste cut inside the next table's header line."""
+    cut = K3S_CONFIG[: K3S_CONFIG.index(".runtimes.runc]") + len(".runtimes.runc")]
+    assert "containerd-default-runtime-not-nvidia" in fired(
+        diagnose_texts(ruleset, {"config.toml": cut})
+    )
+
+
 def test_lines_left_out_inside_the_cri_table_leave_the_default_unknown(ruleset):
     """Whatever the mark: `...` or `[... ...]` (which opens with a bracket, as a header would)."""
     for mark in ("  ...", "[... ...]"):
@@ -260,6 +274,19 @@ def test_a_dra_driver_registered_late_is_no_missing_plugin(ruleset):
     assert "dra-driver-not-on-node" not in fired(
         diagnose_texts(ruleset, {"describe.txt": describe})
     )
+    # a running pod of its own does not explain another pod's event
+    other = describe.replace("FailedPrepareDynamicResources", "Pulled").replace(
+        "Failed to prepare dynamic resources: prepare dynamic resources: DRA driver gpu.example.com"
+        " is not registered",
+        "Container image already present",
+    )
+    event = (
+        "default  5s  Warning  FailedPrepareDynamicResources  pod/train-1  Failed to prepare"
+        " dynamic resources: prepare dynamic resources: DRA driver gpu.example.com is not"
+        " registered\n"
+    )
+    report = diagnose_texts(ruleset, {"describe.txt": other, "events.txt": event})
+    assert "dra-driver-not-on-node" in fired(report)
 
 
 def test_a_dra_driver_the_kubelet_does_not_know(ruleset):
@@ -317,12 +344,13 @@ def test_the_mps_daemon_not_answering_is_no_kubelet_registration(ruleset):
     assert "kubelet-register-failed" not in fired(
         diagnose_texts(ruleset, {"device-plugin.log": log})
     )
-    kubelet = log.replace(
-        "error waiting for MPS daemon: error checking MPS daemon health: failed to send command"
-        " to MPS daemon: exit status 1",
-        "context deadline exceeded",
-    )
+    mps = "error waiting for MPS daemon: error checking MPS daemon health: failed to send command"
+    mps += " to MPS daemon: exit status 1"
+    kubelet = log.replace(mps, "dial unix /var/lib/kubelet/device-plugins/kubelet.sock: connect:")
     assert "kubelet-register-failed" in fired(diagnose_texts(ruleset, {"dp.log": kubelet}))
+    # a bare deadline is also what serving the plugin's own socket says: no claim on kubelet.sock
+    own = log.replace(mps, "context deadline exceeded")
+    assert "kubelet-register-failed" not in fired(diagnose_texts(ruleset, {"dp.log": own}))
 
 
 def test_hami_cores_tag_without_its_header_is_a_workload_log(ruleset):
@@ -338,3 +366,5 @@ def test_an_unlicensed_vgpu(ruleset):
         "    License Status                    : Unlicensed (Restricted)\n"
     )
     assert verdict_of(ruleset, {"smi-q.txt": smi})[:2] == ("vgpu-guest-unlicensed", "runtime-other")
+    grace = smi.replace("Unlicensed (Restricted)", "Unlicensed (Unrestricted)")
+    assert "vgpu-guest-unlicensed" not in fired(diagnose_texts(ruleset, {"smi-q.txt": grace}))

@@ -52,11 +52,12 @@ class ConfigFacts:
         start = next((i for i, line in enumerate(lines) if header.match(line)), None)
         if start is None:
             return False
-        # the next table's header ends it (a `[... ...]` mark of lines left out is no header)
+        # the next table's header ends it (a `[... ...]` mark of lines left out is no header; a
+        # header the paste is cut in still is one)
         headers = (
             i
             for i in range(start + 1, len(lines))
-            if lines[i].lstrip().startswith("[") and i not in self.gaps
+            if lines[i].lstrip().startswith("[") and not _ELISION_RE.match(lines[i])
         )
         end = next(headers, len(lines))
         return not any(start < gap < end for gap in self.gaps)

@@ -368,3 +368,31 @@ def test_an_unlicensed_vgpu(ruleset):
     assert verdict_of(ruleset, {"smi-q.txt": smi})[:2] == ("vgpu-guest-unlicensed", "runtime-other")
     grace = smi.replace("Unlicensed (Restricted)", "Unlicensed (Unrestricted)")
     assert "vgpu-guest-unlicensed" not in fired(diagnose_texts(ruleset, {"smi-q.txt": grace}))
+
+
+# ---- the last pair of sets: a renamed count resource, the driver that cannot start the GPU -----
+def test_gpumem_with_a_renamed_count_resource_and_an_allocation(ruleset):
+    """The chart may rename the count resource (nvidia.com/vgpu); HAMi allocated the pod a
+    device, so it did ask for a vGPU."""
+    pod = (
+        "kind: Pod\nmetadata:\n  name: p\n  annotations:\n"
+        "    hami.io/vgpu-devices-allocated: 'GPU-0aa6b97c-d386-26ba-a94a-b9d27c2e3a71,NVIDIA,1000,0:;'\n"
+        "spec:\n  containers:\n  - name: c\n    resources:\n"
+        "      limits: {nvidia.com/vgpu: 1, nvidia.com/gpumem: 1000}\n"
+    )
+    assert "hami-resources-without-gpu" not in fired(diagnose_texts(ruleset, {"pod.yaml": pod}))
+
+
+def test_the_driver_that_cannot_start_the_gpu_for_want_of_its_firmware(ruleset):
+    dmesg = (
+        "[    5.0] nvidia 0000:3b:00.0: Direct firmware load for nvidia/550.90.07/gsp_ga10x.bin"
+        " failed with error -2\n"
+        "[    5.0] NVRM: RmFetchGspRmImages: No firmware image found\n"
+        "[    5.0] NVRM: GPU 0000:3b:00.0: RmInitAdapter failed! (0x61:0x56:1927)\n"
+    )
+    report = diagnose_texts(ruleset, {"dmesg.txt": dmesg})
+    assert (report.primary.rule_id, report.primary.category) == (
+        "driver-cannot-initialise-gpu",
+        "runtime-other",
+    )
+    assert "nvidia/550.90.07/gsp_ga10x.bin" in report.primary.title

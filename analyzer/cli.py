@@ -20,6 +20,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from enum import StrEnum
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
@@ -1000,9 +1001,14 @@ def run(args: list[str] | None = None) -> int:
     previous = signal.getsignal(signal.SIGTERM)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
+    unraisable = sys.unraisablehook
+    lost: list[BaseException] = []
+    sys.unraisablehook = partial(_ctrl_c_in_a_callback, lost, unraisable)
     try:
         with one_run():  # progress lines: the quiet period is the command's
             code = command.main(args=args, prog_name="hami-analyzer", standalone_mode=False)
+        if lost:  # the run went on to its end: it still ends as Ctrl-C does
+            raise KeyboardInterrupt
     except _Terminated:
         typer.echo("terminated", err=True)
         return 143
@@ -1035,9 +1041,21 @@ def run(args: list[str] | None = None) -> int:
         )
         return EXIT_INTERNAL
     finally:
+        sys.unraisablehook = unraisable
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, previous)
     return code if isinstance(code, int) else EXIT_OK
+
+
+def _ctrl_c_in_a_callback(lost: list[BaseException], default, info) -> None:
+    """A Ctrl-C that lands while Python runs a callback it cannot raise from (an import lock's
+    weakref callback, a finaliser) is printed as "Exception ignored" with a traceback and lost:
+    it is kept instead, and the run ends as interrupted (exit 130). Anything else is reported as
+    Python does."""
+    if isinstance(info.exc_value, KeyboardInterrupt):
+        lost.append(info.exc_value)
+    else:
+        default(info)
 
 
 class _Terminated(BaseException):

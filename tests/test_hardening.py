@@ -228,6 +228,34 @@ def test_a_scan_stopped_midway_leaves_no_worker(how, tmp_path):
     assert not any(map(running, workers)), workers
 
 
+def test_a_ctrl_c_lost_in_a_callback_still_ends_the_run_as_interrupted(monkeypatch, capsys):
+    """Ctrl-C that lands in a callback Python cannot raise from (an import lock's weakref
+    callback, as CI once caught mid-scan; here a finaliser) would be printed with a traceback and
+    lost, and the run would end as if nothing happened: it ends as interrupted instead."""
+    import contextlib
+
+    from analyzer import cli
+
+    class Finaliser:
+        def __del__(self):
+            raise KeyboardInterrupt
+
+    real = cli.one_run
+
+    @contextlib.contextmanager
+    def run_with_a_lost_ctrl_c():
+        with real():
+            Finaliser()  # collected at once: its KeyboardInterrupt is unraisable
+            yield
+
+    monkeypatch.setattr(cli, "one_run", run_with_a_lost_ctrl_c)
+    before = sys.unraisablehook
+    assert cli.run(["version"]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted" in err and "Traceback" not in err and "Exception ignored" not in err
+    assert sys.unraisablehook is before  # restored
+
+
 WRONG_TYPES = [".nan", "[a, b]", "{a: {b: 1}}", "true"]
 SHAPED = [
     SAMPLES / "annotation-health-omitted" / "bundle" / "node.yaml",

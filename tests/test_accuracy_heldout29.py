@@ -396,3 +396,36 @@ def test_the_driver_that_cannot_start_the_gpu_for_want_of_its_firmware(ruleset):
         "runtime-other",
     )
     assert "nvidia/550.90.07/gsp_ga10x.bin" in report.primary.title
+
+
+# ---- from the last two sets: a binary for a newer glibc, Docker without the runtime ------------
+def test_a_plugin_binary_built_for_a_newer_glibc(ruleset):
+    log = (
+        "nvidia-kubevirt-gpu-device-plugin: /lib64/libc.so.6: version `GLIBC_2.34' not found"
+        " (required by nvidia-kubevirt-gpu-device-plugin)\n"
+    )
+    report = diagnose_texts(ruleset, {"device-plugin.log": log})
+    assert (report.primary.rule_id, report.primary.category) == (
+        "binary-needs-newer-glibc",
+        "runtime-other",
+    )
+    assert "GLIBC_2.34" in report.primary.title
+
+
+def test_docker_without_the_nvidia_runtime(ruleset):
+    out = "docker: Error response from daemon: unknown or invalid runtime name: nvidia.\n"
+    assert verdict_of(ruleset, {"out.txt": out})[:2] == (
+        "docker-runtime-not-configured",
+        "runtimeclass",
+    )
+
+
+def test_volcanos_missing_register_annotation_warning_is_a_note(ruleset):
+    """Logged for every node without the device: a note, never a fault."""
+    log = (
+        "W1201 01:55:32.883264 40728 device_info.go:97] Failed to get node devices. nodeName n1,"
+        " deviceType Ascend310P, error annos not found hami.io/node-register-Ascend310P\n"
+    )
+    report = diagnose_texts(ruleset, {"scheduler.log": log})
+    assert "volcano-device-register-absent-is-routine" in fired(report)
+    assert report.primary.category == "inconclusive"

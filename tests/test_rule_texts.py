@@ -30,6 +30,7 @@ READERS = {
     "journalctl",
     "ls",
     "uname",
+    "ldd",
     "nvidia-smi",
     "ps",
     "ss",  # socket statistics: lists, never changes

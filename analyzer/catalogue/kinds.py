@@ -96,9 +96,6 @@ class Kind:
     # a workload's pod template is read as a pod when one of its containers asks for a resource
     # this matches (an accelerator); None: its templates are not read
     pod_templates: regex.Pattern | None = None
-    # a line opening with this (after blanks) opens a record of this log: no terminal-wrapped
-    # line is ever rejoined onto the line above it
-    record_start: regex.Pattern | None = None
 
     @property
     def is_log(self) -> bool:
@@ -234,6 +231,7 @@ def load_catalogue(path: Path) -> Catalogue:
         raise RuleLoadError([f"{path}: cannot read the kind catalogue: {exc}"]) from exc
     problems: list[str] = []
     kinds: dict[str, Kind] = {}
+    starts: list[str] = []  # every kind's `record_start:`, compiled once for the catalogue
     doc = doc if isinstance(doc, dict) else {}
     catalogued = doc.get("kinds") or {}
     for kid, spec in catalogued.items():
@@ -254,7 +252,7 @@ def load_catalogue(path: Path) -> Catalogue:
         templates = _patterns(
             spec.get("pod_templates"), f"{where}: kind {kid}: bad pod_templates", problems
         )
-        starts = _patterns(
+        starts += _patterns(
             spec.get("record_start"), f"{where}: kind {kid}: bad record_start", problems
         )
         entries = spec.get("recognise") or []
@@ -282,7 +280,6 @@ def load_catalogue(path: Path) -> Catalogue:
             at=where,
             per_node=bool(spec.get("per_node", False)),
             pod_templates=regex.compile("|".join(templates)) if templates else None,
-            record_start=regex.compile(r"[ \t]*(?:" + "|".join(starts) + ")") if starts else None,
         )
     for k in kinds.values():
         for other in k.counts_as:
@@ -297,7 +294,6 @@ def load_catalogue(path: Path) -> Catalogue:
     hami = load_hami_names(doc.get("hami"), _where(path, doc.get("hami")) + ": hami", problems)
     if problems:
         raise RuleLoadError(problems)
-    starts = [k.record_start.pattern for k in kinds.values() if k.record_start is not None]
     return Catalogue(
         kinds,
         by_container={c: k.id for k in kinds.values() for c in k.containers},
@@ -305,5 +301,5 @@ def load_catalogue(path: Path) -> Catalogue:
         recognition=recognition,
         attribution=hints,
         hami=hami,
-        record_start=regex.compile("|".join(f"(?:{p})" for p in starts)) if starts else None,
+        record_start=regex.compile(r"[ \t]*(?:" + "|".join(starts) + ")") if starts else None,
     )

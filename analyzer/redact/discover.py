@@ -384,8 +384,7 @@ def parsed_node_names(sources: list[SourceFile]) -> set[str]:
     """Node names as the analysis itself reads them (so every node it reports gets a token)."""
     from analyzer.bundle.recognise import SMALL_FILE, recognise
     from analyzer.catalogue.kinds import load_catalogue
-    from analyzer.parse.node import parse_node
-    from analyzer.parse.pod import parse_pod
+    from analyzer.parse.registry import PARSERS
     from analyzer.redact.redactors import builtin_file
 
     files = [BundleFile(s.name, s.path, s.path.stat().st_size, s.mtime) for s in sources]
@@ -400,7 +399,7 @@ def parsed_node_names(sources: list[SourceFile]) -> set[str]:
         if kind is None:
             continue
         if "node" in kind.parsers:
-            out.update(n.name for n in parse_node(a) if n.name)
+            out.update(n.name for n in PARSERS["node"].parse(a, kind).items if n.name)
         elif "pod" in kind.parsers:
-            out.update(p.node for p in parse_pod(a, kind.pod_templates) if p.node)
+            out.update(p.node for p in PARSERS["pod"].parse(a, kind).items if p.node)
     return out

@@ -18,7 +18,7 @@ from analyzer.catalogue.kinds import Catalogue
 from analyzer.parse.logs import ParsedLog, parse_log
 from analyzer.parse.matcher import Matcher
 from analyzer.parse.node import NodeFacts, keep_nodes
-from analyzer.parse.registry import PARSERS
+from analyzer.parse.registry import PARSERS, parse_artefact
 from analyzer.parse.unfold import unfold
 
 if TYPE_CHECKING:  # imported when a bundle holds their kinds (parse/registry.py)
@@ -112,14 +112,12 @@ def parse_files(
         if kind is None:  # no kind of the catalogue: nothing reads it
             continue
         out.analysable = out.analysable or kind.is_evidence
-        parsers = [PARSERS[name] for name in kind.parsers if name in PARSERS]
-        if any(p.structured for p in parsers) and a.text:
+        if any(PARSERS[n].structured for n in kind.parsers if n in PARSERS) and a.text:
             # a unified diff of an object or config: its after side is the state in use
             after = diff_after_side(a.text)
             a = replace(a, text=after) if after is not None else a
         said: set[str] = set()  # two parsers of one document find its YAML error once
-        for parser in parsers:
-            parsed = parser.parse(a, kind)
+        for parser, parsed in parse_artefact(a, kind):
             if parser.into:
                 getattr(out, parser.into).extend(parsed.items)
             news = [w for w in parsed.warnings if w not in said]

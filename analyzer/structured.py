@@ -14,6 +14,7 @@ import math
 import re
 import sys
 from collections.abc import Callable
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
@@ -187,6 +188,19 @@ _COMMAND_LINE_RE = re.compile(
     rf"^\s*{SHELL_PROMPT}\s*"
     r"(?:sudo\s+)?(?:kubectl|k|oc|helm|cat|crictl|docker|nvidia-ctk)\b[^\n]*(?:\n|$)"
 )
+
+
+class Documents:
+    """A text's documents and the warnings loading them raised (`load_documents`), loaded when
+    first asked: the parsers of one artefact share them (a Deployment is read as a config and as
+    a pod template, its YAML loaded once)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    @cached_property
+    def loaded(self) -> tuple[list[Any], list[str]]:
+        return load_documents(self.text)
 
 
 def load_documents(text: str) -> tuple[list[Any], list[str]]:

@@ -325,9 +325,10 @@ def _catalogue_with(tmp_path, old: str, new: str):
 def _pods_of(catalogue, text: str) -> list:
     from analyzer.dev.samples import artefact
     from analyzer.parse.registry import PARSERS
+    from analyzer.structured import Documents
 
     a = artefact("workload", text, "job.yaml")
-    return PARSERS["pod"].parse(a, catalogue["workload"]).items
+    return PARSERS["pod"].parse(a, catalogue["workload"], Documents(text)).items
 
 
 def test_a_template_is_a_pod_only_for_a_resource_the_kind_declares(tmp_path):
@@ -369,3 +370,26 @@ def test_a_bad_record_start_is_an_error_at_the_kind(tmp_path):
             "    record_start: ['[unclosed']\n",
         )
     assert any("kind workload-log: bad record_start '[unclosed'" in p for p in exc.value.problems)
+
+
+def test_the_parsers_of_a_kind_share_its_documents(monkeypatch):
+    """A Deployment is read as a config (HAMi's namespace) and as a pod (its GPU template): both
+    from one load of its YAML, each with what it reads."""
+    import analyzer.structured as structured
+    from analyzer.dev.samples import artefact
+    from analyzer.parse.registry import parse_artefact
+
+    loads: list[str] = []
+    real = structured.load_documents
+    monkeypatch.setattr(structured, "load_documents", lambda text: loads.append(text) or real(text))
+    text = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: train, namespace: ml}\nspec:\n"
+        "  template:\n    spec:\n      containers:\n      - name: c\n"
+        "        resources: {limits: {nvidia.com/gpu: 1}}\n"
+    )
+    parsed = parse_artefact(artefact("deployment", text, "deploy.yaml"), CATALOGUE["deployment"])
+    assert [parser.into for parser, _ in parsed] == ["configs", "pods"]
+    (config,), (pod,) = (p.items for _, p in parsed)
+    assert config.values["metadata.namespace"] == "ml"
+    assert (pod.owner, pod.namespace) == ("Deployment/train", "ml")
+    assert loads == [text]

@@ -22,9 +22,13 @@ def node(text: str, kind: str = "node"):
 
 def pod(text: str, kind: str = "pod"):
     """The first pod of a text, read as `kind` (a workload's: its templates, as its kind says)."""
-    from analyzer.parse.pod import parse_pod
+    from analyzer.parse.registry import PARSERS
+    from analyzer.structured import Documents
 
-    return parse_pod(artefact(kind, text, "pod.yaml"), catalogue()[kind].pod_templates)[0]
+    parsed = PARSERS["pod"].parse(
+        artefact(kind, text, "pod.yaml"), catalogue()[kind], Documents(text)
+    )
+    return parsed.items[0]
 
 
 def config(kind: str, text: str):

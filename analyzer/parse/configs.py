@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import Any
 
 from analyzer.bundle.model import Artefact
-from analyzer.structured import load_documents, load_prefix
+from analyzer.structured import Documents, load_prefix
 
 MAX_KEYS = 20_000
 _TOML_LINE_RE = re.compile(r"at line (\d+)")
@@ -30,8 +30,8 @@ class ConfigFacts:
     values: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     text: str = ""
-    # 0-based lines where the paste left lines out, and where its parsed part ends when cut
-    gaps: tuple[int, ...] = ()
+    elided: tuple[int, ...] = ()  # 0-based lines where the paste left lines out (a mark)
+    cut: int | None = None  # 0-based line where a cut-off paste's parsed part ends
 
     def shows_whole(self, header: re.Pattern[str]) -> bool:
         """Whether the table whose header line `header` matches is in the paste from its header
@@ -41,11 +41,11 @@ class ConfigFacts:
         >>> from dataclasses import replace
         >>> table = re.compile(r"\\[a\\]$")
         >>> cf = ConfigFacts("containerd-config", "c.toml", 1, text="[a]\\n  b = 1\\n[c]\\n...")
-        >>> cf.shows_whole(table), replace(cf, gaps=(3,)).shows_whole(table)
+        >>> cf.shows_whole(table), replace(cf, elided=(3,)).shows_whole(table)
         (True, True)
-        >>> replace(cf, gaps=(1,)).shows_whole(table), cf.shows_whole(re.compile("x"))
+        >>> replace(cf, cut=1).shows_whole(table), cf.shows_whole(re.compile("x"))
         (False, False)
-        >>> replace(cf, text="[a]\\n  b = 1\\n[... ...]\\n[c]", gaps=(2,)).shows_whole(table)
+        >>> replace(cf, text="[a]\\n  b = 1\\n[... ...]\\n[c]", elided=(2,)).shows_whole(table)
         False
         """
         lines = self.text.split("\n")
@@ -57,10 +57,11 @@ class ConfigFacts:
         headers = (
             i
             for i in range(start + 1, len(lines))
-            if lines[i].lstrip().startswith("[") and not _ELISION_RE.match(lines[i])
+            if lines[i].lstrip().startswith("[") and i not in self.elided
         )
         end = next(headers, len(lines))
-        return not any(start < gap < end for gap in self.gaps)
+        gaps = (*self.elided, *(() if self.cut is None else (self.cut,)))
+        return not any(start < gap < end for gap in gaps)
 
     def line_of(self, dotted: str) -> int | None:
         """Best-effort line of a key (its last component) for evidence citations."""
@@ -111,14 +112,15 @@ _PROMPT_RE = re.compile(r"^\s*(?:[$>]|\[[^\]\n]*\][#$]|[\w.-]+@[\w.-]+:[^\s$#]*[
 _ELISION_RE = re.compile(r"^\s*(?:\.{3,}|…+|\[\.\.\. ?\.\.\.\]|<snip>|\(\.\.\.\))\s*$")
 
 
-def load_toml(text: str) -> tuple[dict[str, Any], list[str], tuple[int, ...]]:
+def load_toml(text: str) -> tuple[dict[str, Any], list[str], tuple[int, ...], int | None]:
     """TOML, or the part of it before the line where a cut-off paste breaks it; the warnings,
-    and the 0-based lines where lines were left out or the parsed part ends (`ConfigFacts.gaps`).
+    the 0-based lines marking lines left out (`ConfigFacts.elided`) and the line where the
+    parsed part ends, if cut (`ConfigFacts.cut`).
 
     >>> load_toml('[root@gpu-1 ~]# cat /etc/containerd/config.toml\\n[a]\\n  b = 1\\n[... ...]\\n[a.c]\\n  d = 2')
-    ({'a': {'b': 1, 'c': {'d': 2}}}, ['lines left out at line 4: the config is not whole'], (3,))
-    >>> load_toml('[a]\\n  b = 1\\n[c]\\n  d = "cut')[2]
-    (3,)
+    ({'a': {'b': 1, 'c': {'d': 2}}}, ['lines left out at line 4: the config is not whole'], (3,), None)
+    >>> load_toml('[a]\\n  b = 1\\n[c]\\n  d = "cut')[2:]
+    ((), 3)
     """
     import tomllib  # only bundles with a TOML config pay for it
 
@@ -137,7 +139,7 @@ def load_toml(text: str) -> tuple[dict[str, Any], list[str], tuple[int, ...]]:
     data, warnings = load_prefix(lines, tomllib.loads, problem, {})
     if elided:
         warnings.append(f"lines left out at line {elided[0] + 1}: the config is not whole")
-    return data, warnings, tuple(sorted({*elided, *cut[-1:]}))
+    return data, warnings, tuple(elided), (cut[-1] if cut else None)
 
 
 def _toml_problem(exc: Exception, n_lines: int) -> tuple[int | None, str]:
@@ -153,15 +155,16 @@ def _toml_problem(exc: Exception, n_lines: int) -> tuple[int | None, str]:
     raise exc
 
 
-def parse_config(artefact: Artefact) -> ConfigFacts:
+def parse_config(artefact: Artefact, documents: Documents | None = None) -> ConfigFacts:
+    """`documents`: a YAML or JSON config's, shared by the parsers of its kind."""
     text = artefact.text or ""
     cf = ConfigFacts(artefact.kind, artefact.file.name, artefact.first_line, text=text)
     if artefact.kind in ("toolkit-config", "containerd-config"):
-        data, warnings, cf.gaps = load_toml(text)
+        data, warnings, cf.elided, cf.cut = load_toml(text)
         cf.values = flatten(data)
         cf.warnings.extend(warnings)
         return cf
-    docs, warnings = load_documents(text)
+    docs, warnings = (documents or Documents(text)).loaded
     cf.warnings.extend(warnings)
     merged: dict[str, Any] = {}
     for i, d in enumerate(docs):

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from analyzer.bundle.model import Artefact
 from analyzer.parse import shape
 from analyzer.parse.shape import conform
-from analyzer.structured import load_documents
+from analyzer.structured import Documents
 
 NODE_SECTIONS = frozenset(
     {
@@ -222,13 +222,14 @@ def object_spans(lines: list[str]) -> list[Span]:
     return spans
 
 
-def parse_node(artefact: Artefact) -> list[NodeFacts]:
+def parse_node(artefact: Artefact, documents: Documents | None = None) -> list[NodeFacts]:
+    """`documents`: the artefact's, shared by the parsers of its kind."""
     if artefact.kind == "node-describe":
         return [_parse_describe(artefact)]
     if artefact.kind == "node-annotations":
         return [_parse_fragment(artefact)]
     text = artefact.text or ""
-    docs, warnings = load_documents(text)
+    docs, warnings = (documents or Documents(text)).loaded
     objs: list[dict] = []
     for d in docs:
         if isinstance(d, dict) and d.get("kind") == "List":

@@ -11,7 +11,7 @@ import regex
 from analyzer.bundle.model import Artefact
 from analyzer.parse import shape
 from analyzer.parse.shape import conform
-from analyzer.structured import load_documents
+from analyzer.structured import Documents
 
 _EVENT_RE = re.compile(
     r"^\s*(?P<type>Normal|Warning)\s+(?P<reason>\S+)\s+(?P<age>\S.*?)\s{2,}(?P<src>\S+)\s{2,}(?P<msg>.*)$"
@@ -84,9 +84,12 @@ _TEMPLATE_AT = {
 _TEMPLATE_SECTIONS = frozenset({"header", "annotations", "limits", "spec"})
 
 
-def parse_pod(artefact: Artefact, templates: regex.Pattern | None = None) -> list[PodFacts]:
+def parse_pod(
+    artefact: Artefact, templates: regex.Pattern | None = None, documents: Documents | None = None
+) -> list[PodFacts]:
     """A pod's describe text, or the Pods of a YAML/JSON object and, with `templates` (its kind's
-    `pod_templates`), the pod templates of workloads asking for a resource it matches.
+    `pod_templates`), the pod templates of workloads asking for a resource it matches;
+    `documents`: the object's, shared by the parsers of its kind.
 
     >>> from analyzer.dev.samples import pod
     >>> p = pod('kind: Job\\nmetadata: {name: train, namespace: ml}\\nspec:\\n  template:\\n    spec:\\n      containers: [{name: c, securityContext: {privileged: true}, resources: {limits: {nvidia.com/gpu: 1}}}]', "workload")
@@ -95,7 +98,7 @@ def parse_pod(artefact: Artefact, templates: regex.Pattern | None = None) -> lis
     """
     if artefact.kind == "pod-describe":
         return [_parse_describe(artefact)]
-    return _parse_yaml(artefact, templates)
+    return _parse_yaml(artefact, templates, documents)
 
 
 def _mapping(value: Any) -> dict[str, Any]:
@@ -133,8 +136,10 @@ def _template(raw: dict[str, Any], wanted: regex.Pattern) -> dict[str, Any] | No
     return {"kind": "Pod", "metadata": pod_meta, "spec": pod_spec}
 
 
-def _parse_yaml(artefact: Artefact, templates: regex.Pattern | None) -> list[PodFacts]:
-    docs, warnings = load_documents(artefact.text or "")
+def _parse_yaml(
+    artefact: Artefact, templates: regex.Pattern | None, documents: Documents | None
+) -> list[PodFacts]:
+    docs, warnings = (documents or Documents(artefact.text or "")).loaded
     objs: list[dict[str, Any]] = []
     for d in docs:
         if isinstance(d, dict) and d.get("kind") == "List":

@@ -15,6 +15,7 @@ from analyzer.bundle.model import Artefact
 from analyzer.catalogue.kinds import Kind
 from analyzer.errors import RuleLoadError
 from analyzer.parse.node import parse_node
+from analyzer.structured import Documents
 
 
 @dataclass(frozen=True)
@@ -30,46 +31,47 @@ class Parser:
     """How a kind's artefacts are parsed, and where in the parsed bundle they go."""
 
     into: str  # the ParsedBundle list its items join ("" when it makes none)
-    parse: Callable[[Artefact, Kind], Parsed]  # the artefact, read as its kind declares
+    # the artefact, read as its kind declares, and its documents (shared by the kind's parsers)
+    parse: Callable[[Artefact, Kind, Documents], Parsed]
     structured: bool = False  # reads a document (an object or a config), not lines
 
 
-def _node(a: Artefact, _kind: Kind) -> Parsed:
-    nodes = parse_node(a)
+def _node(a: Artefact, _kind: Kind, documents: Documents) -> Parsed:
+    nodes = parse_node(a, documents)
     # a document's YAML error is every node's of that document: said once
     said = dict.fromkeys(w for n in nodes for w in n.warnings)
     return Parsed(nodes, [f"{a.file.name}: {w}" for w in said])
 
 
-def _pod(a: Artefact, kind: Kind) -> Parsed:
+def _pod(a: Artefact, kind: Kind, documents: Documents) -> Parsed:
     from analyzer.parse.pod import parse_pod
 
-    pods = parse_pod(a, kind.pod_templates)
+    pods = parse_pod(a, kind.pod_templates, documents)
     kept = [p for p in pods if p.name or p.annotations or p.events or p.containers]
     return Parsed(kept, [f"{a.file.name}: {w}" for p in pods for w in p.warnings])
 
 
-def _config(a: Artefact, _kind: Kind) -> Parsed:
+def _config(a: Artefact, _kind: Kind, documents: Documents) -> Parsed:
     from analyzer.parse.configs import parse_config
 
-    cf = parse_config(a)
+    cf = parse_config(a, documents)
     return Parsed([cf], [f"{a.file.name}: {w}" for w in cf.warnings])
 
 
-def _manifest(a: Artefact, _kind: Kind) -> Parsed:
+def _manifest(a: Artefact, _kind: Kind, _documents: Documents) -> Parsed:
     from analyzer.parse.manifest import parse_manifest
 
     m = parse_manifest(a)
     return Parsed([m], [f"{m.file}: {note}" for note in m.notes])
 
 
-def _pod_table(a: Artefact, _kind: Kind) -> Parsed:
+def _pod_table(a: Artefact, _kind: Kind, _documents: Documents) -> Parsed:
     from analyzer.parse.pod_table import parse_pod_table
 
     return Parsed([parse_pod_table(a)])
 
 
-def _scan_only(_a: Artefact, _kind: Kind) -> Parsed:
+def _scan_only(_a: Artefact, _kind: Kind, _documents: Documents) -> Parsed:
     return Parsed()
 
 
@@ -81,6 +83,13 @@ PARSERS: dict[str, Parser] = {
     "pods-table": Parser("pod_tables", _pod_table),
     "log": Parser("", _scan_only),
 }
+
+
+def parse_artefact(a: Artefact, kind: Kind) -> list[tuple[Parser, Parsed]]:
+    """An artefact read by each parser its kind names, in order; its documents loaded once."""
+    documents = Documents(a.text or "")
+    parsers = [PARSERS[name] for name in kind.parsers if name in PARSERS]
+    return [(parser, parser.parse(a, kind, documents)) for parser in parsers]
 
 
 def check_parsers(catalogue) -> None:

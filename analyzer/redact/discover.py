@@ -384,7 +384,7 @@ def parsed_node_names(sources: list[SourceFile]) -> set[str]:
     """Node names as the analysis itself reads them (so every node it reports gets a token)."""
     from analyzer.bundle.recognise import SMALL_FILE, recognise
     from analyzer.catalogue.kinds import load_catalogue
-    from analyzer.parse.registry import PARSERS
+    from analyzer.parse.registry import parse_artefact
     from analyzer.redact.redactors import builtin_file
 
     files = [BundleFile(s.name, s.path, s.path.stat().st_size, s.mtime) for s in sources]
@@ -398,8 +398,9 @@ def parsed_node_names(sources: list[SourceFile]) -> set[str]:
         kind = catalogue.get(a.kind)
         if kind is None:
             continue
-        if "node" in kind.parsers:
-            out.update(n.name for n in PARSERS["node"].parse(a, kind).items if n.name)
-        elif "pod" in kind.parsers:
-            out.update(p.node for p in PARSERS["pod"].parse(a, kind).items if p.node)
+        for parser, parsed in parse_artefact(a, kind):
+            if parser.into == "nodes":
+                out.update(n.name for n in parsed.items if n.name)
+            elif parser.into == "pods":
+                out.update(p.node for p in parsed.items if p.node)
     return out

@@ -434,6 +434,54 @@ def test_equal_needs_every_capture_made_and_agreeing(captures, agree):
     assert state is (Tri.TRUE if agree else Tri.FALSE)
 
 
+def _line(sig: str, line: int, text: str, ts=None, file: str = "kubelet.log") -> Match:
+    return Match(sig, file, line, text, ts, {}, (0, 5), "kubelet-log")
+
+
+_EOF = 'kubelet[1]: E0818 16:33:56.754985  176281 client.go:90] "ListAndWatch ended" err="EOF"'
+_REG = 'kubelet[1]: I0818 16:33:59.143225  176281 server.go:160] "Got registration request"'
+
+
+@pytest.mark.parametrize(
+    ("eof", "reg", "later"),
+    [
+        P(_line("eof", 1, "eof"), _line("reg", 2, "reg"), True, id="by-line-in-one-file"),
+        P(_line("eof", 2, "eof"), _line("reg", 1, "reg"), False, id="earlier-line"),
+        P(_line("eof", 1, "eof"), _line("reg", 2, "reg", file="b.log"), False, id="two-files"),
+        # a journal read newest first (journalctl -r): the klog times decide, not the lines
+        P(_line("eof", 6, _EOF), _line("reg", 3, _REG), True, id="klog-times-reversed"),
+        P(
+            _line("eof", 3, _REG.replace("16:33:59", "16:34:10")),
+            _line("reg", 6, _REG),
+            False,
+            id="klog-time-earlier",
+        ),
+        P(
+            _line("eof", 9, "eof", dt.datetime(2025, 8, 18, 16, 33, 56, tzinfo=dt.UTC)),
+            _line("reg", 1, "reg", dt.datetime(2025, 8, 18, 16, 33, 59)),
+            True,
+            id="times-naive-and-aware",
+        ),
+    ],
+)
+def test_after_selects_lines_later_than_the_last_of_another_signature(eof, reg, later):
+    """`after:` orders two lines by their times, by their klog times, or within one file."""
+    ctx = Ctx(found={"eof": [eof], "reg": [reg]}, scanned=frozenset({"eof", "reg"}))
+    state = SignatureCond("reg", after="eof").evaluate(ctx).state
+    assert state is (Tri.TRUE if later else Tri.FALSE)
+
+
+def test_after_reads_the_last_line_of_the_other_signature():
+    """A registration between two stream ends is not after the last one."""
+    eofs = [_line("eof", 1, "eof"), _line("eof", 3, "eof")]
+    ctx = Ctx(
+        found={"eof": eofs, "reg": [_line("reg", 2, "reg")]}, scanned=frozenset({"eof", "reg"})
+    )
+    assert SignatureCond("reg", after="eof").evaluate(ctx).state is Tri.FALSE
+    no_eof = Ctx(found={"reg": [_line("reg", 2, "reg")]}, scanned=frozenset({"eof", "reg"}))
+    assert SignatureCond("reg", after="eof").evaluate(no_eof).state is Tri.FALSE
+
+
 # ---- parse errors -----------------------------------------------------------------------------
 FILE, RULE = "rules/probe.yaml", "probe-rule"
 

@@ -46,6 +46,43 @@ def test_issue_blocks_are_extracted():
     assert "nvml init failed" in issue.prose and "Start working" not in issue.prose
 
 
+_UNFENCED_TOML = """This is the config.toml in /var/lib/rancher/k3s/agent/etc/containerd
+
+[plugins.cri.containerd]
+  snapshotter = "overlayfs"
+
+[plugins.cri.containerd.runtimes."nvidia"]
+  runtime_type = "io.containerd.runc.v2"
+[plugins.cri.containerd.runtimes."nvidia".options]
+  BinaryName = "/usr/bin/nvidia-container-runtime"
+
+From what I understand, I should create a runtimeclass."""
+
+
+def test_a_toml_config_pasted_without_a_fence_is_a_block():
+    """A config's table headers and keys, pasted among prose with no fence, become one block
+    (read as the config it is); the sentences around it stay prose."""
+    issue = parse_issue(_UNFENCED_TOML)
+    assert [n for n, _ in issue.blocks] == ["issue-block-01.toml"]
+    body = issue.blocks[0][1]
+    assert body.startswith("[plugins.cri.containerd]\n") and body.endswith(
+        'nvidia-container-runtime"'
+    )
+    assert "BinaryName" not in issue.prose and "I should create a runtimeclass" in issue.prose
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "See [1] for details.\n[WARNING]\nthe plugin crashed\n",  # one header, no keys
+        "a = 1 is what I tried\nb = 2\n",  # keys without a table
+        "[... ...]\n[... ...]\n",  # marks of lines left out
+    ],
+)
+def test_prose_that_looks_a_little_like_toml_stays_prose(prose):
+    assert parse_issue(prose).blocks == []
+
+
 def test_issue_json_payload_and_prose_version(ruleset):
     body = (
         "We run HAMi v2.7.1.\n\n```\nE0815 09:06:21.709851  412873 register.go:96] nvml Init err:  "

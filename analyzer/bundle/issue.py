@@ -1,8 +1,9 @@
 """GitHub issue text (Markdown, or the event JSON) into bundle files.
 
 Users paste artefacts into fenced blocks (``` or ~~~, any length, any language tag), into
-`<details>`/`<pre><code>` HTML, or as indented blocks; the prose around them may quote the error
-or name the HAMi version. Each block becomes one in-memory file (recognised by content later,
+`<details>`/`<pre><code>` HTML, or as indented blocks, and a TOML config often with no fence at
+all (its table headers and `key = value` lines say what it is); the prose around them may quote
+the error or name the HAMi version. Each block becomes one in-memory file (recognised by content later,
 and split if it holds several artefacts); the prose becomes one more file so error messages and
 versions quoted outside code blocks are found too.
 """
@@ -115,6 +116,42 @@ def _indented(prose_lines: list[str]) -> tuple[list[str], list[str]]:
     return blocks, rest
 
 
+# a TOML table header alone on its line (`[plugins.cri.containerd.runtimes."nvidia"]`), a key's
+# line, and what else a config's lines hold (a comment, an array's items and its end)
+_TOML_HEADER = regex.compile(
+    r'^ {0,3}\[{1,2}[\w-]+(?:"[^"\n]*")?(?:\.(?:[\w-]+|"[^"\n]*"))*\]{1,2}\s*$'
+)
+_TOML_KEY = regex.compile(r'^\s*(?:[\w-]+|"[^"\n]*")(?:\.(?:[\w-]+|"[^"\n]*"))*\s*=\s*\S')
+_TOML_OTHER = regex.compile(r'^\s*(?:#|\]|"[^"\n]*",?\s*$|\[\.\.\. ?\.\.\.\]\s*$|\.{3,}\s*$|$)')
+
+
+def _unfenced_tables(prose_lines: list[str]) -> tuple[list[str], list[str]]:
+    """TOML pasted without a fence out of the prose: a run of table headers, keys, comments and
+    blank lines holding two headers, or one and two keys (a sentence is neither)."""
+    blocks: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(prose_lines):
+        j, headers, keys = i, 0, 0
+        while j < len(prose_lines):
+            line = prose_lines[j]
+            if _TOML_HEADER.match(line):
+                headers += 1
+            elif _TOML_KEY.match(line):
+                keys += 1
+            elif not _TOML_OTHER.match(line):
+                break
+            j += 1
+        if headers >= 2 or (headers == 1 and keys >= 2):
+            blocks.append("\n".join(prose_lines[i:j]).strip("\n"))
+            rest.extend([""] * (j - i))
+            i = j
+        else:
+            rest.extend(prose_lines[i : max(j, i + 1)])
+            i = max(j, i + 1)
+    return blocks, rest
+
+
 def parse_issue(text: str, label: str = "issue") -> IssueText:
     """The blocks (named `LABEL-block-NN.EXT`, in order) and the prose of one post."""
     if len(text.encode("utf-8", errors="replace")) > MAX_ISSUE_BYTES:
@@ -123,6 +160,7 @@ def parse_issue(text: str, label: str = "issue") -> IssueText:
     pres, text = _take_pre_blocks(text.replace("\r\n", "\n"))
     fenced, prose_lines = _unfence(text)
     indented, prose_lines = _indented(prose_lines)
+    tables, prose_lines = _unfenced_tables(prose_lines)
     n = 0
     for lang, body in fenced:
         n += 1
@@ -130,6 +168,9 @@ def parse_issue(text: str, label: str = "issue") -> IssueText:
     for body in pres + indented:
         n += 1
         out.blocks.append((f"{label}-block-{n:02d}.txt", body))
+    for body in tables:
+        n += 1
+        out.blocks.append((f"{label}-block-{n:02d}.toml", body))
     prose = _TAG_RE.sub("", "\n".join(prose_lines))
     out.prose = html.unescape(prose)
     return out

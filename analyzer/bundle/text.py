@@ -24,6 +24,10 @@ KLOG_HEADER_PATTERN = (
 )
 PREFIX_RE = re.compile(LINE_PREFIX_PATTERN)
 KLOG_RE = re.compile(KLOG_HEADER_PATTERN)
+# a klog header's time anywhere near a line's start (after a journal's or a paste's prefix)
+KLOG_TIME_RE = re.compile(
+    r"(?<![\w.])[IWEF](?P<mmdd>\d{4}) (?P<clock>\d\d:\d\d:\d\d(?:\.\d{1,9})?)\s+\d+ "
+)
 # A line that carries its own log header (klog, Go std log, journald, RFC 3339, logrus, the
 # kernel's dmesg and dmesg -T): a decisive log line even when pasted among prose.
 LOG_LINE_RE = re.compile(

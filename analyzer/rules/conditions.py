@@ -11,7 +11,8 @@ did not match counts as absent only when the bundle holds a log where it would h
     signature: ID        where: {capture: regex}, count_ge: N (default 1), count_le: N,
                          in: [kind, ...] (only lines found in artefacts of these kinds),
                          equal: [capture, capture, ...] (only lines where these captures were
-                         all made and agree)
+                         all made and agree), after: ID (only lines later than the last line of
+                         signature ID: by their times, else by their place in one file)
     fact: PATH           eq ne gt ge lt le in not_in matches contains not_contains exists;
                          an operand may be {fact: OTHER_PATH}
     age_of: PATH         gt/ge/lt/le with a duration (90s, 5m, 2h, 1d) against the collection time
@@ -30,6 +31,7 @@ from typing import Any, ClassVar
 
 import regex
 
+from analyzer.bundle.text import KLOG_TIME_RE
 from analyzer.catalogue.fields import LINE_KEY
 from analyzer.catalogue.signatures import MATCH_TIMEOUT
 from analyzer.facts.model import (
@@ -218,8 +220,17 @@ class SignatureCond(Cond):
     line: int = 0
     kinds: frozenset[str] = frozenset()  # `in:` only lines found in artefacts of these kinds
     equal: tuple[str, ...] = ()  # only lines where these captures were made and have one value
+    after: str | None = None  # only lines later than the last line of this signature
     HEAD: ClassVar[str] = "signature"
-    KEYS: ClassVar[tuple[str, ...]] = ("signature", "where", "count_ge", "count_le", "in", "equal")
+    KEYS: ClassVar[tuple[str, ...]] = (
+        "signature",
+        "where",
+        "count_ge",
+        "count_le",
+        "in",
+        "equal",
+        "after",
+    )
 
     @classmethod
     def parse(cls, raw, keys, here, problems, signatures) -> Cond | None:
@@ -251,6 +262,10 @@ class SignatureCond(Cond):
             problems.add(here, f"in: needs a list of artefact kinds, got {kinds!r}")
             return None
         equal = _parse_equal(raw.get("equal") or [], sid, captures, here, problems)
+        after = raw.get("after")
+        if after is not None and (not isinstance(after, str) or after not in signatures):
+            problems.add(here, f"after: needs a known signature id, got {after!r}")
+            return None
         if where is None or equal is None:
             return None
         return cls(
@@ -261,6 +276,7 @@ class SignatureCond(Cond):
             here,
             frozenset(kinds),
             equal,
+            after,
         )
 
     @classmethod
@@ -281,6 +297,7 @@ class SignatureCond(Cond):
                     "minItems": 2,
                     "description": "captures that must agree",
                 },
+                "after": {**_STR, "description": "only lines later than this signature's last"},
             },
         }
 
@@ -295,6 +312,8 @@ class SignatureCond(Cond):
             extra.append(f"in {', '.join(sorted(self.kinds))}")
         if self.equal:
             extra.append(" = ".join(self.equal))
+        if self.after:
+            extra.append(f"after the last {self.after}")
         return [f"{indent}signature {self.signature}" + (f" ({', '.join(extra)})" if extra else "")]
 
     def check(self, rule, catalogue) -> Iterator[Issue]:
@@ -319,13 +338,16 @@ class SignatureCond(Cond):
                     for c, p in self.where
                 )
             ]
+        if self.after:
+            last = _last(ctx.matches(self.after))
+            ms = [] if last is None else [m for m in ms if _later(m, last)]
         return ms
 
     def evaluate(self, ctx: EvalContext) -> Outcome:
         ms = self.selected(ctx)
         count = len(ms)
         if not (
-            self.where or self.kinds or self.equal
+            self.where or self.kinds or self.equal or self.after
         ):  # big logs keep samples; the scan counted all
             count = max(count, ctx.count(self.signature))
         ok = count >= self.count_ge and (self.count_le is None or count <= self.count_le)
@@ -369,6 +391,38 @@ def _parse_where(raw_where, sid, captures, here, problems) -> tuple[tuple[str, s
             continue
         where.append((str(cap), str(pat)))
     return tuple(where)
+
+
+def _last(ms: list[Match]) -> Match | None:
+    """The latest of some lines (`_later`; the first of them where none is later)."""
+    last = None
+    for m in ms:
+        if last is None or _later(m, last):
+            last = m
+    return last
+
+
+def _later(m: Match, last: Match) -> bool:
+    """Whether line `m` comes after `last`: by their times when both have one, else by the klog
+    times their texts hold (a log without a year, a journal's prefix before the klog header),
+    else by their lines in one file; lines of two files without times are not ordered. By time,
+    a journal printed newest first (`journalctl -r`) still reads right."""
+    if m.ts is not None and last.ts is not None:
+        return _aware(m.ts) > _aware(last.ts)
+    mine, theirs = _klog_time(m.text), _klog_time(last.text)
+    if mine is not None and theirs is not None:
+        return mine > theirs
+    return m.file == last.file and m.line > last.line
+
+
+def _klog_time(text: str) -> str | None:
+    """A line's klog time as `MMDD HH:MM:SS.ffffff` (sortable within a year), if it has one."""
+    m = KLOG_TIME_RE.search(text[:160])
+    return None if m is None else f"{m.group('mmdd')} {m.group('clock'):<15}"
+
+
+def _aware(t: dt.datetime) -> dt.datetime:
+    return t if t.tzinfo is not None else t.replace(tzinfo=dt.UTC)
 
 
 def _agree(values: list) -> bool:

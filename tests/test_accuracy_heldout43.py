@@ -1,0 +1,200 @@
+"""Forty-third to forty-seventh measurements (issue 25, session 42): five sets of unseen real cases
+(HAMi and its other vendors' plugins; NVIDIA's plugin and operator; GPU scheduling outside HAMi;
+nodes and pods described; the container runtime) and the classes they left. Each class is checked
+on made-up inputs (none copied from a real case): a GPU lost under the plugin's link query, the
+kubelet's "no healthy devices" without the plugin's side, a plugin restart that completed (read
+in a journal printed newest first), a node without the label its plugin selects, a config pasted
+without a fence, errors broken by hand or named only in a title, the host's nvidia-smi beside a
+pod's limit, and containerd unable to start a shim."""
+
+from __future__ import annotations
+
+from conftest import diagnose_issue, diagnose_texts, fired, verdict_of
+
+ADMISSION = (
+    "  Warning  UnexpectedAdmissionError  12s  kubelet  Allocate failed due to device plugin "
+    "GetPreferredAllocation rpc failed with err: rpc error: code = Unknown desc = error getting "
+    "list of preferred allocation devices: {inner}, which is unexpected\n"
+)
+
+
+# ---- the plugin's link query fails: a GPU lost since it started --------------------------------
+def test_a_failed_link_query_is_a_lost_gpu(ruleset):
+    """The running plugin reads every GPU pair's links to answer GetPreferredAllocation; a card
+    that stopped answering NVML fails that query (device-unhealthy), cut or not."""
+    for inner in (
+        "unable to get device link information: error getting NVLink for devices (0, 3): "
+        "failed to get nvlink state: Unknown Error",
+        "unable to get device link information: ...",
+    ):
+        text = "Events:\n" + ADMISSION.format(inner=inner)
+        assert verdict_of(ruleset, {"describe.txt": text}) == (
+            "gpu-lost-while-choosing-devices",
+            "device-unhealthy",
+            "medium",
+        )
+
+
+def test_the_plugins_own_nvml_access_is_not_a_lost_gpu(ruleset):
+    """nvml.Init or a permission failing is the plugin's own NVML access (plugin-crash-nvml)."""
+    for inner in (
+        "unable to get device link information: error calling nvml.Init: Driver Not Loaded",
+        "Unable to retrieve list of available devices: error creating nvml.Device 0: nvml: "
+        "Insufficient Permissions",
+    ):
+        text = "Events:\n" + ADMISSION.format(inner=inner)
+        rule, category, _ = verdict_of(ruleset, {"describe.txt": text})
+        assert (rule, category) == ("plugin-nvml-failed-choosing-devices", "plugin-crash-nvml")
+
+
+# ---- the kubelet's "no healthy devices present" ----------------------------------------------
+NO_HEALTHY = (
+    "  Warning  UnexpectedAdmissionError  20s  kubelet  Allocate failed due to no healthy devices "
+    "present; cannot allocate unhealthy devices example.com/npu-a, which is unexpected\n"
+)
+
+
+def test_the_kubelets_no_healthy_devices_alone_is_low(ruleset):
+    """The kubelet's check fails alike for devices the plugin marked and for a plugin not yet
+    registered (its own comment names a reboot): alone it says little."""
+    assert verdict_of(ruleset, {"describe.txt": "Events:\n" + NO_HEALTHY}) == (
+        "kubelet-has-no-healthy-device-unexplained",
+        "device-unhealthy",
+        "low",
+    )
+
+
+def test_devices_that_were_healthy_before_are_unhealthy_devices(ruleset):
+    text = NO_HEALTHY.replace(
+        "no healthy devices present", "previously allocated devices are no longer healthy"
+    )
+    assert verdict_of(ruleset, {"describe.txt": "Events:\n" + text}) == (
+        "kubelet-has-no-healthy-device",
+        "device-unhealthy",
+        "medium",
+    )
+
+
+def test_a_kubelet_message_broken_by_hand_is_still_read(ruleset):
+    """A reporter who breaks the message after its semicolon keeps its first half."""
+    issue = (
+        "# NPUs stay unhealthy\n\n```\nWarning  UnexpectedAdmissionError  kubelet\n"
+        "  Allocate failed due to no healthy devices present;\n"
+        "  cannot allocate unhealthy devices example.com/npu-a\n```\n"
+    )
+    primary = diagnose_issue(ruleset, issue).worst.primary
+    assert (primary.rule_id, primary.category) == (
+        "kubelet-has-no-healthy-device-unexplained",
+        "device-unhealthy",
+    )
+    assert "no healthy device to allocate" in primary.title  # no empty resource name in it
+
+
+def test_kubelet_without_restarting_is_no_kubelet_restart(ruleset):
+    """ "republished to the kubelet without restarting the pod" names no kubelet restart: the
+    registration race is not read from it."""
+    issue = (
+        "# devices stay unhealthy\n\n```\n" + NO_HEALTHY + "```\n\nA device that recovers "
+        "should be republished to kubelet without restarting the Pod.\n"
+    )
+    assert "admission-before-plugin-reregistered" not in fired(diagnose_issue(ruleset, issue))
+
+
+# ---- a plugin restart that completed -----------------------------------------------------------
+EOF_LINE = (
+    'Mar 03 10:00:{s} gpu-a kubelet[901]: E0303 10:00:{s}.100000     901 client.go:90] "ListAndWatch '
+    'ended unexpectedly for device plugin" err="EOF" resource="example.com/npu-a"\n'
+)
+REG_LINE = (
+    'Mar 03 10:00:{s} gpu-a kubelet[901]: I0303 10:00:{s}.200000     901 server.go:160] "Got '
+    'registration request from device plugin with resource" resourceName="example.com/npu-a"\n'
+)
+
+
+def test_a_restart_that_completed_is_no_lost_plugin(ruleset):
+    """The stream ended and the plugin registered again three seconds later: its devices are
+    back. Read by the klog times, so a journal printed newest first (`journalctl -r`) says it too."""
+    for log in (
+        EOF_LINE.format(s="05") + REG_LINE.format(s="08"),
+        REG_LINE.format(s="08") + EOF_LINE.format(s="05"),  # newest first
+    ):
+        assert "kubelet-lost-device-plugin" not in fired(
+            diagnose_texts(ruleset, {"kubelet.log": log})
+        )
+
+
+def test_a_plugin_lost_again_after_it_registered_is_lost(ruleset):
+    log = EOF_LINE.format(s="05") + REG_LINE.format(s="08") + EOF_LINE.format(s="40")
+    assert "kubelet-lost-device-plugin" in fired(diagnose_texts(ruleset, {"kubelet.log": log}))
+    newest_first = REG_LINE.format(s="08") + EOF_LINE.format(s="40")
+    assert "kubelet-lost-device-plugin" in fired(
+        diagnose_texts(ruleset, {"kubelet.log": newest_first})
+    )
+
+
+# ---- the reporter's own findings ----------------------------------------------------------------
+def test_a_node_without_its_plugins_label_is_no_plugin_pod(ruleset):
+    issue = (
+        "# no nvidia.com/gpu in allocatable\n\nAllocatable shows only cpu and memory.\n\n"
+        "**Comment by reporter:**\n\nSolved: I had not set the gpu=on label on the new node, so "
+        "the device plugin never ran there.\n"
+    )
+    primary = diagnose_issue(ruleset, issue).worst.primary
+    assert (primary.rule_id, primary.category) == (
+        "node-label-missing-described",
+        "no-device-plugin-pod",
+    )
+
+
+def test_an_error_named_only_in_the_title_is_read(ruleset):
+    """The MPS daemon's wait, named in the title without the inner error."""
+    issue = "# Failed to start plugin: error waiting for MPS daemon\n\nOn k3s with MPS sharing.\n"
+    primary = diagnose_issue(ruleset, issue).worst.primary
+    assert (primary.rule_id, primary.confidence) == ("mps-daemon-not-ready", "low")
+    assert primary.title.endswith("which does not answer")
+
+
+# ---- a config pasted without a fence -----------------------------------------------------------
+def test_a_containerd_config_pasted_without_a_fence_is_read(ruleset):
+    """Its tables and keys make a config the runtime rules read (here: runc the default)."""
+    issue = (
+        "# NVML fails in the plugin on k3s\n\nHere is my containerd config:\n\n"
+        '[plugins.cri.containerd]\n  snapshotter = "overlayfs"\n\n'
+        '[plugins.cri.containerd.runtimes."nvidia"]\n  runtime_type = "io.containerd.runc.v2"\n'
+        '[plugins.cri.containerd.runtimes."nvidia".options]\n'
+        '  BinaryName = "/usr/bin/nvidia-container-runtime"\n\nWhat is wrong?\n'
+    )
+    report = diagnose_issue(ruleset, issue)
+    assert "containerd-default-runtime-not-nvidia" in fired(report)
+    assert report.worst.primary.category == "runtimeclass"
+
+
+# ---- the host's nvidia-smi beside a pod's limit ------------------------------------------------
+def test_nvidia_smi_beside_a_pods_limit_is_low(ruleset):
+    """An issue pastes the host's nvidia-smi next to a pod asking gpumem: nothing says the
+    output came from the container, so HAMi-core not loaded is only a low reading."""
+    smi = (
+        "| NVIDIA-SMI 550.54.15    Driver Version: 550.54.15    CUDA Version: 12.4     |\n"
+        "| N/A   34C    P8     9W /  70W |      0MiB / 23028MiB |      0%      Default |\n"
+    )
+    pod = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: t, namespace: d}\nspec:\n  containers:\n"
+        "  - name: c\n    resources: {limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: 8000}}\n"
+    )
+    assert verdict_of(ruleset, {"smi.txt": smi, "pod.yaml": pod}) == (
+        "container-sees-physical-memory",
+        "runtime-other",
+        "low",
+    )
+
+
+# ---- containerd cannot start a shim ------------------------------------------------------------
+def test_containerd_unable_to_start_a_shim_is_a_runtime_failure(ruleset):
+    line = (
+        'E0505 10:00:00.000000    1201 kuberuntime_manager.go:772] "CreatePodSandbox for pod failed"'
+        ' err="rpc error: code = Unknown desc = failed to create containerd task: failed to start '
+        "shim: containerd-shim resolves to executable in current directory (./containerd-shim): "
+        'unknown" pod="default/gpu-a"\n'
+    )
+    rule, category, _ = verdict_of(ruleset, {"kubelet.log": line})
+    assert (rule, category) == ("oci-runtime-error", "runtime-other")

@@ -198,8 +198,15 @@ class Documents:
     def __init__(self, text: str):
         self.text = text
 
-    @cached_property
+    @property
     def loaded(self) -> tuple[list[Any], list[str]]:
+        """The documents (shared: a parser reads them, never changes them) and a list of the
+        warnings of its own (a parser adds to it)."""
+        docs, warnings = self._loaded
+        return docs, list(warnings)
+
+    @cached_property
+    def _loaded(self) -> tuple[list[Any], list[str]]:
         return load_documents(self.text)
 
 

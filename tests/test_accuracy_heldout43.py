@@ -64,15 +64,19 @@ def test_the_kubelets_no_healthy_devices_alone_is_low(ruleset):
     )
 
 
-def test_devices_that_were_healthy_before_are_unhealthy_devices(ruleset):
-    text = NO_HEALTHY.replace(
+def test_the_plugins_own_unhealthy_mark_makes_it_medium(ruleset):
+    """The plugin's log says which device it marked: the devices themselves went bad. "No longer
+    healthy" alone is no such word (the kubelet says it when device IDs change, too)."""
+    xid = (
+        "I0303 10:00:02.118001       1 health.go:159] XidCriticalError: Xid=79 on "
+        "Device=GPU-6f3a3b1c-1d2e-4f5a-8b9c-0d1e2f3a4b5c; marking device as unhealthy.\n"
+    )
+    files = {"describe.txt": "Events:\n" + NO_HEALTHY, "dp.log": xid}
+    assert "kubelet-has-no-healthy-device" in fired(diagnose_texts(ruleset, files))
+    no_longer = NO_HEALTHY.replace(
         "no healthy devices present", "previously allocated devices are no longer healthy"
     )
-    assert verdict_of(ruleset, {"describe.txt": "Events:\n" + text}) == (
-        "kubelet-has-no-healthy-device",
-        "device-unhealthy",
-        "medium",
-    )
+    assert verdict_of(ruleset, {"describe.txt": "Events:\n" + no_longer})[2] == "low"
 
 
 def test_a_kubelet_message_broken_by_hand_is_still_read(ruleset):
@@ -198,3 +202,52 @@ def test_containerd_unable_to_start_a_shim_is_a_runtime_failure(ruleset):
     )
     rule, category, _ = verdict_of(ruleset, {"kubelet.log": line})
     assert (rule, category) == ("oci-runtime-error", "runtime-other")
+
+
+def test_another_plugins_registration_is_no_restart_of_this_one(ruleset):
+    """The registration that ends the loss must be for the resource whose stream ended."""
+    log = EOF_LINE.format(s="05") + REG_LINE.format(s="08").replace(
+        "example.com/npu-a", "rdma/hca_shared_devices_a"
+    )
+    assert "kubelet-lost-device-plugin" in fired(diagnose_texts(ruleset, {"kubelet.log": log}))
+
+
+def test_a_registration_the_kubelet_refused_is_no_restart(ruleset):
+    """The kubelet prints the request before its checks: one it then refuses brings nothing back."""
+    refused = (
+        'Mar 03 10:00:08 gpu-a kubelet[901]: E0303 10:00:08.300000     901 server.go:170] "Error '
+        'connecting to device plugin client" err="failed to get device plugin options: context '
+        'deadline exceeded"\n'
+    )
+    log = EOF_LINE.format(s="05") + REG_LINE.format(s="08") + refused
+    assert "kubelet-lost-device-plugin" in fired(diagnose_texts(ruleset, {"kubelet.log": log}))
+
+
+def test_a_loss_after_new_year_is_later_than_a_registration_before_it(ruleset):
+    """No year in the bundle: Dec 31 then Jan 1, in file order, is one night, not a year back."""
+    reg = REG_LINE.format(s="08").replace("Mar 03", "Dec 31").replace("I0303", "I1231")
+    loss = EOF_LINE.format(s="05").replace("Mar 03", "Jan 01").replace("E0303", "E0101")
+    first = EOF_LINE.format(s="01").replace("Mar 03", "Dec 31").replace("E0303", "E1231")
+    log = first + reg + loss
+    assert "kubelet-lost-device-plugin" in fired(diagnose_texts(ruleset, {"kubelet.log": log}))
+
+
+def test_a_title_above_an_unfenced_config_stays_the_title(ruleset):
+    """A Markdown heading is no TOML comment: the title and the reboot it names stay prose."""
+    issue = (
+        "# GPU pods fail after the node rebooted\n"
+        '[plugins.cri.containerd]\n  snapshotter = "overlayfs"\n'
+        '[plugins.cri.containerd.runtimes."nvidia"]\n  runtime_type = "io.containerd.runc.v2"\n\n'
+        "```\n" + NO_HEALTHY + "```\n"
+    )
+    assert "admission-before-plugin-reregistered" in fired(diagnose_issue(ruleset, issue))
+
+
+def test_an_old_plugins_unknown_error_is_a_lost_gpu(ruleset):
+    """v0.8-v0.14 wrapped the link query as "unable to retrieve list of available devices"."""
+    inner = "Unable to retrieve list of available devices: error creating nvml.Device 3: nvml: Unknown Error"
+    text = "Events:\n" + ADMISSION.format(inner=inner)
+    assert verdict_of(ruleset, {"describe.txt": text})[:2] == (
+        "gpu-lost-while-choosing-devices",
+        "device-unhealthy",
+    )

@@ -393,3 +393,14 @@ def test_the_parsers_of_a_kind_share_its_documents(monkeypatch):
     assert config.values["metadata.namespace"] == "ml"
     assert (pod.owner, pod.namespace) == ("Deployment/train", "ml")
     assert loads == [text]
+
+
+def test_a_parsers_warnings_stay_its_own():
+    """The parsers of one artefact share its documents, not the list of warnings each adds to."""
+    from analyzer.structured import Documents
+
+    documents = Documents("kind: Node\nmetadata: {name: a\n")  # a YAML error: one warning
+    docs, warnings = documents.loaded
+    warnings.append("a parser's own note")
+    assert documents.loaded[1] == warnings[:-1]
+    assert documents.loaded[0] is docs

@@ -482,6 +482,33 @@ def test_after_reads_the_last_line_of_the_other_signature():
     assert SignatureCond("reg", after="eof").evaluate(no_eof).state is Tri.FALSE
 
 
+def test_after_with_same_reads_only_the_lines_of_that_value():
+    """`after: {signature, same: [resource]}`: another resource's stream ending says nothing."""
+
+    def line(sig, n, resource):
+        return Match(sig, "k.log", n, sig, None, {"resource": resource}, (0, 3), "kubelet-log")
+
+    eofs = [line("eof", 1, "a"), line("eof", 3, "b")]
+    ctx = Ctx(found={"eof": eofs, "reg": [line("reg", 2, "a")]}, scanned=frozenset({"eof", "reg"}))
+    assert SignatureCond("reg", after="eof").evaluate(ctx).state is Tri.FALSE
+    tied = SignatureCond("reg", after="eof", same=("resource",))
+    assert tied.evaluate(ctx).state is Tri.TRUE
+
+
+def test_lines_far_apart_in_one_file_are_ordered_by_their_places():
+    """Times half a year apart in one file: a year given wrongly across new year (Dec 31, Jan 1)."""
+    dec = _line("eof", 1, "eof", dt.datetime(2000, 12, 31, 23, 59, tzinfo=dt.UTC))
+    jan = _line("reg", 2, "reg", dt.datetime(2000, 1, 1, 0, 1, tzinfo=dt.UTC))
+    ctx = Ctx(found={"eof": [dec], "reg": [jan]}, scanned=frozenset({"eof", "reg"}))
+    assert SignatureCond("reg", after="eof").evaluate(ctx).state is Tri.TRUE
+    by_klog = (
+        _line("eof", 1, _EOF.replace("E0818", "E1231")),
+        _line("reg", 2, _REG.replace("I0818", "I0101")),
+    )
+    ctx = Ctx(found={"eof": [by_klog[0]], "reg": [by_klog[1]]}, scanned=frozenset({"eof", "reg"}))
+    assert SignatureCond("reg", after="eof").evaluate(ctx).state is Tri.TRUE
+
+
 # ---- parse errors -----------------------------------------------------------------------------
 FILE, RULE = "rules/probe.yaml", "probe-rule"
 
@@ -576,6 +603,19 @@ def test_parse_of_a_well_formed_condition_records_nothing(ruleset):
         P({"signature": ["sch-node-added"]}, id="signature-id-list"),
         P({"signature": "sch-node-added", "where": "node"}, id="where-not-a-mapping"),
         P({"signature": "sch-node-added", "equal": 5}, id="equal-not-a-list"),
+        P({"signature": "sch-node-added", "after": "no-such-sig"}, id="after-unknown"),
+        P({"signature": "sch-node-added", "after": ["sch-node-added"]}, id="after-a-list"),
+        P(
+            {
+                "signature": "sch-node-added",
+                "after": {"signature": "sch-node-added", "same": ["x"]},
+            },
+            id="after-same-unknown-capture",
+        ),
+        P(
+            {"signature": "sch-node-added", "after": {"signature": "sch-node-added", "when": 1}},
+            id="after-unknown-key",
+        ),
         P({"frobnicate": 1}, id="no-known-key"),
     ],
 )

@@ -116,37 +116,46 @@ def _indented(prose_lines: list[str]) -> tuple[list[str], list[str]]:
     return blocks, rest
 
 
-# a TOML table header alone on its line (`[plugins.cri.containerd.runtimes."nvidia"]`), a key's
-# line, and what else a config's lines hold (a comment, an array's items and its end)
+# a TOML table header alone on its line (`[plugins.cri.containerd.runtimes."nvidia"]`, containerd
+# 2.x's `[plugins.'io.containerd.cri.v1.runtime']`, indented as `containerd config default` prints
+# nested tables), a key's line, and what else a config's lines hold (a comment, an array's items
+# and its end, a mark of lines left out). Possessive: a line that is almost a header fails in one
+# pass (`[a."x"."x"...` without its `]` took minutes a megabyte).
+_TOML_NAME = r"""(?:[\w-]++|"[^"\n]*+"|'[^'\n]*+')"""
 _TOML_HEADER = regex.compile(
-    r'^ {0,3}\[{1,2}[\w-]+(?:"[^"\n]*")?(?:\.(?:[\w-]+|"[^"\n]*"))*\]{1,2}\s*$'
+    rf"^\s*+\[{{1,2}}{_TOML_NAME}(?:\s*+\.\s*+{_TOML_NAME})*+\]{{1,2}}\s*+$"
 )
-_TOML_KEY = regex.compile(r'^\s*(?:[\w-]+|"[^"\n]*")(?:\.(?:[\w-]+|"[^"\n]*"))*\s*=\s*\S')
-_TOML_OTHER = regex.compile(r'^\s*(?:#|\]|"[^"\n]*",?\s*$|\[\.\.\. ?\.\.\.\]\s*$|\.{3,}\s*$|$)')
+_TOML_KEY = regex.compile(rf"^\s*+{_TOML_NAME}(?:\.{_TOML_NAME})*+\s*+=\s*+\S")
+_TOML_OTHER = regex.compile(
+    r"""^\s*+(?:#|\]|"[^"\n]*+",?\s*+$|'[^'\n]*+',?\s*+$|\[\.\.\. ?\.\.\.\]\s*+$|\.{3,}\s*+$|$)"""
+)
+_TOML_LINE_MAX = 4096  # a config's lines are short; a longer line is prose
 
 
 def _unfenced_tables(prose_lines: list[str]) -> tuple[list[str], list[str]]:
-    """TOML pasted without a fence out of the prose: a run of table headers, keys, comments and
-    blank lines holding two headers, or one and two keys (a sentence is neither)."""
+    """TOML pasted without a fence out of the prose: a run of table headers and keys, with the
+    comments, array items and blank lines between them, holding two headers, or one and two
+    keys (a sentence is neither). A run starts and ends on a header or a key: a Markdown
+    heading or a blank line around it stays prose."""
     blocks: list[str] = []
     rest: list[str] = []
     i = 0
     while i < len(prose_lines):
-        j, headers, keys = i, 0, 0
-        while j < len(prose_lines):
+        j, last, headers, keys = i, -1, 0, 0
+        while j < len(prose_lines) and len(prose_lines[j]) <= _TOML_LINE_MAX:
             line = prose_lines[j]
             if _TOML_HEADER.match(line):
-                headers += 1
+                headers, last = headers + 1, j
             elif _TOML_KEY.match(line):
-                keys += 1
-            elif not _TOML_OTHER.match(line):
-                break
+                keys, last = keys + 1, j
+            elif last < 0 or not _TOML_OTHER.match(line):
+                break  # a run opens on a header or a key
             j += 1
         if headers >= 2 or (headers == 1 and keys >= 2):
-            blocks.append("\n".join(prose_lines[i:j]).strip("\n"))
-            rest.extend([""] * (j - i))
-            i = j
-        else:
+            blocks.append("\n".join(prose_lines[i : last + 1]))
+            rest.extend([""] * (last + 1 - i))
+            i = last + 1
+        else:  # a run starting later inside this one ends where it does, with fewer lines
             rest.extend(prose_lines[i : max(j, i + 1)])
             i = max(j, i + 1)
     return blocks, rest
@@ -159,8 +168,9 @@ def parse_issue(text: str, label: str = "issue") -> IssueText:
     out = IssueText()
     pres, text = _take_pre_blocks(text.replace("\r\n", "\n"))
     fenced, prose_lines = _unfence(text)
-    indented, prose_lines = _indented(prose_lines)
+    # before the indented blocks: a config's nested tables are indented, and would be cut out
     tables, prose_lines = _unfenced_tables(prose_lines)
+    indented, prose_lines = _indented(prose_lines)
     n = 0
     for lang, body in fenced:
         n += 1

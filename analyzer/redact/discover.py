@@ -384,8 +384,9 @@ def parsed_node_names(sources: list[SourceFile]) -> set[str]:
     """Node names as the analysis itself reads them (so every node it reports gets a token)."""
     from analyzer.bundle.recognise import SMALL_FILE, recognise
     from analyzer.catalogue.kinds import load_catalogue
-    from analyzer.parse.registry import parse_artefact
+    from analyzer.parse.registry import PARSERS
     from analyzer.redact.redactors import builtin_file
+    from analyzer.structured import Documents
 
     files = [BundleFile(s.name, s.path, s.path.stat().st_size, s.mtime) for s in sources]
     files = [f for f in files if f.size <= SMALL_FILE]  # a bigger one is only sniffed, as a log
@@ -398,9 +399,9 @@ def parsed_node_names(sources: list[SourceFile]) -> set[str]:
         kind = catalogue.get(a.kind)
         if kind is None:
             continue
-        for parser, parsed in parse_artefact(a, kind):
-            if parser.into == "nodes":
-                out.update(n.name for n in parsed.items if n.name)
-            elif parser.into == "pods":
-                out.update(p.node for p in parsed.items if p.node)
+        documents = Documents(a.text or "")
+        if "node" in kind.parsers:
+            out.update(n.name for n in PARSERS["node"].parse(a, kind, documents).items if n.name)
+        if "pod" in kind.parsers:
+            out.update(p.node for p in PARSERS["pod"].parse(a, kind, documents).items if p.node)
     return out

@@ -11,8 +11,10 @@ did not match counts as absent only when the bundle holds a log where it would h
     signature: ID        where: {capture: regex}, count_ge: N (default 1), count_le: N,
                          in: [kind, ...] (only lines found in artefacts of these kinds),
                          equal: [capture, capture, ...] (only lines where these captures were
-                         all made and agree), after: ID (only lines later than the last line of
-                         signature ID: by their times, else by their place in one file)
+                         all made and agree), after: ID or {signature: ID, same: [capture, ...]}
+                         (only lines later than the last line of signature ID, of those whose
+                         `same` captures have this line's values: by their times, else by the
+                         klog times they hold, else by their place in one file)
     fact: PATH           eq ne gt ge lt le in not_in matches contains not_contains exists;
                          an operand may be {fact: OTHER_PATH}
     age_of: PATH         gt/ge/lt/le with a duration (90s, 5m, 2h, 1d) against the collection time
@@ -221,6 +223,7 @@ class SignatureCond(Cond):
     kinds: frozenset[str] = frozenset()  # `in:` only lines found in artefacts of these kinds
     equal: tuple[str, ...] = ()  # only lines where these captures were made and have one value
     after: str | None = None  # only lines later than the last line of this signature
+    same: tuple[str, ...] = ()  # ... of its lines whose these captures have this line's values
     HEAD: ClassVar[str] = "signature"
     KEYS: ClassVar[tuple[str, ...]] = (
         "signature",
@@ -262,9 +265,8 @@ class SignatureCond(Cond):
             problems.add(here, f"in: needs a list of artefact kinds, got {kinds!r}")
             return None
         equal = _parse_equal(raw.get("equal") or [], sid, captures, here, problems)
-        after = raw.get("after")
-        if after is not None and (not isinstance(after, str) or after not in signatures):
-            problems.add(here, f"after: needs a known signature id, got {after!r}")
+        after, same = _parse_after(raw.get("after"), captures, signatures, here, problems)
+        if after is False:
             return None
         if where is None or equal is None:
             return None
@@ -277,6 +279,7 @@ class SignatureCond(Cond):
             frozenset(kinds),
             equal,
             after,
+            same,
         )
 
     @classmethod
@@ -297,7 +300,21 @@ class SignatureCond(Cond):
                     "minItems": 2,
                     "description": "captures that must agree",
                 },
-                "after": {**_STR, "description": "only lines later than this signature's last"},
+                "after": {
+                    "description": "only lines later than this signature's last",
+                    "oneOf": [
+                        _STR,
+                        {
+                            "type": "object",
+                            "required": ["signature"],
+                            "additionalProperties": False,
+                            "properties": {
+                                "signature": _STR,
+                                "same": {"type": "array", "items": _STR, "minItems": 1},
+                            },
+                        },
+                    ],
+                },
             },
         }
 
@@ -313,7 +330,8 @@ class SignatureCond(Cond):
         if self.equal:
             extra.append(" = ".join(self.equal))
         if self.after:
-            extra.append(f"after the last {self.after}")
+            tied = f" with the same {', '.join(self.same)}" if self.same else ""
+            extra.append(f"after the last {self.after}{tied}")
         return [f"{indent}signature {self.signature}" + (f" ({', '.join(extra)})" if extra else "")]
 
     def check(self, rule, catalogue) -> Iterator[Issue]:
@@ -339,8 +357,8 @@ class SignatureCond(Cond):
                 )
             ]
         if self.after:
-            last = _last(ctx.matches(self.after))
-            ms = [] if last is None else [m for m in ms if _later(m, last)]
+            others = ctx.matches(self.after)
+            ms = [m for m in ms if _later_than_all(m, others, self.same)]
         return ms
 
     def evaluate(self, ctx: EvalContext) -> Outcome:
@@ -393,10 +411,39 @@ def _parse_where(raw_where, sid, captures, here, problems) -> tuple[tuple[str, s
     return tuple(where)
 
 
+def _parse_after(raw, captures, signatures, here, problems) -> tuple:
+    """`after:` as (signature id, same captures); (None, ()) when absent, (False, ()) when bad."""
+    if raw is None:
+        return None, ()
+    sid, same = (
+        (raw.get("signature"), raw.get("same") or []) if isinstance(raw, dict) else (raw, [])
+    )
+    if not isinstance(sid, str) or sid not in signatures:
+        problems.add(here, f"after: needs a known signature id, got {sid!r}")
+        return False, ()
+    if isinstance(raw, dict) and set(raw) - {"signature", "same", LINE_KEY}:
+        problems.add(here, f"after: takes signature and same, got {sorted(set(raw) - {LINE_KEY})}")
+        return False, ()
+    theirs = signatures[sid].compiled.groupindex
+    if not isinstance(same, list) or any(c not in captures or c not in theirs for c in same):
+        problems.add(here, f"after: same needs captures both signatures make, got {same!r}")
+        return False, ()
+    return sid, tuple(same)
+
+
+def _later_than_all(m: Match, others: list[Match], same: tuple[str, ...]) -> bool:
+    """Whether line `m` comes after every line of `others` whose `same` captures have its values
+    (and there is one such line): it is later than the last of them."""
+    tied = [o for o in others if all(o.captures.get(c) == m.captures.get(c) for c in same)]
+    last = _last(tied)
+    return last is not None and _later(m, last)
+
+
 def _last(ms: list[Match]) -> Match | None:
-    """The latest of some lines (`_later`; the first of them where none is later)."""
+    """The latest of some lines (`_later`), taken in file order so that lines `_later` cannot
+    order (two files without times) give the same answer whatever order they came in."""
     last = None
-    for m in ms:
+    for m in sorted(ms, key=lambda m: (m.file, m.line)):
         if last is None or _later(m, last):
             last = m
     return last
@@ -406,13 +453,19 @@ def _later(m: Match, last: Match) -> bool:
     """Whether line `m` comes after `last`: by their times when both have one, else by the klog
     times their texts hold (a log without a year, a journal's prefix before the klog header),
     else by their lines in one file; lines of two files without times are not ordered. By time,
-    a journal printed newest first (`journalctl -r`) still reads right."""
+    a journal printed newest first (`journalctl -r`) still reads right. Two lines of one file
+    more than half a year apart are ordered by their places: the year their times were given is
+    most likely wrong across a new year (a log without one, Dec 31 then Jan 1)."""
+    in_order = m.file == last.file and m.line > last.line
     if m.ts is not None and last.ts is not None:
-        return _aware(m.ts) > _aware(last.ts)
+        gap = _aware(m.ts) - _aware(last.ts)
+        wrapped = abs(gap) > dt.timedelta(days=183) and m.file == last.file
+        return in_order if wrapped else gap > dt.timedelta(0)
     mine, theirs = _klog_time(m.text), _klog_time(last.text)
     if mine is not None and theirs is not None:
-        return mine > theirs
-    return m.file == last.file and m.line > last.line
+        wrapped = abs(int(mine[:2]) - int(theirs[:2])) > 6 and m.file == last.file
+        return in_order if wrapped else mine > theirs
+    return in_order
 
 
 def _klog_time(text: str) -> str | None:

@@ -251,3 +251,29 @@ def test_an_old_plugins_unknown_error_is_a_lost_gpu(ruleset):
         "gpu-lost-while-choosing-devices",
         "device-unhealthy",
     )
+
+
+# ---- from the forty-eighth set (the workload side) ----------------------------------------------
+def test_a_limit_check_of_a_device_without_a_limit_is_no_failure(ruleset):
+    """HAMi-core compares each device's limit with the cache another job may have written: a
+    device the process has no limit for (0 expected) is its routine check, not a failure."""
+    routine = (
+        "[HAMI-core ERROR (pid:31 thread=140211 multiprocess_memory_limit.c:401)]: Limit "
+        "inconsistency detected for 9th device, 0 expected, get 100\n"
+    )
+    assert "hami-core-failure" not in fired(diagnose_texts(ruleset, {"app.log": routine}))
+    real = routine.replace("9th device, 0 expected", "0th device, 8589934592 expected")
+    assert "hami-core-failure" in fired(diagnose_texts(ruleset, {"app.log": real}))
+
+
+def test_a_refused_gpu_reset_leaves_a_mig_mode_change_pending(ruleset):
+    log = (
+        'time="2025-01-02T10:00:01Z" level=debug msg="At least one mode change pending"\n'
+        'time="2025-01-02T10:00:09Z" level=error msg="\\nResetting GPU 00000000:00:05.0 is not '
+        'supported.\\n"\n'
+    )
+    assert verdict_of(ruleset, {"mig-manager.log": log}) == (
+        "mig-mode-change-needs-reset",
+        "runtime-other",
+        "medium",
+    )

@@ -277,3 +277,37 @@ def test_a_refused_gpu_reset_leaves_a_mig_mode_change_pending(ruleset):
         "runtime-other",
         "medium",
     )
+
+
+# ---- from the fiftieth set (HAMi 2024-2026) -----------------------------------------------------
+def test_a_scheduler_crash_in_the_reporters_words(ruleset):
+    for title in ("vgpu-scheduler-extender concurrent map writes crash", "使用某GPU，调度器崩溃"):
+        primary = diagnose_issue(ruleset, f"# {title}\n\nPods stay Pending.\n").worst.primary
+        assert (primary.rule_id, primary.category) == (
+            "scheduler-crash-described",
+            "scheduling-other",
+        )
+
+
+def test_gos_fatal_error_in_the_extender_is_its_crash(ruleset):
+    """Go's runtime throws ("fatal error: concurrent map writes") end the process like a panic;
+    the stack's first frame the scheduler claims makes it the scheduler's."""
+    log = (
+        "fatal error: concurrent map writes\n\ngoroutine 412 [running]:\n"
+        "github.com/Project-HAMi/HAMi/pkg/scheduler.(*Scheduler).Filter(0xc000123450)\n"
+        "\t/k8s-vgpu/pkg/scheduler/scheduler.go:512 +0x2a5\n"
+    )
+    rule, category, _ = verdict_of(ruleset, {"extender.txt": log})
+    assert (rule, category) == ("scheduler-panicked", "scheduling-other")
+
+
+def test_no_binding_pod_quoted_without_its_node(ruleset):
+    issue = (
+        "# MIG pod rejected\n\nThe pod asks for nvidia.com/mig-1g.10gb and still fails with "
+        "`UnexpectedAdmissionError: no binding pod found`.\n"
+    )
+    primary = diagnose_issue(ruleset, issue).worst.primary
+    assert (primary.rule_id, primary.category) == (
+        "allocate-failed-at-admission",
+        "scheduling-other",
+    )

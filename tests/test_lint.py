@@ -106,6 +106,17 @@ def test_probe_files_lint_clean(tmp_path):
     assert res.stderr == ""
 
 
+def test_a_key_given_twice_is_an_error_at_its_line(tmp_path):
+    """YAML keeps the last of two equal keys: a rule pasted over another's `- id:` line took its
+    texts under the new id. The loader refuses it, at the second key's line."""
+    (tmp_path / "twice.yaml").write_text(
+        "rules:\n  - id: probe-twice\n    title: one\n    title: two\n", encoding="utf-8"
+    )
+    res = runner.invoke(app, ["rules", "lint", "--rules", str(tmp_path)])
+    assert res.exit_code != 0
+    assert "twice.yaml:4: YAML error: key 'title' given twice in one mapping" in res.output
+
+
 def test_builtin_rules_lint_clean():
     """`hami-analyzer rules lint` on the shipped rules exits 0 with no warnings."""
     res = runner.invoke(app, ["rules", "lint"])

@@ -33,9 +33,19 @@ _ID_RE = regex.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 
 class _LineLoader(FastLoader):
-    """The fast safe loader, recording the line of every mapping under LINE_KEY."""
+    """The fast safe loader, recording the line of every mapping under LINE_KEY, and refusing a
+    key given twice in one mapping (YAML keeps the last: a rule pasted over another's `- id:`
+    line became that rule's texts under the new id, silently)."""
 
     def construct_mapping(self, node, deep=False):  # type: ignore[override]
+        seen: set[str] = set()
+        for key, _ in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.value != "<<":
+                if key.value in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key.value!r} given twice in one mapping", key.start_mark
+                    )
+                seen.add(key.value)
         mapping = super().construct_mapping(node, deep=deep)
         mapping[LINE_KEY] = node.start_mark.line + 1
         return mapping

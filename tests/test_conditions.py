@@ -495,6 +495,45 @@ def test_after_with_same_reads_only_the_lines_of_that_value():
     assert tied.evaluate(ctx).state is Tri.TRUE
 
 
+def test_after_finds_the_last_line_once_for_each_value(monkeypatch):
+    """Thousands of stream ends and registrations of one resource (a paste of a loop): the last
+    line of the other signature is found once for that resource, not once for each line (it was
+    quadratic: a 512 KiB issue took minutes)."""
+    import analyzer.rules.conditions as conditions
+
+    def line(sig, n, resource):
+        return Match(sig, "k.log", n, sig, None, {"resource": resource}, (0, 3), "kubelet-log")
+
+    calls = []
+    real = conditions._last
+    monkeypatch.setattr(conditions, "_last", lambda ms: calls.append(len(ms)) or real(ms))
+    eofs = [line("eof", 2 * n, "a") for n in range(2000)]
+    regs = [line("reg", 2 * n + 1, "a") for n in range(2000)] + [line("reg", 9000, "")]
+    ctx = Ctx(found={"eof": eofs, "reg": regs}, scanned=frozenset({"eof", "reg"}))
+    assert SignatureCond("reg", after="eof", same=("resource",)).evaluate(ctx).state is Tri.TRUE
+    assert len(calls) == 2  # one for resource "a", one for the line without a resource
+
+
+def test_a_line_without_the_capture_is_tied_to_any():
+    """The kubelet's older wording puts the resource elsewhere: its stream end still counts."""
+
+    def line(sig, n, caps):
+        return Match(sig, "k.log", n, sig, None, caps, (0, 3), "kubelet-log")
+
+    old_eof = line("eof", 1, {"resource_old": "nvidia.com/gpu"})
+    reg = line("reg", 2, {"resource": "nvidia.com/gpu"})
+    ctx = Ctx(found={"eof": [old_eof], "reg": [reg]}, scanned=frozenset({"eof", "reg"}))
+    assert SignatureCond("reg", after="eof", same=("resource",)).evaluate(ctx).state is Tri.TRUE
+
+
+def test_a_year_the_log_states_orders_lines_far_apart():
+    """Half a year apart with a real year: their times say which is later, not their places."""
+    jul = _line("eof", 1, "eof", dt.datetime(2025, 7, 1, tzinfo=dt.UTC))
+    jan = _line("reg", 2, "reg", dt.datetime(2025, 1, 1, tzinfo=dt.UTC))  # newest first
+    ctx = Ctx(found={"eof": [jul], "reg": [jan]}, scanned=frozenset({"eof", "reg"}))
+    assert SignatureCond("reg", after="eof").evaluate(ctx).state is Tri.FALSE
+
+
 def test_lines_far_apart_in_one_file_are_ordered_by_their_places():
     """Times half a year apart in one file: a year given wrongly across new year (Dec 31, Jan 1)."""
     dec = _line("eof", 1, "eof", dt.datetime(2000, 12, 31, 23, 59, tzinfo=dt.UTC))
@@ -615,6 +654,10 @@ def test_parse_of_a_well_formed_condition_records_nothing(ruleset):
         P(
             {"signature": "sch-node-added", "after": {"signature": "sch-node-added", "when": 1}},
             id="after-unknown-key",
+        ),
+        P(
+            {"signature": "sch-node-added", "after": {"signature": "sch-node-added", "same": []}},
+            id="after-same-empty",
         ),
         P({"frobnicate": 1}, id="no-known-key"),
     ],

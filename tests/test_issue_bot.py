@@ -71,6 +71,14 @@ def test_a_toml_config_pasted_without_a_fence_is_a_block():
     assert "BinaryName" not in issue.prose and "I should create a runtimeclass" in issue.prose
 
 
+def test_an_unfenced_config_may_end_on_a_multi_line_array():
+    issue = parse_issue(
+        '[plugins.cri]\n  a = 1\n[plugins.cri.registry]\n  mirrors = [\n    "x",\n  ]\n\n## Next\n'
+    )
+    assert [body.splitlines()[-1] for _, body in issue.blocks] == ["  ]"]
+    assert "## Next" in issue.prose
+
+
 @pytest.mark.parametrize(
     "prose",
     [

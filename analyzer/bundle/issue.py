@@ -129,14 +129,15 @@ _TOML_KEY = regex.compile(rf"^\s*+{_TOML_NAME}(?:\.{_TOML_NAME})*+\s*+=\s*+\S")
 _TOML_OTHER = regex.compile(
     r"""^\s*+(?:#|\]|"[^"\n]*+",?\s*+$|'[^'\n]*+',?\s*+$|\[\.\.\. ?\.\.\.\]\s*+$|\.{3,}\s*+$|$)"""
 )
+_ARRAY_END = regex.compile(r"^\s*+\]\s*+$")
 _TOML_LINE_MAX = 4096  # a config's lines are short; a longer line is prose
 
 
 def _unfenced_tables(prose_lines: list[str]) -> tuple[list[str], list[str]]:
     """TOML pasted without a fence out of the prose: a run of table headers and keys, with the
     comments, array items and blank lines between them, holding two headers, or one and two
-    keys (a sentence is neither). A run starts and ends on a header or a key: a Markdown
-    heading or a blank line around it stays prose."""
+    keys (a sentence is neither). A run starts on a header or a key and ends on one or on an
+    array's closing `]`: a Markdown heading or a blank line around it stays prose."""
     blocks: list[str] = []
     rest: list[str] = []
     i = 0
@@ -150,6 +151,8 @@ def _unfenced_tables(prose_lines: list[str]) -> tuple[list[str], list[str]]:
                 keys, last = keys + 1, j
             elif last < 0 or not _TOML_OTHER.match(line):
                 break  # a run opens on a header or a key
+            elif _ARRAY_END.match(line):
+                last = j  # ... and may close on a multi-line array's end
             j += 1
         if headers >= 2 or (headers == 1 and keys >= 2):
             blocks.append("\n".join(prose_lines[i : last + 1]))

@@ -36,6 +36,7 @@ import regex
 from analyzer.bundle.text import KLOG_TIME_RE
 from analyzer.catalogue.fields import LINE_KEY
 from analyzer.catalogue.signatures import MATCH_TIMEOUT
+from analyzer.facts.clock import PLACEHOLDER_YEAR
 from analyzer.facts.model import (
     STRENGTHS,
     Evidence,
@@ -357,8 +358,7 @@ class SignatureCond(Cond):
                 )
             ]
         if self.after:
-            others = ctx.matches(self.after)
-            ms = [m for m in ms if _later_than_all(m, others, self.same)]
+            ms = _later_than_all(ms, ctx.matches(self.after), self.same)
         return ms
 
     def evaluate(self, ctx: EvalContext) -> Outcome:
@@ -421,22 +421,44 @@ def _parse_after(raw, captures, signatures, here, problems) -> tuple:
     if not isinstance(sid, str) or sid not in signatures:
         problems.add(here, f"after: needs a known signature id, got {sid!r}")
         return False, ()
-    if isinstance(raw, dict) and set(raw) - {"signature", "same", LINE_KEY}:
-        problems.add(here, f"after: takes signature and same, got {sorted(set(raw) - {LINE_KEY})}")
+    unknown = set(raw) - {"signature", "same", LINE_KEY} if isinstance(raw, dict) else set()
+    if unknown:
+        problems.add(here, f"after: takes signature and same, not {sorted(unknown)}")
         return False, ()
     theirs = signatures[sid].compiled.groupindex
+    if isinstance(raw, dict) and "same" in raw and not same:
+        problems.add(here, "after: same needs at least one capture")
+        return False, ()
     if not isinstance(same, list) or any(c not in captures or c not in theirs for c in same):
         problems.add(here, f"after: same needs captures both signatures make, got {same!r}")
         return False, ()
     return sid, tuple(same)
 
 
-def _later_than_all(m: Match, others: list[Match], same: tuple[str, ...]) -> bool:
-    """Whether line `m` comes after every line of `others` whose `same` captures have its values
-    (and there is one such line): it is later than the last of them."""
-    tied = [o for o in others if all(o.captures.get(c) == m.captures.get(c) for c in same)]
-    last = _last(tied)
-    return last is not None and _later(m, last)
+def _later_than_all(ms: list[Match], others: list[Match], same: tuple[str, ...]) -> list[Match]:
+    """The lines of `ms` later than the last of the `others` whose `same` captures have their
+    values (a line that did not make a capture, as an older wording of the message, is tied to
+    any). The last line is found once for each set of values, not once for each line: a paste
+    of thousands of such pairs took minutes."""
+    if not others:
+        return []
+    if not same:
+        last = _last(others)
+        return [m for m in ms if last is not None and _later(m, last)]
+    lasts: dict[tuple, Match | None] = {}
+    out = []
+    for m in ms:
+        key = tuple(m.captures.get(c) or "" for c in same)
+        if key not in lasts:
+            lasts[key] = _last([o for o in others if _tied(o, key, same)])
+        last = lasts[key]
+        if last is not None and _later(m, last):
+            out.append(m)
+    return out
+
+
+def _tied(o: Match, key: tuple[str, ...], same: tuple[str, ...]) -> bool:
+    return all(not v or not o.captures.get(c) or o.captures.get(c) == v for c, v in zip(same, key))
 
 
 def _last(ms: list[Match]) -> Match | None:
@@ -459,7 +481,9 @@ def _later(m: Match, last: Match) -> bool:
     in_order = m.file == last.file and m.line > last.line
     if m.ts is not None and last.ts is not None:
         gap = _aware(m.ts) - _aware(last.ts)
-        wrapped = abs(gap) > dt.timedelta(days=183) and m.file == last.file
+        # only a year the clock could not tell (its placeholder) may be wrong across new year
+        guessed = PLACEHOLDER_YEAR in (m.ts.year, last.ts.year)
+        wrapped = guessed and abs(gap) > dt.timedelta(days=183) and m.file == last.file
         return in_order if wrapped else gap > dt.timedelta(0)
     mine, theirs = _klog_time(m.text), _klog_time(last.text)
     if mine is not None and theirs is not None:

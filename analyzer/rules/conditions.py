@@ -458,7 +458,10 @@ def _later_than_all(ms: list[Match], others: list[Match], same: tuple[str, ...])
 
 
 def _tied(o: Match, key: tuple[str, ...], same: tuple[str, ...]) -> bool:
-    return all(not v or not o.captures.get(c) or o.captures.get(c) == v for c, v in zip(same, key))
+    """Whether line `o` has the values `key` of the captures `same` (one it did not make, or the
+    key's empty value, ties)."""
+    pairs = zip(same, key, strict=True)
+    return all(not v or not o.captures.get(c) or o.captures.get(c) == v for c, v in pairs)
 
 
 def _last(ms: list[Match]) -> Match | None:

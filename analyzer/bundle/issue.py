@@ -16,6 +16,7 @@ from urllib.parse import quote, unquote
 
 import regex
 
+from analyzer.bundle.text import ELISION_RE
 from analyzer.errors import BundleError
 from analyzer.structured import load_json
 
@@ -126,9 +127,7 @@ _TOML_HEADER = regex.compile(
     rf"^\s*+\[{{1,2}}{_TOML_NAME}(?:\s*+\.\s*+{_TOML_NAME})*+\]{{1,2}}\s*+$"
 )
 _TOML_KEY = regex.compile(rf"^\s*+{_TOML_NAME}(?:\.{_TOML_NAME})*+\s*+=\s*+\S")
-_TOML_OTHER = regex.compile(
-    r"""^\s*+(?:#|\]|"[^"\n]*+",?\s*+$|'[^'\n]*+',?\s*+$|\[\.\.\. ?\.\.\.\]\s*+$|\.{3,}\s*+$|$)"""
-)
+_TOML_OTHER = regex.compile(r"""^\s*+(?:#|\]|"[^"\n]*+",?\s*+$|'[^'\n]*+',?\s*+$|$)""")
 _ARRAY_END = regex.compile(r"^\s*+\]\s*+$")
 _TOML_LINE_MAX = 4096  # a config's lines are short; a longer line is prose
 
@@ -149,7 +148,7 @@ def _unfenced_tables(prose_lines: list[str]) -> tuple[list[str], list[str]]:
                 headers, last = headers + 1, j
             elif _TOML_KEY.match(line):
                 keys, last = keys + 1, j
-            elif last < 0 or not _TOML_OTHER.match(line):
+            elif last < 0 or not (_TOML_OTHER.match(line) or ELISION_RE.match(line)):
                 break  # a run opens on a header or a key
             elif _ARRAY_END.match(line):
                 last = j  # ... and may close on a multi-line array's end

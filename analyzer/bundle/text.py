@@ -23,6 +23,8 @@ KLOG_HEADER_PATTERN = (
     r"(?P<pid>\d+) (?P<src>[^\s\]]+?:\d+)\] ?(?P<msg>.*)$"
 )
 PREFIX_RE = re.compile(LINE_PREFIX_PATTERN)
+# a line a paste puts where it left lines out ("........", "…", "[... ...]", "<snip>", "(...)")
+ELISION_RE = re.compile(r"^\s*(?:\.{3,}|…+|\[\.\.\. ?\.\.\.\]|<snip>|\(\.\.\.\))\s*$")
 KLOG_RE = re.compile(KLOG_HEADER_PATTERN)
 # a klog header's time anywhere near a line's start (after a journal's or a paste's prefix)
 KLOG_TIME_RE = re.compile(

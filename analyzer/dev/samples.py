@@ -22,12 +22,9 @@ def node(text: str, kind: str = "node"):
 
 def pod(text: str, kind: str = "pod"):
     """The first pod of a text, read as `kind` (a workload's: its templates, as its kind says)."""
-    from analyzer.parse.registry import PARSERS
-    from analyzer.structured import Documents
+    from analyzer.parse.registry import parse_artefact
 
-    parsed = PARSERS["pod"].parse(
-        artefact(kind, text, "pod.yaml"), catalogue()[kind], Documents(text)
-    )
+    ((_, parsed),) = parse_artefact(artefact(kind, text, "pod.yaml"), catalogue()[kind], ("pod",))
     return parsed.items[0]
 
 

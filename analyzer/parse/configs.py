@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import Any
 
 from analyzer.bundle.model import Artefact
+from analyzer.bundle.text import ELISION_RE
 from analyzer.structured import Documents, load_prefix
 
 MAX_KEYS = 20_000
@@ -109,7 +110,6 @@ def flatten(obj: Any) -> dict[str, Any]:
 # out ("........", "…", "[... ...]"). Blanked, so lines keep their numbers; a line left out is
 # said in a warning (what it held is not known).
 _PROMPT_RE = re.compile(r"^\s*(?:[$>]|\[[^\]\n]*\][#$]|[\w.-]+@[\w.-]+:[^\s$#]*[$#]) \S")
-_ELISION_RE = re.compile(r"^\s*(?:\.{3,}|…+|\[\.\.\. ?\.\.\.\]|<snip>|\(\.\.\.\))\s*$")
 
 
 def load_toml(text: str) -> tuple[dict[str, Any], list[str], tuple[int, ...], int | None]:
@@ -125,7 +125,7 @@ def load_toml(text: str) -> tuple[dict[str, Any], list[str], tuple[int, ...], in
     import tomllib  # only bundles with a TOML config pay for it
 
     lines = text.split("\n")
-    elided = [n for n, line in enumerate(lines) if _ELISION_RE.match(line)]
+    elided = [n for n, line in enumerate(lines) if ELISION_RE.match(line)]
     for n in elided:
         lines[n] = ""
     lines = ["" if _PROMPT_RE.match(line) else line for line in lines]

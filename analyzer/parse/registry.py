@@ -8,7 +8,7 @@ of its kind is first parsed: a run pays for the kinds its bundle holds (pods and
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from analyzer.bundle.model import Artefact
@@ -85,11 +85,14 @@ PARSERS: dict[str, Parser] = {
 }
 
 
-def parse_artefact(a: Artefact, kind: Kind) -> list[tuple[Parser, Parsed]]:
-    """An artefact read by each parser its kind names, in order; its documents loaded once."""
+def parse_artefact(
+    a: Artefact, kind: Kind, only: Collection[str] | None = None
+) -> list[tuple[Parser, Parsed]]:
+    """An artefact read by each parser its kind names (of `only`, if given), in order; its
+    documents loaded once."""
     documents = Documents(a.text or "")
-    parsers = [PARSERS[name] for name in kind.parsers if name in PARSERS]
-    return [(parser, parser.parse(a, kind, documents)) for parser in parsers]
+    names = [n for n in kind.parsers if n in PARSERS and (only is None or n in only)]
+    return [(PARSERS[n], PARSERS[n].parse(a, kind, documents)) for n in names]
 
 
 def check_parsers(catalogue) -> None:

@@ -384,9 +384,8 @@ def parsed_node_names(sources: list[SourceFile]) -> set[str]:
     """Node names as the analysis itself reads them (so every node it reports gets a token)."""
     from analyzer.bundle.recognise import SMALL_FILE, recognise
     from analyzer.catalogue.kinds import load_catalogue
-    from analyzer.parse.registry import PARSERS
+    from analyzer.parse.registry import parse_artefact
     from analyzer.redact.redactors import builtin_file
-    from analyzer.structured import Documents
 
     files = [BundleFile(s.name, s.path, s.path.stat().st_size, s.mtime) for s in sources]
     files = [f for f in files if f.size <= SMALL_FILE]  # a bigger one is only sniffed, as a log
@@ -399,9 +398,7 @@ def parsed_node_names(sources: list[SourceFile]) -> set[str]:
         kind = catalogue.get(a.kind)
         if kind is None:
             continue
-        documents = Documents(a.text or "")
-        if "node" in kind.parsers:
-            out.update(n.name for n in PARSERS["node"].parse(a, kind, documents).items if n.name)
-        if "pod" in kind.parsers:
-            out.update(p.node for p in PARSERS["pod"].parse(a, kind, documents).items if p.node)
+        for parser, parsed in parse_artefact(a, kind, only=("node", "pod")):
+            attr = "name" if parser.into == "nodes" else "node"  # a node's name, a pod's node
+            out.update(v for item in parsed.items if (v := getattr(item, attr)))
     return out

@@ -442,10 +442,7 @@ def _later_than_all(ms: list[Match], others: list[Match], same: tuple[str, ...])
     of thousands of such pairs took minutes."""
     if not others:
         return []
-    if not same:
-        last = _last(others)
-        return [m for m in ms if last is not None and _later(m, last)]
-    lasts: dict[tuple, Match | None] = {}
+    lasts: dict[tuple, Match | None] = {}  # without `same`, one key: every line is tied
     out = []
     for m in ms:
         key = tuple(m.captures.get(c) or "" for c in same)

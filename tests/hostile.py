@@ -703,6 +703,16 @@ def pasted_line_of_kubectl_words(d: Path) -> Run:
     return Run(["analyze", "--from-issue", str(d / "issue.md")], [d])
 
 
+@bounded(_code(0, 1, 4))
+def pasted_near_log_lines(d: Path) -> Run:
+    """A 2 MiB issue of lines that open like a journal's (`Jan  1 00:00:00 host xxx...`) but hold
+    no colon after the unit: the reader of unfenced log lines must reject each in one pass."""
+    d.mkdir(parents=True)
+    line = "Jan  1 00:00:00 host " + "x" * 4000 + "\n"
+    (d / "issue.md").write_text(line * ((2 << 20) // len(line)))
+    return Run(["analyze", "--from-issue", str(d / "issue.md")], [d])
+
+
 @bounded(_verdict("device-unhealthy"))
 def log_of_blank_lines(d: Path) -> Run:
     """A plugin log whose lines are then 48 MiB of blank ones: recognition's line patterns

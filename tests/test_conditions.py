@@ -434,6 +434,42 @@ def test_equal_needs_every_capture_made_and_agreeing(captures, agree):
     assert state is (Tri.TRUE if agree else Tri.FALSE)
 
 
+@pytest.mark.parametrize(
+    ("reasons", "n_nodes", "tallies"),
+    [
+        P(
+            "1 node unregistered, 1 node(s) had taint {node.kubernetes.io/unreachable: }, "
+            "that the pod didn't tolerate",
+            "2",
+            True,
+            id="every-node-counted",
+        ),
+        # HAMi up to v2.4 gives no reason for a node that did not fit: three nodes uncounted
+        P(
+            "1 node unregisterd, 6 node(s) didn't match Pod's node affinity/selector",
+            "10",
+            False,
+            id="nodes-uncounted",
+        ),
+        P(
+            "1 1/2 CardNotHealth, 1/2 CardTimeSlicingExhausted, 1 NodeInsufficientDevice",
+            "2",
+            True,
+            id="a-share-is-no-count",
+        ),
+        P("3 node unregistered", "N", False, id="redacted-total"),
+        P("", "0", False, id="no-items"),
+    ],
+)
+def test_tally_adds_the_counts_opening_each_item(reasons, n_nodes, tallies):
+    """`tally: {of, equals}` selects a summary whose items' counts account for every node."""
+    captures = {"reasons": reasons, "n_nodes": n_nodes}
+    m = Match("probe", "scheduler.log", 7, "probe line", None, captures, (0, 5), "scheduler-log")
+    ctx = Ctx(found={"probe": [m]}, scanned=frozenset({"probe"}))
+    state = SignatureCond("probe", tally=("reasons", "n_nodes")).evaluate(ctx).state
+    assert state is (Tri.TRUE if tallies else Tri.FALSE)
+
+
 def _line(sig: str, line: int, text: str, ts=None, file: str = "kubelet.log") -> Match:
     return Match(sig, file, line, text, ts, {}, (0, 5), "kubelet-log")
 
@@ -642,6 +678,11 @@ def test_parse_of_a_well_formed_condition_records_nothing(ruleset):
         P({"signature": ["sch-node-added"]}, id="signature-id-list"),
         P({"signature": "sch-node-added", "where": "node"}, id="where-not-a-mapping"),
         P({"signature": "sch-node-added", "equal": 5}, id="equal-not-a-list"),
+        P({"signature": "pod-node-unregistered", "tally": {"of": "n"}}, id="tally-no-equals"),
+        P(
+            {"signature": "pod-node-unregistered", "tally": {"of": "x", "equals": "n_nodes"}},
+            id="tally-unknown-capture",
+        ),
         P({"signature": "sch-node-added", "after": "no-such-sig"}, id="after-unknown"),
         P({"signature": "sch-node-added", "after": ["sch-node-added"]}, id="after-a-list"),
         P(

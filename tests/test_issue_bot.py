@@ -91,6 +91,45 @@ def test_prose_that_looks_a_little_like_toml_stays_prose(prose):
     assert parse_issue(prose).blocks == []
 
 
+_UNFENCED_LOG = """gunicorn workers hang with vgpu
+
+The container prints this:
+[2023-01-04 13:37:05 +0800] [83] [INFO] Starting gunicorn 20.1.0
+predict-DO5THCMQ 10.244.154.140:8080
+[4pdvGPU Msg(85:140143647065664:libvgpu.c:871)]: Initializing...
+[4pdvGPU Msg(116:140143647065664:utils.c:34)]: unified_lock locked, waiting 1 second...
+Any idea why?
+
+E0815 09:06:21.709851  412873 register.go:96] nvml Init err:  ERROR_LIBRARY_NOT_FOUND
+"""
+
+
+def test_log_lines_pasted_without_a_fence_are_a_block():
+    """A paragraph's run of log lines (a continuation line between them comes along) is a block
+    read as the log it is; the sentences before and after it stay prose."""
+    issue = parse_issue(_UNFENCED_LOG)
+    assert [n for n, _ in issue.blocks] == ["issue-block-01.log", "issue-block-02.log"]
+    first = issue.blocks[0][1].splitlines()
+    assert first[0].startswith("[2023-01-04") and first[-1].endswith("waiting 1 second...")
+    assert "predict-DO5THCMQ" in first[1]
+    assert issue.blocks[1][1].startswith("E0815 09:06:21.709851")
+    assert "The container prints this:" in issue.prose and "Any idea why?" in issue.prose
+    assert "unified_lock" not in issue.prose
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "We upgraded on 2024-01-02.\nThen it broke.\nAnd stayed broken.\n",  # a date mid-line
+        "> [4pdvGPU Warn(28:1:util.c:135)]: NVML error\n",  # a quote of an earlier post
+        # one log line among three sentences of a paragraph: less than half
+        "I0815 09:06:21.709851 1 a.go:1] x\nfirst\nsecond\nthird\nI0815 09:06:22.1 1 a.go:2] y\n",
+    ],
+)
+def test_prose_with_a_few_log_like_lines_stays_prose(prose):
+    assert [n for n, _ in parse_issue(prose).blocks if n.endswith(".log")] == []
+
+
 def test_issue_json_payload_and_prose_version(ruleset):
     body = (
         "We run HAMi v2.7.1.\n\n```\nE0815 09:06:21.709851  412873 register.go:96] nvml Init err:  "

@@ -163,6 +163,44 @@ def _unfenced_tables(prose_lines: list[str]) -> tuple[list[str], list[str]]:
     return blocks, rest
 
 
+# a line a log printed, pasted without a fence: a klog header, HAMi-core's prefix, a time first
+# (RFC 3339, Go's log, Python's logging, gunicorn's), logfmt's `time=`, a journal's prefix
+_LOG_LINE = regex.compile(
+    r"^\s{0,3}+(?:[IWEF]\d{4}\s\d{2}:\d{2}:\d{2}\.\d+\s|\[(?:HAMI-core|4pdvGPU)\s\w+\("
+    r"|\[?\d{4}[-/]\d{2}[-/]\d{2}[T\s]\d{2}:\d{2}:\d{2}|time=\"\d{4}-"
+    r"|[A-Z][a-z]{2}\s[\s\d]\d\s\d{2}:\d{2}:\d{2}\s\S++\s[^\s:]++:\s)"
+)
+
+
+def _unfenced_logs(prose_lines: list[str]) -> tuple[list[str], list[str]]:
+    """Log lines pasted without a fence out of the prose: in a paragraph, the lines from its
+    first log line to its last, when log lines are at least half of them (a message's or a
+    stack's continuation lines between them come along; a sentence before or after stays)."""
+    blocks: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(prose_lines):
+        j = i
+        while j < len(prose_lines) and prose_lines[j].strip():
+            j += 1
+        logs = [
+            k
+            for k in range(i, j)
+            if len(prose_lines[k]) <= _TOML_LINE_MAX and _LOG_LINE.match(prose_lines[k])
+        ]
+        if logs and 2 * len(logs) >= logs[-1] - logs[0] + 1:
+            first, last = logs[0], logs[-1]
+            blocks.append("\n".join(prose_lines[first : last + 1]))
+            rest.extend(
+                prose_lines[i:first] + [""] * (last + 1 - first) + prose_lines[last + 1 : j]
+            )
+        else:
+            rest.extend(prose_lines[i:j])
+        rest.extend(prose_lines[j : j + 1])  # the blank line ending the paragraph
+        i = j + 1
+    return blocks, rest
+
+
 def parse_issue(text: str, label: str = "issue") -> IssueText:
     """The blocks (named `LABEL-block-NN.EXT`, in order) and the prose of one post."""
     if len(text.encode("utf-8", errors="replace")) > MAX_ISSUE_BYTES:
@@ -173,6 +211,7 @@ def parse_issue(text: str, label: str = "issue") -> IssueText:
     # before the indented blocks: a config's nested tables are indented, and would be cut out
     tables, prose_lines = _unfenced_tables(prose_lines)
     indented, prose_lines = _indented(prose_lines)
+    logs, prose_lines = _unfenced_logs(prose_lines)
     n = 0
     for lang, body in fenced:
         n += 1
@@ -183,6 +222,9 @@ def parse_issue(text: str, label: str = "issue") -> IssueText:
     for body in tables:
         n += 1
         out.blocks.append((f"{label}-block-{n:02d}.toml", body))
+    for body in logs:
+        n += 1
+        out.blocks.append((f"{label}-block-{n:02d}.log", body))
     prose = _TAG_RE.sub("", "\n".join(prose_lines))
     out.prose = html.unescape(prose)
     return out

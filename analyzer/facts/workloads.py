@@ -41,8 +41,10 @@ class DaemonSetSeen:
 def daemonsets(log: ParsedLog) -> list[DaemonSetSeen]:
     """Device-plugin DaemonSets a `get ds` table or a `describe daemonset` shows."""
     out: list[DaemonSetSeen] = []
-    if not _mentions(log, ["DESIRED", "Desired Number of Nodes Scheduled"]):
-        return out  # neither a table's header nor describe's line: no row to read
+    if not _mentions(
+        log, ["DESIRED", "Desired Number of Nodes Scheduled", "get ds", "get daemonset"]
+    ):
+        return out  # no table's header, describe's line or command: no row to read
     file = log.artefact.file.name
     in_table = False
     name: str | None = None
@@ -51,6 +53,10 @@ def daemonsets(log: ParsedLog) -> list[DaemonSetSeen]:
         text = (text or "").rstrip()
         if _DS_HEADER_RE.match(text):
             in_table = True
+            continue
+        # `kubectl get ds ... | grep nvidia`: the filter took the header out, the rows follow
+        if len(text) < COMMAND_CHARS and "get" in text and (m := _GET_RE.search(text)):
+            in_table = m["res"].lower().startswith(("ds", "daemonset")) and "|" in m["args"]
             continue
         if in_table:
             m = _DS_ROW_RE.match(text)
@@ -111,6 +117,11 @@ def produce(logs: list[ParsedLog], facts: FactSet) -> None:
     >>> fs = FactSet(); produce([parsed("$ kubectl get ds -n gpu\\nNAME  DESIRED  CURRENT  READY  UP-TO-DATE  AVAILABLE  NODE SELECTOR  AGE\\nnvdp-nvidia-device-plugin  0  0  0  0  0  <none>  3m\\n")], fs)
     >>> fs.value("device_plugin_ds.desired"), fs.value("device_plugin_ds.name"), str(fs.where("device_plugin_ds.desired"))
     (0, 'nvdp-nvidia-device-plugin', 'sample.txt:3')
+    >>> grep = "$ kubectl get ds -A -o wide | grep nvid\\nnvidia-device-plugin   nvdp-nvidia-device-plugin   0   0   0   0   0   <none>   4m20s   ctr\\n"
+    >>> fs = FactSet(); produce([parsed(grep)], fs); fs.value("device_plugin_ds.desired"), fs.value("device_plugin_ds.node_selector")
+    (0, '<none>')
+    >>> fs = FactSet(); produce([parsed("$ kubectl get ds -A\\nnvdp-nvidia-device-plugin  0  0  0  0  0  <none>  3m\\n")], fs)
+    >>> fs.value("device_plugin_ds.desired")
     >>> fs = FactSet(); produce([parsed("Name:           hami-device-plugin\\nSelector:       app=x\\nNode-Selector:  gpu=on\\nDesired Number of Nodes Scheduled: 0\\n")], fs)
     >>> fs.value("device_plugin_ds.desired"), fs.value("device_plugin_ds.node_selector")
     (0, 'gpu=on')

@@ -11,7 +11,10 @@ did not match counts as absent only when the bundle holds a log where it would h
     signature: ID        where: {capture: regex}, count_ge: N (default 1), count_le: N,
                          in: [kind, ...] (only lines found in artefacts of these kinds),
                          equal: [capture, capture, ...] (only lines where these captures were
-                         all made and agree), after: ID or {signature: ID, same: [capture, ...]}
+                         all made and agree), tally: {of: capture, equals: capture} (only
+                         lines where the numbers opening the comma-separated items of `of` add
+                         up to `equals`: "0/4 nodes are available: 1 ..., 3 ..." accounts for
+                         every node), after: ID or {signature: ID, same: [capture, ...]}
                          (only lines later than the last line of signature ID, of those whose
                          `same` captures have this line's values: by their times, else by the
                          klog times they hold, else by their place in one file)
@@ -225,6 +228,7 @@ class SignatureCond(Cond):
     equal: tuple[str, ...] = ()  # only lines where these captures were made and have one value
     after: str | None = None  # only lines later than the last line of this signature
     same: tuple[str, ...] = ()  # ... of its lines whose these captures have this line's values
+    tally: tuple[str, str] | None = None  # (of, equals): the counts `of` lists add up to `equals`
     HEAD: ClassVar[str] = "signature"
     KEYS: ClassVar[tuple[str, ...]] = (
         "signature",
@@ -233,6 +237,7 @@ class SignatureCond(Cond):
         "count_le",
         "in",
         "equal",
+        "tally",
         "after",
     )
 
@@ -266,10 +271,11 @@ class SignatureCond(Cond):
             problems.add(here, f"in: needs a list of artefact kinds, got {kinds!r}")
             return None
         equal = _parse_equal(raw.get("equal") or [], sid, captures, here, problems)
+        tally = _parse_tally(raw.get("tally"), sid, captures, here, problems)
         after, same = _parse_after(raw.get("after"), captures, signatures, here, problems)
         if after is False:
             return None
-        if where is None or equal is None:
+        if where is None or equal is None or tally is False:
             return None
         return cls(
             sid,
@@ -281,6 +287,7 @@ class SignatureCond(Cond):
             equal,
             after,
             same,
+            tally or None,
         )
 
     @classmethod
@@ -300,6 +307,13 @@ class SignatureCond(Cond):
                     "items": _STR,
                     "minItems": 2,
                     "description": "captures that must agree",
+                },
+                "tally": {
+                    "type": "object",
+                    "required": ["of", "equals"],
+                    "additionalProperties": False,
+                    "properties": {"of": _STR, "equals": _STR},
+                    "description": "the counts opening the items of `of` add up to `equals`",
                 },
                 "after": {
                     "description": "only lines later than this signature's last",
@@ -330,6 +344,8 @@ class SignatureCond(Cond):
             extra.append(f"in {', '.join(sorted(self.kinds))}")
         if self.equal:
             extra.append(" = ".join(self.equal))
+        if self.tally:
+            extra.append(f"the counts {self.tally[0]} lists add up to {self.tally[1]}")
         if self.after:
             tied = f" with the same {', '.join(self.same)}" if self.same else ""
             extra.append(f"after the last {self.after}{tied}")
@@ -348,6 +364,9 @@ class SignatureCond(Cond):
             ms = [m for m in ms if ctx.kind_matches(m.kind, self.kinds)]
         if self.equal:  # a capture the line did not make agrees with nothing
             ms = [m for m in ms if _agree([m.captures.get(c) for c in self.equal])]
+        if self.tally:
+            of, total = self.tally
+            ms = [m for m in ms if _tallies(m.captures.get(of), m.captures.get(total))]
         if self.where:
             ms = [
                 m
@@ -365,7 +384,7 @@ class SignatureCond(Cond):
         ms = self.selected(ctx)
         count = len(ms)
         if not (
-            self.where or self.kinds or self.equal or self.after
+            self.where or self.kinds or self.equal or self.tally or self.after
         ):  # big logs keep samples; the scan counted all
             count = max(count, ctx.count(self.signature))
         ok = count >= self.count_ge and (self.count_le is None or count <= self.count_le)
@@ -506,6 +525,40 @@ def _agree(values: list) -> bool:
     """Captured values that are all there and all the same (two absent captures are not equal:
     a line of the signature's other form, holding neither count, claimed `0/N: N unregistered`)."""
     return all(v not in (None, "") for v in values) and len(set(values)) == 1
+
+
+_ITEM_COUNT = regex.compile(r"(?:^|,)\s*(\d+)\s")  # a count opening an item of a list
+
+
+def _tallies(items: str | None, total: str | None) -> bool:
+    """Whether the counts opening the comma-separated items of `items` add up to `total`
+    (kube-scheduler's "1 node(s) had untolerated taint {...}, 3 node unregistered": an item's
+    own commas open no count, and "1/2 CardNotHealth" is a share, not a count).
+
+    >>> _tallies("1 node(s) had taint {a: }, that the pod didn't tolerate, 3 node unregistered", "4")
+    True
+    >>> _tallies("1 node unregisterd, 6 node(s) didn't match Pod's node affinity/selector", "10")
+    False
+    >>> _tallies("1 1/2 CardNotHealth, 1/2 CardTimeSlicingExhausted, 1 NodeInsufficientDevice", "2")
+    True
+    """
+    if not items or not total or not total.isdigit():
+        return False
+    return sum(int(n) for n in _ITEM_COUNT.findall(items[:4096])) == int(total)
+
+
+def _parse_tally(raw, sid, captures, here, problems) -> tuple[str, str] | bool | None:
+    """`tally: {of, equals}` as (of, equals); None when absent, False when malformed."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) - {LINE_KEY} != {"of", "equals"}:
+        problems.add(here, f"tally: needs {{of: capture, equals: capture}}, got {raw!r}")
+        return False
+    pair = (str(raw["of"]), str(raw["equals"]))
+    for cap in pair:
+        if cap not in captures:
+            problems.add(here, f"signature {sid} has no capture {cap!r} (in tally:)")
+    return pair
 
 
 def _parse_equal(equal, sid, captures, here, problems) -> tuple[str, ...] | None:

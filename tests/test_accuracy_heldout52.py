@@ -1,0 +1,147 @@
+"""Fifty-second to fifty-fifth measurements (issue 25, session 43): four sets of unseen real cases
+(HAMi and its 4paradigm predecessor in 2022-23, clusters other than kubeadm, NVIDIA's plugin in
+2018-21, pods that do not schedule) and the classes they left. Each class is checked on made-up
+inputs (none copied from a real case): a scheduling summary whose counts leave no registered node,
+log lines pasted without a fence, a reporter's Chinese word order, a `kubectl get ds` filtered by
+grep, Volcano's older filter wording, a quoted vectorAdd failure, and a container that loses its
+GPU days after it started."""
+
+from __future__ import annotations
+
+from conftest import diagnose_issue, fired, verdict_of
+
+
+def _primary(ruleset, issue: str) -> tuple[str | None, str, str]:
+    p = diagnose_issue(ruleset, issue).worst.primary
+    return p.rule_id, p.category, p.confidence
+
+
+# ---- a summary whose counts leave no registered node -------------------------------------------
+FAILED = (
+    "Events:\n"
+    "  Warning  FailedScheduling  30s  hami-scheduler  0/{total} nodes are available: {reasons}. "
+    "preemption: 0/{total} nodes are available: {total} Preemption is not helpful for scheduling.\n"
+    "  Warning  FilteringFailed   31s  hami-scheduler  no available node, 1 nodes do not meet\n"
+)
+
+
+def test_every_node_counted_and_the_extenders_all_unregistered(ruleset):
+    """kube-scheduler's own filters rejected the other nodes (a taint's key holds dots): the
+    extender was asked only about unregistered nodes, so no registered GPU node was too small."""
+    for total, reasons in (
+        (
+            "3",
+            "1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, "
+            "2 node unregistered",
+        ),
+        (
+            "2",
+            "1 node unregistered, 1 node(s) had taint {node.kubernetes.io/unreachable: }, "
+            "that the pod didn't tolerate",
+        ),
+    ):
+        text = FAILED.format(total=total, reasons=reasons)
+        rule, category, confidence = verdict_of(ruleset, {"describe.txt": text})
+        assert (rule, category, confidence) == (
+            "evaluated-nodes-unregistered",
+            "scheduler-not-seeing-node",
+            "low",
+        )
+        found = fired(diagnose_issue(ruleset, f"# pod pending\n\n```\n{text}```\n"))
+        assert "filtering-failed-registration-ok" in found  # shown as a consequence
+
+
+def test_nodes_left_uncounted_keep_the_reading_of_a_request_too_big(ruleset):
+    """HAMi up to v2.4 gives no reason for a registered node that did not fit: the counts fall
+    short of the total, and that node is the one that did not fit."""
+    text = FAILED.format(
+        total="5",
+        reasons="1 node unregistered, 2 node(s) didn't match Pod's node affinity/selector",
+    )
+    assert "evaluated-nodes-unregistered" not in fired(
+        diagnose_issue(ruleset, f"# pod pending\n\n```\n{text}```\n")
+    )
+
+
+def test_a_described_plugin_crash_explains_the_unregistered_nodes(ruleset):
+    issue = (
+        "# device plugin keeps crashing\n\nThe hami-device-plugin pod crashes in a loop.\n\n```\n"
+        + FAILED.format(
+            total="2",
+            reasons="1 node unregistered, 1 node(s) had untolerated taint "
+            "{node-role.kubernetes.io/control-plane: }",
+        )
+        + "```\n"
+    )
+    assert _primary(ruleset, issue)[:2] == ("plugin-crash-described", "plugin-crash-nvml")
+
+
+# ---- log lines pasted without a fence ---------------------------------------------------------
+def test_unfenced_hami_core_lines_are_read_as_the_log_they_are(ruleset):
+    """Processes waiting on a lock held for good, pasted as lines of prose (a sentence before and
+    after them): the lines are the workload's log, the sentences stay the reporter's."""
+    issue = (
+        "# workers hang\n\nThe pod prints:\n"
+        "[HAMI-core Msg(41:139755:libvgpu.c:836)]: Initializing.....\n"
+        "[HAMI-core Msg(57:139755:utils.c:34)]: unified_lock locked, waiting 1 second...\n"
+        "[HAMI-core Msg(41:139755:utils.c:34)]: unified_lock locked, waiting 1 second...\n"
+        "[HAMI-core Msg(63:139755:utils.c:34)]: unified_lock locked, waiting 1 second...\n"
+        "and then nothing more.\n"
+    )
+    assert "hami-core-failure" in fired(diagnose_issue(ruleset, issue))
+
+
+# ---- the reporter's own words -----------------------------------------------------------------
+def test_gpumem_missing_from_the_node_in_chinese_word_order_is_normal(ruleset):
+    """The negation before the resource (没有上报 X), and the node's count only in a sentence."""
+    issue = (
+        "# 节点没有上报 nvidia.com/gpumem\n\n"
+        "describe node 只有 nvidia.com/gpu：20 ，并没有 nvidia.com/gpumem 和 nvidia.com/gpucores\n"
+    )
+    assert _primary(ruleset, issue)[1] == "healthy"
+    assert _primary(ruleset, "# 节点没有上报 nvidia.com/gpumem\n")[1] == "inconclusive"
+
+
+def test_a_plugin_that_did_not_come_up_in_chinese(ruleset):
+    issue = "# 部署后 hami-device-plugin 没有跑起来\n\n请问是什么原因？\n"
+    assert _primary(ruleset, issue)[:2] == ("plugin-pod-missing-described", "no-device-plugin-pod")
+
+
+def test_a_container_that_loses_its_gpu_after_days(ruleset):
+    issue = (
+        "# Training pods lose access to the GPU after a few days\n\nnvidia-smi in the pod then "
+        "fails; deleting the pod makes it work again.\n"
+    )
+    assert _primary(ruleset, issue) == ("container-loses-gpu-described", "runtime-other", "low")
+    never = "# Pod cannot access the GPU\n\nnvidia-smi fails in the pod from the start.\n"
+    assert "container-loses-gpu-described" not in fired(diagnose_issue(ruleset, never))
+
+
+# ---- tables and wordings ----------------------------------------------------------------------
+def test_a_daemonset_row_kept_by_grep_without_its_header(ruleset):
+    """`kubectl get ds -A | grep nvidia` drops the header; the command says what the row is."""
+    issue = (
+        "# plugin pods never appear\n\n```\n$ kubectl get ds -A | grep nvidia\n"
+        "gpu-ops   acme-nvidia-device-plugin   0   0   0   0   0   <none>   12m\n```\n"
+    )
+    assert _primary(ruleset, issue)[:2] == (
+        "device-plugin-daemonset-schedules-nowhere",
+        "no-device-plugin-pod",
+    )
+
+
+def test_volcanos_older_filter_wording(ruleset):
+    log = (
+        "E0307 11:02:03.000101       1 device_info.go:187] deviceSharing err= not enough gpu "
+        "fitted on this node\n"
+    )
+    rule, category, _ = verdict_of(ruleset, {"volcano-scheduler.log": log})
+    assert category == "resource-insufficient" and rule is not None
+
+
+def test_a_vectoradd_failure_quoted_without_device(ruleset):
+    issue = (
+        "# validator fails\n\n```\ncuda-validation Failed to allocate vector A (error code "
+        "initialization error)!\n```\n"
+    )
+    assert _primary(ruleset, issue)[1] == "runtime-other"

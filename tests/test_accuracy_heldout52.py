@@ -145,3 +145,60 @@ def test_a_vectoradd_failure_quoted_without_device(ruleset):
         "initialization error)!\n```\n"
     )
     assert _primary(ruleset, issue)[1] == "runtime-other"
+
+
+# ---- the second round of sets (gpu-operator's driver, HAMi in Chinese, upstream, sharing) -------
+def test_a_describe_with_lines_left_out_proves_no_absence(ruleset):
+    """`kubectl describe node` cut by hand (`...` in Labels and Capacity): the labels and
+    resources it does not show are unknown, not missing."""
+    describe = (
+        "Name:               gpu-a.example.internal\nRoles:              <none>\n"
+        "Labels:             beta.kubernetes.io/arch=amd64\n                    ...\n"
+        "                    nvidia.com/gpu.replicas=1\n                    ...\n"
+        "Capacity:\n  ...\n  cpu:  64\n"
+    )
+    found = fired(diagnose_issue(ruleset, f"# replicas label wrong\n\n```\n{describe}```\n"))
+    assert not found & {"no-gpu-label", "gpu-resource-absent-from-capacity"}
+    whole = describe.replace("                    ...\n", "").replace("  ...\n", "")
+    assert "no-gpu-label" in fired(diagnose_issue(ruleset, f"# x\n\n```\n{whole}```\n"))
+
+
+def test_another_vendors_accelerator_is_a_gpu_resource(ruleset):
+    describe = (
+        "Name:  npu-1\nCapacity:\n  cpu:  192\n  huawei.com/Ascend910B4-1:  32\n"
+        "Allocatable:\n  cpu:  192\n  huawei.com/Ascend910B4-1:  32\n"
+    )
+    assert "gpu-resource-absent-from-capacity" not in fired(
+        diagnose_issue(ruleset, f"# fifth pod\n\n```\n{describe}```\n")
+    )
+
+
+def test_a_shared_gpu_asked_twice_is_refused_by_design(ruleset):
+    for quoted in (
+        "request for 'nvidia.com/gpu: 2' too large: maximum request size for shared resources is 1",
+        "invalid request: maximum request size for shared resources is 1; found 4",
+    ):
+        issue = f"# pod rejected\n\nThe kubelet says: {quoted}, which is unexpected\n"
+        assert _primary(ruleset, issue)[:2] == ("shared-gpu-request-above-one", "scheduling-other")
+
+
+def test_the_operators_driver_pod_failing_is_the_cause_of_the_operands_waiting(ruleset):
+    pods = (
+        "NAME                                   READY   STATUS             RESTARTS   AGE\n"
+        "nvidia-driver-daemonset-x7k2p          0/1     CrashLoopBackOff   41         3h\n"
+        "nvidia-device-plugin-daemonset-9q2lm   0/1     Init:0/1           0          3h\n"
+    )
+    assert verdict_of(ruleset, {"pods.txt": pods})[:2] == (
+        "gpu-operator-driver-pod-failing",
+        "runtime-other",
+    )
+    issue = (
+        '# driver pod never starts\n\n`Failed to pull image "nvcr.io/nvidia/driver:550.90.07-'
+        'debian12"` in the nvidia-driver-daemonset pod\n'
+    )
+    assert _primary(ruleset, issue)[:2] == ("gpu-operator-driver-pod-failing", "runtime-other")
+
+
+def test_a_summary_quoted_without_are(ruleset):
+    issue = "# pending\n\nThe scheduler says `0/4 nodes available: 1 NodeUnfitPod, 3 node unregistered`\n"
+    assert _primary(ruleset, issue)[1] == "scheduling-other"

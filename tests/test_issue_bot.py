@@ -117,6 +117,17 @@ def test_log_lines_pasted_without_a_fence_are_a_block():
     assert "unified_lock" not in issue.prose
 
 
+def test_the_command_before_unfenced_log_lines_comes_along():
+    """The shell command that printed the lines is read with them (a command whose output stops
+    at HAMi-core's banner); a title just above log lines is no command and stays prose."""
+    issue = parse_issue(
+        "user@box:/srv# nvidia-smi\n[HAMI-core Msg(44:1:libvgpu.c:838)]: Initializing.....\n"
+    )
+    assert [b.splitlines()[0] for _, b in issue.blocks] == ["user@box:/srv# nvidia-smi"]
+    titled = parse_issue("# plugin fails\nE0815 09:06:21.709851 1 a.go:1] boom\n")
+    assert "# plugin fails" in titled.prose and titled.blocks[0][1].startswith("E0815")
+
+
 @pytest.mark.parametrize(
     "prose",
     [

@@ -172,10 +172,18 @@ _LOG_LINE = regex.compile(
 )
 
 
+# the command whose output the log lines are (`user@host:~# nvidia-smi`, `$ python x.py`; not a
+# bare `#`, which opens a Markdown heading)
+_COMMAND_LINE = regex.compile(
+    r"^\s{0,3}+(?:[\w.-]++@[\w.:~/-]*+[$#]|\[[\w.-]++@[\w.-]++(?:\s[^\]\n]*+)?\][$#]|\$)\s*+\S"
+)
+
+
 def _unfenced_logs(prose_lines: list[str]) -> tuple[list[str], list[str]]:
     """Log lines pasted without a fence out of the prose: in a paragraph, the lines from its
     first log line to its last, when log lines are at least half of them (a message's or a
-    stack's continuation lines between them come along; a sentence before or after stays)."""
+    stack's continuation lines between them come along, and the shell command just before them
+    that printed them; a sentence before or after stays)."""
     blocks: list[str] = []
     rest: list[str] = []
     i = 0
@@ -190,6 +198,9 @@ def _unfenced_logs(prose_lines: list[str]) -> tuple[list[str], list[str]]:
         ]
         if logs and 2 * len(logs) >= logs[-1] - logs[0] + 1:
             first, last = logs[0], logs[-1]
+            command = prose_lines[first - 1] if first > i else ""
+            if len(command) <= _TOML_LINE_MAX and _COMMAND_LINE.match(command):
+                first -= 1
             blocks.append("\n".join(prose_lines[first : last + 1]))
             rest.extend(
                 prose_lines[i:first] + [""] * (last + 1 - first) + prose_lines[last + 1 : j]

@@ -125,6 +125,7 @@ def _merge_fragments(nodes: list[NodeFacts]) -> list[NodeFacts]:
     merged = replace(
         first,
         sections=sections,
+        partial=first.partial - sections,
         annotations=annotations,
         elided=elided,
         line_of=line_of,

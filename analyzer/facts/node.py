@@ -27,15 +27,22 @@ _SECTION_PATHS = {
 }
 
 
-GPU_RESOURCE_RE = re.compile(r"gpu|/mig-", re.I)
+# GPUs and the accelerators HAMi shares beside them: Ascend NPUs (huawei.com/Ascend910B4-1),
+# Hygon DCUs (hygon.com/dcunum), Cambricon MLUs, Enflame GCUs, Kunlunxin XPUs, AWS Neuron
+GPU_RESOURCE_RE = re.compile(
+    r"gpu|/mig-|huawei\.com/ascend|/(?:v?npu|dcu\w*|v?mlu\w*|v?gcu\w*|v?xpu\w*)$|neuron", re.I
+)
 
 
 def gpu_resources(resources: dict[str, str]) -> list[str]:
     """The GPU-like extended resources a node lists (nvidia.com/gpu, MIG profiles, the legacy
-    alpha.kubernetes.io/nvidia-gpu, other vendors'); cpu, memory and pods are not.
+    alpha.kubernetes.io/nvidia-gpu, other vendors' GPUs and accelerators); cpu, memory, pods
+    and hugepages are not.
 
     >>> gpu_resources({"cpu": "8", "nvidia.com/gpu": "8", "alpha.kubernetes.io/nvidia-gpu": "0"})
     ['alpha.kubernetes.io/nvidia-gpu', 'nvidia.com/gpu']
+    >>> gpu_resources({"huawei.com/Ascend910B4-1": "32", "hygon.com/dcunum": "4", "hugepages-2Mi": "0"})
+    ['huawei.com/Ascend910B4-1', 'hygon.com/dcunum']
     """
     return sorted(r for r in resources if GPU_RESOURCE_RE.search(r))
 
@@ -87,16 +94,18 @@ def produce(node: NodeFacts | None, facts: FactSet, name: str | None = None) -> 
     facts.put("node.form", node.form, at())
     for section in node.sections:
         facts.mark_known(*_SECTION_PATHS.get(section, ()))
-    if "labels" in node.sections:
+    shown = node.sections | node.partial  # a partial section's values are read, its gaps unknown
+    if "labels" in shown:
         for k, v in node.labels.items():
             facts.put(f"node.labels.{k}", v, at(f"label.{k}"))
         for k, managers in node.label_managers.items():
             facts.put(
                 f"node.label_managers.{k}", ", ".join(sorted(set(managers))), at(f"label.{k}")
             )
-    if "annotations" in node.sections:
+    if "annotations" in shown:
         for k, v in node.annotations.items():
             facts.put(f"node.annotations.{k}", v, at(k))
+    if "annotations" in node.sections:
         keys = sorted(k for k in node.annotations if k.startswith(("hami.io/", "4pd.io/")))
         facts.put("node.hami_annotation_keys", keys, at())
     if "taints" in node.sections:
@@ -123,12 +132,14 @@ def produce(node: NodeFacts | None, facts: FactSet, name: str | None = None) -> 
             "node.ready", (ready[0].get("status") == "True") if ready else None, at("conditions")
         )
     for section, values in (("allocatable", node.allocatable), ("capacity", node.capacity)):
-        if section not in node.sections:
+        if section not in shown:
             continue
         for res, v in values.items():
             facts.put(f"node.{section}.{res}", v, at(f"{section}.{res}"))
+        if section in node.partial and "nvidia.com/gpu" not in values:
+            continue  # the lines left out may list it
         facts.put(f"node.{section}.gpu", gpu_count(values), at(f"{section}.nvidia.com/gpu"))
-        if section == "capacity":
+        if section == "capacity" and section in node.sections:
             facts.put("node.capacity_gpu_resources", gpu_resources(values), at(section_key(values)))
     if {"allocatable", "capacity"} <= node.sections:
         total, healthy = gpu_count(node.capacity), gpu_count(node.allocatable)

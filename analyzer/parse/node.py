@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 from analyzer.bundle.model import Artefact
+from analyzer.bundle.text import ELISION_RE
 from analyzer.parse import shape
 from analyzer.parse.shape import conform
 from analyzer.structured import Documents
@@ -59,6 +60,9 @@ class NodeFacts:
     first_line: int
     form: str  # yaml | describe | fragment
     sections: frozenset[str] = NODE_SECTIONS  # what the paste showed; others are unknown
+    # sections shown in part (describe's `...` where lines were left out): what they list is
+    # read, what they do not is unknown
+    partial: frozenset[str] = frozenset()
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
     elided: set[str] = field(default_factory=set)  # annotation values cut by kubectl describe
@@ -391,10 +395,16 @@ def _parse_describe(artefact: Artefact) -> NodeFacts:
     text = artefact.text or ""
     n = NodeFacts(None, artefact.file.name, artefact.first_line, "describe", frozenset())
     seen: set[str] = set()
+    cut: set[str] = set()  # sections a mark of lines left out is in
     section = None
     last_key: str | None = None
     for i, raw in enumerate(text.split("\n")):
         lineno = artefact.first_line + i
+        if ELISION_RE.match(raw):
+            if section in _DESCRIBE_SECTIONS:
+                cut.add(_DESCRIBE_SECTIONS[section])
+            last_key = None
+            continue
         m = _SECTION_RE.match(raw) or _INDENTED_SECTION_RE.match(raw)
         if m:  # a top-level section, or an indented Capacity/Allocatable block
             section, rest = m.group(1), m.group(2).strip()
@@ -431,7 +441,8 @@ def _parse_describe(artefact: Artefact) -> NodeFacts:
     for k, v in n.annotations.items():
         if v.endswith(("...", "…")):
             n.elided.add(k)
-    n.sections = _uncut(n, frozenset(seen))
+    n.partial = frozenset(seen & cut)
+    n.sections = _uncut(n, frozenset(seen - cut))
     return n
 
 

@@ -704,6 +704,22 @@ def pasted_line_of_kubectl_words(d: Path) -> Run:
 
 
 @bounded(_code(0, 1, 4))
+def scheduling_summary_of_digits(d: Path) -> Run:
+    """A scheduler log whose summaries hold a 6,000-digit run before "1 node unregistered" (a
+    lazy run before a count retried it from every digit: 140 s for 6 MB, 56 s for these 2.4 MB), and one whose node
+    count has 5,000 digits (int() refuses more than 4,300: an internal error)."""
+    d.mkdir(parents=True)
+    head = 'I0101 00:00:00.000000       1 schedule_one.go:1] "Unable to schedule pod" err="0/'
+    lines = [head + "3 nodes are available: " + "7" * 6000 + 'x, 1 node unregistered."']
+    lines *= 400
+    lines.append(
+        head + "9" * 5000 + ' nodes are available: 1 node unregistered, 2 Insufficient cpu."'
+    )
+    (d / "scheduler.log").write_text("\n".join(lines) + "\n")
+    return Run(["analyze", str(d), "--format", "json"], [d])
+
+
+@bounded(_code(0, 1, 4))
 def pasted_near_log_lines(d: Path) -> Run:
     """A 2 MiB issue of lines that open like a journal's (`Jan  1 00:00:00 host xxx...`) but hold
     no colon after the unit: the reader of unfenced log lines must reject each in one pass."""

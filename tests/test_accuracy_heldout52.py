@@ -8,7 +8,7 @@ GPU days after it started."""
 
 from __future__ import annotations
 
-from conftest import diagnose_issue, fired, verdict_of
+from conftest import diagnose_issue, diagnose_texts, fired, verdict_of
 
 
 def _primary(ruleset, issue: str) -> tuple[str | None, str, str]:
@@ -202,3 +202,105 @@ def test_the_operators_driver_pod_failing_is_the_cause_of_the_operands_waiting(r
 def test_a_summary_quoted_without_are(ruleset):
     issue = "# pending\n\nThe scheduler says `0/4 nodes available: 1 NodeUnfitPod, 3 node unregistered`\n"
     assert _primary(ruleset, issue)[1] == "scheduling-other"
+
+
+# ---- the review's cases ------------------------------------------------------------------------
+def test_a_later_summary_with_a_registered_node_keeps_the_request_reading(ruleset):
+    """An older summary counted only unregistered nodes; a later one shows a registered node that
+    did not fit: the registration is fine now, and the request is what does not fit."""
+    text = (
+        "Events:\n"
+        "  Warning  FailedScheduling  30m  hami-scheduler  0/2 nodes are available: 1 node "
+        "unregistered, 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }.\n"
+        "  Warning  FailedScheduling  2m   hami-scheduler  0/2 nodes are available: 1 NodeUnfitPod, "
+        "1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }.\n"
+        "  Warning  FilteringFailed   2m   hami-scheduler  no available node, 1 nodes do not meet\n"
+    )
+    assert "evaluated-nodes-unregistered" not in fired(diagnose_texts(ruleset, {"d.txt": text}))
+
+
+def test_reasons_a_node_counts_twice_or_of_hamis_own_keep_their_reading(ruleset):
+    """kube-scheduler counts reasons, not nodes (one node short of CPU and memory is counted
+    twice), and a reason of HAMi's other than "node unregistered" is a registered node."""
+    for reasons in (
+        "1 Insufficient cpu, 1 Insufficient memory, 1 node unregistered",
+        "1 Device type not found, 1 node unregistered, 1 node(s) had untolerated taint {a: }",
+    ):
+        text = FAILED.format(total="3", reasons=reasons)
+        assert "evaluated-nodes-unregistered" not in fired(diagnose_texts(ruleset, {"d.txt": text}))
+
+
+def test_the_operators_plugin_behind_its_deploy_label_is_not_the_plugin_that_runs_nowhere(ruleset):
+    issue = (
+        "# pods pending\n\n```\n$ kubectl get ds -A -o wide | grep nvidia\n"
+        "gpu-operator   nvidia-device-plugin-daemonset   0   0   0   0   0   "
+        "nvidia.com/gpu.deploy.device-plugin=true   9d\n```\n"
+    )
+    assert "device-plugin-daemonset-schedules-nowhere" not in fired(diagnose_issue(ruleset, issue))
+
+
+def test_volcanos_gpu_share_filter_is_not_a_vgpu_count(ruleset):
+    log = "E0307 11:02:03.000101 1 device_info.go:167] deviceSharing err= no enough gpu memory on node n1\n"
+    assert "volcano-vgpu-does-not-fit" not in fired(diagnose_texts(ruleset, {"v.log": log}))
+
+
+def test_reporters_sentences_that_only_look_like_the_symptoms(ruleset):
+    for issue, rule in (
+        (
+            "# debugging\n\nAfter several hours of debugging, nvidia-smi still fails inside the pod.\n",
+            "container-loses-gpu-described",
+        ),
+        (
+            "# 问题\n\nhami-device-plugin 正常，但业务 pod 跑不起来\n",
+            "plugin-pod-missing-described",
+        ),
+        (
+            "# 限制\n\n容器内 nvidia-smi 没有显示 gpumem 设置的显存限制\n",
+            "hami-resources-not-node-resources-is-normal",
+        ),
+    ):
+        assert rule not in fired(diagnose_issue(ruleset, issue)), issue
+
+
+# ---- the workload's own words ------------------------------------------------------------------
+def test_the_workloads_nvml_is_not_the_plugins(ruleset):
+    """pynvml's wording is a Python process's: a workload, not the Go device plugin."""
+    log = (
+        "DEBUG 08-29 01:02:03 [__init__.py:39] Exception happens when checking CUDA platform: "
+        "NVML Shared Library Not Found\n"
+    )
+    assert verdict_of(ruleset, {"vllm.log": log})[:2] == (
+        "workload-cannot-load-nvml",
+        "runtime-other",
+    )
+
+
+def test_a_driver_older_than_the_image_when_the_gpu_was_reached(ruleset):
+    log = (
+        "I1020 08:00:01.000001 1 metrics.cc:290] Collecting metrics for GPU 0: Tesla T4\n"
+        "I1020 08:00:01.100001 1 pinned_memory_manager.cc:192] failed to allocate pinned system "
+        "memory: CUDA driver version is insufficient for CUDA runtime version\n"
+    )
+    assert verdict_of(ruleset, {"t.log": log})[:2] == (
+        "cuda-driver-older-than-image",
+        "runtime-other",
+    )
+    alone = log.splitlines()[1] + "\n"
+    assert verdict_of(ruleset, {"t.log": alone})[1] == "runtimeclass"
+
+
+def test_cuda_error_803_vllm_without_a_platform_and_autopilots_refusal(ruleset):
+    cases = {
+        "Error 803: system has unsupported display driver / cuda driver combination": (
+            "cuda-driver-combination-mismatch",
+            "runtime-other",
+        ),
+        "INFO 06-12 10:11:12 [__init__.py:248] No platform detected, vLLM is running on "
+        "UnspecifiedPlatform": ("workload-sees-no-gpu-platform", "runtimeclass"),
+        "GPU-using init containers are not supported in Autopilot.": (
+            "gke-autopilot-rejects-gpu-spec",
+            "scheduling-other",
+        ),
+    }
+    for line, expected in cases.items():
+        assert verdict_of(ruleset, {"x.log": line + "\n"})[:2] == expected, line

@@ -105,16 +105,25 @@ E0815 09:06:21.709851  412873 register.go:96] nvml Init err:  ERROR_LIBRARY_NOT_
 
 
 def test_log_lines_pasted_without_a_fence_are_a_block():
-    """A paragraph's run of log lines (a continuation line between them comes along) is a block
-    read as the log it is; the sentences before and after it stay prose."""
+    """A paragraph's run of log lines is a block read as the log it is; the sentences before,
+    after and between them stay prose (a sentence glued to a log line would change its text)."""
     issue = parse_issue(_UNFENCED_LOG)
     assert [n for n, _ in issue.blocks] == ["issue-block-01.log", "issue-block-02.log"]
     first = issue.blocks[0][1].splitlines()
     assert first[0].startswith("[2023-01-04") and first[-1].endswith("waiting 1 second...")
-    assert "predict-DO5THCMQ" in first[1]
+    assert len(first) == 3 and "predict-DO5THCMQ" in issue.prose
     assert issue.blocks[1][1].startswith("E0815 09:06:21.709851")
     assert "The container prints this:" in issue.prose and "Any idea why?" in issue.prose
     assert "unified_lock" not in issue.prose
+
+
+def test_a_stack_under_unfenced_log_lines_comes_along():
+    issue = parse_issue(
+        "E0815 09:06:21.709851 1 a.go:1] panic\ngoroutine 7 [running]:\n"
+        "k8s.io/apimachinery/pkg/util/runtime.handleCrash(0x1)\n\t/go/src/x/runtime.go:89 +0xee\n"
+        "E0815 09:06:22.000001 1 a.go:2] again\n"
+    )
+    assert len(issue.blocks[0][1].splitlines()) == 5 and not issue.prose.strip()
 
 
 def test_the_command_before_unfenced_log_lines_comes_along():

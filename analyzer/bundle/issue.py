@@ -164,14 +164,17 @@ def _unfenced_tables(prose_lines: list[str]) -> tuple[list[str], list[str]]:
 
 
 # a line a log printed, pasted without a fence: a klog header, HAMi-core's prefix, a time first
-# (RFC 3339, Go's log, Python's logging, gunicorn's), logfmt's `time=`, a journal's prefix
+# (RFC 3339, Go's log, Python's logging, gunicorn's), logfmt's `time=`, logrus's `INFO[0000]`,
+# the kernel's `[ 123.45]`, a journal's prefix
 _LOG_LINE = regex.compile(
-    r"^\s{0,3}+(?:[IWEF]\d{4}\s\d{2}:\d{2}:\d{2}\.\d+\s|\[(?:HAMI-core|4pdvGPU)\s\w+\("
+    r"^\s{0,3}+(?:[IWEF]\d{4}\s\d{2}:\d{2}:\d{2}\.\d+\s|\[(?:HAMI-core|4pdvGPU)\s\w+[\s(]"
     r"|\[?\d{4}[-/]\d{2}[-/]\d{2}[T\s]\d{2}:\d{2}:\d{2}|time=\"\d{4}-"
+    r"|(?:INFO|WARN|ERRO|DEBU|FATA|PANI|TRAC)\[\d+\]|\[\s*+\d+\.\d+\]\s"
     r"|[A-Z][a-z]{2}\s[\s\d]\d\s\d{2}:\d{2}:\d{2}\s\S++\s[^\s:]++:\s)"
 )
-
-
+# a line that continues a log's message: indented (a stack's file, a wrapped value), a Go
+# stack's goroutine or function line
+_CONTINUATION = regex.compile(r"^(?:\s++\S|goroutine \d++ \[|[\w.-]++(?:/[\w.~-]++)++\()")
 # the command whose output the log lines are (`user@host:~# nvidia-smi`, `$ python x.py`; not a
 # bare `#`, which opens a Markdown heading)
 _COMMAND_LINE = regex.compile(
@@ -180,36 +183,41 @@ _COMMAND_LINE = regex.compile(
 
 
 def _unfenced_logs(prose_lines: list[str]) -> tuple[list[str], list[str]]:
-    """Log lines pasted without a fence out of the prose: in a paragraph, the lines from its
-    first log line to its last, when log lines are at least half of them (a message's or a
-    stack's continuation lines between them come along, and the shell command just before them
-    that printed them; a sentence before or after stays)."""
+    """Log lines pasted without a fence out of the prose: in a paragraph whose lines from its
+    first log line to its last are at least half log lines or lines that continue them (a
+    stack), those lines and the shell command just before them that printed them; a reporter's
+    sentence, before, after or between them, stays prose."""
     blocks: list[str] = []
     rest: list[str] = []
     i = 0
     while i < len(prose_lines):
+        if not prose_lines[i].strip():
+            rest.append(prose_lines[i])
+            i += 1
+            continue
         j = i
         while j < len(prose_lines) and prose_lines[j].strip():
             j += 1
-        logs = [
-            k
-            for k in range(i, j)
-            if len(prose_lines[k]) <= _TOML_LINE_MAX and _LOG_LINE.match(prose_lines[k])
-        ]
-        if logs and 2 * len(logs) >= logs[-1] - logs[0] + 1:
+        logs = [k for k in range(i, j) if _shaped(_LOG_LINE, prose_lines[k])]
+        taken = set(logs)
+        if logs:
             first, last = logs[0], logs[-1]
-            command = prose_lines[first - 1] if first > i else ""
-            if len(command) <= _TOML_LINE_MAX and _COMMAND_LINE.match(command):
-                first -= 1
-            blocks.append("\n".join(prose_lines[first : last + 1]))
-            rest.extend(
-                prose_lines[i:first] + [""] * (last + 1 - first) + prose_lines[last + 1 : j]
+            taken.update(
+                k for k in range(first, last + 1) if _shaped(_CONTINUATION, prose_lines[k])
             )
+            if first > i and _shaped(_COMMAND_LINE, prose_lines[first - 1]):
+                taken.add(first - 1)
+        if logs and 2 * len(taken) >= last - first + 1:
+            blocks.append("\n".join(prose_lines[k] for k in sorted(taken)))
+            rest.extend("" if k in taken else prose_lines[k] for k in range(i, j))
         else:
             rest.extend(prose_lines[i:j])
-        rest.extend(prose_lines[j : j + 1])  # the blank line ending the paragraph
-        i = j + 1
+        i = j
     return blocks, rest
+
+
+def _shaped(pattern: regex.Pattern, line: str) -> bool:
+    return len(line) <= _TOML_LINE_MAX and pattern.match(line) is not None
 
 
 def parse_issue(text: str, label: str = "issue") -> IssueText:

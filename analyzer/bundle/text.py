@@ -25,6 +25,21 @@ KLOG_HEADER_PATTERN = (
 PREFIX_RE = re.compile(LINE_PREFIX_PATTERN)
 # a line a paste puts where it left lines out ("........", "…", "[... ...]", "<snip>", "(...)")
 ELISION_RE = re.compile(r"^\s*(?:\.{3,}|…+|\[\.\.\. ?\.\.\.\]|<snip>|\(\.\.\.\))\s*$")
+# a count opening an item of a comma-separated list (kube-scheduler's reasons, "1 node(s) had
+# taint {a: }, that the pod didn't tolerate, 3 node unregistered"): an item's own commas open no
+# count, and "1/2 CardNotHealth" is a share, not a count
+_ITEM_COUNT_RE = re.compile(r"(?:^|,)\s*(\d{1,9})\s+\S")  # a longer number is no count
+
+
+def item_counts(text: str) -> list[int]:
+    """The counts opening the items of a comma-separated list.
+
+    >>> item_counts("1 1/2 CardNotHealth, 1/2 CardTimeSlicingExhausted, 1 NodeInsufficientDevice")
+    [1, 1]
+    """
+    return [int(n) for n in _ITEM_COUNT_RE.findall(text)]
+
+
 KLOG_RE = re.compile(KLOG_HEADER_PATTERN)
 # a klog header's time anywhere near a line's start (after a journal's or a paste's prefix)
 KLOG_TIME_RE = re.compile(

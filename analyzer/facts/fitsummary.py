@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import re
 
+from analyzer.bundle.text import item_counts
 from analyzer.facts.matches import SignatureIndex
 from analyzer.facts.model import FactSet, Where
 
 FIT = "pod-failed-scheduling"
-# a reason starts with its count; a reason may hold ", " itself (`taint {a: b}, ...`)
-_REASON_RE = re.compile(r"(?:^|,\s+)(\d+)\s+\S")
 # the reasons' closing full stop (then "; waiting", a quote or nothing)
 _WHOLE_RE = re.compile(r"\.\s*(?:$|[;\"'\\])")
 
@@ -35,12 +34,12 @@ def unlisted(n_avail: str, n_nodes: str, reasons: str) -> int | None:
     >>> unlisted("0", "3", "1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane:") is None
     True
     """
-    if not (n_avail.isdigit() and n_nodes.isdigit() and reasons):
-        return None
+    if not (n_avail.isdigit() and n_nodes.isdigit() and reasons) or len(n_nodes + n_avail) > 18:
+        return None  # a longer number is no count of nodes (and int() refuses 4,300 digits)
     own = reasons.split("preemption:")[0].rstrip()
     if not _WHOLE_RE.search(own):
         return None  # cut or folded before its end: the rest may count the missing nodes
-    counts = [int(c) for c in _REASON_RE.findall(own)]
+    counts = item_counts(own)
     if not counts:
         return None
     return max(int(n_nodes) - int(n_avail) - sum(counts), 0)

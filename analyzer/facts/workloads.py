@@ -63,7 +63,7 @@ def daemonsets(log: ParsedLog) -> list[DaemonSetSeen]:
             if m is None:
                 in_table = bool(text.strip() == "") and in_table
                 continue
-            if _is_plugin(m["name"]):
+            if _is_plugin(m["name"], m["selector"]):
                 out.append(
                     DaemonSetSeen(m["name"], int(m["desired"]), m["selector"], Where(file, line))
                 )
@@ -72,13 +72,17 @@ def daemonsets(log: ParsedLog) -> list[DaemonSetSeen]:
             name, selector = m["name"], None
         elif (m := _DESCRIBE_SELECTOR_RE.match(text)) and name:
             selector = m["sel"]
-        elif (m := _DESCRIBE_DESIRED_RE.match(text)) and name and _is_plugin(name):
+        elif (m := _DESCRIBE_DESIRED_RE.match(text)) and name and _is_plugin(name, selector):
             out.append(DaemonSetSeen(name, int(m["n"]), selector, Where(file, line)))
             name = None
     return out
 
 
-def _is_plugin(name: str) -> bool:
+def _is_plugin(name: str, selector: str | None = None) -> bool:
+    """A device plugin's DaemonSet; not the GPU Operator's plugin behind its deploy label (the
+    operator keeps it at 0 nodes on purpose where another plugin, HAMi's, serves the GPUs)."""
+    if selector and "nvidia.com/gpu.deploy.device-plugin" in selector:
+        return False
     return bool(PLUGIN_RE.search(name)) and not NOT_PLUGIN_RE.search(name)
 
 

@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 
 import regex
 
-from analyzer.bundle.text import KLOG_TIME_RE
+from analyzer.bundle.text import KLOG_TIME_RE, item_counts
 from analyzer.catalogue.fields import LINE_KEY
 from analyzer.catalogue.signatures import MATCH_TIMEOUT
 from analyzer.facts.clock import PLACEHOLDER_YEAR
@@ -527,9 +527,6 @@ def _agree(values: list) -> bool:
     return all(v not in (None, "") for v in values) and len(set(values)) == 1
 
 
-_ITEM_COUNT = regex.compile(r"(?:^|,)\s*(\d+)\s")  # a count opening an item of a list
-
-
 def _tallies(items: str | None, total: str | None) -> bool:
     """Whether the counts opening the comma-separated items of `items` add up to `total`
     (kube-scheduler's "1 node(s) had untolerated taint {...}, 3 node unregistered": an item's
@@ -542,9 +539,9 @@ def _tallies(items: str | None, total: str | None) -> bool:
     >>> _tallies("1 1/2 CardNotHealth, 1/2 CardTimeSlicingExhausted, 1 NodeInsufficientDevice", "2")
     True
     """
-    if not items or not total or not total.isdigit():
+    if not items or not total or not total.isdigit() or len(total) > 9:
         return False
-    return sum(int(n) for n in _ITEM_COUNT.findall(items[:4096])) == int(total)
+    return sum(item_counts(items)) == int(total)
 
 
 def _parse_tally(raw, sid, captures, here, problems) -> tuple[str, str] | bool | None:

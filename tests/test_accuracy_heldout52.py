@@ -304,3 +304,18 @@ def test_cuda_error_803_vllm_without_a_platform_and_autopilots_refusal(ruleset):
     }
     for line, expected in cases.items():
         assert verdict_of(ruleset, {"x.log": line + "\n"})[:2] == expected, line
+
+
+def test_hamis_mig_parted_failing_and_a_plugin_that_exits_and_restarts(ruleset):
+    """HAMi's plugin exits when its bundled nvidia-mig-parted fails; "causes the device plugin to
+    exit and restart" is the plugin's restart, not one the reporter did ("... and restart it")."""
+    log = (
+        "F0314 08:00:01.000001       1 server.go:1146] nvidia-mig-parted failed with exit status 1,"
+        'reason:time="2025-03-14T08:00:01Z" level=error msg="all orderings failed"\n'
+    )
+    assert verdict_of(ruleset, {"dp.log": log})[:2] == (
+        "hami-mig-parted-failed",
+        "plugin-crash-nvml",
+    )
+    issue = "# MIG split\n\nThe split fails and causes the device plugin to exit and restart.\n"
+    assert _primary(ruleset, issue)[:2] == ("plugin-crash-described", "plugin-crash-nvml")

@@ -141,6 +141,10 @@ def _unfenced_tables(prose_lines: list[str]) -> tuple[list[str], list[str]]:
     rest: list[str] = []
     i = 0
     while i < len(prose_lines):
+        if not prose_lines[i].strip():  # a run opens on a header or a key, never a blank line
+            rest.append(prose_lines[i])
+            i += 1
+            continue
         j, last, headers, keys = i, -1, 0, 0
         while j < len(prose_lines) and len(prose_lines[j]) <= _TOML_LINE_MAX:
             line = prose_lines[j]

@@ -401,7 +401,7 @@ def _parse_describe(artefact: Artefact) -> NodeFacts:
     for i, raw in enumerate(text.split("\n")):
         lineno = artefact.first_line + i
         if ELISION_RE.match(raw):
-            if section in _DESCRIBE_SECTIONS:
+            if section is not None and section in _DESCRIBE_SECTIONS:
                 cut.add(_DESCRIBE_SECTIONS[section])
             last_key = None
             continue

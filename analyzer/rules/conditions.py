@@ -287,7 +287,7 @@ class SignatureCond(Cond):
             equal,
             after,
             same,
-            tally or None,
+            tally if isinstance(tally, tuple) else None,
         )
 
     @classmethod

@@ -29,6 +29,7 @@ READERS = {
     "jq",
     "journalctl",
     "ls",
+    "lsof",  # lists open files, never changes them
     "uname",
     "ldd",
     "nvidia-smi",

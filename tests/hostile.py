@@ -711,7 +711,10 @@ def scheduling_summary_of_digits(d: Path) -> Run:
     d.mkdir(parents=True)
     head = 'I0101 00:00:00.000000       1 schedule_one.go:1] "Unable to schedule pod" err="0/'
     lines = [head + "3 nodes are available: " + "7" * 6000 + 'x, 1 node unregistered."']
-    lines *= 400
+    lines.append(
+        'err="' + "7" * 6000 + '/3 nodes are available: 1 node unregistered."'
+    )  # before "/"
+    lines *= 200
     lines.append(
         head + "9" * 5000 + ' nodes are available: 1 node unregistered, 2 Insufficient cpu."'
     )

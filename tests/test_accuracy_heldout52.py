@@ -319,3 +319,39 @@ def test_hamis_mig_parted_failing_and_a_plugin_that_exits_and_restarts(ruleset):
     )
     issue = "# MIG split\n\nThe split fails and causes the device plugin to exit and restart.\n"
     assert _primary(ruleset, issue)[:2] == ("plugin-crash-described", "plugin-crash-nvml")
+
+
+# ---- the second review's cases -----------------------------------------------------------------
+def test_lines_left_out_of_a_describe_at_the_margin_end_the_section_above():
+    """An indented `...` cuts its section; one at the margin says whole sections were left out,
+    and the section above it (Taints) is whole."""
+    from analyzer.dev.samples import node
+
+    n = node(
+        "Name:  gpu-1\nLabels:  a=b\n          ...\nTaints:  nvidia.com/gpu:NoSchedule\n...\n"
+        "Capacity:\n  nvidia.com/gpu:  4\n",
+        "node-describe",
+    )
+    assert "taints" in n.sections and "labels" in n.partial and "capacity" in n.sections
+
+
+def test_hami_annotations_shown_among_lines_left_out_are_read(ruleset):
+    register = (
+        '[{"id":"GPU-0a1b","count":10,"devmem":15360,"devcore":100,"type":"NVIDIA-Tesla T4",'
+        '"numa":0,"health":false}]'
+    )
+    describe = (
+        "Name:  gpu-1\nAnnotations:  hami.io/node-handshake: Requesting_2025.08.15 09:12:44\n"
+        f"              hami.io/node-nvidia-register: {register}\n              ...\n"
+        "Capacity:\n  nvidia.com/gpu:  10\nAllocatable:\n  nvidia.com/gpu:  10\n"
+    )
+    assert "unhealthy-gpu-in-annotation" in fired(diagnose_texts(ruleset, {"d.txt": describe}))
+
+
+def test_vllm_on_another_accelerator_probing_nvml_is_no_fault(ruleset):
+    log = (
+        "DEBUG 08-29 01:02:03 [__init__.py:39] Exception happens when checking CUDA platform: "
+        "NVML Shared Library Not Found\n"
+        "INFO 08-29 01:02:04 [__init__.py:244] Automatically detected platform rocm.\n"
+    )
+    assert "workload-cannot-load-nvml" not in fired(diagnose_texts(ruleset, {"vllm.log": log}))

@@ -109,14 +109,17 @@ def _merge_fragments(nodes: list[NodeFacts]) -> list[NodeFacts]:
     file_of = dict(first.file_of)
     taken: dict[str, Any] = {}  # section fields a later piece shows and the first does not
     sections = first.sections
+    partial = set(first.partial)
     for piece in pieces:
         for k, v in piece.annotations.items():
             annotations.setdefault(k, v)
         if "annotations" in piece.sections:
             elided |= piece.elided
-        for section in piece.sections - sections:
+        for section in (piece.sections | piece.partial) - sections - partial:
             if section in _SECTION_FIELDS:
                 taken[_SECTION_FIELDS[section]] = getattr(piece, _SECTION_FIELDS[section])
+            if section in piece.partial:
+                partial.add(section)
         for k, line in piece.line_of.items():
             if k not in line_of:
                 line_of[k] = line
@@ -125,7 +128,7 @@ def _merge_fragments(nodes: list[NodeFacts]) -> list[NodeFacts]:
     merged = replace(
         first,
         sections=sections,
-        partial=first.partial - sections,
+        partial=frozenset(partial - sections),
         annotations=annotations,
         elided=elided,
         line_of=line_of,

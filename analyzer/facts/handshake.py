@@ -7,7 +7,7 @@ import datetime as dt
 
 from analyzer.facts.model import FactSet, Where
 from analyzer.parse.annotations import AnnotationSpec, Handshake
-from analyzer.parse.node import NodeFacts
+from analyzer.parse.node import NodeFacts, shows_hami_annotations
 
 
 def decode_all(node: NodeFacts | None, spec: AnnotationSpec) -> dict[str, Handshake]:
@@ -37,7 +37,7 @@ def produce(
     >>> fs.value("handshake.state"), fs.value("handshake.age_seconds"), fs.value("handshake.other_vendor_keys")
     ('Requesting', 3600.0, ['hami.io/node-handshake-dcu'])
     """
-    if node is None or "annotations" not in node.sections:
+    if node is None or not shows_hami_annotations(node):
         return None
     facts.mark_known("handshake.")
     handshake = None

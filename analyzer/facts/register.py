@@ -10,7 +10,7 @@ import re
 
 from analyzer.facts.model import UNKNOWN, FactSet, Match, Where
 from analyzer.parse.annotations import AnnotationSpec, RegisterAnnotation
-from analyzer.parse.node import NodeFacts
+from analyzer.parse.node import NodeFacts, shows_hami_annotations
 from analyzer.structured import load_json
 
 NVIDIA = "nvidia"
@@ -101,7 +101,7 @@ def produce(
     >>> fs.value("register.status")
     'elided'
     """
-    annotated = node if node is not None and "annotations" in node.sections else None
+    annotated = node if node is not None and shows_hami_annotations(node) else None
     found = None
     if annotated is not None:
         others = sorted(

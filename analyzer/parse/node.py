@@ -401,8 +401,10 @@ def _parse_describe(artefact: Artefact) -> NodeFacts:
     for i, raw in enumerate(text.split("\n")):
         lineno = artefact.first_line + i
         if ELISION_RE.match(raw):
-            if section is not None and section in _DESCRIBE_SECTIONS:
-                cut.add(_DESCRIBE_SECTIONS[section])
+            if raw[:1].isspace() and section is not None and section in _DESCRIBE_SECTIONS:
+                cut.add(_DESCRIBE_SECTIONS[section])  # lines of this section left out
+            else:  # at the margin: whole sections left out, the one above ended
+                section = None
             last_key = None
             continue
         m = _SECTION_RE.match(raw) or _INDENTED_SECTION_RE.match(raw)
@@ -444,6 +446,16 @@ def _parse_describe(artefact: Artefact) -> NodeFacts:
     n.partial = frozenset(seen & cut)
     n.sections = _uncut(n, frozenset(seen - cut))
     return n
+
+
+def shows_hami_annotations(n: NodeFacts) -> bool:
+    """Whether the node's HAMi annotations can be read: its annotations are shown whole, or in
+    part (describe's `...`) with HAMi's among those shown."""
+    if "annotations" in n.sections:
+        return True
+    return "annotations" in n.partial and any(
+        k.startswith(("hami.io/", "4pd.io/")) for k in n.annotations
+    )
 
 
 def _uncut(n: NodeFacts, sections: frozenset[str]) -> frozenset[str]:

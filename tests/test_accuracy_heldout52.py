@@ -333,6 +333,8 @@ def test_lines_left_out_of_a_describe_at_the_margin_end_the_section_above():
         "node-describe",
     )
     assert "taints" in n.sections and "labels" in n.partial and "capacity" in n.sections
+    folded = node("Name:  gpu-1\nLabels:  ...\nCapacity:\n  cpu:  8\n", "node-describe")
+    assert "labels" in folded.partial and not folded.labels
 
 
 def test_hami_annotations_shown_among_lines_left_out_are_read(ruleset):

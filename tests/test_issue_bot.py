@@ -117,6 +117,15 @@ def test_log_lines_pasted_without_a_fence_are_a_block():
     assert "unified_lock" not in issue.prose
 
 
+def test_a_stack_after_the_last_unfenced_log_line_comes_along():
+    issue = parse_issue(
+        "I said:\nE0815 09:06:21.709851 1 a.go:1] panic: boom\ngoroutine 7 [running]:\n"
+        "main.main()\n\t/go/src/x/main.go:9 +0x1d\n"
+    )
+    assert issue.blocks[0][1].splitlines()[-1] == "\t/go/src/x/main.go:9 +0x1d"
+    assert "I said:" in issue.prose
+
+
 def test_a_stack_under_unfenced_log_lines_comes_along():
     issue = parse_issue(
         "E0815 09:06:21.709851 1 a.go:1] panic\ngoroutine 7 [running]:\n"

@@ -178,7 +178,7 @@ _LOG_LINE = regex.compile(
 )
 # a line that continues a log's message: indented (a stack's file, a wrapped value), a Go
 # stack's goroutine or function line
-_CONTINUATION = regex.compile(r"^(?:\s++\S|goroutine \d++ \[|[\w.-]++(?:/[\w.~-]++)++\()")
+_CONTINUATION = regex.compile(r"^(?:\s++\S|goroutine \d++ \[|(?:[\w~-]++[./])++[\w.*()~-]*?\()")
 # the command whose output the log lines are (`user@host:~# nvidia-smi`, `$ python x.py`; not a
 # bare `#`, which opens a Markdown heading)
 _COMMAND_LINE = regex.compile(
@@ -209,9 +209,13 @@ def _unfenced_logs(prose_lines: list[str]) -> tuple[list[str], list[str]]:
             taken.update(
                 k for k in range(first, last + 1) if _shaped(_CONTINUATION, prose_lines[k])
             )
+            after = last + 1  # a stack under the last log line
+            while after < j and _shaped(_CONTINUATION, prose_lines[after]):
+                taken.add(after)
+                after += 1
             if first > i and _shaped(_COMMAND_LINE, prose_lines[first - 1]):
                 taken.add(first - 1)
-        if logs and 2 * len(taken) >= last - first + 1:
+        if logs and 2 * len(taken) >= max(taken) - min(taken) + 1:
             blocks.append("\n".join(prose_lines[k] for k in sorted(taken)))
             rest.extend("" if k in taken else prose_lines[k] for k in range(i, j))
         else:

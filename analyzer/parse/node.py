@@ -419,7 +419,9 @@ def _parse_describe(artefact: Artefact) -> NodeFacts:
                 n.created = rest
             elif section == "Unschedulable":
                 n.unschedulable = rest == "true"
-            if rest and rest != "<none>":
+            if ELISION_RE.match(rest) and section in _DESCRIBE_SECTIONS:
+                cut.add(_DESCRIBE_SECTIONS[section])  # `Labels:  ...`: its lines left out
+            elif rest and rest != "<none>":
                 _describe_item(n, section, rest, lineno)
                 last_key = _last_annotation(n, section)
             continue

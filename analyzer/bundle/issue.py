@@ -16,7 +16,7 @@ from urllib.parse import quote, unquote
 
 import regex
 
-from analyzer.bundle.text import ELISION_RE
+from analyzer.bundle.text import ELISION_RE, LOG_LINE_RE
 from analyzer.errors import BundleError
 from analyzer.structured import load_json
 
@@ -167,14 +167,11 @@ def _unfenced_tables(prose_lines: list[str]) -> tuple[list[str], list[str]]:
     return blocks, rest
 
 
-# a line a log printed, pasted without a fence: a klog header, HAMi-core's prefix, a time first
-# (RFC 3339, Go's log, Python's logging, gunicorn's), logfmt's `time=`, logrus's `INFO[0000]`,
-# the kernel's `[ 123.45]`, a journal's prefix
-_LOG_LINE = regex.compile(
-    r"^\s{0,3}+(?:[IWEF]\d{4}\s\d{2}:\d{2}:\d{2}\.\d+\s|\[(?:HAMI-core|4pdvGPU)\s\w+[\s(]"
-    r"|\[?\d{4}[-/]\d{2}[-/]\d{2}[T\s]\d{2}:\d{2}:\d{2}|time=\"\d{4}-"
-    r"|(?:INFO|WARN|ERRO|DEBU|FATA|PANI|TRAC)\[\d+\]|\[\s*+\d+\.\d+\]\s"
-    r"|[A-Z][a-z]{2}\s[\s\d]\d\s\d{2}:\d{2}:\d{2}\s\S++\s[^\s:]++:\s)"
+# a line a log printed, pasted without a fence: one that carries its own log header
+# (`LOG_LINE_RE`: klog, Go's log, a journal's, RFC 3339, logfmt's `time=`, the kernel's), or
+# HAMi-core's prefix or logrus's `INFO[0000]`, which are not headers of a component's log
+_PREFIXED_LINE = regex.compile(
+    r"^\s{0,3}+(?:\[(?:HAMI-core|4pdvGPU)\s\w+[\s(]|(?:INFO|WARN|ERRO|DEBU|FATA|PANI|TRAC)\[\d+\])"
 )
 # a line that continues a log's message: indented (a stack's file, a wrapped value), a Go
 # stack's goroutine or function line
@@ -202,7 +199,7 @@ def _unfenced_logs(prose_lines: list[str]) -> tuple[list[str], list[str]]:
         j = i
         while j < len(prose_lines) and prose_lines[j].strip():
             j += 1
-        logs = [k for k in range(i, j) if _shaped(_LOG_LINE, prose_lines[k])]
+        logs = [k for k in range(i, j) if _is_log_line(prose_lines[k])]
         taken = set(logs)
         if logs:
             first, last = logs[0], logs[-1]
@@ -222,6 +219,12 @@ def _unfenced_logs(prose_lines: list[str]) -> tuple[list[str], list[str]]:
             rest.extend(prose_lines[i:j])
         i = j
     return blocks, rest
+
+
+def _is_log_line(line: str) -> bool:
+    return _shaped(_PREFIXED_LINE, line) or (
+        len(line) <= _TOML_LINE_MAX and LOG_LINE_RE.match(line) is not None
+    )
 
 
 def _shaped(pattern: regex.Pattern, line: str) -> bool:

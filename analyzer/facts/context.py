@@ -115,7 +115,7 @@ def _merge_fragments(nodes: list[NodeFacts]) -> list[NodeFacts]:
             annotations.setdefault(k, v)
         if "annotations" in piece.sections:
             elided |= piece.elided
-        for section in (piece.sections | piece.partial) - sections - partial:
+        for section in piece.shown - sections - partial:
             if section in _SECTION_FIELDS:
                 taken[_SECTION_FIELDS[section]] = getattr(piece, _SECTION_FIELDS[section])
             if section in piece.partial:

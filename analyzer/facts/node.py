@@ -94,7 +94,7 @@ def produce(node: NodeFacts | None, facts: FactSet, name: str | None = None) -> 
     facts.put("node.form", node.form, at())
     for section in node.sections:
         facts.mark_known(*_SECTION_PATHS.get(section, ()))
-    shown = node.sections | node.partial  # a partial section's values are read, its gaps unknown
+    shown = node.shown
     if "labels" in shown:
         for k, v in node.labels.items():
             facts.put(f"node.labels.{k}", v, at(f"label.{k}"))

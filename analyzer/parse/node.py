@@ -80,6 +80,11 @@ class NodeFacts:
     label_managers: dict[str, list[str]] = field(default_factory=dict)  # label -> field managers
     warnings: list[str] = field(default_factory=list)
 
+    @property
+    def shown(self) -> frozenset[str]:
+        """The sections whose values can be read: whole, or in part (their gaps unknown)."""
+        return self.sections | self.partial
+
     def source_of(self, key: str | None) -> tuple[str, int | None]:
         """File and line a key was read from (a merged piece keeps its own file)."""
         if key is None:
@@ -455,7 +460,7 @@ def shows_hami_annotations(n: NodeFacts) -> bool:
     part (describe's `...`) with HAMi's among those shown."""
     if "annotations" in n.sections:
         return True
-    return "annotations" in n.partial and any(
+    return "annotations" in n.shown and any(
         k.startswith(("hami.io/", "4pd.io/")) for k in n.annotations
     )
 

@@ -177,10 +177,14 @@ def load_json(text: str) -> Any:
 # The shell prompts users paste before a command, one pattern for every reader of pastes:
 # `root@host:~#`, bash's default Red Hat/CentOS `[root@host dir]#`, Cloud Shell's
 # `user@cloudshell:~ (project)$`, PowerShell's `PS C:\>`, a bare `$` or `#`.
-SHELL_PROMPT = (
-    r"(?:[\w.-]+@[\w.:~/-]*[$#]|\[[\w.-]+@[\w.-]+(?:\s[^\]\n]*)?\][$#]"
-    r"|@?[\w.-]*@?cloudshell:[^$\n]*\$|[$#]|PS [^>\n]+>)"
+_NAMED_PROMPT = (
+    r"[\w.-]+@[\w.:~/-]*[$#]|\[[\w.-]+@[\w.-]+(?:\s[^\]\n]*)?\][$#]"
+    r"|@?[\w.-]*@?cloudshell:[^$\n]*\$|PS [^>\n]+>"
 )
+SHELL_PROMPT = rf"(?:{_NAMED_PROMPT}|[$#])"
+# among a reporter's prose a bare `#` opens a Markdown heading: a prompt there names its user or
+# is a bare `$`
+PROSE_SHELL_PROMPT = rf"(?:{_NAMED_PROMPT}|\$)"
 
 # a pasted shell command before the object's text: `$ kubectl get node -o yaml` (a Red Hat prompt
 # is what YAML would read as a flow sequence followed by a comment, and JSON rejects)

@@ -142,6 +142,9 @@ def test_the_command_before_unfenced_log_lines_comes_along():
         "user@box:/srv# nvidia-smi\n[HAMI-core Msg(44:1:libvgpu.c:838)]: Initializing.....\n"
     )
     assert [b.splitlines()[0] for _, b in issue.blocks] == ["user@box:/srv# nvidia-smi"]
+    for prompt in ("PS C:\\Users\\me> kubectl logs x", "me@cloudshell:~ (proj)$ kubectl logs x"):
+        shelled = parse_issue(f"{prompt}\nE0815 09:06:21.709851 1 a.go:1] boom\n")
+        assert shelled.blocks[0][1].splitlines()[0] == prompt, prompt
     titled = parse_issue("# plugin fails\nE0815 09:06:21.709851 1 a.go:1] boom\n")
     assert "# plugin fails" in titled.prose and titled.blocks[0][1].startswith("E0815")
 

@@ -18,7 +18,7 @@ import regex
 
 from analyzer.bundle.text import ELISION_RE, LOG_LINE_RE
 from analyzer.errors import BundleError
-from analyzer.structured import load_json
+from analyzer.structured import PROSE_SHELL_PROMPT, load_json
 
 _FENCE_OPEN = regex.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`\n]*)$")
 _PRE_OPEN = regex.compile(r"<pre\b[^>\n]{0,200}>(?:\s{0,200}<code\b[^>\n]{0,200}>)?", regex.I)
@@ -178,9 +178,7 @@ _PREFIXED_LINE = regex.compile(
 _CONTINUATION = regex.compile(r"^(?:\s++\S|goroutine \d++ \[|(?:[\w~-]++[./])++[\w.*()~-]*?\()")
 # the command whose output the log lines are (`user@host:~# nvidia-smi`, `$ python x.py`; not a
 # bare `#`, which opens a Markdown heading)
-_COMMAND_LINE = regex.compile(
-    r"^\s{0,3}+(?:[\w.-]++@[\w.:~/-]*+[$#]|\[[\w.-]++@[\w.-]++(?:\s[^\]\n]*+)?\][$#]|\$)\s*+\S"
-)
+_COMMAND_LINE = regex.compile(rf"^\s{{0,3}}{PROSE_SHELL_PROMPT}\s*\S")
 
 
 def _unfenced_logs(prose_lines: list[str]) -> tuple[list[str], list[str]]:

@@ -16,7 +16,7 @@ from urllib.parse import quote, unquote
 
 import regex
 
-from analyzer.bundle.text import ELISION_RE, LOG_LINE_RE
+from analyzer.bundle.text import ELISION_RE, LOG_LINE_RE, unframe
 from analyzer.errors import BundleError
 from analyzer.structured import PROSE_SHELL_PROMPT, load_json
 
@@ -234,7 +234,7 @@ def parse_issue(text: str, label: str = "issue") -> IssueText:
     if len(text.encode("utf-8", errors="replace")) > MAX_ISSUE_BYTES:
         raise BundleError(f"issue text larger than {MAX_ISSUE_BYTES >> 20} MiB")
     out = IssueText()
-    pres, text = _take_pre_blocks(text.replace("\r\n", "\n"))
+    pres, text = _take_pre_blocks(unframe(text.replace("\r\n", "\n")))
     fenced, prose_lines = _unfence(text)
     # before the indented blocks: a config's nested tables are indented, and would be cut out
     tables, prose_lines = _unfenced_tables(prose_lines)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from analyzer.bundle.model import Artefact, BundleFile, InputWarning
 from analyzer.bundle.sniff import sniff
-from analyzer.bundle.text import clean, decode, looks_binary
+from analyzer.bundle.text import clean, decode, looks_binary, unframe
 from analyzer.catalogue.kinds import Catalogue
 from analyzer.structured import SHELL_PROMPT, loads_as_yaml
 
@@ -93,6 +93,7 @@ def recognise(
                     Artefact(f, "unrecognised", f"{f.size >> 20} MiB {kind}: too large to parse")
                 )
             continue
+        text = unframe(text)
         if not text.strip():
             out.append(Artefact(f, "empty", "empty or only white space", 1, ""))
             continue

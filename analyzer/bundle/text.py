@@ -1,4 +1,4 @@
-"""Bytes to clean text: BOMs, non-UTF-8 bytes, CRLF, ANSI colours, terminal hard-wraps."""
+"""Bytes to clean text: BOMs, non-UTF-8 bytes, CRLF, ANSI colours, terminal frames and hard-wraps."""
 
 from __future__ import annotations
 
@@ -115,6 +115,40 @@ def clean(text: str) -> str:
     if "\x1b" in text:
         text = ANSI_RE.sub("", text)
     return text
+
+
+# a terminal UI's frame around copied lines (k9s's log view, a tmux pane): a vertical bar
+# before each line, and one after it when the copy kept the right edge
+_FRAME_CHARS = "\u2502\u2503\u2551"  # │ ┃ ║
+_FRAME_RE = re.compile(rf"^[ \t]{{0,8}}[{_FRAME_CHARS}] ?")
+_FRAME_RUN = 3  # fewer framed lines in a row are a drawing, not a copied pane
+
+
+def unframe(text: str) -> str:
+    r"""Text copied out of a terminal UI's frame without the frame: each run of at least three
+    lines opening with a vertical bar loses that bar (and a closing one), so a log copied from
+    k9s reads as the log it shows. Lines keep their number.
+
+    >>> unframe("│ I0908 02:12:23.3 1 a.go:1] x │\n│ F0908 02:12:23.5 1 a.go:2] y\n│ z\nw")
+    'I0908 02:12:23.3 1 a.go:1] x\nF0908 02:12:23.5 1 a.go:2] y\nz\nw'
+    >>> unframe("│ a\n│ b\nc")
+    '│ a\n│ b\nc'
+    """
+    if not any(c in text for c in _FRAME_CHARS):
+        return text
+    lines = text.split("\n")
+    framed = [_FRAME_RE.match(line) is not None for line in lines]
+    i = 0
+    while i < len(lines):
+        j = i
+        while j < len(lines) and framed[j]:
+            j += 1
+        if j - i >= _FRAME_RUN:
+            for k in range(i, j):
+                body = _FRAME_RE.sub("", lines[k], count=1).rstrip()
+                lines[k] = body[:-1].rstrip() if body.endswith(tuple(_FRAME_CHARS)) else body
+        i = j + 1
+    return "\n".join(lines)
 
 
 def printable(text: object, keep: str = "\n\t") -> str:

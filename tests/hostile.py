@@ -732,6 +732,19 @@ def pasted_near_log_lines(d: Path) -> Run:
     return Run(["analyze", "--from-issue", str(d / "issue.md")], [d])
 
 
+@bounded(_code(0, 1, 4))
+def framed_pastes(d: Path) -> Run:
+    """A terminal frame's bar opening 2 MiB of lines in a file and in an issue, and 2 MiB of bars
+    alone: taking the frame off must be one pass over each line, not a search from each bar."""
+    d.mkdir(parents=True)
+    line = "\u2502 I0908 02:12:23.339234 1 main.go:117] " + "x \u2502" * 500 + "\n"
+    body = line * ((2 << 20) // len(line.encode()))
+    (d / "device-plugin.log").write_text(body)
+    (d / "bars.txt").write_text("\u2502" * (1 << 20) + "\n\u2502\n\u2502\n")
+    (d / "issue.md").write_text("k9s shows:\n" + body)
+    return Run(["analyze", str(d), "--format", "json"], [d])
+
+
 @bounded(_verdict("device-unhealthy"))
 def log_of_blank_lines(d: Path) -> Run:
     """A plugin log whose lines are then 48 MiB of blank ones: recognition's line patterns

@@ -1,0 +1,145 @@
+"""Seventy-fourth to seventy-sixth measurements (issue 25, session 44): three sets of unseen real
+cases (HAMi with other vendors' accelerators, other GPU-sharing projects, pods whose describe is
+the evidence) and the classes they left. Each class is checked on made-up inputs (none copied from
+a real case): a log copied out of a terminal UI's frame, the Ascend plugin's start and device-share
+failures, a device list over the kubelet's gRPC limit, Helm refusing a provider's version, an image
+of the GPU stack that cannot be pulled, and a kubelet with no GPU at all at admission."""
+
+from __future__ import annotations
+
+from analyzer.bundle.text import unframe
+from conftest import diagnose_issue, fired, parse_texts, verdict_of
+
+
+def _primary(ruleset, issue: str) -> tuple[str | None, str, str]:
+    p = diagnose_issue(ruleset, issue).worst.primary
+    return p.rule_id, p.category, p.confidence
+
+
+# ---- a log copied out of k9s's frame -------------------------------------------------------------
+FRAMED = (
+    "│                    Autoscroll:On      FullScreen:Off     Timestamps:Off     Wrap:On     │\n"
+    "│ I0412 07:01:10.100000       1 main.go:117] version: v1.2.0-0a1b2c3d                 │\n"
+    "│ I0412 07:01:10.100100       1 main.go:118] using config file: /device-config.yaml   │\n"
+    "│ F0412 07:01:10.320000       1 main.go:133] load config failed, error is can not find vnpu config for chip 310P9\n"
+)
+
+
+def test_a_log_copied_out_of_a_terminal_frame_is_read_as_the_log(ruleset):
+    """Every line opening with k9s's bar: the frame comes off and the fatal line is read, in a
+    file and unfenced in an issue (the bar kept them from being log lines at all)."""
+    assert verdict_of(ruleset, {"device-plugin.log": FRAMED})[:2] == (
+        "ascend-plugin-exits-at-start",
+        "plugin-crash-nvml",
+    )
+    issue = f"# plugin restarts\n\nthe device-plugin prints:\n{FRAMED}\nversion v2.6\n"
+    assert _primary(ruleset, issue)[:2] == ("ascend-plugin-exits-at-start", "plugin-crash-nvml")
+
+
+def test_a_framed_log_is_recognised_as_a_log_and_a_drawing_is_left(ruleset):
+    """Inside the frame its lines were no log's (plain text, no timeline); two framed lines are
+    a drawing, not a pane, and keep their bars."""
+    parsed = parse_texts(ruleset, {"device-plugin.log": FRAMED})
+    assert [a.kind for a in parsed.artefacts] == ["klog"]
+    assert unframe("│ a\n│ b\nc") == "│ a\n│ b\nc"
+
+
+# ---- HAMi's Ascend plugin -------------------------------------------------------------------------
+def test_the_ascend_plugin_without_npu_smi_fails_every_allocation(ruleset):
+    """The kubelet's admission error carries the plugin's reason: npu-smi is not in its
+    container, which is neither a scheduling nor a device fault."""
+    event = (
+        "  Warning  UnexpectedAdmissionError  4s  kubelet  Allocate failed due to rpc error: "
+        "code = Unknown desc = apply device-share for pod team-a/llm-0: npu-smi set device-share "
+        "-i 3 -c 0 -d 1: npu-smi not found in [/usr/local/sbin/npu-smi] or PATH: , which is "
+        "unexpected\n"
+    )
+    rule, category, _ = verdict_of(ruleset, {"pod-describe.txt": f"Events:\n{event}"})
+    assert (rule, category) == ("ascend-plugin-cannot-run-npu-smi", "runtime-other")
+
+
+def test_the_ascend_driver_refusing_device_share_stops_the_plugin(ruleset):
+    log = (
+        "E0601 11:00:00.000000       1 main.go:84] Failed to start plugin server: enable node "
+        "device-share: npu-smi set device-share -i 2 -c 0 -d 1: exit status 203:\n"
+        "Status : Fail\n"
+    )
+    rule, category, _ = verdict_of(ruleset, {"device-plugin.log": log})
+    assert (rule, category) == ("ascend-device-share-refused-by-driver", "plugin-crash-nvml")
+
+
+# ---- a device list over the kubelet's gRPC limit --------------------------------------------------
+def test_a_device_list_too_large_for_the_kubelet(ruleset):
+    """ListAndWatch named, or the bare gRPC error quoted beside the kubelet marking the
+    resource unhealthy: the node shows 0 of it (registration), not an admission failure."""
+    named = (
+        'E0301 08:00:00.000000    2001 client.go:90] "ListAndWatch ended unexpectedly for device '
+        'plugin" err="rpc error: code = ResourceExhausted desc = grpc: received message larger '
+        'than max (6100000 vs. 4194304)" resource="example.com/vmem"\n'
+    )
+    bare = (
+        "grpc: received message larger than max (6100000 vs. 4194304)\n"
+        "I0301 08:00:00.100000    2001 manager.go:440] Mark all resources Unhealthy for "
+        "resource example.com/vmem\n"
+    )
+    for files in ({"kubelet.log": named}, {"other.txt": "ResourceExhausted desc = " + bare}):
+        assert verdict_of(ruleset, files)[:2] == (
+            "device-list-over-grpc-limit-at-listandwatch",
+            "no-allocatable-kubelet-socket",
+        ), files
+
+
+# ---- Helm refusing a provider-suffixed version ----------------------------------------------------
+def test_helm_refusing_a_provider_suffixed_version(ruleset):
+    """An install that stopped at Helm's kubeVersion check deployed nothing: not a node fault,
+    and not read when the constraint already admits pre-releases."""
+    issue = (
+        "# install fails on GKE\n\n```\n$ helm install hami hami-charts/hami -n kube-system\n"
+        "Error: INSTALLATION FAILED: chart requires kubeVersion: >= 1.16.0 which is incompatible "
+        "with Kubernetes v1.30.5-gke.1014001\n```\n"
+    )
+    assert _primary(ruleset, issue)[:2] == (
+        "helm-chart-refuses-provider-version",
+        "scheduling-other",
+    )
+    fine = issue.replace(">= 1.16.0 ", ">= 1.18.0-0 ").replace("v1.30.5-gke.1014001", "v1.17.2")
+    assert "helm-chart-refuses-provider-version" not in fired(diagnose_issue(ruleset, fine))
+
+
+# ---- an image of the GPU stack that cannot be pulled ----------------------------------------------
+PULL = '  Warning  Failed  12s  kubelet  Failed to pull image "{image}": {why}\n'
+
+
+def test_an_image_of_the_gpu_stack_that_cannot_be_pulled(ruleset):
+    """The plugin's image: no plugin pod; an operand's image: the operator's chain waits; any
+    other image (the workload's, the driver's with rules of its own) is not this."""
+    cases = (
+        ("registry.example/projecthami/hami:v9.9.9", "rpc error: code = NotFound desc = not found"),
+        ("nvcr.io/nvidia/k8s/container-toolkit:v0.0.1", "manifest unknown: manifest unknown"),
+    )
+    want = (
+        ("device-plugin-image-cannot-be-pulled", "no-device-plugin-pod"),
+        ("gpu-operator-image-cannot-be-pulled", "runtime-other"),
+    )
+    for (image, why), expected in zip(cases, want, strict=True):
+        text = "Events:\n" + PULL.format(image=image, why=why)
+        assert verdict_of(ruleset, {"pod-describe.txt": text})[:2] == expected, image
+    other = "Events:\n" + PULL.format(image="docker.io/library/python:3.12", why="not found")
+    assert not fired(diagnose_issue(ruleset, other)) & {
+        "device-plugin-image-cannot-be-pulled",
+        "gpu-operator-image-cannot-be-pulled",
+    }
+
+
+# ---- the kubelet with no GPU at admission ---------------------------------------------------------
+def test_a_kubelet_with_no_gpu_at_admission_is_a_registration_gap(ruleset):
+    """capacity 0 at the kubelet's admission: no plugin registered then; a capacity that is not
+    0 is a shortage, and not this rule's."""
+    msg = "Pod Node didn't have enough resource: nvidia.com/gpu, requested: 1, used: {u}, capacity: {c}"
+    text = "Status:  Failed\nReason:  OutOfnvidia.com/gpu\nMessage:  " + msg + "\n"
+    assert verdict_of(ruleset, {"pod-describe.txt": text.format(u=0, c=0)})[:2] == (
+        "kubelet-has-no-gpu-at-admission",
+        "no-allocatable-kubelet-socket",
+    )
+    busy = diagnose_issue(ruleset, "```\n" + text.format(u=4, c=4) + "```\n")
+    assert "kubelet-has-no-gpu-at-admission" not in fired(busy)

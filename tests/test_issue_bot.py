@@ -149,6 +149,19 @@ def test_the_command_before_unfenced_log_lines_comes_along():
     assert "# plugin fails" in titled.prose and titled.blocks[0][1].startswith("E0815")
 
 
+def test_json_log_records_pasted_without_a_fence_are_a_block():
+    """A JSON logger's records (the GPU Operator's zap) are log lines of their own: a block the
+    catalogue's markers can tell, not the reporter's words."""
+    issue = parse_issue(
+        "The operator logs:\n"
+        '{"level":"info","ts":1.5,"logger":"controllers.ClusterPolicy","msg":"Not ready"}\n'
+        '{"level":"error","ts":2.5,"logger":"controllers.ClusterPolicy","msg":"boom"}\n'
+        "\nAny idea?\n"
+    )
+    assert [n for n, _ in issue.blocks] == ["issue-block-01.log"]
+    assert "boom" not in issue.prose and "Any idea?" in issue.prose
+
+
 @pytest.mark.parametrize(
     "prose",
     [

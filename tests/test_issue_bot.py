@@ -160,6 +160,12 @@ def test_json_log_records_pasted_without_a_fence_are_a_block():
     )
     assert [n for n, _ in issue.blocks] == ["issue-block-01.log"]
     assert "boom" not in issue.prose and "Any idea?" in issue.prose
+    vllm = parse_issue(
+        "vllm serve prints:\n"
+        "INFO 05-12 10:00:00 [__init__.py:239] Automatically detected platform cuda.\n"
+        "(VllmWorker rank=0 pid=412) ERROR 05-12 10:00:09 [core.py:396] CUDA error: no kernel\n"
+    )
+    assert len(vllm.blocks) == 1 and "no kernel" not in vllm.prose
 
 
 @pytest.mark.parametrize(

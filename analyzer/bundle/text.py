@@ -46,7 +46,7 @@ KLOG_TIME_RE = re.compile(
     r"(?<![\w.])[IWEF](?P<mmdd>\d{4}) (?P<clock>\d\d:\d\d:\d\d(?:\.\d{1,9})?)\s+\d+ "
 )
 # A line that carries its own log header (klog, Go std log, journald, RFC 3339, logrus, a JSON
-# logger's record (zap, slog, logrus), the kernel's dmesg and dmesg -T): a decisive log line
+# logger's record (zap, slog, logrus), vLLM's, the kernel's dmesg and dmesg -T): a decisive log line
 # even when pasted among prose.
 LOG_LINE_RE = re.compile(
     r"^\W{0,4}(?:[IWEF]\d{4} \d\d:\d\d:\d\d"
@@ -54,6 +54,7 @@ LOG_LINE_RE = re.compile(
     r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.-]+(?:\[\d+\])?:"
     r"|time=\"\d{4}-"
     r"|\{\"(?:level|ts|time|timestamp|msg|severity)\":"
+    r"|(?:\([^()\n]{1,60}pid=\d+\) )?(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d "
     r"|[\w.-]+\[\d+\]: [IWEF]\d{4} "
     r"|[\w.]+\.go:\d+\] "
     r"|\s*\d+\.\d{6}\] "

@@ -143,3 +143,48 @@ def test_a_kubelet_with_no_gpu_at_admission_is_a_registration_gap(ruleset):
     )
     busy = diagnose_issue(ruleset, "```\n" + text.format(u=4, c=4) + "```\n")
     assert "kubelet-has-no-gpu-at-admission" not in fired(busy)
+
+
+# ---- the 77th and 78th sets: other schedulers' pods, DRA -------------------------------------------
+def test_pytorch_finding_no_driver_is_the_runtime_not_the_plugin(ruleset):
+    """PyTorch's "Found no NVIDIA driver" in a pod: the driver's libraries were not injected
+    (runc); not when the pod already runs nvidia's runtime class."""
+    issue = (
+        "# notebook sees no GPU\n\n```\nRuntimeError: Found no NVIDIA driver on your system. Please "
+        "check that you have an NVIDIA GPU and installed a driver from "
+        "http://www.nvidia.com/Download/index.aspx\n```\n"
+    )
+    assert _primary(ruleset, issue)[:2] == ("workload-finds-no-driver-library", "runtimeclass")
+
+
+def test_an_nvml_error_of_another_pod_beside_a_plugin_said_to_run_fine(ruleset):
+    """The reporter clears the device plugin and quotes a helper pod's NVML error: the runtime
+    of that pod, at low, not the plugin crashing at medium; without those words, the plugin."""
+    quoted = 'fails with "unable to initialize NVML: ERROR_LIBRARY_NOT_FOUND"'
+    cleared = f"# pods fail\n\nOur quota agent pod {quoted}.\n\nThe device plugin pods are running fine.\n"
+    assert _primary(ruleset, cleared) == ("other-pod-cannot-load-nvml", "runtimeclass", "low")
+    plain = f"# plugin fails\n\nThe plugin {quoted}.\n"
+    assert _primary(ruleset, plain)[:2] == ("nvml-init-failed", "plugin-crash-nvml")
+
+
+def test_an_unresolvable_cdi_device_with_a_placeholder_name(ruleset):
+    """A reporter's `<uid>` in the device's name (redacted by hand) is still a device name."""
+    event = (
+        "  Warning  Failed  5s  kubelet  Error: failed to create containerd container: CDI device "
+        "injection failed: unresolvable CDI devices k8s.gpu.example.com/gpu=<uid>-gpu-1\n"
+    )
+    assert verdict_of(ruleset, {"pod-describe.txt": f"Events:\n{event}"})[1] == "cdi-unresolvable"
+
+
+def test_a_dra_driver_not_registered_names_no_single_cause(ruleset):
+    """ "DRA driver X is not registered": its plugin absent or a kubelet that lost it; the line
+    alone does not say which, so the reading is low even in a whole describe."""
+    describe = (
+        "Name:         job-7\nNamespace:    lab\nStatus:       Pending\nEvents:\n"
+        "  Type     Reason                         Age   From     Message\n"
+        "  ----     ------                         ----  ----     -------\n"
+        "  Warning  FailedPrepareDynamicResources  9s    kubelet  Failed to prepare dynamic "
+        "resources: prepare dynamic resources: DRA driver gpu.example.com is not registered\n"
+    )
+    rule, _, confidence = verdict_of(ruleset, {"pod-describe.txt": describe})
+    assert (rule, confidence) == ("dra-driver-not-on-node", "low")

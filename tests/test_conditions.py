@@ -405,6 +405,16 @@ def test_signature_unmatched_with_its_log_is_false_and_its_negation_true():
     assert o.state is Tri.TRUE and [e.kind for e in o.evidence] == ["absence"]
 
 
+def test_a_reporter_not_saying_something_is_a_guard_not_evidence():
+    """`not:` a symptom (the reporter's words) that was not said is TRUE without evidence and
+    without weight: `all: [a log line, not: symptom]` stays as strong as its log line."""
+    ctx = Ctx(found={"probe": [probe_match()]}, scanned=frozenset({"probe", "sym"}))
+    guard = Not(SignatureCond("sym", symptom=True)).evaluate(ctx)
+    assert (guard.state, guard.evidence, guard.strength) == (Tri.TRUE, (), "high")
+    both = AllOf((SignatureCond("probe"), Not(SignatureCond("sym", symptom=True)))).evaluate(ctx)
+    assert both.strength == SignatureCond("probe").evaluate(ctx).strength
+
+
 def test_signature_match_is_true_with_the_line():
     """A matching line makes the signature TRUE and is cited as log evidence (file, line)."""
     ctx = Ctx(found={"probe": [probe_match()]}, scanned=frozenset({"probe"}))

@@ -168,7 +168,8 @@ class AnyOf(_Group):
 
 @dataclass(frozen=True)
 class Not(Cond):
-    """`not:` its item negated (UNKNOWN stays UNKNOWN; a signature's absence is evidence)."""
+    """`not:` its item negated (UNKNOWN stays UNKNOWN; a log line's absence is weak evidence, a
+    reporter's words not said are none: the rule's other conditions carry its weight)."""
 
     item: Cond
     line: int = 0
@@ -203,6 +204,8 @@ class Not(Cond):
         if o.state is Tri.TRUE:
             return FALSE
         if isinstance(self.item, SignatureCond):
+            if self.item.symptom:  # a reporter not saying something is a guard, not evidence
+                return Outcome(Tri.TRUE)
             return _absent(ctx, self.item.signature)
         return Outcome(Tri.TRUE, strength="low")
 
@@ -229,6 +232,7 @@ class SignatureCond(Cond):
     after: str | None = None  # only lines later than the last line of this signature
     same: tuple[str, ...] = ()  # ... of its lines whose these captures have this line's values
     tally: tuple[str, str] | None = None  # (of, equals): the counts `of` lists add up to `equals`
+    symptom: bool = False  # the reporter's words (the signature's `symptom: true`)
     HEAD: ClassVar[str] = "signature"
     KEYS: ClassVar[tuple[str, ...]] = (
         "signature",
@@ -288,6 +292,7 @@ class SignatureCond(Cond):
             after,
             same,
             tally if isinstance(tally, tuple) else None,
+            bool(sig.symptom),
         )
 
     @classmethod

@@ -179,12 +179,12 @@ def load_json(text: str) -> Any:
 # `user@cloudshell:~ (project)$`, PowerShell's `PS C:\>`, a bare `$` or `#`.
 _NAMED_PROMPT = (
     r"[\w.-]+@[\w.:~/-]*[$#]|\[[\w.-]+@[\w.-]+(?:\s[^\]\n]*)?\][$#]"
-    r"|@?[\w.-]*@?cloudshell:[^$\n]*\$|PS [^>\n]+>"
+    r"|@?[\w.-]*@?cloudshell:[^$\n]*\$"
 )
-SHELL_PROMPT = rf"(?:{_NAMED_PROMPT}|[$#])"
-# among a reporter's prose a bare `#` opens a Markdown heading: a prompt there names its user or
-# is a bare `$`
-PROSE_SHELL_PROMPT = rf"(?:{_NAMED_PROMPT}|\$)"
+SHELL_PROMPT = rf"(?:{_NAMED_PROMPT}|[$#]|PS [^>\n]+>)"
+# among a reporter's prose a bare `#` opens a Markdown heading and "PS I also tried ... ->" is a
+# postscript: a prompt there names its user, is PowerShell's on a drive, or a bare `$`
+PROSE_SHELL_PROMPT = rf"(?:{_NAMED_PROMPT}|PS [A-Za-z]:\\[^>\n]*>|\$)"
 
 # a pasted shell command before the object's text: `$ kubectl get node -o yaml` (a Red Hat prompt
 # is what YAML would read as a flow sequence followed by a comment, and JSON rejects)

@@ -55,7 +55,7 @@ def test_the_ascend_plugin_without_npu_smi_fails_every_allocation(ruleset):
         "unexpected\n"
     )
     rule, category, _ = verdict_of(ruleset, {"pod-describe.txt": f"Events:\n{event}"})
-    assert (rule, category) == ("ascend-plugin-cannot-run-npu-smi", "runtime-other")
+    assert (rule, category) == ("ascend-allocation-cannot-run-npu-smi", "runtime-other")
 
 
 def test_the_ascend_driver_refusing_device_share_stops_the_plugin(ruleset):
@@ -114,21 +114,28 @@ def test_an_image_of_the_gpu_stack_that_cannot_be_pulled(ruleset):
     """The plugin's image: no plugin pod; an operand's image: the operator's chain waits; any
     other image (the workload's, the driver's with rules of its own) is not this."""
     cases = (
+        (
+            "registry.example/nvidia/k8s-device-plugin:v9.9",
+            "rpc error: code = NotFound desc = not found",
+        ),
         ("registry.example/projecthami/hami:v9.9.9", "rpc error: code = NotFound desc = not found"),
         ("nvcr.io/nvidia/k8s/container-toolkit:v0.0.1", "manifest unknown: manifest unknown"),
     )
     want = (
         ("device-plugin-image-cannot-be-pulled", "no-device-plugin-pod"),
+        ("hami-image-cannot-be-pulled", "no-device-plugin-pod"),  # its scheduler runs it too: low
         ("gpu-operator-image-cannot-be-pulled", "runtime-other"),
     )
     for (image, why), expected in zip(cases, want, strict=True):
         text = "Events:\n" + PULL.format(image=image, why=why)
         assert verdict_of(ruleset, {"pod-describe.txt": text})[:2] == expected, image
-    other = "Events:\n" + PULL.format(image="docker.io/library/python:3.12", why="not found")
-    assert not fired(diagnose_issue(ruleset, other)) & {
-        "device-plugin-image-cannot-be-pulled",
-        "gpu-operator-image-cannot-be-pulled",
-    }
+    for image in ("docker.io/library/python:3.12", "nvidia/cuda:12.4.1-base", "x/hamilton:v1"):
+        other = "Events:\n" + PULL.format(image=image, why="not found")
+        assert not fired(diagnose_issue(ruleset, other)) & {
+            "device-plugin-image-cannot-be-pulled",
+            "hami-image-cannot-be-pulled",
+            "gpu-operator-image-cannot-be-pulled",
+        }, image
 
 
 # ---- the kubelet with no GPU at admission ---------------------------------------------------------
@@ -188,3 +195,34 @@ def test_a_dra_driver_not_registered_names_no_single_cause(ruleset):
     )
     rule, _, confidence = verdict_of(ruleset, {"pod-describe.txt": describe})
     assert (rule, confidence) == ("dra-driver-not-on-node", "low")
+
+
+def test_what_leaves_the_kubelet_without_a_gpu_is_the_verdict(ruleset):
+    """A plugin image that cannot be pulled, or the Ascend plugin stopping at start over
+    npu-smi, explains the kubelet's capacity 0 at admission and its generic start failure."""
+    admission = (
+        "Status:  Failed\nReason:  OutOf{r}\nMessage:  Pod Node didn't have enough resource: "
+        "{r}, requested: 1, used: 0, capacity: 0\n"
+    )
+    pull = "Events:\n" + PULL.format(
+        image="nvcr.io/nvidia/k8s-device-plugin:v0.99.0",
+        why="rpc error: code = NotFound desc = not found",
+    )
+    files = {"pod-describe.txt": admission.format(r="nvidia.com/gpu"), "plugin-describe.txt": pull}
+    assert verdict_of(ruleset, files)[0] == "device-plugin-image-cannot-be-pulled"
+    log = (
+        "E0101 00:00:01.000000       1 main.go:84] Failed to start plugin server: enable node "
+        "device-share: npu-smi set device-share -i 0 -c 0 -d 1: npu-smi not found in "
+        "[/usr/local/sbin/npu-smi] or PATH: \n"
+        "F0101 00:00:01.000000       1 main.go:167] start PluginServer failed, error is enable node "
+        "device-share: npu-smi set device-share -i 0 -c 0 -d 1: npu-smi not found in "
+        "[/usr/local/sbin/npu-smi] or PATH: \n"
+    )
+    files = {
+        "device-plugin.log": log,
+        "pod-describe.txt": admission.format(r="huawei.com/Ascend910B"),
+    }
+    assert verdict_of(ruleset, files)[:2] == (
+        "ascend-plugin-cannot-run-npu-smi",
+        "plugin-crash-nvml",
+    )

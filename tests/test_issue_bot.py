@@ -145,8 +145,24 @@ def test_the_command_before_unfenced_log_lines_comes_along():
     for prompt in ("PS C:\\Users\\me> kubectl logs x", "me@cloudshell:~ (proj)$ kubectl logs x"):
         shelled = parse_issue(f"{prompt}\nE0815 09:06:21.709851 1 a.go:1] boom\n")
         assert shelled.blocks[0][1].splitlines()[0] == prompt, prompt
+    postscript = parse_issue(
+        "Hi.\n\nPS I also tried v2.4 -> same:\nE0815 09:06:21.709851 1 a.go:1] x\n"
+    )
+    assert "PS I also tried" in postscript.prose  # a postscript, not PowerShell's prompt
     titled = parse_issue("# plugin fails\nE0815 09:06:21.709851 1 a.go:1] boom\n")
     assert "# plugin fails" in titled.prose and titled.blocks[0][1].startswith("E0815")
+
+
+def test_a_tree_in_an_indented_block_stays_whole():
+    """`tree` output draws with the bars a terminal frame uses: it is a drawing, not a frame, so
+    its nested lines stay in the block rather than fall into the prose."""
+    tree = (
+        "    /usr/local/nvidia\n    ├── bin\n    │   ├── nvidia-smi\n    │   ├── nvidia-debugdump\n"
+    )
+    tree += "    │   └── nvidia-persistenced\n    └── lib64\n"
+    issue = parse_issue(f"The driver files:\n\n{tree}\nthanks\n")
+    assert len(issue.blocks) == 1 and issue.blocks[0][1].count("\n") == 5
+    assert "nvidia-smi" not in issue.prose
 
 
 def test_json_log_records_pasted_without_a_fence_are_a_block():

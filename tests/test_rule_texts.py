@@ -53,6 +53,8 @@ READERS = {
     "az vm",
     "helm get",
     "helm list",
+    "helm search",  # lists a repository's charts
+    "npu-smi info",  # the Ascend driver's status, as nvidia-smi's
 }
 READING_TEXT = re.compile(
     r"(?:^|: |^then )(?:on (?:the node|k3s or docker nodes), )?(?:check|read|see|find|list|compare"
@@ -79,7 +81,10 @@ def _programs(command: str) -> list[str]:
         words = [w for w in words if not w.startswith("-") and w not in (">", "<")]
         if not words:
             continue
-        if words[0] in ("kubectl", "helm", "az", "nvidia-ctk", "containerd") and len(words) > 1:
+        if (
+            words[0] in ("kubectl", "helm", "az", "nvidia-ctk", "containerd", "npu-smi")
+            and len(words) > 1
+        ):
             n = 3 if words[1] in ("rollout", "cdi", "runtime", "system") else 2
             out.append(" ".join(words[:n]))
         else:

@@ -93,7 +93,6 @@ def recognise(
                     Artefact(f, "unrecognised", f"{f.size >> 20} MiB {kind}: too large to parse")
                 )
             continue
-        text = unframe(text)
         if not text.strip():
             out.append(Artefact(f, "empty", "empty or only white space", 1, ""))
             continue
@@ -108,7 +107,7 @@ def recognise(
                     Artefact(f, "unrecognised", f"{lines:,} lines of {kind}: too many to parse")
                 )
                 continue
-        out.extend(_split(f, text, catalogue))
+        out.extend(_split(f, unframe(text), catalogue))
     return out, warnings
 
 

@@ -123,21 +123,28 @@ def clean(text: str) -> str:
 # a terminal UI's frame around copied lines (k9s's log view, a tmux pane): a vertical bar
 # before each line, and one after it when the copy kept the right edge
 _FRAME_CHARS = "\u2502\u2503\u2551"  # │ ┃ ║
+_FRAME_ENDS = tuple(_FRAME_CHARS)
 _FRAME_RE = re.compile(rf"^[ \t]{{0,8}}[{_FRAME_CHARS}] ?")
+_FRAMED_LINE = re.compile(rf"(?m)^[ \t]{{0,8}}[{_FRAME_CHARS}]")
+_BOX_DRAWING = re.compile("[\u2500-\u257f]")
 _FRAME_RUN = 3  # fewer framed lines in a row are a drawing, not a copied pane
 
 
 def unframe(text: str) -> str:
     r"""Text copied out of a terminal UI's frame without the frame: each run of at least three
     lines opening with a vertical bar loses that bar (and a closing one), so a log copied from
-    k9s reads as the log it shows. Lines keep their number.
+    k9s reads as the log it shows. A run whose lines hold more box drawing inside the frame (a
+    `tree`, a table's inner bars, a frame within a frame) is a drawing and is left as it is, so
+    a second pass changes nothing. Lines keep their number.
 
     >>> unframe("│ I0908 02:12:23.3 1 a.go:1] x │\n│ F0908 02:12:23.5 1 a.go:2] y\n│ z\nw")
     'I0908 02:12:23.3 1 a.go:1] x\nF0908 02:12:23.5 1 a.go:2] y\nz\nw'
     >>> unframe("│ a\n│ b\nc")
     '│ a\n│ b\nc'
+    >>> unframe("├── bin\n│   ├── nvidia-smi\n│   ├── nvidia-debugdump\n│   └── nvidia-cuda-mps")
+    '├── bin\n│   ├── nvidia-smi\n│   ├── nvidia-debugdump\n│   └── nvidia-cuda-mps'
     """
-    if not any(c in text for c in _FRAME_CHARS):
+    if _FRAMED_LINE.search(text) is None:
         return text
     lines = text.split("\n")
     framed = [_FRAME_RE.match(line) is not None for line in lines]
@@ -147,9 +154,13 @@ def unframe(text: str) -> str:
         while j < len(lines) and framed[j]:
             j += 1
         if j - i >= _FRAME_RUN:
+            bodies = []
             for k in range(i, j):
                 body = _FRAME_RE.sub("", lines[k], count=1).rstrip()
-                lines[k] = body[:-1].rstrip() if body.endswith(tuple(_FRAME_CHARS)) else body
+                bodies.append(body[:-1].rstrip() if body.endswith(_FRAME_ENDS) else body)
+            drawn = sum(1 for b in bodies if _BOX_DRAWING.search(b))
+            if drawn * 4 <= len(bodies):
+                lines[i:j] = bodies
         i = j + 1
     return "\n".join(lines)
 

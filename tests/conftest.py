@@ -101,6 +101,12 @@ def diagnose_issue(ruleset, text: str):
     return analyze(Issue(text.encode()), AnalyzeOptions(ruleset=ruleset)).report
 
 
+def issue_verdict(ruleset, text: str) -> tuple[str | None, str, str]:
+    """The primary verdict on an issue's text: its rule, category and confidence."""
+    p = diagnose_issue(ruleset, text).worst.primary
+    return p.rule_id, p.category, p.confidence
+
+
 def fired(report) -> set[str]:
     """Every rule that fired (consequences included) on a report's nodes, a node, or nodes."""
     nodes = report.nodes if hasattr(report, "nodes") else report

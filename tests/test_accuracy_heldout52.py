@@ -8,13 +8,7 @@ GPU days after it started."""
 
 from __future__ import annotations
 
-from conftest import diagnose_issue, diagnose_texts, fired, verdict_of
-
-
-def _primary(ruleset, issue: str) -> tuple[str | None, str, str]:
-    p = diagnose_issue(ruleset, issue).worst.primary
-    return p.rule_id, p.category, p.confidence
-
+from conftest import diagnose_issue, diagnose_texts, fired, issue_verdict, verdict_of
 
 # ---- a summary whose counts leave no registered node -------------------------------------------
 FAILED = (
@@ -73,7 +67,7 @@ def test_a_described_plugin_crash_explains_the_unregistered_nodes(ruleset):
         )
         + "```\n"
     )
-    assert _primary(ruleset, issue)[:2] == ("plugin-crash-described", "plugin-crash-nvml")
+    assert issue_verdict(ruleset, issue)[:2] == ("plugin-crash-described", "plugin-crash-nvml")
 
 
 # ---- log lines pasted without a fence ---------------------------------------------------------
@@ -98,13 +92,16 @@ def test_gpumem_missing_from_the_node_in_chinese_word_order_is_normal(ruleset):
         "# 节点没有上报 nvidia.com/gpumem\n\n"
         "describe node 只有 nvidia.com/gpu：20 ，并没有 nvidia.com/gpumem 和 nvidia.com/gpucores\n"
     )
-    assert _primary(ruleset, issue)[1] == "healthy"
-    assert _primary(ruleset, "# 节点没有上报 nvidia.com/gpumem\n")[1] == "inconclusive"
+    assert issue_verdict(ruleset, issue)[1] == "healthy"
+    assert issue_verdict(ruleset, "# 节点没有上报 nvidia.com/gpumem\n")[1] == "inconclusive"
 
 
 def test_a_plugin_that_did_not_come_up_in_chinese(ruleset):
     issue = "# 部署后 hami-device-plugin 没有跑起来\n\n请问是什么原因？\n"
-    assert _primary(ruleset, issue)[:2] == ("plugin-pod-missing-described", "no-device-plugin-pod")
+    assert issue_verdict(ruleset, issue)[:2] == (
+        "plugin-pod-missing-described",
+        "no-device-plugin-pod",
+    )
 
 
 def test_a_container_that_loses_its_gpu_after_days(ruleset):
@@ -112,7 +109,11 @@ def test_a_container_that_loses_its_gpu_after_days(ruleset):
         "# Training pods lose access to the GPU after a few days\n\nnvidia-smi in the pod then "
         "fails; deleting the pod makes it work again.\n"
     )
-    assert _primary(ruleset, issue) == ("container-loses-gpu-described", "runtime-other", "low")
+    assert issue_verdict(ruleset, issue) == (
+        "container-loses-gpu-described",
+        "runtime-other",
+        "low",
+    )
     never = "# Pod cannot access the GPU\n\nnvidia-smi fails in the pod from the start.\n"
     assert "container-loses-gpu-described" not in fired(diagnose_issue(ruleset, never))
 
@@ -124,7 +125,7 @@ def test_a_daemonset_row_kept_by_grep_without_its_header(ruleset):
         "# plugin pods never appear\n\n```\n$ kubectl get ds -A | grep nvidia\n"
         "gpu-ops   acme-nvidia-device-plugin   0   0   0   0   0   <none>   12m\n```\n"
     )
-    assert _primary(ruleset, issue)[:2] == (
+    assert issue_verdict(ruleset, issue)[:2] == (
         "device-plugin-daemonset-schedules-nowhere",
         "no-device-plugin-pod",
     )
@@ -144,7 +145,7 @@ def test_a_vectoradd_failure_quoted_without_device(ruleset):
         "# validator fails\n\n```\ncuda-validation Failed to allocate vector A (error code "
         "initialization error)!\n```\n"
     )
-    assert _primary(ruleset, issue)[1] == "runtime-other"
+    assert issue_verdict(ruleset, issue)[1] == "runtime-other"
 
 
 # ---- the second round of sets (gpu-operator's driver, HAMi in Chinese, upstream, sharing) -------
@@ -179,7 +180,10 @@ def test_a_shared_gpu_asked_twice_is_refused_by_design(ruleset):
         "invalid request: maximum request size for shared resources is 1; found 4",
     ):
         issue = f"# pod rejected\n\nThe kubelet says: {quoted}, which is unexpected\n"
-        assert _primary(ruleset, issue)[:2] == ("shared-gpu-request-above-one", "scheduling-other")
+        assert issue_verdict(ruleset, issue)[:2] == (
+            "shared-gpu-request-above-one",
+            "scheduling-other",
+        )
 
 
 def test_the_operators_driver_pod_failing_is_the_cause_of_the_operands_waiting(ruleset):
@@ -196,12 +200,12 @@ def test_the_operators_driver_pod_failing_is_the_cause_of_the_operands_waiting(r
         '# driver pod never starts\n\n`Failed to pull image "nvcr.io/nvidia/driver:550.90.07-'
         'debian12"` in the nvidia-driver-daemonset pod\n'
     )
-    assert _primary(ruleset, issue)[:2] == ("gpu-operator-driver-pod-failing", "runtime-other")
+    assert issue_verdict(ruleset, issue)[:2] == ("gpu-operator-driver-pod-failing", "runtime-other")
 
 
 def test_a_summary_quoted_without_are(ruleset):
     issue = "# pending\n\nThe scheduler says `0/4 nodes available: 1 NodeUnfitPod, 3 node unregistered`\n"
-    assert _primary(ruleset, issue)[1] == "scheduling-other"
+    assert issue_verdict(ruleset, issue)[1] == "scheduling-other"
 
 
 # ---- the review's cases ------------------------------------------------------------------------
@@ -318,7 +322,7 @@ def test_hamis_mig_parted_failing_and_a_plugin_that_exits_and_restarts(ruleset):
         "plugin-crash-nvml",
     )
     issue = "# MIG split\n\nThe split fails and causes the device plugin to exit and restart.\n"
-    assert _primary(ruleset, issue)[:2] == ("plugin-crash-described", "plugin-crash-nvml")
+    assert issue_verdict(ruleset, issue)[:2] == ("plugin-crash-described", "plugin-crash-nvml")
 
 
 # ---- the second review's cases -----------------------------------------------------------------

@@ -8,13 +8,7 @@ of the GPU stack that cannot be pulled, and a kubelet with no GPU at all at admi
 from __future__ import annotations
 
 from analyzer.bundle.text import unframe
-from conftest import diagnose_issue, fired, parse_texts, verdict_of
-
-
-def _primary(ruleset, issue: str) -> tuple[str | None, str, str]:
-    p = diagnose_issue(ruleset, issue).worst.primary
-    return p.rule_id, p.category, p.confidence
-
+from conftest import diagnose_issue, fired, issue_verdict, parse_texts, verdict_of
 
 # ---- a log copied out of k9s's frame -------------------------------------------------------------
 FRAMED = (
@@ -33,7 +27,10 @@ def test_a_log_copied_out_of_a_terminal_frame_is_read_as_the_log(ruleset):
         "plugin-crash-nvml",
     )
     issue = f"# plugin restarts\n\nthe device-plugin prints:\n{FRAMED}\nversion v2.6\n"
-    assert _primary(ruleset, issue)[:2] == ("ascend-plugin-exits-at-start", "plugin-crash-nvml")
+    assert issue_verdict(ruleset, issue)[:2] == (
+        "ascend-plugin-exits-at-start",
+        "plugin-crash-nvml",
+    )
 
 
 def test_a_framed_log_is_recognised_as_a_log_and_a_drawing_is_left(ruleset):
@@ -98,7 +95,7 @@ def test_helm_refusing_a_provider_suffixed_version(ruleset):
         "Error: INSTALLATION FAILED: chart requires kubeVersion: >= 1.16.0 which is incompatible "
         "with Kubernetes v1.30.5-gke.1014001\n```\n"
     )
-    assert _primary(ruleset, issue)[:2] == (
+    assert issue_verdict(ruleset, issue)[:2] == (
         "helm-chart-refuses-provider-version",
         "scheduling-other",
     )
@@ -161,7 +158,7 @@ def test_pytorch_finding_no_driver_is_the_runtime_not_the_plugin(ruleset):
         "check that you have an NVIDIA GPU and installed a driver from "
         "http://www.nvidia.com/Download/index.aspx\n```\n"
     )
-    assert _primary(ruleset, issue)[:2] == ("workload-finds-no-driver-library", "runtimeclass")
+    assert issue_verdict(ruleset, issue)[:2] == ("workload-finds-no-driver-library", "runtimeclass")
 
 
 def test_an_nvml_error_of_another_pod_beside_a_plugin_said_to_run_fine(ruleset):
@@ -169,9 +166,9 @@ def test_an_nvml_error_of_another_pod_beside_a_plugin_said_to_run_fine(ruleset):
     of that pod, at low, not the plugin crashing at medium; without those words, the plugin."""
     quoted = 'fails with "unable to initialize NVML: ERROR_LIBRARY_NOT_FOUND"'
     cleared = f"# pods fail\n\nOur quota agent pod {quoted}.\n\nThe device plugin pods are running fine.\n"
-    assert _primary(ruleset, cleared) == ("other-pod-cannot-load-nvml", "runtimeclass", "low")
+    assert issue_verdict(ruleset, cleared) == ("other-pod-cannot-load-nvml", "runtimeclass", "low")
     plain = f"# plugin fails\n\nThe plugin {quoted}.\n"
-    assert _primary(ruleset, plain)[:2] == ("nvml-init-failed", "plugin-crash-nvml")
+    assert issue_verdict(ruleset, plain)[:2] == ("nvml-init-failed", "plugin-crash-nvml")
 
 
 def test_an_unresolvable_cdi_device_with_a_placeholder_name(ruleset):

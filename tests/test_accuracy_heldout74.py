@@ -223,3 +223,13 @@ def test_what_leaves_the_kubelet_without_a_gpu_is_the_verdict(ruleset):
         "ascend-plugin-cannot-run-npu-smi",
         "plugin-crash-nvml",
     )
+
+
+def test_hami_cores_own_error_named_in_prose_with_a_placeholder(ruleset):
+    """A bug report that names HAMi-core's "Illegal device id" with `<random>` for the number
+    is HAMi-core's fault in the workload, not a case with nothing to read."""
+    issue = (
+        "# crash in cuMemCreate hook\n\nThe hook passes an uninitialized `dev`, which logs "
+        "`Illegal device id: <random>`, and then every process in the pod crashes.\n"
+    )
+    assert issue_verdict(ruleset, issue)[:2] == ("hami-core-illegal-device-id", "runtime-other")

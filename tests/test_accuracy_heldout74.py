@@ -233,3 +233,26 @@ def test_hami_cores_own_error_named_in_prose_with_a_placeholder(ruleset):
         "`Illegal device id: <random>`, and then every process in the pod crashes.\n"
     )
     assert issue_verdict(ruleset, issue)[:2] == ("hami-core-illegal-device-id", "runtime-other")
+
+
+# ---- the 81st and 82nd sets -----------------------------------------------------------------------
+def test_nvidia_smis_words_quoted_in_a_sentence_are_not_the_plugins_line(ruleset):
+    """The plugin's line ends in its own full stop; a sentence that quotes the same words with
+    Markdown emphasis ends in its own: a workload container's NVML, not the plugin's."""
+    issue = (
+        '# containers lose GPUs\n\nAfter a few hours my pods lose access to the GPU with **"Failed '
+        'to initialize NVML: Unknown Error"**.\n'
+    )
+    assert issue_verdict(ruleset, issue)[:2] == ("container-nvml-unknown-error", "runtime-other")
+
+
+def test_a_runtime_handler_without_its_type(ruleset):
+    """containerd's own validation error, without the kubelet's wrapper around it."""
+    line = (
+        'level=error msg="RunPodSandbox failed" error="failed to start sandbox \\"0a1b\\": create '
+        'container failed validation: container.Runtime.Name must be set: invalid argument"\n'
+    )
+    assert verdict_of(ruleset, {"containerd.log": line})[:2] == (
+        "containerd-runtime-handler-without-type",
+        "runtime-other",
+    )

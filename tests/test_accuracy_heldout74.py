@@ -256,3 +256,30 @@ def test_a_runtime_handler_without_its_type(ruleset):
         "containerd-runtime-handler-without-type",
         "runtime-other",
     )
+
+
+def test_a_plugin_said_to_run_but_not_fine_keeps_its_nvml_reading(ruleset):
+    """ "Running normally, but nvidia.com/gpu is 0" describes a plugin that runs without GPUs,
+    and Chinese negations or questions say it does not run well: the plugin's NVML failure."""
+    error = "nvml init failed: ERROR_LIBRARY_NOT_FOUND"
+    for said in (
+        f"The device plugin pods are running normally, but nvidia.com/gpu is 0. Its log: {error}",
+        f"hami-device-plugin的pod无法正常运行，日志报错：{error}",
+        f"hami-device-plugin 运行正常吗？日志报错：{error}",
+    ):
+        assert issue_verdict(ruleset, f"# no gpu\n\n{said}\n")[:2] == (
+            "nvml-init-failed",
+            "plugin-crash-nvml",
+        ), said
+
+
+def test_koordlets_minor_number_warning_is_not_the_device_plugin(ruleset):
+    line = (
+        "W0301 10:04:28.556216  1520 collector_gpu_linux.go:72] nvml init gpu data, error unable "
+        "to get device minor number: Not Supported\n"
+    )
+    assert verdict_of(ruleset, {"koordlet.log": line})[:3] == (
+        "koordlet-gpu-minor-unsupported",
+        "device-unhealthy",
+        "low",
+    )

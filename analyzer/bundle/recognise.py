@@ -83,8 +83,8 @@ def recognise(
         if f.declared_kind:
             out.append(Artefact(f, f.declared_kind, "declared by the input", 1, text))
             continue
-        if f.size > SMALL_FILE:
-            kind, reason = sniff(text, catalogue)
+        if f.size > SMALL_FILE:  # a framed head is sniffed without its frame; the log streams as is
+            kind, reason = sniff(unframe(text), catalogue)
             k = catalogue.get(kind)
             if k is not None and k.is_log:
                 out.append(Artefact(f, kind, reason + " (streamed)"))
@@ -97,7 +97,7 @@ def recognise(
             out.append(Artefact(f, "empty", "empty or only white space", 1, ""))
             continue
         if (lines := text.count("\n")) > SMALL_LINES:
-            kind, reason = sniff(text, catalogue)
+            kind, reason = sniff(unframe(text), catalogue)
             k = catalogue.get(kind)
             if k is not None and k.is_log:
                 out.append(Artefact(f, kind, reason + " (streamed: many short lines)"))

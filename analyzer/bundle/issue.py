@@ -11,6 +11,7 @@ versions quoted outside code blocks are found too.
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass, field
 from urllib.parse import quote, unquote
 
@@ -220,12 +221,10 @@ def _unfenced_logs(prose_lines: list[str]) -> tuple[list[str], list[str]]:
 
 
 def _is_log_line(line: str) -> bool:
-    return _shaped(_PREFIXED_LINE, line) or (
-        len(line) <= _TOML_LINE_MAX and LOG_LINE_RE.match(line) is not None
-    )
+    return _shaped(_PREFIXED_LINE, line) or _shaped(LOG_LINE_RE, line)
 
 
-def _shaped(pattern: regex.Pattern, line: str) -> bool:
+def _shaped(pattern: regex.Pattern | re.Pattern[str], line: str) -> bool:
     return len(line) <= _TOML_LINE_MAX and pattern.match(line) is not None
 
 

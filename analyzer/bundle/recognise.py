@@ -93,11 +93,12 @@ def recognise(
                     Artefact(f, "unrecognised", f"{f.size >> 20} MiB {kind}: too large to parse")
                 )
             continue
+        text = unframe(text)  # a small file is parsed without a terminal's frame
         if not text.strip():
             out.append(Artefact(f, "empty", "empty or only white space", 1, ""))
             continue
         if (lines := text.count("\n")) > SMALL_LINES:
-            kind, reason = sniff(unframe(text), catalogue)
+            kind, reason = sniff(text, catalogue)
             k = catalogue.get(kind)
             if k is not None and k.is_log:
                 out.append(Artefact(f, kind, reason + " (streamed: many short lines)"))
@@ -107,7 +108,7 @@ def recognise(
                     Artefact(f, "unrecognised", f"{lines:,} lines of {kind}: too many to parse")
                 )
                 continue
-        out.extend(_split(f, unframe(text), catalogue))
+        out.extend(_split(f, text, catalogue))
     return out, warnings
 
 

@@ -377,6 +377,18 @@ def test_incomplete_translation_stops_the_load(tmp_path, zh, fragment):
     assert f"rule {RID}: zh" in res.stderr and fragment in res.stderr, res.stderr
 
 
+def test_a_translated_step_yaml_read_as_a_mapping_stops_the_load(tmp_path):
+    """An unquoted Chinese step holding ': ' is a mapping to YAML; the load says so instead of
+    printing a Python dict as the step (the schema test rejected it, `rules lint` did not)."""
+    step = {"text": "Look at the nodes (this only reads)", "command": "kubectl get nodes"}
+    as_yaml_reads_it = {"查看节点（仅查看）": "kubectl get nodes"}
+    zh = {"title": "探针", "explanation": "探针", "remediation": [as_yaml_reads_it]}
+    write_rules(tmp_path, [probe_rule(remediation=[step], zh=zh)])
+    res = runner.invoke(app, ["rules", "lint", "--rules", str(tmp_path)])
+    assert res.exit_code == 2, res.output
+    assert "translated remediation steps are strings" in res.stderr, res.stderr
+
+
 @pytest.mark.parametrize(
     ("rule", "signature", "message"),
     [

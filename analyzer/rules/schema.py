@@ -182,7 +182,12 @@ def _steps(value: Any, ctx: Context) -> tuple[Step, ...]:
 
 
 def _step_texts(value: Any, ctx: Context) -> tuple[str, ...]:
-    texts = tuple(str(x) for x in as_list(value))
+    """A translation's steps: texts only (an unquoted `: ` makes YAML read a mapping, which
+    would print as a Python dict)."""
+    items = as_list(value)
+    if any(not isinstance(x, str) for x in items):
+        ctx.problem("translated remediation steps are strings (quote a text holding ': ')")
+    texts = tuple(str(x) for x in items if isinstance(x, str))
     for t in texts:
         check_template(t, ctx)
     return texts

@@ -1,0 +1,25 @@
+"""Eighty-third and later measurements (issue 25, session 45): blind sets of unseen real cases
+and the classes they left, each checked on made-up inputs (none copied from a real case)."""
+
+from __future__ import annotations
+
+from conftest import diagnose_texts, verdict_of
+
+# ---- an image pull failure as the kubelet's journal logs it ----------------------------------------
+KUBELET_PULL = (
+    "Dec 06 10:11:02 gpu-1 kubelet[1630]: E1206 10:11:02.114630    1630 kuberuntime_image.go:53] "
+    '"Failed to pull image" err="rpc error: code = NotFound desc = failed to pull and unpack image '
+    '\\"nvcr.io/nvidia/k8s-device-plugin:v0.14.9\\": failed to resolve reference '
+    '\\"nvcr.io/nvidia/k8s-device-plugin:v0.14.9\\": nvcr.io/nvidia/k8s-device-plugin:v0.14.9: '
+    'not found" image="nvcr.io/nvidia/k8s-device-plugin:v0.14.9"\n'
+)
+
+
+def test_the_kubelets_structured_pull_failure_names_the_image(ruleset):
+    """The kubelet's structured log quotes the image after its error, not after the words: the
+    error's own containerd text ("failed to pull and unpack image ...") names it first, with the
+    registry's "not found" after it."""
+    rule, category, _ = verdict_of(ruleset, {"kubelet.log": KUBELET_PULL})
+    assert (rule, category) == ("device-plugin-image-cannot-be-pulled", "no-device-plugin-pod")
+    title = diagnose_texts(ruleset, {"kubelet.log": KUBELET_PULL}).primary.title
+    assert "nvcr.io/nvidia/k8s-device-plugin:v0.14.9 (the registry does not hold it)" in title

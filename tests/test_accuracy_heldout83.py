@@ -23,3 +23,20 @@ def test_the_kubelets_structured_pull_failure_names_the_image(ruleset):
     assert (rule, category) == ("device-plugin-image-cannot-be-pulled", "no-device-plugin-pod")
     title = diagnose_texts(ruleset, {"kubelet.log": KUBELET_PULL}).primary.title
     assert "nvcr.io/nvidia/k8s-device-plugin:v0.14.9 (the registry does not hold it)" in title
+
+
+# ---- Volcano's own HAMi device layer (v1.13+) --------------------------------------------------------
+def test_volcanos_hami_device_layer_short_of_cards_is_resource_insufficient(ruleset):
+    """Volcano v1.13+ schedules HAMi's devices with a layer of its own, whose words are not the
+    older vGPU filter's: "no enough <vendor> device available! raw req_nums N cur req_nums M"."""
+    log = (
+        "I0301 10:00:00.000000       1 device_info.go:495] fit false. dev ID GPU-0\n"
+        "I0301 10:00:00.000100       1 device_info.go:504] no enough nvidia device available! "
+        "raw req_nums 8 cur req_nums 3\n"
+    )
+    report = diagnose_texts(ruleset, {"volcano-scheduler.log": log})
+    assert (report.primary.rule_id, report.primary.category) == (
+        "volcano-hami-devices-do-not-fit",
+        "resource-insufficient",
+    )
+    assert "(8 asked, 3 short)" in report.primary.title

@@ -40,3 +40,26 @@ def test_volcanos_hami_device_layer_short_of_cards_is_resource_insufficient(rule
         "resource-insufficient",
     )
     assert "(8 asked, 3 short)" in report.primary.title
+
+
+# ---- an init container's own script is its spec, not its output -------------------------------------
+def test_a_describes_args_are_not_the_operands_wait(ruleset):
+    """A describe shows the toolkit-validation init container's script (`do echo waiting for nvidia
+    container stack to be setup`) in its Args, and the container Completed: no toolkit wait."""
+    describe = (
+        "Init Containers:\n"
+        "  toolkit-validation:\n"
+        "    Image:         nvcr.io/nvidia/cloud-native/gpu-operator-validator:v24.3.0\n"
+        "    Command:\n"
+        "      sh\n"
+        "      -c\n"
+        "    Args:\n"
+        "      until [ -f /run/nvidia/validations/toolkit-ready ]; do echo waiting for nvidia "
+        "container stack to be setup; sleep 5; done\n"
+        "    State:          Terminated\n"
+        "      Reason:       Completed\n"
+        "      Exit Code:    0\n"
+    )
+    assert verdict_of(ruleset, {"pod-describe.txt": describe})[1] != "plugin-init-toolkit-wait"
+    log = "2024-06-20T10:00:52.000000000Z stdout F waiting for nvidia container stack to be setup\n"
+    assert verdict_of(ruleset, {"toolkit-validation.log": log * 3})[1] == "plugin-init-toolkit-wait"

@@ -3,7 +3,7 @@ and the classes they left, each checked on made-up inputs (none copied from a re
 
 from __future__ import annotations
 
-from conftest import diagnose_texts, verdict_of
+from conftest import diagnose_texts, issue_verdict, verdict_of
 
 # ---- an image pull failure as the kubelet's journal logs it ----------------------------------------
 KUBELET_PULL = (
@@ -63,3 +63,46 @@ def test_a_describes_args_are_not_the_operands_wait(ruleset):
     assert verdict_of(ruleset, {"pod-describe.txt": describe})[1] != "plugin-init-toolkit-wait"
     log = "2024-06-20T10:00:52.000000000Z stdout F waiting for nvidia container stack to be setup\n"
     assert verdict_of(ruleset, {"toolkit-validation.log": log * 3})[1] == "plugin-init-toolkit-wait"
+
+
+# ---- the node's own stack below the runtime: SELinux, the kernel module's flavour -------------------
+def test_an_enforced_selinux_denial_on_nvidia_files_is_a_runtime_fault(ruleset):
+    """An AVC denial of a GPU file to a confined container is the cause, not a missing driver;
+    permissive=1 only logs."""
+    avc = (
+        'type=AVC msg=audit(1700000000.1:9): avc:  denied  { read } for  pid=42 comm="nvidia-smi" '
+        'name="params" dev="tmpfs" ino=7 scontext=system_u:system_r:container_t:s0:c1,c2 '
+        "tcontext=system_u:object_r:container_runtime_tmpfs_t:s0 tclass=file permissive=P\n"
+    )
+    issue = "# GPU pods get Permission denied\n\nonly privileged pods work:\n> "
+    assert issue_verdict(ruleset, issue + avc.replace("=P", "=0"))[:2] == (
+        "selinux-denies-gpu-access",
+        "runtime-other",
+    )
+    assert (
+        verdict_of(ruleset, {"audit.log": avc.replace("=P", "=1")})[0]
+        != "selinux-denies-gpu-access"
+    )
+
+
+def test_a_gpu_that_needs_the_open_kernel_modules_explains_the_shortage(ruleset):
+    """The reporter quotes the scheduler's "Insufficient nvidia.com/gpu" and the driver's words
+    for its cause: the cause wins."""
+    issue = (
+        "# pods Pending on new nodes\n\nGPU pods stay Pending with `0/1 nodes are available: 1 "
+        "Insufficient nvidia.com/gpu`. dmesg:\n```\n[    5.5] NVRM: The NVIDIA GPU 0000:02:00.0 "
+        "(PCI ID: 10de:2c58)\n               NVRM: installed in this system requires use of the "
+        "NVIDIA open kernel modules.\n```\n"
+    )
+    assert issue_verdict(ruleset, issue)[:2] == (
+        "driver-needs-open-kernel-modules",
+        "runtime-other",
+    )
+
+
+def test_nvidia_smi_finding_no_devices_is_the_drivers_fault_at_low_confidence(ruleset):
+    issue = (
+        "# no GPU on the node\n\n`nvidia-smi` reports `No devices were found`, and the device "
+        "plugin registers 0 GPUs, so pods stay Pending with Insufficient nvidia.com/gpu.\n"
+    )
+    assert issue_verdict(ruleset, issue) == ("driver-sees-no-gpu", "runtime-other", "low")

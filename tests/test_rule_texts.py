@@ -55,6 +55,10 @@ READERS = {
     "helm list",
     "helm search",  # lists a repository's charts
     "npu-smi info",  # the Ascend driver's status, as nvidia-smi's
+    "ausearch",  # searches the audit log
+    "getsebool",  # prints an SELinux boolean
+    "lspci",  # lists PCI devices
+    "modinfo",  # prints a kernel module's fields
 }
 READING_TEXT = re.compile(
     r"(?:^|: |^then )(?:on (?:the node|k3s or docker nodes), )?(?:check|read|see|find|list|compare"

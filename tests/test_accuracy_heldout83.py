@@ -3,7 +3,7 @@ and the classes they left, each checked on made-up inputs (none copied from a re
 
 from __future__ import annotations
 
-from conftest import diagnose_texts, issue_verdict, verdict_of
+from conftest import diagnose_issue, diagnose_texts, fired, issue_verdict, verdict_of
 
 # ---- an image pull failure as the kubelet's journal logs it ----------------------------------------
 KUBELET_PULL = (
@@ -106,3 +106,16 @@ def test_nvidia_smi_finding_no_devices_is_the_drivers_fault_at_low_confidence(ru
         "plugin registers 0 GPUs, so pods stay Pending with Insufficient nvidia.com/gpu.\n"
     )
     assert issue_verdict(ruleset, issue) == ("driver-sees-no-gpu", "runtime-other", "low")
+
+
+# ---- another component's restart is no plugin crash, nor a taint ------------------------------------
+def test_a_plugin_that_tolerates_kubelet_restarts_neither_crashes_nor_lacks_a_toleration(ruleset):
+    issue = (
+        "# nvidia.com/gpu is 0 after a kubelet failure\n\n"
+        "**Comment by maintainer:**\n\nThe second error should be easier to fix since the device "
+        "plugin tolerates `kubelet` restarts.\n"
+    )
+    fired_ids = fired(diagnose_issue(ruleset, issue))
+    assert not fired_ids & {"plugin-crash-described", "plugin-taint-described"}, fired_ids
+    crash = "# plugin\n\nthe device plugin keeps restarting every few minutes\n"
+    assert issue_verdict(ruleset, crash)[0] == "plugin-crash-described"

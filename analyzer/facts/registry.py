@@ -344,6 +344,20 @@ FACTS: tuple[FactSpec, ...] = (
         "runtime handlers configured in containerd",
     ),
     _f(
+        "containerd.systemd_cgroup_runtimes",
+        "list",
+        "runtime",
+        ("containerd-config",),
+        "runtime handlers whose options set SystemdCgroup = true",
+    ),
+    _f(
+        "containerd.cgroupfs_runtimes",
+        "list",
+        "runtime",
+        ("containerd-config",),
+        "runtime handlers whose options table leaves SystemdCgroup unset or false (cgroupfs)",
+    ),
+    _f(
         "nvidia_smi.total_mib",
         "int",
         "smi",

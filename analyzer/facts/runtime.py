@@ -13,6 +13,9 @@ if TYPE_CHECKING:  # imported when a bundle holds their kinds (parse/registry.py
 
 _DEVICE_NAME_RE = re.compile(r"(?:^|\.)devices\.\d+\.name$")
 _RUNTIME_RE = re.compile(r"\.runtimes\.([\w.-]+)\.runtime_type$")
+# a handler's runc options: `SystemdCgroup` (containerd 1.3+; the pre-1.5 CRI plugin's lowercase
+# `systemdCgroup` too), containerd's default false, which is the cgroupfs driver
+_OPTIONS_RE = re.compile(r"\.runtimes\.([\w.-]+)\.options\.(\w+)$")
 # The CRI plugin's containerd table (config v1 `cri`, v2 `grpc.v1.cri`, v3 `cri.v1.runtime`): the
 # only place default_runtime_name lives. Only a key of that table itself shows what it holds: a
 # pasted fragment of its runtimes, or nvidia-ctk's drop-in (an empty header above the nvidia
@@ -70,6 +73,13 @@ def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
     >>> produce([config("containerd-config", '[plugins.cri.containerd]\\n  snapshotter = "overlayfs"\\n[plugins.cri.containerd.default_runtime]\\n  runtime_engine = "/usr/bin/nvidia-container-runtime"\\n')], fs)
     >>> fs.value("containerd.default_runtime")
     'nvidia'
+
+    The cgroup driver each handler with an options table runs (containerd's default: cgroupfs):
+
+    >>> fs = FactSet()
+    >>> produce([config("containerd-config", '[plugins.cri.containerd.runtimes.runc.options]\\n  SystemdCgroup = true\\n[plugins.cri.containerd.runtimes.nvidia.options]\\n  BinaryName = "nvidia-container-runtime"\\n')], fs)
+    >>> fs.value("containerd.systemd_cgroup_runtimes"), fs.value("containerd.cgroupfs_runtimes")
+    (['runc'], ['nvidia'])
     """
     kinds: dict[str, set[str]] = {}
     kind_where: dict[str, Where] = {}
@@ -78,6 +88,7 @@ def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
     cdi_mode_kinds: list[str] = []
     where: dict[str, Where] = {}
     runtimes: set[str] = set()
+    options: dict[str, bool] = {}  # per handler with an options table: SystemdCgroup on
     default_runtime = enable_cdi = None
     unsure = whole = False
     cri_table: Where | None = None
@@ -133,6 +144,11 @@ def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
                 if m:
                     runtimes.add(m[1])
                     where.setdefault("runtimes", Where(cf.file, cf.line_of("runtime_type")))
+                o = _OPTIONS_RE.search(k)
+                if o:
+                    on = o[2].lower() == "systemdcgroup" and x is True
+                    options[o[1]] = options.get(o[1], False) or on
+                    where.setdefault("options", Where(cf.file, cf.line_of("options")))
     if kinds:
         first = next(iter(kind_where.values()))
         facts.put("cdi.kinds", sorted(kinds), first)
@@ -162,3 +178,8 @@ def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
         facts.put("containerd.enable_cdi", enable_cdi, where["cdi"])
     if runtimes:
         facts.put("containerd.runtimes", sorted(runtimes), where.get("runtimes"))
+    if options:
+        systemd = sorted(r for r, on in options.items() if on)
+        facts.put("containerd.systemd_cgroup_runtimes", systemd, where.get("options"))
+        cgroupfs = sorted(r for r, on in options.items() if not on)
+        facts.put("containerd.cgroupfs_runtimes", cgroupfs, where.get("options"))

@@ -186,6 +186,9 @@ SHELL_PROMPT = rf"(?:{_NAMED_PROMPT}|[$#]|PS [^>\n]+>)"
 # postscript: a prompt there names its user, is PowerShell's on a drive, or a bare `$`
 PROSE_SHELL_PROMPT = rf"(?:{_NAMED_PROMPT}|PS [A-Za-z]:\\[^>\n]*>|\$)"
 
+# a line a paste puts where it left lines out ("........", "…", "[... ...]", "<snip>", "(...)")
+ELISION_RE = re.compile(r"^\s*(?:\.{3,}|…+|\[\.\.\. ?\.\.\.\]|<snip>|\(\.\.\.\))\s*$")
+
 # a pasted shell command before the object's text: `$ kubectl get node -o yaml` (a Red Hat prompt
 # is what YAML would read as a flow sequence followed by a comment, and JSON rejects)
 _COMMAND_LINE_RE = re.compile(
@@ -251,6 +254,15 @@ def load_documents_yaml(text: str) -> tuple[list[Any], list[str]]:
         if start:
             warnings.append(f"skipped {start} line(s) before the first YAML key")
             lines = lines[start:]
+    # a paste's own marks of lines it left out ("....", "…", "[... ...]") are no YAML: read as
+    # blank lines (the parsers that care find them in the text and call their section partial)
+    elided = [i for i, x in enumerate(lines) if "." in x or "…" in x or "<" in x]
+    elided = [i for i in elided if ELISION_RE.match(lines[i])]
+    if elided:
+        lines = list(lines)
+        for i in elided:
+            lines[i] = ""
+        warnings.append(f"{len(elided)} line(s) marking text left out of the paste read as gaps")
     docs, more = load_prefix(lines, _load_all, _yaml_problem, [])
     return docs, warnings + more
 

@@ -3,7 +3,14 @@ and the classes they left, each checked on made-up inputs (none copied from a re
 
 from __future__ import annotations
 
-from conftest import diagnose_issue, diagnose_texts, fired, issue_verdict, verdict_of
+from conftest import (
+    diagnose_issue,
+    diagnose_texts,
+    fired,
+    issue_verdict,
+    parse_texts,
+    verdict_of,
+)
 
 # ---- an image pull failure as the kubelet's journal logs it ----------------------------------------
 KUBELET_PULL = (
@@ -119,3 +126,32 @@ def test_a_plugin_that_tolerates_kubelet_restarts_neither_crashes_nor_lacks_a_to
     assert not fired_ids & {"plugin-crash-described", "plugin-taint-described"}, fired_ids
     crash = "# plugin\n\nthe device plugin keeps restarting every few minutes\n"
     assert issue_verdict(ruleset, crash)[0] == "plugin-crash-described"
+
+
+# ---- a node's YAML with the paste's own "...." ------------------------------------------------------
+def test_a_status_block_with_lines_left_out_is_read_and_zero_is_not_absent(ruleset):
+    """The reporter's "......." between `allocatable:` and the GPU line broke the YAML and the
+    recognition; read as a gap, the resource at 0 is the kubelet's, not an absent resource."""
+    node = (
+        '  allocatable:\n    .......\n    nvidia.com/gpu: "0"\n    ....\n'
+        '  capacity:\n    .......\n    nvidia.com/gpu: "0"\n    ....\n'
+    )
+    parsed = parse_texts(ruleset, {"node.yaml": node})
+    assert [a.kind for a in parsed.artefacts] == ["node"]
+    assert verdict_of(ruleset, {"node.yaml": node}) == (
+        "gpu-resource-at-zero",
+        "no-allocatable-kubelet-socket",
+        "low",
+    )
+
+
+def test_labels_with_lines_left_out_do_not_convict_a_missing_label(ruleset):
+    """Labels shown in part ("...") may hold gpu=on among the lines left out."""
+    node = (
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: gpu-1\n  labels:\n"
+        '    kubernetes.io/hostname: gpu-1\n    ...\nstatus:\n  capacity:\n    cpu: "8"\n'
+        '  allocatable:\n    cpu: "8"\n'
+    )
+    assert "no-gpu-label" not in fired(diagnose_texts(ruleset, {"node.yaml": node}))
+    whole = node.replace("    ...\n", "")
+    assert "no-gpu-label" in fired(diagnose_texts(ruleset, {"node.yaml": whole}))

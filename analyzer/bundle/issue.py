@@ -17,9 +17,9 @@ from urllib.parse import quote, unquote
 
 import regex
 
-from analyzer.bundle.text import ELISION_RE, LOG_LINE_RE, unframe
+from analyzer.bundle.text import LOG_LINE_RE, unframe
 from analyzer.errors import BundleError
-from analyzer.structured import PROSE_SHELL_PROMPT, load_json
+from analyzer.structured import ELISION_RE, PROSE_SHELL_PROMPT, load_json
 
 _FENCE_OPEN = regex.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`\n]*)$")
 _PRE_OPEN = regex.compile(r"<pre\b[^>\n]{0,200}>(?:\s{0,200}<code\b[^>\n]{0,200}>)?", regex.I)

@@ -23,8 +23,6 @@ KLOG_HEADER_PATTERN = (
     r"(?P<pid>\d+) (?P<src>[^\s\]]+?:\d+)\] ?(?P<msg>.*)$"
 )
 PREFIX_RE = re.compile(LINE_PREFIX_PATTERN)
-# a line a paste puts where it left lines out ("........", "…", "[... ...]", "<snip>", "(...)")
-ELISION_RE = re.compile(r"^\s*(?:\.{3,}|…+|\[\.\.\. ?\.\.\.\]|<snip>|\(\.\.\.\))\s*$")
 # a count opening an item of a comma-separated list (kube-scheduler's reasons, "1 node(s) had
 # taint {a: }, that the pod didn't tolerate, 3 node unregistered"): an item's own commas open no
 # count, and "1/2 CardNotHealth" is a share, not a count

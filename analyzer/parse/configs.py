@@ -13,8 +13,7 @@ from functools import cached_property
 from typing import Any
 
 from analyzer.bundle.model import Artefact
-from analyzer.bundle.text import ELISION_RE
-from analyzer.structured import Documents, load_prefix
+from analyzer.structured import ELISION_RE, Documents, load_prefix
 
 MAX_KEYS = 20_000
 _TOML_LINE_RE = re.compile(r"at line (\d+)")

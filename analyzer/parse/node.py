@@ -6,10 +6,9 @@ import re
 from dataclasses import dataclass, field
 
 from analyzer.bundle.model import Artefact
-from analyzer.bundle.text import ELISION_RE
 from analyzer.parse import shape
 from analyzer.parse.shape import conform
-from analyzer.structured import Documents
+from analyzer.structured import ELISION_RE, Documents
 
 NODE_SECTIONS = frozenset(
     {
@@ -287,6 +286,8 @@ def parse_node(artefact: Artefact, documents: Documents | None = None) -> list[N
         if not meta and not spec and raw.get("kind") is None:
             n.form = "fragment"  # a status block on its own: the node's other sections are unknown
             n.sections = n.sections - {"taints", "spec"}
+        cut = _elided_sections(lines)  # the paste's "...." inside a section: read in part
+        n.partial, n.sections = n.sections & cut, n.sections - cut
         n.taints = spec.get("taints", [])
         n.conditions = status.get("conditions", [])
         n.images = [name for img in status.get("images", []) for name in img.get("names", [])]
@@ -353,6 +354,31 @@ def keep_nodes(nodes: list[NodeFacts]) -> tuple[list[NodeFacts], str | None]:
 def _gpu_evidence(n: NodeFacts) -> bool:
     keys = [*n.annotations, *n.capacity, *n.allocatable, *n.labels]
     return any(k.startswith(("hami.io/", "4pd.io/")) or "gpu" in k.lower() for k in keys)
+
+
+_YAML_SECTIONS = {k: k for k in ("labels", "annotations", "taints", "capacity", "allocatable")}
+_YAML_SECTIONS |= {"conditions": "conditions", "images": "images", "nodeInfo": "system"}
+_YAML_KEY_RE = re.compile(r"^\s*([\w-]+):\s*$")
+_ELISION_REACH = 400  # lines above a mark searched for the key it sits under
+
+
+def _elided_sections(lines: list[str]) -> frozenset[str]:
+    """The node sections holding a paste's mark of lines left out ("....." under `capacity:`):
+    their other keys are unknown, not absent. A mark at the margin leaves out whole sections,
+    which then do not show at all."""
+    cut: set[str] = set()
+    for i, line in enumerate(lines):
+        if not line[:1].isspace() or not ELISION_RE.match(line):
+            continue
+        indent = len(line) - len(line.lstrip())
+        for j in range(i - 1, max(-1, i - _ELISION_REACH), -1):
+            above = lines[j]
+            if above.strip() and len(above) - len(above.lstrip()) < indent:
+                m = _YAML_KEY_RE.match(above)
+                if m and m[1] in _YAML_SECTIONS:
+                    cut.add(_YAML_SECTIONS[m[1]])
+                break
+    return frozenset(cut)
 
 
 def _present_sections(meta: dict, spec: dict, status: dict) -> frozenset[str]:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from analyzer.bundle.reader import BundleReader, Limits
 from analyzer.errors import BundleError
 from analyzer.facts.context import build_contexts
-from analyzer.parse.matcher import Matcher
+from analyzer.parse.matcher import Matcher, signature_matcher
 from analyzer.pipeline import ParsedBundle, parse_bundle, parse_files
 from analyzer.report.build import build_node, build_report
 from analyzer.report.model import NodeReport, Report
@@ -167,17 +167,12 @@ _MATCHERS: dict[int, tuple[RuleSet, Matcher]] = {}
 def matcher_for(ruleset: RuleSet) -> Matcher:
     """The compiled signature scan, built once per rule set and process (a batch worker analyses
     thousands of bundles with the same rules)."""
+    built = ruleset.matcher
+    if built is not None and built._compile.signatures is ruleset.signatures:
+        return built  # a rule set copied with other signatures has its own scan built below
     hit = _MATCHERS.get(id(ruleset))
     if hit is None or hit[0] is not ruleset:
-        sigs = list(ruleset.signatures.values())
-        by_id = ruleset.signatures
-        matcher = Matcher(
-            [(s.id, s.pattern) for s in sigs],
-            {s.id: list(s.prefilter) or None for s in sigs},
-            lambda sid: by_id[sid].compiled,
-            {s.id: s.scanned_in for s in sigs},
-            {s.id: s.literal_choices for s in sigs},
-        )
+        matcher = signature_matcher(ruleset.signatures)
         if len(_MATCHERS) > 8:
             _MATCHERS.clear()
         hit = _MATCHERS[id(ruleset)] = (ruleset, matcher)  # held so its id stays its own

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 import polars as pl
 import regex
 
-from analyzer.catalogue.signatures import MATCH_TIMEOUT
+from analyzer.catalogue.signatures import MATCH_TIMEOUT, Signature
 from analyzer.parse import smalllog
 from analyzer.parse.literals import ignores_case, least_common, literal_options, required_literals
 
@@ -28,6 +28,29 @@ Matched = dict[tuple[int, str], tuple[tuple[int, int], dict[str, str | None]]]
 LiteralChoices = Sequence[Sequence[Sequence[str]]]
 SMALL_FRAME = 20_000  # below this many rows signatures are attributed line by line
 FALLBACK_PER_SCAN = 8  # literal-less patterns joined into one regex scan
+
+
+class SignatureCompiler:
+    """A signature's compiled pattern, by id (a closure would not pickle: the rule set's cached
+    scan holds one)."""
+
+    def __init__(self, signatures: dict[str, Signature]):
+        self.signatures = signatures
+
+    def __call__(self, sid: str) -> regex.Pattern:
+        return self.signatures[sid].compiled
+
+
+def signature_matcher(signatures: dict[str, Signature]) -> Matcher:
+    """The scan of a rule set's signatures (built with the rule set and cached with it)."""
+    sigs = list(signatures.values())
+    return Matcher(
+        [(s.id, s.pattern) for s in sigs],
+        {s.id: list(s.prefilter) or None for s in sigs},
+        SignatureCompiler(signatures),
+        {s.id: s.scanned_in for s in sigs},
+        {s.id: s.literal_choices for s in sigs},
+    )
 
 
 class Matcher:
@@ -67,7 +90,7 @@ class Matcher:
         # found ignoring case by the prefilter; their regex decides on every candidate
         self.folded = [sid for sid, pat in sigs if self.lits[sid] and ignores_case(pat)]
         self.checked = self.fallback + self.folded
-        checked = set(self.checked)
+        checked = self._checked_set = set(self.checked)
         lit_rows = [
             (lit, sid) for sid, _ in sigs if sid not in checked for lit in self.lits[sid] or ()
         ]
@@ -85,19 +108,48 @@ class Matcher:
         # a line may hold two literals of one signature: then (line, sig) pairs need dedup
         self.multi_literal = any(n > 1 for n in per_sig.values())
 
+    def __getstate__(self) -> dict:
+        """Pickled without what a run adds (its per-kind scans, its sample)."""
+        return {**self.__dict__, "_without": {}, "sample_counts": None}
+
     def without(self, sids: set[str] | list[str]) -> Matcher:
         """The same scan without these signatures (built once per set)."""
         key = frozenset(sids)
         if not key:
             return self
         if key not in self._without:
-            self._without[key] = Matcher(
-                [(sid, pat) for sid, pat in self.sigs if sid not in key],
-                self.lits,
-                self._compile,
-                choices=self._choices,
-            )
+            self._without[key] = self._subset(key)
         return self._without[key]
+
+    def _subset(self, dropped: frozenset[str]) -> Matcher:
+        """This scan without `dropped`, its tables filtered rather than worked out again (a
+        small run builds one per kind of log; building each anew cost it ~2 ms)."""
+        child = Matcher.__new__(Matcher)
+        child.sigs = [(sid, pat) for sid, pat in self.sigs if sid not in dropped]
+        child._choices = self._choices
+        child.pattern = {sid: pat for sid, pat in child.sigs}
+        child._compile = self._compile
+        child.scanned_in = {}
+        child._without = {}
+        child.sample_counts = None
+        child.lits = self.lits
+        child.fallback = [sid for sid in self.fallback if sid not in dropped]
+        child.folded = [sid for sid in self.folded if sid not in dropped]
+        child.checked = child.fallback + child.folded
+        child.lit_to_sigs = {}
+        for lit, sids in self.lit_to_sigs.items():
+            kept = [sid for sid in sids if sid not in dropped]
+            if kept:
+                child.lit_to_sigs[lit] = kept
+        child.literals = sorted(child.lit_to_sigs)
+        child.pure = self.pure - dropped
+        child._checked_set = set(child.checked)
+        child.multi_literal = self.multi_literal and any(
+            len(set(self.lits[sid] or ())) > 1
+            for sid, _ in child.sigs
+            if sid not in child._checked_set
+        )
+        return child
 
     def for_kind(self, kind: str) -> Matcher:
         """The scan of an artefact of this kind: without the signatures searched in other kinds

@@ -25,6 +25,7 @@ from analyzer.catalogue.kinds import load_catalogue
 from analyzer.errors import RuleLoadError
 from analyzer.parse.annotations import AnnotationSpec
 from analyzer.parse.literals import ignores_case, literal_options, required_literals
+from analyzer.parse.matcher import signature_matcher
 from analyzer.parse.registry import check_parsers
 from analyzer.rules import builtin_rules_dir
 from analyzer.rules.model import Rule, RuleSet, Signature
@@ -228,6 +229,7 @@ def _load_ruleset(dirs: list[Path], version: str) -> RuleSet:
     if errors:
         raise RuleLoadError(errors)
     ruleset.warnings = warnings
+    ruleset.matcher = signature_matcher(signatures)
     return ruleset
 
 

@@ -155,3 +155,25 @@ def test_labels_with_lines_left_out_do_not_convict_a_missing_label(ruleset):
     assert "no-gpu-label" not in fired(diagnose_texts(ruleset, {"node.yaml": node}))
     whole = node.replace("    ...\n", "")
     assert "no-gpu-label" in fired(diagnose_texts(ruleset, {"node.yaml": whole}))
+
+
+# ---- other components that load NVML: the DCGM exporter, the DRA driver's kubelet plugin ------------
+def test_the_dcgm_exporters_nvml_failure_is_its_pods_runtime_not_the_plugin(ruleset):
+    log = (
+        'time=2026-01-05T10:00:00.543Z level=INFO msg="Starting dcgm-exporter" Version=4.8.4\n'
+        'time=2026-01-05T10:00:00.547Z level=ERROR msg="Cannot init NVML library; err: '
+        'ERROR_LIBRARY_NOT_FOUND"\n'
+        "time=2026-01-05T10:00:00.566Z level=ERROR msg=ERROR_LIBRARY_NOT_FOUND\n"
+    )
+    rule, category, _ = verdict_of(ruleset, {"dcgm-exporter.log": log})
+    assert (rule, category) == ("dcgm-exporter-cannot-load-nvml", "runtimeclass")
+
+
+def test_the_dra_drivers_prestart_check_names_its_driver_root(ruleset):
+    log = (
+        "2025-09-20T04:47:12Z  /driver-root (/ on host): nvidia-smi: not found, "
+        "libnvidia-ml.so.1: not found, current contents: [bin  boot  dev  etc  usr  var].\n"
+    )
+    report = diagnose_texts(ruleset, {"kubelet-plugin.log": log})
+    assert report.primary.rule_id == "dra-driver-finds-no-gpu-driver"
+    assert "(/ on the host)" in report.primary.title

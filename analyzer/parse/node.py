@@ -359,25 +359,30 @@ def _gpu_evidence(n: NodeFacts) -> bool:
 _YAML_SECTIONS = {k: k for k in ("labels", "annotations", "taints", "capacity", "allocatable")}
 _YAML_SECTIONS |= {"conditions": "conditions", "images": "images", "nodeInfo": "system"}
 _YAML_KEY_RE = re.compile(r"^\s*([\w-]+):\s*$")
-_ELISION_REACH = 400  # lines above a mark searched for the key it sits under
 
 
 def _elided_sections(lines: list[str]) -> frozenset[str]:
     """The node sections holding a paste's mark of lines left out ("....." under `capacity:`):
     their other keys are unknown, not absent. A mark at the margin leaves out whole sections,
-    which then do not show at all."""
+    which then do not show at all. One pass, the keys open above each line on a stack (a
+    search upwards from each mark was quadratic in a paste of marks)."""
     cut: set[str] = set()
-    for i, line in enumerate(lines):
-        if not line[:1].isspace() or not ELISION_RE.match(line):
+    open_keys: list[
+        tuple[int, str | None]
+    ] = []  # (indent, key of a block, or None), innermost last
+    for line in lines:
+        body = line.lstrip()
+        if not body:
             continue
-        indent = len(line) - len(line.lstrip())
-        for j in range(i - 1, max(-1, i - _ELISION_REACH), -1):
-            above = lines[j]
-            if above.strip() and len(above) - len(above.lstrip()) < indent:
-                m = _YAML_KEY_RE.match(above)
-                if m and m[1] in _YAML_SECTIONS:
-                    cut.add(_YAML_SECTIONS[m[1]])
-                break
+        indent = len(line) - len(body)
+        while open_keys and open_keys[-1][0] >= indent:
+            open_keys.pop()
+        if ELISION_RE.match(line):
+            if indent and open_keys and open_keys[-1][1] in _YAML_SECTIONS:
+                cut.add(_YAML_SECTIONS[open_keys[-1][1]])
+            continue
+        m = _YAML_KEY_RE.match(line)
+        open_keys.append((indent, m[1] if m else None))
     return frozenset(cut)
 
 

@@ -177,3 +177,18 @@ def test_the_dra_drivers_prestart_check_names_its_driver_root(ruleset):
     report = diagnose_texts(ruleset, {"kubelet-plugin.log": log})
     assert report.primary.rule_id == "dra-driver-finds-no-gpu-driver"
     assert "(/ on the host)" in report.primary.title
+
+
+# ---- the reporter's own test takes HAMi-core out --------------------------------------------------
+def test_a_workload_that_runs_with_hami_core_bypassed_blames_hami_core(ruleset):
+    issue = (
+        "# training hangs in NCCL init on a HAMi node\n\nWith `CUDA_DISABLE_CONTROL=true` set on the "
+        "pod the same job works fine.\n"
+    )
+    assert issue_verdict(ruleset, issue) == (
+        "hami-core-fault-when-bypassed",
+        "runtime-other",
+        "low",
+    )
+    negated = issue.replace("the same job works fine", "the same job still doesn't work")
+    assert issue_verdict(ruleset, negated)[0] != "hami-core-fault-when-bypassed"

@@ -1,4 +1,4 @@
-"""Eighty-third and later measurements (issue 25, session 45): blind sets of unseen real cases
+"""Eighty-third to eighty-eighth measurements (issue 25, session 45): blind sets of unseen real cases
 and the classes they left, each checked on made-up inputs (none copied from a real case)."""
 
 from __future__ import annotations
@@ -192,3 +192,22 @@ def test_a_workload_that_runs_with_hami_core_bypassed_blames_hami_core(ruleset):
     )
     negated = issue.replace("the same job works fine", "the same job still doesn't work")
     assert issue_verdict(ruleset, negated)[0] != "hami-core-fault-when-bypassed"
+
+
+# ---- containerd's handlers on two cgroup drivers ------------------------------------------------------
+def test_the_nvidia_handler_without_runcs_systemd_cgroup_is_named(ruleset):
+    config = (
+        "version = 2\n"
+        '[plugins."io.containerd.grpc.v1.cri".containerd]\n  default_runtime_name = "nvidia"\n'
+        '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\n'
+        "  SystemdCgroup = true\n"
+        '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]\n'
+        '  BinaryName = "/usr/bin/nvidia-container-runtime"\n'
+    )
+    assert "nvidia-runtime-cgroup-driver-differs" in fired(
+        diagnose_texts(ruleset, {"config.toml": config})
+    )
+    agreed = config + "  SystemdCgroup = true\n"
+    assert "nvidia-runtime-cgroup-driver-differs" not in fired(
+        diagnose_texts(ruleset, {"config.toml": agreed})
+    )

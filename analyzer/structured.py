@@ -257,7 +257,8 @@ def load_documents_yaml(text: str) -> tuple[list[Any], list[str]]:
     # a paste's own marks of lines it left out ("....", "…", "[... ...]") are no YAML: read as
     # blank lines (the parsers that care find them in the text and call their section partial)
     elided = [i for i, x in enumerate(lines) if "." in x or "…" in x or "<" in x]
-    elided = [i for i in elided if ELISION_RE.match(lines[i])]
+    # ... at the margin is YAML's own end of a document, which the load reads as one
+    elided = [i for i in elided if ELISION_RE.match(lines[i]) and lines[i].rstrip() != "..."]
     if elided:
         lines = list(lines)
         for i in elided:

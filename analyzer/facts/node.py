@@ -47,6 +47,11 @@ def gpu_resources(resources: dict[str, str]) -> list[str]:
     return sorted(r for r in resources if GPU_RESOURCE_RE.search(r))
 
 
+def _positive(quantity: str) -> bool:
+    """A resource count above 0 (a count the kubelet prints is a whole number)."""
+    return str(quantity).strip().isdigit() and int(str(quantity).strip()) > 0
+
+
 def gpu_count(resources: dict[str, str], name: str = "nvidia.com/gpu") -> int | None:
     """Allocatable nvidia.com/gpu as an int; 0 when the resource is not listed.
 
@@ -141,6 +146,8 @@ def produce(node: NodeFacts | None, facts: FactSet, name: str | None = None) -> 
         facts.put(f"node.{section}.gpu", gpu_count(values), at(f"{section}.nvidia.com/gpu"))
         if section == "capacity" and section in node.sections:
             facts.put("node.capacity_gpu_resources", gpu_resources(values), at(section_key(values)))
+            offered = [r for r in gpu_resources(values) if _positive(values[r])]
+            facts.put("node.capacity_gpu_resources_offered", offered, at(section_key(values)))
     if {"allocatable", "capacity"} <= node.sections:
         total, healthy = gpu_count(node.capacity), gpu_count(node.allocatable)
         if total is not None and healthy is not None:

@@ -128,6 +128,14 @@ FACTS: tuple[FactSpec, ...] = (
         "GPU-like resources in Capacity (nvidia.com/gpu, MIG profiles, alpha.kubernetes.io/nvidia-gpu,"
         " other vendors'); empty: no device plugin ever registered a GPU there",
     ),
+    _f(
+        "node.capacity_gpu_resources_offered",
+        "list",
+        "node",
+        NODE,
+        "the GPU-like resources in Capacity at a count above 0 (a MIG profile or a renamed shared "
+        "GPU, beside an nvidia.com/gpu the kubelet keeps at 0)",
+    ),
     _f("node.hami_annotation_keys", "list", "node", NODE, "hami.io/* and 4pd.io/* annotation keys"),
     # register annotation (node object, or register data a HAMi log printed)
     _f(

@@ -250,6 +250,8 @@ def parse_node(artefact: Artefact, documents: Documents | None = None) -> list[N
         spans.setdefault(span.name, []).append(span)
     nodes: list[NodeFacts] = []
     seen: dict[str, int] = {}
+    marked = any(ELISION_RE.match(x) for x in lines if "." in x or "…" in x or "<" in x)
+    whole_cut: frozenset[str] | None = None
     for raw in objs:
         if raw.get("kind") not in ("Node", None):
             continue
@@ -286,13 +288,17 @@ def parse_node(artefact: Artefact, documents: Documents | None = None) -> list[N
         if not meta and not spec and raw.get("kind") is None:
             n.form = "fragment"  # a status block on its own: the node's other sections are unknown
             n.sections = n.sections - {"taints", "spec"}
-        cut = _elided_sections(lines)  # the paste's "...." inside a section: read in part
-        n.partial, n.sections = n.sections & cut, n.sections - cut
         n.taints = spec.get("taints", [])
         n.conditions = status.get("conditions", [])
         n.images = [name for img in status.get("images", []) for name in img.get("names", [])]
         if located is None and len(objs) == 1:
             located = Span(0, len(lines), name)
+        if marked:  # the paste's "...." inside a section of this object: read in part
+            if located is not None:
+                cut = _elided_sections(lines[located.start : located.end])
+            else:  # objects the text does not tell apart share the text's marks
+                cut = whole_cut = _elided_sections(lines) if whole_cut is None else whole_cut
+            n.partial, n.sections = n.sections & cut, n.sections - cut
         if located is not None:
             _locate_lines(
                 n, lines[located.start : located.end], artefact.first_line + located.start
@@ -365,24 +371,33 @@ def _elided_sections(lines: list[str]) -> frozenset[str]:
     """The node sections holding a paste's mark of lines left out ("....." under `capacity:`):
     their other keys are unknown, not absent. A mark at the margin leaves out whole sections,
     which then do not show at all. One pass, the keys open above each line on a stack (a
-    search upwards from each mark was quadratic in a paste of marks)."""
+    search upwards from each mark was quadratic in a paste of marks). kubectl prints a list's
+    items at their key's indent (`taints:` then `- effect: ...`): an item closes only the items
+    and deeper lines before it, and a mark aligned with the items is one of them."""
     cut: set[str] = set()
-    open_keys: list[
-        tuple[int, str | None]
-    ] = []  # (indent, key of a block, or None), innermost last
+    # (indent, key of a block or None, whether it is a list item), innermost last
+    open_keys: list[tuple[int, str | None, bool]] = []
     for line in lines:
         body = line.lstrip()
         if not body:
             continue
         indent = len(line) - len(body)
+        mark = ELISION_RE.match(line) is not None
+        item = body.startswith("- ") or body == "-"
+        among_items = False
         while open_keys and open_keys[-1][0] >= indent:
+            top_indent, _key, top_item = open_keys[-1]
+            if top_indent == indent and not top_item and (item or (mark and among_items)):
+                break  # the key whose list this item or mark belongs to
+            among_items = among_items or (top_indent == indent and top_item)
             open_keys.pop()
-        if ELISION_RE.match(line):
-            if indent and open_keys and open_keys[-1][1] in _YAML_SECTIONS:
-                cut.add(_YAML_SECTIONS[open_keys[-1][1]])
+        if mark:
+            key = open_keys[-1][1] if open_keys else None
+            if indent and key in _YAML_SECTIONS:
+                cut.add(_YAML_SECTIONS[key])
             continue
         m = _YAML_KEY_RE.match(line)
-        open_keys.append((indent, m[1] if m else None))
+        open_keys.append((indent, m[1] if m else None, item))
     return frozenset(cut)
 
 

@@ -40,6 +40,29 @@ _V1_SHIM = "io.containerd.runtime.v1.linux"
 _CONTAINERD_DEFAULT_RUNTIME = "runc"
 
 
+def _read_options(
+    cf: ConfigFacts, handler: str, key: str, value: object, options: dict, where: dict
+) -> None:
+    """A handler's options key into `options` (handler -> SystemdCgroup on, or None where that
+    is not known): a value of another type is containerd's decode error, not cgroupfs, and a
+    table the paste shows only in part may have lost the key."""
+    if key.lower() == "systemdcgroup":
+        if not isinstance(value, bool):
+            options[handler] = None
+            return
+        if value:
+            options[handler] = True
+            where.setdefault("options", Where(cf.file, cf.line_of(key)))
+            return
+    if handler in options:
+        return
+    header = re.compile(
+        rf"""^\s*\[[^\]]*\.runtimes\.["']?{re.escape(handler)}["']?\.options\s*\]"""
+    )
+    options[handler] = False if cf.shows_whole(header) else None
+    where.setdefault("options", Where(cf.file, cf.line_of(key)))
+
+
 def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
     """
     >>> from analyzer.dev.samples import config
@@ -88,7 +111,7 @@ def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
     cdi_mode_kinds: list[str] = []
     where: dict[str, Where] = {}
     runtimes: set[str] = set()
-    options: dict[str, bool] = {}  # per handler with an options table: SystemdCgroup on
+    options: dict[str, bool | None] = {}  # per handler with an options table: SystemdCgroup on
     default_runtime = enable_cdi = None
     unsure = whole = False
     cri_table: Where | None = None
@@ -146,9 +169,7 @@ def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
                     where.setdefault("runtimes", Where(cf.file, cf.line_of("runtime_type")))
                 o = _OPTIONS_RE.search(k)
                 if o:
-                    on = o[2].lower() == "systemdcgroup" and x is True
-                    options[o[1]] = options.get(o[1], False) or on
-                    where.setdefault("options", Where(cf.file, cf.line_of("options")))
+                    _read_options(cf, o[1], o[2], x, options, where)
     if kinds:
         first = next(iter(kind_where.values()))
         facts.put("cdi.kinds", sorted(kinds), first)
@@ -181,5 +202,5 @@ def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
     if options:
         systemd = sorted(r for r, on in options.items() if on)
         facts.put("containerd.systemd_cgroup_runtimes", systemd, where.get("options"))
-        cgroupfs = sorted(r for r, on in options.items() if not on)
+        cgroupfs = sorted(r for r, on in options.items() if on is False)
         facts.put("containerd.cgroupfs_runtimes", cgroupfs, where.get("options"))

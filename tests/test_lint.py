@@ -386,7 +386,20 @@ def test_a_translated_step_yaml_read_as_a_mapping_stops_the_load(tmp_path):
     write_rules(tmp_path, [probe_rule(remediation=[step], zh=zh)])
     res = runner.invoke(app, ["rules", "lint", "--rules", str(tmp_path)])
     assert res.exit_code == 2, res.output
-    assert "translated remediation steps are strings" in res.stderr, res.stderr
+    assert "translated remediation step 1 is not a string" in res.stderr, res.stderr
+
+
+def test_an_english_step_yaml_read_as_a_mapping_stops_the_load(tmp_path):
+    """The same for an English step: `- On the node: read ...` is a mapping with neither text
+    nor command, which printed as an empty step."""
+    steps = [
+        {"text": "Look (this only reads)", "command": "kubectl get nodes"},
+        {"On the node": "x"},
+    ]
+    write_rules(tmp_path, [probe_rule(remediation=steps)])
+    res = runner.invoke(app, ["rules", "lint", "--rules", str(tmp_path)])
+    assert res.exit_code == 2, res.output
+    assert "remediation step 2 is a mapping without text or command" in res.stderr, res.stderr
 
 
 @pytest.mark.parametrize(

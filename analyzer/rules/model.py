@@ -122,7 +122,7 @@ class RuleSet:
     warnings: list[str] = field(default_factory=list)  # lint findings that do not block loading
     # parse.matcher.Matcher: the signatures' scan, built with the rule set and cached with it
     # (building it cost a small run ~3 ms); None: built when first asked
-    matcher: Any = None
+    matcher: Any = field(default=None, compare=False, repr=False)
 
     @property
     def fact_inputs(self):

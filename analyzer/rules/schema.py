@@ -175,6 +175,12 @@ def _steps(value: Any, ctx: Context) -> tuple[Step, ...]:
         if not isinstance(step, dict):
             ctx.problem("remediation steps are strings or mappings")
             continue
+        if not {"text", "command"} & step.keys():  # an unquoted step holding ': '
+            ctx.problem(
+                f"remediation step {len(steps) + 1} is a mapping without text or command "
+                "(quote a step holding ': ')"
+            )
+            continue
         steps.append(Step(str(step.get("text", "")), step.get("command")))
     for t in [*(s.text for s in steps), *(s.command for s in steps if s.command)]:
         check_template(str(t), ctx)
@@ -185,8 +191,11 @@ def _step_texts(value: Any, ctx: Context) -> tuple[str, ...]:
     """A translation's steps: texts only (an unquoted `: ` makes YAML read a mapping, which
     would print as a Python dict)."""
     items = as_list(value)
-    if any(not isinstance(x, str) for x in items):
-        ctx.problem("translated remediation steps are strings (quote a text holding ': ')")
+    for n, x in enumerate(items, 1):
+        if not isinstance(x, str):
+            ctx.problem(
+                f"translated remediation step {n} is not a string (quote a text holding ': ')"
+            )
     texts = tuple(str(x) for x in items if isinstance(x, str))
     for t in texts:
         check_template(t, ctx)

@@ -168,7 +168,7 @@ def _explanation(value: Any, ctx: Context) -> str:
 
 
 def _steps(value: Any, ctx: Context) -> tuple[Step, ...]:
-    steps = []
+    steps: list[Step] = []
     for step in value or []:
         if isinstance(step, str):
             step = {"text": step}

@@ -189,6 +189,15 @@ PROSE_SHELL_PROMPT = rf"(?:{_NAMED_PROMPT}|PS [A-Za-z]:\\[^>\n]*>|\$)"
 # a line a paste puts where it left lines out ("........", "…", "[... ...]", "<snip>", "(...)")
 ELISION_RE = re.compile(r"^\s*(?:\.{3,}|…+|\[\.\.\. ?\.\.\.\]|<snip>|\(\.\.\.\))\s*$")
 
+
+def elision_lines(lines: list[str]) -> list[int]:
+    """The indexes of the lines a paste put where it left lines out (ELISION_RE; the regex only
+    for lines holding one of its characters)."""
+    return [
+        i for i, x in enumerate(lines) if ("." in x or "…" in x or "<" in x) and ELISION_RE.match(x)
+    ]
+
+
 # a pasted shell command before the object's text: `$ kubectl get node -o yaml` (a Red Hat prompt
 # is what YAML would read as a flow sequence followed by a comment, and JSON rejects)
 _COMMAND_LINE_RE = re.compile(
@@ -256,9 +265,8 @@ def load_documents_yaml(text: str) -> tuple[list[Any], list[str]]:
             lines = lines[start:]
     # a paste's own marks of lines it left out ("....", "…", "[... ...]") are no YAML: read as
     # blank lines (the parsers that care find them in the text and call their section partial)
-    elided = [i for i, x in enumerate(lines) if "." in x or "…" in x or "<" in x]
     # ... at the margin is YAML's own end of a document, which the load reads as one
-    elided = [i for i in elided if ELISION_RE.match(lines[i]) and lines[i].rstrip() != "..."]
+    elided = [i for i in elision_lines(lines) if lines[i].rstrip() != "..."]
     if elided:
         lines = list(lines)
         for i in elided:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from analyzer.bundle.model import Artefact
 from analyzer.parse import shape
 from analyzer.parse.shape import conform
-from analyzer.structured import ELISION_RE, Documents
+from analyzer.structured import ELISION_RE, Documents, elision_lines
 
 NODE_SECTIONS = frozenset(
     {
@@ -250,7 +250,7 @@ def parse_node(artefact: Artefact, documents: Documents | None = None) -> list[N
         spans.setdefault(span.name, []).append(span)
     nodes: list[NodeFacts] = []
     seen: dict[str, int] = {}
-    marked = any(ELISION_RE.match(x) for x in lines if "." in x or "…" in x or "<" in x)
+    marked = bool(elision_lines(lines))
     whole_cut: frozenset[str] | None = None
     for raw in objs:
         if raw.get("kind") not in ("Node", None):

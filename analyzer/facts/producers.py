@@ -198,7 +198,7 @@ PRODUCERS: tuple[Producer, ...] = (
     Producer("handshake", ("bundle.collected_at",), ("handshake.", "@handshake"), _handshake),
     Producer("pod", (), ("pod.",), _pod),
     Producer("config", ("node.kubelet_version",), ("config.", "helm."), _config),
-    Producer("runtime", (), ("cdi.", "toolkit.", "containerd."), _runtime),
+    Producer("runtime", (), ("cdi.", "toolkit.", "containerd.", "docker."), _runtime),
     Producer("lease", (), ("lease.",), _lease),
     Producer(
         "selector", ("pod.annotations.", "@register"), ("pod.selector_matching_cards",), _selector

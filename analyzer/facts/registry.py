@@ -366,6 +366,20 @@ FACTS: tuple[FactSpec, ...] = (
         "runtime handlers whose options table leaves SystemdCgroup unset or false (cgroupfs)",
     ),
     _f(
+        "docker.default_runtime",
+        "str",
+        "runtime",
+        ("docker-daemon-config",),
+        "Docker's default-runtime in daemon.json (runc when it names none)",
+    ),
+    _f(
+        "docker.runtimes",
+        "list",
+        "runtime",
+        ("docker-daemon-config",),
+        "runtimes declared in Docker's daemon.json",
+    ),
+    _f(
         "nvidia_smi.total_mib",
         "int",
         "smi",

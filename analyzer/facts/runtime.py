@@ -191,6 +191,7 @@ def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
                 len(uuid_names) if has_spec else None,
                 where.get("kind"),
             )
+    _docker(configs, facts)
     if default_runtime is None and cri_table is not None and whole and not unsure:
         default_runtime, where["runtime"] = _CONTAINERD_DEFAULT_RUNTIME, cri_table
     if default_runtime is not None:
@@ -204,3 +205,42 @@ def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
         facts.put("containerd.systemd_cgroup_runtimes", systemd, where.get("options"))
         cgroupfs = sorted(r for r, on in options.items() if on is False)
         facts.put("containerd.cgroupfs_runtimes", cgroupfs, where.get("options"))
+
+
+# dockerd's own default runtime when daemon.json names none (moby daemon/config: StockRuntimeName)
+_DOCKER_DEFAULT_RUNTIME = "runc"
+_DOCKER_RUNTIME_RE = re.compile(r"^runtimes\.([\w.-]+?)\.(?:path|runtimeType)$")
+
+
+def _docker(configs: list[ConfigFacts], facts: FactSet) -> None:
+    """Docker's daemon.json, read whole (a paste that is not JSON gives nothing): its default
+    runtime (dockerd's own, runc, when it names none) and the runtimes it declares.
+
+    >>> from analyzer.dev.samples import config
+    >>> fs = FactSet()
+    >>> _docker([config("docker-daemon-config", '{"runtimes": {"nvidia": {"path": "nvidia-container-runtime", "runtimeArgs": []}}, "default-runtime": "nvidia"}')], fs)
+    >>> fs.value("docker.default_runtime"), fs.value("docker.runtimes")
+    ('nvidia', ['nvidia'])
+    >>> fs = FactSet()
+    >>> _docker([config("docker-daemon-config", '{"exec-opts": ["native.cgroupdriver=systemd"]}')], fs)
+    >>> fs.value("docker.default_runtime"), fs.lookup("docker.runtimes")
+    ('runc', UNKNOWN)
+    >>> fs = FactSet()
+    >>> _docker([config("docker-daemon-config", '"default-runtime": "nvidia",\\n"runtimes": {')], fs)
+    >>> fs.lookup("docker.default_runtime")
+    UNKNOWN
+    """
+    for cf in configs:
+        if cf.kind != "docker-daemon-config" or not cf.values or cf.warnings:
+            continue
+        v = cf.values
+        default = v.get("default-runtime")
+        facts.put(
+            "docker.default_runtime",
+            str(default) if default else _DOCKER_DEFAULT_RUNTIME,
+            Where(cf.file, cf.line_of("default-runtime") if default else None),
+        )
+        names = sorted({m[1] for k in v if (m := _DOCKER_RUNTIME_RE.search(k))})
+        if names:
+            facts.put("docker.runtimes", names, Where(cf.file, cf.line_of("runtimes")))
+        return

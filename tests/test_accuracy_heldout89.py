@@ -1,0 +1,160 @@
+"""Eighty-ninth to ninety-first measurements (issue 25, session 46): blind sets of unseen real cases
+and the classes they left, each checked on made-up inputs (none copied from a real case)."""
+
+from __future__ import annotations
+
+from conftest import diagnose_texts, fired, issue_verdict, parse_texts, verdict_of
+
+# ---- a panic of NVIDIA's plugin built in GOPATH (up to 1.0.0-beta) ----------------------------------
+OLD_PLUGIN_PANIC = (
+    "panic: runtime error: index out of range\n"
+    "\n"
+    "goroutine 1 [running]:\n"
+    "main.buildDeviceList(0xc420010f00, 0x2, 0x2)\n"
+    "\t/go/src/nvidia-device-plugin/nvidia.go:61 +0x2a1\n"
+    "main.main()\n"
+    "\t/go/src/nvidia-device-plugin/main.go:38 +0x9c\n"
+)
+
+
+def test_an_old_nvidia_plugins_panic_is_the_plugins_crash(ruleset):
+    """The plugin's package was `main`, built under /go/src/nvidia-device-plugin: the frame's path
+    is what names the component, even in a paste recognised as nothing but text."""
+    rule, category, _ = verdict_of(ruleset, {"trace.txt": OLD_PLUGIN_PANIC})
+    assert (rule, category) == ("plugin-restarted", "plugin-crash-nvml")
+    # another program's stack under a GOPATH of its own claims nothing
+    other = OLD_PLUGIN_PANIC.replace("nvidia-device-plugin", "my-tool")
+    assert verdict_of(ruleset, {"trace.txt": other})[0] is None
+
+
+# ---- a compute limit that does not hold is HAMi-core's, in the container ----------------------------
+def test_a_compute_limit_not_enforced_points_at_hami_core(ruleset):
+    for text in (
+        "# gpucores has no effect\n\nThe pod asks nvidia.com/gpucores: 20 but the gpucores limit "
+        "is not enforced, utilization stays at 100%.\n",
+        "# 算力限制失效\n\n设置了 nvidia.com/gpucores: 30，但是算力限制不生效，GPU 利用率一直 100%。\n",
+        "# CUDA_DEVICE_SM_LIMIT never throttles a long-running kernel\n\nSee below.\n",
+    ):
+        assert issue_verdict(ruleset, text)[:2] == (
+            "core-limit-not-enforced-described",
+            "runtime-other",
+        ), text
+
+
+def test_a_gpucores_shortage_is_not_a_limit_that_does_not_hold(ruleset):
+    text = (
+        "# pod pending\n\n```\n0/2 nodes are available: 2 Insufficient nvidia.com/gpucores, "
+        "2 node(s) didn't match Pod's node affinity/selector.\n```\n"
+    )
+    assert issue_verdict(ruleset, text)[0] != "core-limit-not-enforced-described"
+
+
+# ---- node-feature-discovery refusing GPU Feature Discovery's labels ----------------------------------
+def test_nfd_master_refusing_the_nvidia_namespace_is_named(ruleset):
+    log = (
+        'E0412 08:00:01.000000       1 nfd-master.go:470] Namespace "nvidia.com" is not allowed. '
+        'Ignoring label "nvidia.com/gpu.product"\n'
+        'E0412 08:00:01.000100       1 nfd-master.go:470] Namespace "nvidia.com" is not allowed. '
+        'Ignoring label "nvidia.com/gpu.count"\n'
+    )
+    report = diagnose_texts(ruleset, {"nfd-master.log": log})
+    assert (report.primary.rule_id, report.primary.category) == (
+        "nfd-drops-nvidia-labels",
+        "scheduling-other",
+    )
+    assert "nvidia.com/gpu.product" in report.nodes[0].findings[0].explanation
+
+
+# ---- Volcano's enqueue step refusing a job ----------------------------------------------------------
+def test_volcanos_queue_quota_refusal_is_a_queue_problem(ruleset):
+    """The PodGroup is refused before any pod exists: not the node, not HAMi."""
+    events = (
+        "Events:\n"
+        "  Type     Reason         Age   From     Message\n"
+        "  Warning  Unschedulable  40s   volcano  0/0 tasks in gang unschedulable: pod group is "
+        "not ready, 2 minAvailable\n"
+        "  Normal   Unschedulable  10s   volcano  queue resource quota insufficient: "
+        "insufficient nvidia.com/gpu\n"
+    )
+    report = diagnose_texts(ruleset, {"podgroup-describe.txt": events})
+    assert (report.primary.rule_id, report.primary.category) == (
+        "volcano-queue-rejects-job",
+        "scheduling-other",
+    )
+    assert "insufficient nvidia.com/gpu" in report.primary.title
+
+
+# ---- an AMD GPU asked about NVIDIA's stack ----------------------------------------------------------
+def test_an_amd_gpu_stated_in_prose_comes_before_nvidias_runtime(ruleset):
+    text = (
+        "# Found no NVIDIA driver\n\nWe run AMD Instinct MI210 GPUs on these nodes.\n\n```\n"
+        "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA "
+        "GPU and installed a driver from http://www.nvidia.com/Download/index.aspx\n```\n"
+    )
+    assert issue_verdict(ruleset, text)[:2] == ("gpu-is-amd-described", "runtime-other")
+    cpu = text.replace("We run AMD Instinct MI210 GPUs", "We run AMD EPYC CPUs and NVIDIA GPUs")
+    assert issue_verdict(ruleset, cpu)[0] != "gpu-is-amd-described"
+
+
+# ---- Docker's daemon.json --------------------------------------------------------------------------
+DAEMON_RUNC = (
+    '{\n    "exec-opts": ["native.cgroupdriver=systemd"],\n    "log-driver": "json-file"\n}\n'
+)
+DAEMON_NVIDIA = (
+    '{\n    "default-runtime": "nvidia",\n    "runtimes": {\n        "nvidia": {\n'
+    '            "path": "/usr/bin/nvidia-container-runtime",\n            "runtimeArgs": []\n'
+    "        }\n    }\n}\n"
+)
+NVML_FAILS = (
+    "2021/03/04 10:00:00 Loading NVML\n"
+    "2021/03/04 10:00:00 Failed to initialize NVML: could not load NVML library.\n"
+)
+
+
+def node_running(runtime: str) -> str:
+    return (
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: gpu-1\nstatus:\n  nodeInfo:\n"
+        f"    containerRuntimeVersion: {runtime}\n"
+    )
+
+
+def test_daemon_json_is_recognised_and_read(ruleset):
+    from analyzer.facts import runtime
+    from analyzer.facts.model import FactSet
+
+    parsed = parse_texts(ruleset, {"daemon.json": DAEMON_NVIDIA})
+    assert [a.kind for a in parsed.artefacts] == ["docker-daemon-config"]
+    facts = FactSet()
+    runtime.produce(parsed.configs, facts)
+    assert facts.value("docker.default_runtime") == "nvidia"
+    assert facts.value("docker.runtimes") == ["nvidia"]
+
+
+def test_docker_without_a_default_nvidia_runtime_is_the_runtimes_fault(ruleset):
+    files = {"daemon.json": DAEMON_RUNC, "dp.log": NVML_FAILS}
+    report = diagnose_texts(ruleset, files)
+    # beside the plugin's NVML failure (the primary, as with containerd's default runtime)
+    runtime = [
+        f for f in report.nodes[0].findings if f.rule_id == "docker-default-runtime-not-nvidia"
+    ]
+    assert [f.category for f in runtime] == ["runtimeclass"]
+    # nvidia is the default: Docker's config is right
+    assert "docker-default-runtime-not-nvidia" not in fired(
+        diagnose_texts(ruleset, {"daemon.json": DAEMON_NVIDIA, "dp.log": NVML_FAILS})
+    )
+    # the kubelet runs containerd: Docker's config does not start the pods
+    files["node.yaml"] = node_running("containerd://1.7.2")
+    assert "docker-default-runtime-not-nvidia" not in fired(diagnose_texts(ruleset, files))
+
+
+def test_docker_set_up_while_the_kubelet_runs_containerd(ruleset):
+    files = {
+        "daemon.json": DAEMON_NVIDIA,
+        "dp.log": NVML_FAILS,
+        "node.yaml": node_running("containerd://1.6.8"),
+    }
+    assert "docker-nvidia-but-kubelet-runs-other-runtime" in fired(diagnose_texts(ruleset, files))
+    files["node.yaml"] = node_running("docker://20.10.7")
+    assert "docker-nvidia-but-kubelet-runs-other-runtime" not in fired(
+        diagnose_texts(ruleset, files)
+    )

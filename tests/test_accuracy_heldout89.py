@@ -158,3 +158,28 @@ def test_docker_set_up_while_the_kubelet_runs_containerd(ruleset):
     assert "docker-nvidia-but-kubelet-runs-other-runtime" not in fired(
         diagnose_texts(ruleset, files)
     )
+
+
+# ---- HAMi-core's reading of the card: less free than the limit allows -------------------------------
+def test_a_card_with_less_free_than_the_limit_allows_is_named(ruleset):
+    """An allocation under the vGPU limit fails on the card itself: the limit is larger than the
+    card (memory oversubscribed) or other processes hold the card."""
+    over = (
+        "[HAMI-core Msg(9:1:memory.c:512)]: orig free=536870912 total=16106127360 "
+        "limit=32212254720 usage=1073741824\n"
+        "[HAMI-core ERROR (pid:9 thread=1 allocator.c:115)]: cuMemoryAllocate failed res=2\n"
+    )
+    report = diagnose_texts(ruleset, {"train.log": over})
+    assert (report.primary.rule_id, report.primary.category) == (
+        "hami-core-card-short-of-limit",
+        "runtime-other",
+    )
+    assert "512 MiB free" in report.primary.title
+    assert "oversubscribed" in report.nodes[0].findings[0].explanation
+    # other processes hold a card the limit fits in
+    held = over.replace("limit=32212254720", "limit=8589934592")
+    finding = diagnose_texts(ruleset, {"train.log": held}).nodes[0].findings[0]
+    assert "Other processes hold the rest of the card" in finding.explanation
+    # a card with room: HAMi-core's failure, as before
+    room = held.replace("orig free=536870912", "orig free=15032385536")
+    assert verdict_of(ruleset, {"train.log": room})[0] == "hami-core-failure"

@@ -164,6 +164,7 @@ def _stated(src: Sources, facts: FactSet) -> None:
 
 def _hamicore(src: Sources, facts: FactSet) -> None:
     hamicore_facts.produce(src.logs, facts)
+    hamicore_facts.produce_card_memory(src.view, facts)
 
 
 def _version(src: Sources, facts: FactSet) -> dict[str, Any]:

@@ -483,6 +483,17 @@ FACTS: tuple[FactSpec, ...] = (
         (),
         "a pasted command's output ends at HAMi-core's 'Initializing.....' banner (nothing after it)",
     ),
+    _f(
+        "hami_core.card_free_mib",
+        "int",
+        "hamicore",
+        (),
+        "the card's own free memory HAMi-core reported ('orig free=') where it was below what the "
+        "container's limit still allowed (absent: never below)",
+    ),
+    _f("hami_core.limit_left_mib", "int", "hamicore", (), "that line's limit - usage, MiB"),
+    _f("hami_core.card_total_mib", "int", "hamicore", (), "that line's card total, MiB"),
+    _f("hami_core.limit_mib", "int", "hamicore", (), "that line's container limit, MiB"),
     # what the reporter states and no artefact shows (weak: rules reading it cap at low)
     _f(
         "stated.gpu_count",

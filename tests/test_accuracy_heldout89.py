@@ -183,3 +183,24 @@ def test_a_card_with_less_free_than_the_limit_allows_is_named(ruleset):
     # a card with room: HAMi-core's failure, as before
     room = held.replace("orig free=536870912", "orig free=15032385536")
     assert verdict_of(ruleset, {"train.log": room})[0] == "hami-core-failure"
+
+
+# ---- Volcano's gang: a PodGroup that waits for its minAvailable pods --------------------------------
+def test_volcanos_gang_waiting_is_named_and_the_queue_explains_it(ruleset):
+    gang = (
+        "  Warning  Unschedulable  3m  volcano  1/1 tasks in gang unschedulable: pod group is not "
+        "ready, 1 Pending, 3 minAvailable\n"
+    )
+    report = diagnose_texts(ruleset, {"events.txt": gang})
+    assert (report.primary.rule_id, report.primary.category) == (
+        "volcano-gang-not-ready",
+        "scheduling-other",
+    )
+    assert "(1/1 tasks pending, 3 needed together)" in report.primary.title
+    # the queue refusing the job is why its gang waits
+    queued = gang + "  Normal   Unschedulable  1m  volcano  queue resource quota insufficient\n"
+    report = diagnose_texts(ruleset, {"events.txt": queued})
+    assert report.primary.rule_id == "volcano-queue-rejects-job"
+    assert [c.rule_id for c in report.nodes[0].findings[0].consequences] == [
+        "volcano-gang-not-ready"
+    ]

@@ -204,3 +204,50 @@ def test_volcanos_gang_waiting_is_named_and_the_queue_explains_it(ruleset):
     assert [c.rule_id for c in report.nodes[0].findings[0].consequences] == [
         "volcano-gang-not-ready"
     ]
+
+
+# ---- the NVIDIA hook under crun, and the operator's operands paused ---------------------------------
+def test_the_nvidia_hook_failing_under_crun_is_a_runtime_fault(ruleset):
+    """crun words a failed hook "error executing hook `PATH` (exit code: N)", without its output."""
+    describe = (
+        "Events:\n  Type     Reason  Age  From     Message\n"
+        "  Warning  Failed  2m   kubelet  Error: container create failed: error executing hook "
+        "`/usr/bin/nvidia-container-runtime-hook` (exit code: 1)\n"
+    )
+    report = diagnose_texts(ruleset, {"pod-describe.txt": describe})
+    assert (report.primary.rule_id, report.primary.category) == (
+        "nvidia-hook-fails-under-crun",
+        "runtime-other",
+    )
+    other = describe.replace("/usr/bin/nvidia-container-runtime-hook", "/usr/libexec/my-hook")
+    assert verdict_of(ruleset, {"pod-describe.txt": other})[0] != "nvidia-hook-fails-under-crun"
+
+
+def test_operands_paused_for_a_driver_upgrade_leave_no_device_plugin(ruleset):
+    labels = (
+        "                    nvidia.com/gpu.deploy.dcgm=paused-for-driver-upgrade\n"
+        "                    nvidia.com/gpu.deploy.device-plugin=paused-for-driver-upgrade\n"
+        "                    nvidia.com/gpu.deploy.driver=true\n"
+    )
+    node = (
+        "kind: Node\nmetadata:\n  name: gpu-1\n  labels:\n"
+        "    nvidia.com/gpu.deploy.device-plugin: paused-for-mig-change\n"
+    )
+    for files in ({"labels.txt": labels}, {"node.yaml": node}):
+        rule, category, _ = verdict_of(ruleset, files)
+        assert (rule, category) == ("gpu-operator-operands-paused", "no-device-plugin-pod"), files
+
+
+# ---- a k3s version as the kube-scheduler image's tag ------------------------------------------------
+def test_a_build_suffix_in_the_kube_scheduler_tag_stops_hami_scheduler(ruleset):
+    event = (
+        "  Warning  InspectFailed  8s (x5 over 50s)  kubelet  Failed to apply default image tag "
+        '"registry.k8s.io/kube-scheduler:v1.29.3+rke2r1": couldn\'t parse image name '
+        '"registry.k8s.io/kube-scheduler:v1.29.3+rke2r1": invalid reference format\n'
+    )
+    report = diagnose_texts(ruleset, {"events.txt": event})
+    assert (report.primary.rule_id, report.primary.category) == (
+        "hami-kube-scheduler-tag-has-build-suffix",
+        "scheduling-other",
+    )
+    assert "v1.29.3+rke2r1" in report.primary.title

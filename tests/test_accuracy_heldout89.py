@@ -3,7 +3,7 @@ and the classes they left, each checked on made-up inputs (none copied from a re
 
 from __future__ import annotations
 
-from conftest import diagnose_texts, fired, issue_verdict, parse_texts, verdict_of
+from conftest import diagnose_issue, diagnose_texts, fired, issue_verdict, parse_texts, verdict_of
 
 # ---- a panic of NVIDIA's plugin built in GOPATH (up to 1.0.0-beta) ----------------------------------
 OLD_PLUGIN_PANIC = (
@@ -29,11 +29,14 @@ def test_an_old_nvidia_plugins_panic_is_the_plugins_crash(ruleset):
 
 # ---- a compute limit that does not hold is HAMi-core's, in the container ----------------------------
 def test_a_compute_limit_not_enforced_points_at_hami_core(ruleset):
+    """Forced (GPU_CORE_UTILIZATION_POLICY=force), or with what the limiter misses (CUDA graphs,
+    no process found), a compute limit that does not hold is HAMi-core's limiter."""
     for text in (
-        "# gpucores has no effect\n\nThe pod asks nvidia.com/gpucores: 20 but the gpucores limit "
-        "is not enforced, utilization stays at 100%.\n",
-        "# 算力限制失效\n\n设置了 nvidia.com/gpucores: 30，但是算力限制不生效，GPU 利用率一直 100%。\n",
-        "# CUDA_DEVICE_SM_LIMIT never throttles a long-running kernel\n\nSee below.\n",
+        "# gpucores has no effect\n\nGPU_CORE_UTILIZATION_POLICY=force is set and the pod asks "
+        "nvidia.com/gpucores: 20, but the gpucores limit is not enforced.\n",
+        "# 算力限制失效\n\n设置了 nvidia.com/gpucores: 30，但是用 CUDA Graph 时算力限制不生效。\n",
+        "# CUDA_DEVICE_SM_LIMIT never throttles\n\nThe watcher logs userutil=0 while the GPU is "
+        "busy.\n",
     ):
         assert issue_verdict(ruleset, text)[:2] == (
             "core-limit-not-enforced-described",
@@ -41,12 +44,33 @@ def test_a_compute_limit_not_enforced_points_at_hami_core(ruleset):
         ), text
 
 
-def test_a_gpucores_shortage_is_not_a_limit_that_does_not_hold(ruleset):
+def test_a_compute_limit_on_a_gpu_the_pod_has_alone_is_the_default_policy(ruleset):
+    """Under the default policy HAMi-core throttles only while the GPU is shared (HAMi#737's
+    answer); a maintainer's advice to set force is not the reporter's setting."""
     text = (
-        "# pod pending\n\n```\n0/2 nodes are available: 2 Insufficient nvidia.com/gpucores, "
-        "2 node(s) didn't match Pod's node affinity/selector.\n```\n"
+        '# gpucores\n\nnvidia.com/gpucores: "50" is set, but GPU-Util still reaches 100.\n\n'
+        "**Comment by maintainer:**\n\nYou can set GPU_CORE_UTILIZATION_POLICY=force to "
+        "enforce it.\n"
     )
-    assert issue_verdict(ruleset, text)[0] != "core-limit-not-enforced-described"
+    report = diagnose_issue(ruleset, text)
+    assert "core-limit-alone-on-gpu-is-normal" in fired(report)
+    assert "core-limit-not-enforced-described" not in fired(report)
+    assert report.worst.primary.category == "healthy"
+
+
+def test_other_limits_quotas_and_scheduling_are_not_a_compute_limit(ruleset):
+    """Another limit's words between "gpucores" and the verb, a quota's, or a scheduling question
+    (review of the first version: each was read as the compute limit not holding)."""
+    for text in (
+        "# pod pending\n\n```\n0/2 nodes are available: 2 Insufficient nvidia.com/gpucores, "
+        "2 node(s) didn't match Pod's node affinity/selector.\n```\n",
+        "# gpumem\n\nI set gpucores and gpumem on the pod, but the gpumem limit does not work.\n",
+        "# 显存\n\n我们的算力平台用 HAMi 做 GPU 共享，设置 gpumem 后显存限制不生效。\n",
+        "# HAMi 算力切分后显存限制失效\n\n如题。\n",
+        "# pending\n\nrequest nvidia.com/gpucores: 100 and it does not work, the pod stays Pending.\n",
+    ):
+        report = diagnose_issue(ruleset, text)
+        assert "core-limit-not-enforced-described" not in fired(report), text
 
 
 # ---- node-feature-discovery refusing GPU Feature Discovery's labels ----------------------------------
@@ -92,8 +116,17 @@ def test_an_amd_gpu_stated_in_prose_comes_before_nvidias_runtime(ruleset):
         "GPU and installed a driver from http://www.nvidia.com/Download/index.aspx\n```\n"
     )
     assert issue_verdict(ruleset, text)[:2] == ("gpu-is-amd-described", "runtime-other")
-    cpu = text.replace("We run AMD Instinct MI210 GPUs", "We run AMD EPYC CPUs and NVIDIA GPUs")
-    assert issue_verdict(ruleset, cpu)[0] != "gpu-is-amd-described"
+    for other in (
+        "We run AMD EPYC CPUs and NVIDIA GPUs",
+        "We have AMD CPU and NVIDIA GPU nodes",
+        "We run AMD and NVIDIA GPUs in the same cluster",
+        "我们用的是 AMD 的 CPU，GPU 是 A100",
+    ):
+        said = text.replace("We run AMD Instinct MI210 GPUs on these nodes.", other)
+        assert issue_verdict(ruleset, said)[0] != "gpu-is-amd-described", other
+    # an AMD GPU with no NVIDIA failure: HAMi schedules AMD GPUs itself
+    question = "# AMD\n\nDoes HAMi support AMD GPUs? We use AMD Instinct MI300X GPUs.\n"
+    assert "gpu-is-amd-described" not in fired(diagnose_issue(ruleset, question))
 
 
 # ---- Docker's daemon.json --------------------------------------------------------------------------
@@ -134,10 +167,19 @@ def test_docker_without_a_default_nvidia_runtime_is_the_runtimes_fault(ruleset):
     files = {"daemon.json": DAEMON_RUNC, "dp.log": NVML_FAILS}
     report = diagnose_texts(ruleset, files)
     # beside the plugin's NVML failure (the primary, as with containerd's default runtime)
+    assert report.primary.rule_id == "nvml-init-failed"
     runtime = [
         f for f in report.nodes[0].findings if f.rule_id == "docker-default-runtime-not-nvidia"
     ]
     assert [f.category for f in runtime] == ["runtimeclass"]
+    # on a node known to run Docker, the NVML failure's own text points at daemon.json
+    docker = {**files, "node.yaml": node_running("docker://20.10.7")}
+    assert "restart of Docker" in diagnose_texts(ruleset, docker).nodes[0].findings[0].explanation
+    # containerd's default is nvidia: that runtime starts the pods, not Docker
+    ctd = '[plugins."io.containerd.grpc.v1.cri".containerd]\n  default_runtime_name = "nvidia"\n'
+    assert "docker-default-runtime-not-nvidia" not in fired(
+        diagnose_texts(ruleset, {**files, "containerd.toml": ctd})
+    )
     # nvidia is the default: Docker's config is right
     assert "docker-default-runtime-not-nvidia" not in fired(
         diagnose_texts(ruleset, {"daemon.json": DAEMON_NVIDIA, "dp.log": NVML_FAILS})
@@ -251,3 +293,41 @@ def test_a_build_suffix_in_the_kube_scheduler_tag_stops_hami_scheduler(ruleset):
         "scheduling-other",
     )
     assert "v1.29.3+rke2r1" in report.primary.title
+
+
+HEALTHY_NODE = (
+    "apiVersion: v1\nkind: Node\nmetadata:\n  name: gpu-1\nstatus:\n  allocatable:\n"
+    '    nvidia.com/gpu: "10"\n  capacity:\n    nvidia.com/gpu: "10"\n  nodeInfo:\n'
+    "    containerRuntimeVersion: {runtime}\n"
+)
+
+
+def test_a_node_offering_gpus_is_not_convicted_by_its_daemon_json(ruleset):
+    """Review: a daemon.json beside a node whose plugin registered GPUs convicted a healthy node."""
+    for daemon, runtime in (
+        (DAEMON_RUNC, "docker://20.10.7"),
+        (DAEMON_NVIDIA, "containerd://1.6.8"),
+    ):
+        files = {"daemon.json": daemon, "node.yaml": HEALTHY_NODE.format(runtime=runtime)}
+        found = fired(diagnose_texts(ruleset, files))
+        assert not found & {
+            "docker-default-runtime-not-nvidia",
+            "docker-nvidia-but-kubelet-runs-other-runtime",
+        }, runtime
+
+
+def test_daemon_json_pastes_read_whole_and_last(ruleset):
+    """Review: a fragment without its braces was read as a whole file (no default: runc); of two
+    pastes the first was taken; a log pasted right under it was not scanned."""
+    fragment = (
+        '# NVML\n\n```json\n    "runtimes": {\n        "nvidia": {"path": '
+        '"/usr/bin/nvidia-container-runtime", "runtimeArgs": []}\n    }\n```\n'
+    )
+    assert "docker-default-runtime-not-nvidia" not in fired(diagnose_issue(ruleset, fragment))
+    changed = (
+        "# NVML\n\nBefore, my daemon.json was\n\n```\n" + DAEMON_RUNC + "```\n\nI changed it to\n\n"
+        "```\n" + DAEMON_NVIDIA + "```\n"
+    )
+    assert "docker-default-runtime-not-nvidia" not in fired(diagnose_issue(ruleset, changed))
+    mixed = "$ cat /etc/docker/daemon.json\n" + DAEMON_NVIDIA + "$ kubectl logs dp-1\n" + NVML_FAILS
+    assert verdict_of(ruleset, {"paste.txt": mixed})[0] == "nvml-init-failed"

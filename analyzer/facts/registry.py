@@ -373,6 +373,13 @@ FACTS: tuple[FactSpec, ...] = (
         "Docker's default-runtime in daemon.json (runc when it names none)",
     ),
     _f(
+        "docker.default_runs_nvidia",
+        "bool",
+        "runtime",
+        ("docker-daemon-config",),
+        "Docker's default runtime is nvidia, or one whose path or BinaryName is NVIDIA's",
+    ),
+    _f(
         "docker.runtimes",
         "list",
         "runtime",

@@ -210,37 +210,57 @@ def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
 # dockerd's own default runtime when daemon.json names none (moby daemon/config: StockRuntimeName)
 _DOCKER_DEFAULT_RUNTIME = "runc"
 _DOCKER_RUNTIME_RE = re.compile(r"^runtimes\.([\w.-]+?)\.(?:path|runtimeType)$")
+# the first line of a paste that is content, not a shell prompt: a daemon.json is one JSON object
+_FIRST_CONTENT_RE = re.compile(r"^[ \t]*([{\"\[\w])", re.MULTILINE)
 
 
 def _docker(configs: list[ConfigFacts], facts: FactSet) -> None:
-    """Docker's daemon.json, read whole (a paste that is not JSON gives nothing): its default
-    runtime (dockerd's own, runc, when it names none) and the runtimes it declares.
+    """Docker's daemon.json, read whole: its default runtime (dockerd's own, runc, when it names
+    none), whether that runtime runs NVIDIA's binary, and the runtimes it declares. A paste that
+    is not one JSON object (a fragment of its keys, which YAML would read as a whole file without
+    a default) gives nothing; of several, the last is the node's state (an issue's "I changed it
+    to ...").
 
     >>> from analyzer.dev.samples import config
     >>> fs = FactSet()
     >>> _docker([config("docker-daemon-config", '{"runtimes": {"nvidia": {"path": "nvidia-container-runtime", "runtimeArgs": []}}, "default-runtime": "nvidia"}')], fs)
-    >>> fs.value("docker.default_runtime"), fs.value("docker.runtimes")
-    ('nvidia', ['nvidia'])
+    >>> fs.value("docker.default_runtime"), fs.value("docker.default_runs_nvidia"), fs.value("docker.runtimes")
+    ('nvidia', True, ['nvidia'])
     >>> fs = FactSet()
     >>> _docker([config("docker-daemon-config", '{"exec-opts": ["native.cgroupdriver=systemd"]}')], fs)
-    >>> fs.value("docker.default_runtime"), fs.lookup("docker.runtimes")
-    ('runc', UNKNOWN)
+    >>> fs.value("docker.default_runtime"), fs.value("docker.default_runs_nvidia"), fs.lookup("docker.runtimes")
+    ('runc', False, UNKNOWN)
     >>> fs = FactSet()
-    >>> _docker([config("docker-daemon-config", '"default-runtime": "nvidia",\\n"runtimes": {')], fs)
+    >>> _docker([config("docker-daemon-config", '{"default-runtime": "nvidia-container-runtime", "runtimes": {"nvidia-container-runtime": {"path": "/usr/bin/nvidia-container-runtime"}}}')], fs)
+    >>> fs.value("docker.default_runs_nvidia")
+    True
+    >>> fs = FactSet()
+    >>> _docker([config("docker-daemon-config", '"runtimes": {\\n  "nvidia": {"path": "/usr/bin/nvidia-container-runtime"}\\n}')], fs)
     >>> fs.lookup("docker.default_runtime")
     UNKNOWN
     """
-    for cf in configs:
-        if cf.kind != "docker-daemon-config" or not cf.values or cf.warnings:
-            continue
-        v = cf.values
-        default = v.get("default-runtime")
-        facts.put(
-            "docker.default_runtime",
-            str(default) if default else _DOCKER_DEFAULT_RUNTIME,
-            Where(cf.file, cf.line_of("default-runtime") if default else None),
-        )
-        names = sorted({m[1] for k in v if (m := _DOCKER_RUNTIME_RE.search(k))})
-        if names:
-            facts.put("docker.runtimes", names, Where(cf.file, cf.line_of("runtimes")))
+    read = [
+        cf
+        for cf in configs
+        if cf.kind == "docker-daemon-config" and cf.values and not cf.warnings and _one_object(cf)
+    ]
+    if not read:
         return
+    cf = read[-1]
+    v = cf.values
+    default = str(v.get("default-runtime") or _DOCKER_DEFAULT_RUNTIME)
+    where = Where(cf.file, cf.line_of("default-runtime") if "default-runtime" in v else None)
+    binary = " ".join(
+        str(v.get(f"runtimes.{default}.{k}", "")) for k in ("path", "options.BinaryName")
+    )
+    facts.put("docker.default_runtime", default, where)
+    facts.put("docker.default_runs_nvidia", default == "nvidia" or "nvidia" in binary, where)
+    names = sorted({m[1] for k in v if (m := _DOCKER_RUNTIME_RE.search(k))})
+    if names:
+        facts.put("docker.runtimes", names, Where(cf.file, cf.line_of("runtimes")))
+
+
+def _one_object(cf: ConfigFacts) -> bool:
+    """Whether the paste's first line of content opens a JSON object."""
+    first = _FIRST_CONTENT_RE.search(cf.text or "")
+    return first is not None and first[1] == "{"

@@ -329,12 +329,18 @@ RUNC_RULE = "containerd-default-runtime-not-nvidia"
 
 def test_a_nodes_config_by_collect_folder(ruleset, tmp_path):
     """collect --node-debug writes each node's containerd config under nodes/NODE/: its
-    runtime fault is that node's only."""
+    runtime fault is that node's only. The node offers no GPU (a node that does has a plugin
+    that loaded NVML, and its runc default is no fault: the rule holds back there)."""
     name = "nodes/gpu-node-2/containerd-config.toml"
-    report, by_node = diagnose(ruleset, two_nodes(tmp_path / "t", {name: CONTAINERD_RUNC}))
+    bundle = two_nodes(tmp_path / "t", {name: CONTAINERD_RUNC})
+    (bundle / "node-2.yaml").write_text(node_yaml(N2, OK_REGISTER, 0))
+    report, by_node = diagnose(ruleset, bundle)
     assert RUNC_RULE in fired(by_node[N2]) and name in cited_files(by_node[N2])
     assert RUNC_RULE not in fired(by_node[N1]) and name not in cited_files(by_node[N1])
     assert report.warnings == ()
+    # both nodes offer GPUs: the same config convicts neither
+    _, by_node = diagnose(ruleset, two_nodes(tmp_path / "u", {name: CONTAINERD_RUNC}))
+    assert RUNC_RULE not in fired(by_node[N1]) | fired(by_node[N2])
 
 
 def test_an_unattributable_config_is_evidence_for_no_node(ruleset, tmp_path):

@@ -226,11 +226,15 @@ class Documents:
         return load_documents(self.text)
 
 
+def after_command(text: str) -> str:
+    """The text without the shell command pasted before it (`$ kubectl get node -o yaml`)."""
+    command = _COMMAND_LINE_RE.match(text)
+    return text[command.end() :] if command else text
+
+
 def load_documents(text: str) -> tuple[list[Any], list[str]]:
     """Return the documents in text (JSON or YAML) and warnings; never raises."""
-    command = _COMMAND_LINE_RE.match(text)
-    if command:
-        text = text[command.end() :]
+    text = after_command(text)
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
         try:

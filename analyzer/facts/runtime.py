@@ -7,6 +7,7 @@ import re
 from typing import TYPE_CHECKING
 
 from analyzer.facts.model import FactSet, Where
+from analyzer.structured import after_command
 
 if TYPE_CHECKING:  # imported when a bundle holds their kinds (parse/registry.py)
     from analyzer.parse.configs import ConfigFacts
@@ -210,8 +211,6 @@ def produce(configs: list[ConfigFacts], facts: FactSet) -> None:
 # dockerd's own default runtime when daemon.json names none (moby daemon/config: StockRuntimeName)
 _DOCKER_DEFAULT_RUNTIME = "runc"
 _DOCKER_RUNTIME_RE = re.compile(r"^runtimes\.([\w.-]+?)\.(?:path|runtimeType)$")
-# the first line of a paste that is content, not a shell prompt: a daemon.json is one JSON object
-_FIRST_CONTENT_RE = re.compile(r"^[ \t]*([{\"\[\w])", re.MULTILINE)
 
 
 def _docker(configs: list[ConfigFacts], facts: FactSet) -> None:
@@ -242,7 +241,10 @@ def _docker(configs: list[ConfigFacts], facts: FactSet) -> None:
     read = [
         cf
         for cf in configs
-        if cf.kind == "docker-daemon-config" and cf.values and not cf.warnings and _one_object(cf)
+        if cf.kind == "docker-daemon-config"
+        and cf.values
+        and not cf.warnings
+        and after_command(cf.text or "").lstrip().startswith("{")  # loaded as JSON, not YAML
     ]
     if not read:
         return
@@ -258,9 +260,3 @@ def _docker(configs: list[ConfigFacts], facts: FactSet) -> None:
     names = sorted({m[1] for k in v if (m := _DOCKER_RUNTIME_RE.search(k))})
     if names:
         facts.put("docker.runtimes", names, Where(cf.file, cf.line_of("runtimes")))
-
-
-def _one_object(cf: ConfigFacts) -> bool:
-    """Whether the paste's first line of content opens a JSON object."""
-    first = _FIRST_CONTENT_RE.search(cf.text or "")
-    return first is not None and first[1] == "{"

@@ -15,7 +15,7 @@ _SECTION_PATHS = {
     "capacity": ("node.capacity.", "node.capacity_gpu_resources"),
     "allocatable": ("node.allocatable.",),
     "allocated": ("node.allocated.",),
-    "conditions": ("node.ready",),
+    "conditions": ("node.ready", "node.ready_message"),
     "spec": ("node.unschedulable",),
     "system": (
         "node.kubelet_version",
@@ -136,6 +136,10 @@ def produce(node: NodeFacts | None, facts: FactSet, name: str | None = None) -> 
         facts.put(
             "node.ready", (ready[0].get("status") == "True") if ready else None, at("conditions")
         )
+        if ready and ready[0].get("status") != "True":
+            why = " ".join(str(ready[0].get(k) or "") for k in ("reason", "message")).strip()
+            if why:
+                facts.put("node.ready_message", why, at("conditions"))
     for section, values in (("allocatable", node.allocatable), ("capacity", node.capacity)):
         if section not in shown:
             continue

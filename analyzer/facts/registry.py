@@ -65,6 +65,13 @@ FACTS: tuple[FactSpec, ...] = (
     _f("node.taint_keys", "list", "node", NODE, "keys of NoSchedule/NoExecute taints"),
     _f("node.unschedulable", "bool", "node", NODE, "spec.unschedulable"),
     _f("node.ready", "bool", "node", NODE, "the Ready condition is True"),
+    _f(
+        "node.ready_message",
+        "str",
+        "node",
+        NODE,
+        "the Ready condition's reason and message, when it is not True",
+    ),
     _f("node.kubelet_version", "str", "node", NODE, "status.nodeInfo.kubeletVersion (v1.28.2)"),
     _f("node.os_image", "str", "node", NODE, "status.nodeInfo.osImage (Bottlerocket OS 1.19 ...)"),
     _f(

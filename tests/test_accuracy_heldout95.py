@@ -152,3 +152,59 @@ def test_the_node_controllers_taints_in_the_schedulers_reasons_name_a_node_down(
     assert "pod-rejected-for-non-gpu-reasons" not in fired(report)
     control_plane = event.replace("node.kubernetes.io/not-ready", "node-role.kubernetes.io/master")
     assert "node-not-ready" not in fired(diagnose_issue(ruleset, control_plane))
+
+
+# ---- helm waiting for HAMi's certificate jobs ------------------------------------------------------
+def test_helm_giving_up_on_hamis_certificate_job_is_named(ruleset):
+    """helm's debug output names the hook Job it waited for, and its error says the hook failed:
+    HAMi's certificate job did not finish. Another chart's hook is not HAMi's."""
+    debug = (
+        "client.go:712: [debug] Watching for changes to Job vgpu-admission-create with timeout of "
+        "3m0s\n"
+        "client.go:779: [debug] vgpu-admission-create: Jobs active: 0, jobs failed: 1, jobs "
+        "succeeded: 0\n"
+        "Error: UPGRADE FAILED: failed pre-upgrade: job vgpu-admission-create failed: "
+        "BackoffLimitExceeded\n"
+    )
+    rule, category, confidence = verdict_of(ruleset, {"helm.txt": debug})
+    assert (rule, category, confidence) == (
+        "hami-admission-job-did-not-finish",
+        "scheduling-other",
+        "low",
+    )
+    other = debug.replace("vgpu-admission-create", "keycloak-db-init")
+    assert "hami-admission-job-did-not-finish" not in fired(
+        diagnose_texts(ruleset, {"helm.txt": other})
+    )
+
+
+# ---- second round (sets 98-99, blind on the first round's fixes) ---------------------------------
+def test_a_gpu_container_without_its_nvidia_smi_ran_under_runc(ruleset):
+    """nvidia-smi is in no image: a container that cannot find it did not get the NVIDIA runtime.
+    Another missing command is the image's own business."""
+    event = (
+        "Events:\n  Warning  Failed  4s  kubelet  Error: failed to create containerd task: failed to "
+        "create shim task: OCI runtime create failed: runc create failed: unable to start container "
+        'process: exec: "nvidia-smi": executable file not found in $PATH: unknown\n'
+    )
+    rule, category, _ = verdict_of(ruleset, {"describe.txt": event})
+    assert (rule, category) == ("gpu-container-without-nvidia-runtime", "runtimeclass")
+    other = event.replace('"nvidia-smi"', '"torchrun"')
+    assert "gpu-container-without-nvidia-runtime" not in fired(
+        diagnose_texts(ruleset, {"describe.txt": other})
+    )
+
+
+def test_a_node_said_to_offer_no_gpu_is_not_a_shortage(ruleset):
+    """ "Insufficient nvidia.com/gpu" beside someone saying the node advertises no GPU reads as the
+    plugin offering nothing, not as GPUs taken; GPUs named only for their vGPU resources are not it."""
+    text = (
+        "# Insufficient nvidia.com/gpu on my single node\n\n**Comment by maintainer:**\n\n"
+        "Looks like the device plugin is not advertising any GPUs on that node; can you share its "
+        "log?\n"
+    )
+    report = diagnose_issue(ruleset, text)
+    assert report.worst.primary.rule_id == "no-gpu-advertised-described"
+    assert "insufficient-gpu-described" in fired(report)  # explained by it, not the verdict
+    vgpu = "# 资源没有上报\n\nkubelet 没有上报 nvidia.com/gpumem 和 nvidia.com/gpucores。\n"
+    assert "no-gpu-advertised-described" not in fired(diagnose_issue(ruleset, vgpu))

@@ -208,3 +208,96 @@ def test_a_node_said_to_offer_no_gpu_is_not_a_shortage(ruleset):
     assert "insufficient-gpu-described" in fired(report)  # explained by it, not the verdict
     vgpu = "# 资源没有上报\n\nkubelet 没有上报 nvidia.com/gpumem 和 nvidia.com/gpucores。\n"
     assert "no-gpu-advertised-described" not in fired(diagnose_issue(ruleset, vgpu))
+
+
+# ---- the review's counter-examples (each fired a rule of this session before it was fixed) --------
+def test_the_reviews_counter_examples_convict_nothing(ruleset):
+    """Other charts' certificate jobs, nvidia-smi run by kubectl exec, apt's warning before the real
+    failure, a node without GPUs, 'advertise' said of other things, a healthy node's unquoted True."""
+    cases = {
+        "hami-admission-job-did-not-finish": {
+            "helm.txt": "client.go:712: [debug] Watching for changes to Job "
+            "ingress-nginx-admission-create with timeout of 5m0s\n"
+            "Error: INSTALLATION FAILED: failed post-install: 1 error occurred:\n"
+        },
+        "gpu-container-without-nvidia-runtime": {
+            "exec.txt": "$ kubectl exec -n kube-system hami-scheduler-7d9f -- nvidia-smi\n"
+            "error: Internal error occurred: error executing command in container: failed to exec in "
+            "container: failed to start exec: OCI runtime exec failed: exec failed: unable to start "
+            'container process: exec: "nvidia-smi": executable file not found in $PATH: unknown\n'
+        },
+        "gpu-operator-driver-package-repos-unreachable": {
+            "driver.log": "Updating the package cache...\n"
+            "W: Failed to fetch http://archive.ubuntu.com/ubuntu/dists/jammy/InRelease  Temporary "
+            "failure resolving 'archive.ubuntu.com'\n"
+            "Installing Linux kernel headers...\n"
+        },
+    }
+    for rule, files in cases.items():
+        assert rule not in fired(diagnose_texts(ruleset, files)), rule
+    for prose in (
+        "# Insufficient nvidia.com/gpu\n\nThe master node shows allocatable nvidia.com/gpu: 0 "
+        "(expected), the workers have 8.\n",
+        "# question\n\nhami-scheduler does not advertise devices itself, right?\n",
+        "# gpumem missing\n\nThe plugin is not advertising GPU memory at all.\n",
+    ):
+        assert "no-gpu-advertised-described" not in fired(diagnose_issue(ruleset, prose)), prose
+    healthy = NODE.replace('status: "{status}"', "status: {status}").format(
+        status="True", reason="KubeletReady", message="kubelet is posting ready status"
+    )
+    assert "node-not-ready" not in fired(diagnose_texts(ruleset, {"node.yaml": healthy}))
+
+
+def test_the_node_controllers_taint_in_the_older_wording(ruleset):
+    """Kubernetes 1.18-1.24 said 'had taint {...}, that the pod didn't tolerate'."""
+    text = (
+        "# pending\n\n```\n0/2 nodes are available: 1 node(s) had taint {node.kubernetes.io/"
+        "unreachable: }, that the pod didn't tolerate, 1 node(s) had taint {node-role.kubernetes.io/"
+        "master: }, that the pod didn't tolerate.\n```\n"
+    )
+    report = diagnose_issue(ruleset, text)
+    assert report.worst.primary.rule_id == "node-not-ready"
+    assert "pod-rejected-for-non-gpu-reasons" not in fired(report)
+
+
+# ---- third round (sets 100-101, blind on the second round's fixes) ---------------------------------
+def test_every_gpu_false_in_the_old_csv_register_is_not_a_verdict(ruleset):
+    """HAMi's plugin before v2.4.0 wrote health false for every device (bb73deda): in the 7-field
+    format, false on all of them says nothing; one false among trues still convicts."""
+    register = ",10,24576,100,NVIDIA-NVIDIA GeForce RTX 3090,0,{}:"
+    node = (
+        "kind: Node\nmetadata: {{name: n1, annotations: {{hami.io/node-nvidia-register: '{}'}}}}\n"
+    )
+    all_false = node.format("".join("GPU-" + str(k) + register.format("false") for k in range(4)))
+    report = diagnose_texts(ruleset, {"node.yaml": all_false})
+    assert "unhealthy-gpu-in-annotation" not in fired(report)
+    assert "csv7-register-all-false-before-v2-4" in fired(report)
+    assert report.primary.category != "device-unhealthy"
+    one_false = node.format("GPU-0" + register.format("true") + "GPU-1" + register.format("false"))
+    assert verdict_of(ruleset, {"node.yaml": one_false})[:2] == (
+        "unhealthy-gpu-in-annotation",
+        "device-unhealthy",
+    )
+
+
+def test_operator_pods_not_ready_is_a_wait_only(ruleset):
+    """An operand whose main container keeps crashing got past its waits, and the driver's own
+    init container waits for nothing of the toolkit's: neither is 'waiting for the toolkit'."""
+    crashing = (
+        "NAME                                     READY   STATUS             RESTARTS      AGE\n"
+        "gpu-feature-discovery-x7k2p              0/1     CrashLoopBackOff   5 (1m ago)    9m\n"
+        "nvidia-container-toolkit-daemonset-q2w   1/1     Running            0             9m\n"
+    )
+    driver = (
+        "NAME                              READY   STATUS     RESTARTS   AGE\n"
+        "nvidia-driver-daemonset-8hq2m     0/1     Init:0/1   0          20s\n"
+    )
+    for pods in (crashing, driver):
+        report = diagnose_texts(ruleset, {"pods.txt": pods})
+        assert "gpu-operator-pods-not-ready" not in fired(report), pods
+        assert report.primary.category != "plugin-init-toolkit-wait", pods
+    waiting = driver.replace("nvidia-driver-daemonset-8hq2m", "nvidia-dcgm-exporter-8hq2m")
+    assert verdict_of(ruleset, {"pods.txt": waiting})[:2] == (
+        "gpu-operator-pods-not-ready",
+        "plugin-init-toolkit-wait",
+    )

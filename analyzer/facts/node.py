@@ -133,10 +133,11 @@ def produce(node: NodeFacts | None, facts: FactSet, name: str | None = None) -> 
                 facts.put(path, str(node.node_info[key]), at())
     if "conditions" in node.sections:
         ready = [c for c in node.conditions if c.get("type") == "Ready"]
-        facts.put(
-            "node.ready", (ready[0].get("status") == "True") if ready else None, at("conditions")
-        )
-        if ready and ready[0].get("status") != "True":
+        # "True" as kubectl prints it; an unquoted True in a hand-written node.yaml is YAML's bool,
+        # which the loader hands over as "true"
+        is_ready = bool(ready) and str(ready[0].get("status")).lower() == "true"
+        facts.put("node.ready", is_ready if ready else None, at("conditions"))
+        if ready and not is_ready:
             why = " ".join(str(ready[0].get(k) or "") for k in ("reason", "message")).strip()
             if why:
                 facts.put("node.ready_message", why, at("conditions"))

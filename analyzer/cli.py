@@ -1007,8 +1007,8 @@ def run(args: list[str] | None = None) -> int:
     try:
         with one_run():  # progress lines: the quiet period is the command's
             code = command.main(args=args, prog_name="hami-analyzer", standalone_mode=False)
-        if lost:  # the run went on to its end: it still ends as Ctrl-C does
-            raise KeyboardInterrupt
+        if lost:  # the run went on to its end: it still ends as the signal asked
+            raise lost[0]
     except _Terminated:
         typer.echo("terminated", err=True)
         return 143
@@ -1048,11 +1048,11 @@ def run(args: list[str] | None = None) -> int:
 
 
 def _ctrl_c_in_a_callback(lost: list[BaseException], default, info) -> None:
-    """A Ctrl-C that lands while Python runs a callback it cannot raise from (an import lock's
-    weakref callback, a finaliser) is printed as "Exception ignored" with a traceback and lost:
-    it is kept instead, and the run ends as interrupted (exit 130). Anything else is reported as
-    Python does."""
-    if isinstance(info.exc_value, KeyboardInterrupt):
+    """A Ctrl-C or SIGTERM that lands while Python runs a callback it cannot raise from (an
+    import lock's or a WeakSet's weakref callback, a finaliser) is printed as "Exception ignored"
+    with a traceback and lost: it is kept instead, and the run ends as interrupted (exit 130) or
+    terminated (143). Anything else is reported as Python does."""
+    if isinstance(info.exc_value, KeyboardInterrupt | _Terminated):
         lost.append(info.exc_value)
     else:
         default(info)

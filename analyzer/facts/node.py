@@ -132,15 +132,14 @@ def produce(node: NodeFacts | None, facts: FactSet, name: str | None = None) -> 
             if node.node_info.get(key):
                 facts.put(path, str(node.node_info[key]), at())
     if "conditions" in node.sections:
-        ready = [c for c in node.conditions if c.get("type") == "Ready"]
+        ready = next((c for c in node.conditions if c.get("type") == "Ready"), None)
         # "True" as kubectl prints it; an unquoted True in a hand-written node.yaml is YAML's bool,
         # which the loader hands over as "true"
-        is_ready = bool(ready) and str(ready[0].get("status")).lower() == "true"
-        facts.put("node.ready", is_ready if ready else None, at("conditions"))
-        if ready and not is_ready:
-            why = " ".join(str(ready[0].get(k) or "") for k in ("reason", "message")).strip()
-            if why:
-                facts.put("node.ready_message", why, at("conditions"))
+        is_ready = None if ready is None else str(ready.get("status")).lower() == "true"
+        facts.put("node.ready", is_ready, at("conditions"))
+        why = " ".join(str((ready or {}).get(k) or "") for k in ("reason", "message")).strip()
+        if is_ready is False and why:
+            facts.put("node.ready_message", why, at("conditions"))
     for section, values in (("allocatable", node.allocatable), ("capacity", node.capacity)):
         if section not in shown:
             continue

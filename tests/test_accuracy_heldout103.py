@@ -1,0 +1,86 @@
+"""Hundred-and-third and hundred-and-fourth measurements (issue 25, session 48): blind sets of
+unseen real cases and the classes they left, each checked on made-up inputs (none copied from a
+real case)."""
+
+from __future__ import annotations
+
+from conftest import diagnose_texts, fired, issue_verdict, verdict_of
+
+
+# ---- the loader's line about libvgpu.so, cut short ------------------------------------------------
+def test_a_cut_preload_error_still_names_hami_core_skipped(ruleset):
+    """A wrapped terminal line pasted only up to the object's name is still glibc's preload error
+    (its only other 'ld.so: object' line, LD_AUDIT's, goes on with 'cannot be loaded')."""
+    for line in (
+        "ERROR: ld.so: object '/usr/local/vgpu/libvgpu.so' f",
+        "ERROR: ld.so: object '/usr/local/vgpu/libvgpu.so' from /etc/ld.so.pre",
+    ):
+        body = f"# limits gone\n\nEvery GPU pod prints:\n\n```\n{line}\n```\n"
+        rule, category, _ = issue_verdict(ruleset, body)
+        assert (rule, category) == ("hami-core-not-preloaded", "runtime-other"), line
+    audit = diagnose_texts(
+        ruleset,
+        {
+            "app.log": "ERROR: ld.so: object '/usr/local/vgpu/libvgpu.so' cannot be loaded as "
+            "audit interface: invalid ELF header; ignored.\n"
+        },
+    )
+    assert "hami-core-not-preloaded" not in fired(audit)
+
+
+# ---- pod security admission refuses the GPU stack's pods ------------------------------------------
+EVENTS = """\
+LAST SEEN   TYPE      REASON         OBJECT                                MESSAGE
+2m          Warning   FailedCreate   daemonset/{ds:<28}  Error creating: pods "{ds}-" is forbidden: {why}
+"""
+PSA = (
+    'violates PodSecurity "baseline:latest": host namespaces (hostPID=true), '
+    'privileged (container "ctr" must not set securityContext.privileged=true)'
+)
+PSP = (
+    'PodSecurityPolicy: unable to admit pod: [spec.volumes[0]: Invalid value: "hostPath": '
+    "hostPath volumes are not allowed to be used]"
+)
+
+
+def test_the_gpu_stack_forbidden_by_pod_security_creates_no_plugin(ruleset):
+    for ds, why in (
+        ("nvidia-device-plugin-daemonset", PSA),
+        ("hami-device-plugin", PSP),
+        ("nvidia-container-toolkit-daemonset", PSA),
+    ):
+        rule, category, _ = verdict_of(ruleset, {"events.txt": EVENTS.format(ds=ds, why=why)})
+        assert (rule, category) == (
+            "gpu-stack-pods-forbidden-by-pod-security",
+            "no-device-plugin-pod",
+        )
+    workload = diagnose_texts(ruleset, {"events.txt": EVENTS.format(ds="trainer", why=PSA)})
+    assert "gpu-stack-pods-forbidden-by-pod-security" not in fired(workload)
+
+
+# ---- the GPU Operator's service account denied by RBAC --------------------------------------------
+def test_rbac_denying_the_operator_is_named_from_its_own_log(ruleset):
+    """controller-runtime's reflector line is klog from a component the analyzer cannot tell: the
+    API server's denial it quotes is still read."""
+    log = (
+        "E0301 08:00:01.000001       1 reflector.go:147] pkg/mod/k8s.io/client-go/tools/cache/"
+        "reflector.go:229: Failed to watch *v1.Node: failed to list *v1.Node: nodes is forbidden: "
+        'User "system:serviceaccount:gpu-ops:gpu-operator" cannot list resource "nodes" in API '
+        'group "" at the cluster scope\n'
+    )
+    rule, category, _ = verdict_of(ruleset, {"operator.log": log})
+    assert (rule, category) == ("gpu-stack-rbac-forbidden", "rbac-patch-forbidden")
+
+
+# ---- the driver container's SELinux relabel on a host without SELinux -----------------------------
+def test_a_driver_container_failing_its_selinux_relabel_is_the_driver(ruleset):
+    log = (
+        "Change device files security context for selinux compatibility\n"
+        "chcon: failed to get security context of 'pts': Operation not supported\n"
+        "chcon: can't apply partial context to unlabeled file '/run/nvidia/driver/dev'\n"
+        "Stopping NVIDIA persistence daemon...\n"
+    )
+    rule, category, _ = verdict_of(ruleset, {"nvidia-driver-ctr.log": log})
+    assert (rule, category) == ("gpu-operator-driver-failed", "runtime-other")
+    prose = f"# driver pod restarts\n\nThe driver pod log ends with\n{log}\nSELinux is off here.\n"
+    assert issue_verdict(ruleset, prose)[:2] == ("gpu-operator-driver-failed", "runtime-other")

@@ -53,12 +53,17 @@ def kept(
     """What an earlier run kept as `folder/name` (`read` of its bytes; None, or any error: it is
     damaged, or another version's), else `make()`, kept there for the next run (`write`'s bytes,
     unless None) with at most `keep[1]` files matching the glob `keep[0]`. `name` must say
-    everything the value depends on (a digest of its inputs): an entry is never stale."""
+    everything the value depends on (a digest of its inputs): an entry is never stale. An
+    entry read is touched, so that the files kept are the ones used last: kept by when they
+    were made, a run that used more than `keep[1]` of them (a big log's scan databases, with a
+    second catalogue beside it) compiled again, each time, the one it had evicted itself."""
     path = folder / name if folder is not None else None
     if path is not None:
         with contextlib.suppress(Exception):
             found = read(path.read_bytes())
             if found is not None:
+                with contextlib.suppress(OSError):
+                    os.utime(path)
                 return found
     value = make()
     data = write(value) if path is not None else None

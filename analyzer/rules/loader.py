@@ -125,7 +125,10 @@ def load_ruleset(extra_dirs: list[Path] | None = None, use_cache: bool = True) -
     if cache is not None and cache.is_file():
         try:
             with cache.open("rb") as fh:
-                return _unpickle(fh)
+                ruleset = _unpickle(fh)
+            with contextlib.suppress(OSError):
+                os.utime(cache)  # the rule sets kept are those used last (`cache.kept`)
+            return ruleset
         except Exception:  # a corrupt cache is ignored and rebuilt
             pass
     with codecache.unrecorded():  # what it compiles is kept in the cached rule set

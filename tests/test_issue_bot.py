@@ -46,6 +46,24 @@ def test_issue_blocks_are_extracted():
     assert "nvml init failed" in issue.prose and "Start working" not in issue.prose
 
 
+def test_a_paste_between_lone_backticks_is_a_block():
+    """GitHub shows text between a backtick alone on its line and the next as code: a paste as
+    good as a fenced one (a node's describe, an event table). A lone backtick never closed, or
+    one whose span would cross a fence, stays prose."""
+    text = (
+        "Here is the output:\n`\nCapacity:\n  nvidia.com/gpu:  1\n`\n"
+        "and the events:\n``\nEvents:\n  Warning  FailedScheduling  1m  default-scheduler  x\n``\n"
+        "`\n```\nkind: Node\n```\n`\nthe end `\n"
+    )
+    issue = parse_issue(text)
+    assert [b for _, b in issue.blocks] == [
+        "Capacity:\n  nvidia.com/gpu:  1",
+        "Events:\n  Warning  FailedScheduling  1m  default-scheduler  x",
+        "kind: Node",
+    ]
+    assert "Capacity" not in issue.prose and "the end" in issue.prose
+
+
 _UNFENCED_TOML = """This is the config.toml in /var/lib/rancher/k3s/agent/etc/containerd
 
 [plugins.cri.containerd]

@@ -22,6 +22,7 @@ from analyzer.errors import BundleError
 from analyzer.structured import ELISION_RE, PROSE_SHELL_PROMPT, load_json
 
 _FENCE_OPEN = regex.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`\n]*)$")
+_TICK_LINE = regex.compile(r"^ {0,3}(`{1,2})\s*$")
 _PRE_OPEN = regex.compile(r"<pre\b[^>\n]{0,200}>(?:\s{0,200}<code\b[^>\n]{0,200}>)?", regex.I)
 _PRE_CLOSE = regex.compile(r"(?:</code>\s{0,200})?</pre>", regex.I)
 # a tag's attributes never hold "<": an unclosed "<b" is left after the next "<", so a text of
@@ -66,12 +67,37 @@ def _take_pre_blocks(text: str) -> tuple[list[str], str]:
     return blocks, "".join(rest)
 
 
+def _tick_closes(lines: list[str]) -> dict[int, int]:
+    """Each line that is one or two backticks alone, and the next line that is the same (an
+    inline code span across lines: a paste GitHub shows as code, fenced by a single backtick).
+    Only a span closed is one, and none holds a fence's line; each line is looked at once."""
+    closes: dict[int, int] = {}
+    opened: dict[str, int] = {}
+    for i, line in enumerate(lines):
+        if (m := _TICK_LINE.match(line)) is None:
+            if _FENCE_OPEN.match(line):
+                opened.clear()
+            continue
+        ticks = m[1]
+        if ticks in opened:
+            closes[opened.pop(ticks)] = i
+        else:
+            opened[ticks] = i
+    return closes
+
+
 def _unfence(text: str) -> tuple[list[tuple[str, str]], list[str]]:
     lines = text.split("\n")
     blocks: list[tuple[str, str]] = []
     prose: list[str] = []
+    ticked = _tick_closes(lines)
     i = 0
     while i < len(lines):
+        if i in ticked:
+            blocks.append(("txt", "\n".join(lines[i + 1 : ticked[i]])))
+            prose.append("")
+            i = ticked[i] + 1
+            continue
         m = _FENCE_OPEN.match(lines[i])
         if not m:
             prose.append(lines[i])

@@ -84,3 +84,21 @@ def test_a_driver_container_failing_its_selinux_relabel_is_the_driver(ruleset):
     assert (rule, category) == ("gpu-operator-driver-failed", "runtime-other")
     prose = f"# driver pod restarts\n\nThe driver pod log ends with\n{log}\nSELinux is off here.\n"
     assert issue_verdict(ruleset, prose)[:2] == ("gpu-operator-driver-failed", "runtime-other")
+
+
+# ---- the toolkit's "unable to load config", with the engine's own wrap ----------------------------
+def test_the_toolkit_reading_a_template_as_toml_is_named_in_either_wording(ruleset):
+    """Older toolkits put the TOML error right after "unable to load config:", later ones wrap it
+    in "failed to load config:" first: both are the toolkit unable to read the runtime's config
+    (RKE2's and K3s' config.toml.tmpl is a Go template, not TOML)."""
+    for error in (
+        "Error: unable to load config: (2, 3): keys cannot contain { character",
+        "Error: unable to load config: failed to load config: (2, 3): parsing error: keys "
+        "cannot contain { character",
+    ):
+        log = f'time="2024-03-01T10:00:00Z" level=fatal msg="{error}"\n'
+        rule, category, _ = verdict_of(ruleset, {"nvidia-container-toolkit-ctr.log": log})
+        assert (rule, category) == (
+            "gpu-operator-toolkit-cannot-read-runtime-config",
+            "runtime-other",
+        )

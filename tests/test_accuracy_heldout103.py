@@ -102,3 +102,17 @@ def test_the_toolkit_reading_a_template_as_toml_is_named_in_either_wording(rules
             "gpu-operator-toolkit-cannot-read-runtime-config",
             "runtime-other",
         )
+
+
+# ---- a kubectl get nodes table with a node not Ready (left by sessions 38 and 47) -------------------
+def test_a_not_ready_row_of_kubectl_get_nodes_is_read(ruleset):
+    table = (
+        "NAME      STATUS                        ROLES    AGE    VERSION\n"
+        "cp-0      Ready                         master   2y3d   v1.30.1+k3s1\n"
+        "a100-7    {status:<29} worker   3h4m   v1.30.1+k3s1\n"
+    )
+    for status in ("NotReady", "Unknown,SchedulingDisabled"):
+        rule, category, confidence = verdict_of(ruleset, {"nodes.txt": table.format(status=status)})
+        assert (rule, category, confidence) == ("node-not-ready", "scheduling-other", "low")
+    ready = diagnose_texts(ruleset, {"nodes.txt": table.format(status="Ready,SchedulingDisabled")})
+    assert "node-not-ready" not in fired(ready)

@@ -55,8 +55,8 @@ def kept(
     unless None) with at most `keep[1]` files matching the glob `keep[0]`. `name` must say
     everything the value depends on (a digest of its inputs): an entry is never stale. An
     entry read is touched, so that the files kept are the ones used last: kept by when they
-    were made, a run that used more than `keep[1]` of them (a big log's scan databases, with a
-    second catalogue beside it) compiled again, each time, the one it had evicted itself."""
+    were made, the oldest went first even when every run read it (the databases of the log a
+    user analyses daily, evicted by a batch over other logs' once a week)."""
     path = folder / name if folder is not None else None
     if path is not None:
         with contextlib.suppress(Exception):

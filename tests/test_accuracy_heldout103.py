@@ -54,8 +54,16 @@ def test_the_gpu_stack_forbidden_by_pod_security_creates_no_plugin(ruleset):
             "gpu-stack-pods-forbidden-by-pod-security",
             "no-device-plugin-pod",
         )
-    workload = diagnose_texts(ruleset, {"events.txt": EVENTS.format(ds="trainer", why=PSA)})
-    assert "gpu-stack-pods-forbidden-by-pod-security" not in fired(workload)
+    for other in (
+        EVENTS.format(ds="trainer", why=PSA),  # a user's workload
+        EVENTS.format(ds="kube-sriov-device-plugin-amd64", why=PSA),  # another vendor's plugin
+        EVENTS.format(ds="nvidia-dcgm-exporter", why=PSA),  # not what advertises GPUs
+        # a user's own pod, its full name (kubectl apply), named after a GPU tool
+        'Error from server (Forbidden): error when creating "p.yaml": pods "nvidia-smi-check" is '
+        f"forbidden: {PSA}\n",
+    ):
+        report = diagnose_texts(ruleset, {"events.txt": other})
+        assert "gpu-stack-pods-forbidden-by-pod-security" not in fired(report), other
 
 
 # ---- the GPU Operator's service account denied by RBAC --------------------------------------------
@@ -70,6 +78,13 @@ def test_rbac_denying_the_operator_is_named_from_its_own_log(ruleset):
     )
     rule, category, _ = verdict_of(ruleset, {"operator.log": log})
     assert (rule, category) == ("gpu-stack-rbac-forbidden", "rbac-patch-forbidden")
+    for user in (
+        "system:serviceaccount:nvidia-network-operator:network-operator",  # an nvidia-* namespace
+        "system:node:dgx-nvidia-a100-01",  # a node
+        "oidc:ops@nvidia.example",  # a person
+    ):
+        other = log.replace("system:serviceaccount:gpu-ops:gpu-operator", user)
+        assert "gpu-stack-rbac-forbidden" not in fired(diagnose_texts(ruleset, {"o.log": other}))
 
 
 # ---- the driver container's SELinux relabel on a host without SELinux -----------------------------
@@ -84,17 +99,20 @@ def test_a_driver_container_failing_its_selinux_relabel_is_the_driver(ruleset):
     assert (rule, category) == ("gpu-operator-driver-failed", "runtime-other")
     prose = f"# driver pod restarts\n\nThe driver pod log ends with\n{log}\nSELinux is off here.\n"
     assert issue_verdict(ruleset, prose)[:2] == ("gpu-operator-driver-failed", "runtime-other")
+    nfs = "chcon: failed to get security context of '/mnt/nfs/data': Operation not supported\n"
+    assert "gpu-operator-driver-failed" not in fired(diagnose_texts(ruleset, {"init.log": nfs}))
 
 
 # ---- the toolkit's "unable to load config", with the engine's own wrap ----------------------------
 def test_the_toolkit_reading_a_template_as_toml_is_named_in_either_wording(ruleset):
-    """Older toolkits put the TOML error right after "unable to load config:", later ones wrap it
-    in "failed to load config:" first: both are the toolkit unable to read the runtime's config
-    (RKE2's and K3s' config.toml.tmpl is a Go template, not TOML)."""
+    """Toolkits to v1.16 put the TOML error right after "unable to load config:" (v1.16 in
+    lowercase), v1.17 wraps it in "failed to load config:" first: all are the toolkit unable to
+    read the runtime's config (RKE2's and K3s' config.toml.tmpl is a Go template, not TOML)."""
     for error in (
         "Error: unable to load config: (2, 3): keys cannot contain { character",
-        "Error: unable to load config: failed to load config: (2, 3): parsing error: keys "
-        "cannot contain { character",
+        "error: unable to load config: (2, 3): parsing error: keys cannot contain { character",
+        "error running nvidia-toolkit: unable to setup runtime: unable to load config: failed to "
+        "load config: (2, 3): parsing error: keys cannot contain { character",
     ):
         log = f'time="2024-03-01T10:00:00Z" level=fatal msg="{error}"\n'
         rule, category, _ = verdict_of(ruleset, {"nvidia-container-toolkit-ctr.log": log})
@@ -116,3 +134,37 @@ def test_a_not_ready_row_of_kubectl_get_nodes_is_read(ruleset):
         assert (rule, category, confidence) == ("node-not-ready", "scheduling-other", "low")
     ready = diagnose_texts(ruleset, {"nodes.txt": table.format(status="Ready,SchedulingDisabled")})
     assert "node-not-ready" not in fired(ready)
+
+
+# ---- HAMi's Filter hands kube-scheduler one node (held-out 107) -----------------------------------
+def test_a_soft_preference_overruled_by_hamis_filter_is_explained(ruleset):
+    """Several nodes fit, HAMi returns its best one: a preferred affinity has nothing to choose
+    from. The scores may be pasted alone (the message's tail)."""
+    for scores in (
+        "find fit node(b-2), 0 nodes not fit, 3 nodes fit(a-1:0.50,b-2:8.00,c-3:2.25)",
+        "3 nodes fit(a-1:0.50,b-2:8.00,c-3:2.25)",
+    ):
+        body = (
+            "# preferred node affinity ignored\n\nOur pod prefers a-1 (preferred node affinity, "
+            f"weight 80) yet lands on b-2:\n\n```\n{scores}\n```\n"
+        )
+        rule, category, confidence = issue_verdict(ruleset, body)
+        assert (rule, category, confidence) == (
+            "hami-filter-leaves-one-node",
+            "scheduling-other",
+            "low",
+        )
+    one = "# preferred node affinity ignored\n\n```\n1 nodes fit(b-2:8.00)\n```\n"
+    assert issue_verdict(ruleset, one)[0] != "hami-filter-leaves-one-node"
+
+
+# ---- an empty deploy label keeps the GPU Operator's plugin off the node (held-out 108) -------------
+def test_an_empty_device_plugin_deploy_label_is_named(ruleset):
+    labels = (
+        "Labels:  nvidia.com/gpu.deploy.device-plugin={v}\n         nvidia.com/gpu.present=true\n"
+    )
+    rule, category, _ = verdict_of(ruleset, {"labels.txt": labels.format(v="")})
+    assert (rule, category) == ("gpu-operator-device-plugin-label-empty", "no-device-plugin-pod")
+    for value in ("true", "false"):  # false: kept off on purpose (HAMi's plugin serves the node)
+        report = diagnose_texts(ruleset, {"labels.txt": labels.format(v=value)})
+        assert "gpu-operator-device-plugin-label-empty" not in fired(report)

@@ -39,3 +39,17 @@ def test_without_a_folder_the_value_is_made_each_time():
     assert _kept(None, "db-a.bin", made) == b"db-a.bin"
     assert _kept(None, "db-a.bin", made) == b"db-a.bin"
     assert made == ["db-a.bin", "db-a.bin"]
+
+
+def test_a_rule_set_read_from_the_cache_is_touched(tmp_path, monkeypatch):
+    """The cached rule sets are pruned by their times like the other entries: the one read is
+    marked as used (`rules/loader.py`)."""
+    from analyzer.rules.loader import load_ruleset
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    load_ruleset()
+    (kept_set,) = (tmp_path / "hami-bundle-analyzer").glob("rules-*.pickle")
+    old = kept_set.stat().st_mtime - 3600
+    os.utime(kept_set, (old, old))
+    load_ruleset()
+    assert kept_set.stat().st_mtime > old + 3000

@@ -49,19 +49,23 @@ def test_issue_blocks_are_extracted():
 def test_a_paste_between_lone_backticks_is_a_block():
     """GitHub shows text between a backtick alone on its line and the next as code: a paste as
     good as a fenced one (a node's describe, an event table). A lone backtick never closed, or
-    one whose span would cross a fence, stays prose."""
-    text = (
+    one whose span would cross a fence, a heading or a comment, stays prose."""
+    pasted = (
         "Here is the output:\n`\nCapacity:\n  nvidia.com/gpu:  1\n`\n"
         "and the events:\n``\nEvents:\n  Warning  FailedScheduling  1m  default-scheduler  x\n``\n"
-        "`\n```\nkind: Node\n```\n`\nthe end `\n"
     )
-    issue = parse_issue(text)
-    assert [b for _, b in issue.blocks] == [
+    assert [b for _, b in parse_issue(pasted).blocks] == [
         "Capacity:\n  nvidia.com/gpu:  1",
         "Events:\n  Warning  FailedScheduling  1m  default-scheduler  x",
-        "kind: Node",
     ]
-    assert "Capacity" not in issue.prose and "the end" in issue.prose
+    for text, blocks in (
+        ("`\n```\nkind: Node\n```\n`\nthe end\n", ["kind: Node"]),
+        ("`\n### What I tried\nrebooted\n`\n", []),
+        ("`\n**Comment by someone:**\nrebooted\n`\n", []),
+    ):
+        issue = parse_issue(text)
+        assert [b for _, b in issue.blocks] == blocks, text
+        assert "rebooted" in issue.prose or "the end" in issue.prose
 
 
 _UNFENCED_TOML = """This is the config.toml in /var/lib/rancher/k3s/agent/etc/containerd

@@ -23,6 +23,7 @@ from analyzer.structured import ELISION_RE, PROSE_SHELL_PROMPT, load_json
 
 _FENCE_OPEN = regex.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`\n]*)$")
 _TICK_LINE = regex.compile(r"^ {0,3}(`{1,2})\s*$")
+_HEADING = regex.compile(r"^ {0,3}#{1,6}(?:\s|$)|^\*\*Comment by ")  # a section, a comment
 _PRE_OPEN = regex.compile(r"<pre\b[^>\n]{0,200}>(?:\s{0,200}<code\b[^>\n]{0,200}>)?", regex.I)
 _PRE_CLOSE = regex.compile(r"(?:</code>\s{0,200})?</pre>", regex.I)
 # a tag's attributes never hold "<": an unclosed "<b" is left after the next "<", so a text of
@@ -70,12 +71,13 @@ def _take_pre_blocks(text: str) -> tuple[list[str], str]:
 def _tick_closes(lines: list[str]) -> dict[int, int]:
     """Each line that is one or two backticks alone, and the next line that is the same (an
     inline code span across lines: a paste GitHub shows as code, fenced by a single backtick).
-    Only a span closed is one, and none holds a fence's line; each line is looked at once."""
+    Only a span closed is one, and none holds a fence's line or a heading (two stray backticks
+    sections apart are not a paste); each line is looked at once."""
     closes: dict[int, int] = {}
     opened: dict[str, int] = {}
     for i, line in enumerate(lines):
         if (m := _TICK_LINE.match(line)) is None:
-            if _FENCE_OPEN.match(line):
+            if _FENCE_OPEN.match(line) or _HEADING.match(line):
                 opened.clear()
             continue
         ticks = m[1]

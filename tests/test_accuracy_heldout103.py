@@ -168,3 +168,21 @@ def test_an_empty_device_plugin_deploy_label_is_named(ruleset):
     for value in ("true", "false"):  # false: kept off on purpose (HAMi's plugin serves the node)
         report = diagnose_texts(ruleset, {"labels.txt": labels.format(v=value)})
         assert "gpu-operator-device-plugin-label-empty" not in fired(report)
+
+
+# ---- "Insufficient" everywhere, and the reporter says the plugin runs (105th, 110th sets) ----------
+def test_a_plugin_said_to_run_is_not_read_as_missing(ruleset):
+    """Every node short of a GPU reads as none advertising it, unless the reporter says the plugin
+    is deployed and up: then a shortage, or a plugin that does not register, not a missing one."""
+    event = (
+        "```\n  Warning  FailedScheduling  5m  default-scheduler  0/3 nodes are available: "
+        "3 Insufficient nvidia.com/gpu.\n```\n"
+    )
+    assert issue_verdict(ruleset, f"# pending\n\n{event}")[0] == "no-node-offers-a-gpu"
+    for said in (
+        "The device plugin pods are running on all three nodes.",
+        "I installed the nvidia device plugin with helm.",
+        "device-plugin 已经正常运行。",
+    ):
+        rule, category, _ = issue_verdict(ruleset, f"# pending\n\n{said}\n\n{event}")
+        assert rule != "no-node-offers-a-gpu" and category == "resource-insufficient", said

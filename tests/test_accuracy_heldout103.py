@@ -172,8 +172,9 @@ def test_an_empty_device_plugin_deploy_label_is_named(ruleset):
 
 # ---- "Insufficient" everywhere, and the reporter says the plugin runs (105th, 110th sets) ----------
 def test_a_plugin_said_to_run_is_not_read_as_missing(ruleset):
-    """Every node short of a GPU reads as none advertising it, unless the reporter says the plugin
-    is deployed and up: then a shortage, or a plugin that does not register, not a missing one."""
+    """Every node short of a GPU is "taken, or none advertised" at low; where the reporter says the
+    plugin is deployed and up, the shortage rule speaks (no longer a plugin missing, which this
+    rule said until the same session)."""
     event = (
         "```\n  Warning  FailedScheduling  5m  default-scheduler  0/3 nodes are available: "
         "3 Insufficient nvidia.com/gpu.\n```\n"

@@ -42,6 +42,13 @@ def prune(folder: Path, pattern: str, keep: int) -> None:
             old.unlink()
 
 
+def touched(path: Path) -> None:
+    """Mark a kept entry as just used (`prune` keeps those used last); one another run removed
+    meanwhile is no error."""
+    with contextlib.suppress(OSError):
+        os.utime(path)
+
+
 def kept(
     folder: Path | None,
     name: str,
@@ -62,8 +69,7 @@ def kept(
         with contextlib.suppress(Exception):
             found = read(path.read_bytes())
             if found is not None:
-                with contextlib.suppress(OSError):
-                    os.utime(path)
+                touched(path)
                 return found
     value = make()
     data = write(value) if path is not None else None

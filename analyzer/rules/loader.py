@@ -18,7 +18,7 @@ import regex
 from analyzer import __version__, codecache
 from analyzer.atomic import atomic_path
 from analyzer.bundle.probes import compile_recognition, gating_patterns
-from analyzer.cache import cache_dir, prune
+from analyzer.cache import cache_dir, prune, touched
 from analyzer.catalogue.datafiles import check_annotations, load_decisions, load_episodes
 from analyzer.catalogue.fields import LINE_KEY, Context, read_fields, read_yaml
 from analyzer.catalogue.kinds import load_catalogue
@@ -126,8 +126,7 @@ def load_ruleset(extra_dirs: list[Path] | None = None, use_cache: bool = True) -
         try:
             with cache.open("rb") as fh:
                 ruleset = _unpickle(fh)
-            with contextlib.suppress(OSError):
-                os.utime(cache)  # the rule sets kept are those used last (`cache.kept`)
+            touched(cache)
             return ruleset
         except Exception:  # a corrupt cache is ignored and rebuilt
             pass

@@ -1,0 +1,130 @@
+"""Hundred-and-thirteenth to hundred-and-sixteenth measurements (issue 25, session 49): blind sets
+of unseen real cases and the classes they left, each checked on made-up inputs (none copied from a
+real case)."""
+
+from __future__ import annotations
+
+from conftest import diagnose_texts, fired, issue_verdict, verdict_of
+
+
+# ---- NVIDIA's chart wants pci-10de.present; an NFD of its own defaults writes pci-0300_10de -------
+def _labels_issue(install: str, labels: str) -> str:
+    return f"# no plugin pod\n\n```\n{install}\n```\n\nThe node's labels:\n\n```\n{labels}\n```\n"
+
+
+NVDP = "helm upgrade -i nvdp nvdp/nvidia-device-plugin -n nvdp --create-namespace --version 0.17.2"
+
+
+def test_class_prefixed_nfd_labels_keep_nvidias_chart_off_the_node(ruleset):
+    for label in (
+        "feature.node.kubernetes.io/pci-0300_10de.present=true",
+        "feature.node.kubernetes.io/pci-0302_10de.present=true",
+    ):
+        body = _labels_issue(NVDP, f"{label}\nkubernetes.io/os=linux")
+        assert issue_verdict(ruleset, body)[:2] == (
+            "nvidia-chart-affinity-misses-nfd-labels",
+            "no-device-plugin-pod",
+        ), label
+
+
+def test_a_label_the_chart_accepts_or_another_deployer_is_no_such_miss(ruleset):
+    vga = "feature.node.kubernetes.io/pci-0300_10de.present=true"
+    for install, labels in (
+        (NVDP, f"{vga}\nnvidia.com/gpu.present=true"),  # GFD's (or a hand-set) label matches
+        (NVDP, f"{vga}\nfeature.node.kubernetes.io/pci-10de.present=true"),
+        # the GPU Operator and HAMi's chart read the class-prefixed label, or none
+        ("helm install -n gpu-operator --create-namespace nvidia/gpu-operator --wait", vga),
+        ("helm install hami hami-charts/hami -n kube-system", vga),
+    ):
+        rule = issue_verdict(ruleset, _labels_issue(install, labels))[0]
+        assert rule != "nvidia-chart-affinity-misses-nfd-labels", (install, labels)
+
+
+def test_the_node_object_form_reads_its_labels(ruleset):
+    chart = "    helm.sh/chart: nvidia-device-plugin-0.16.2\n"
+    node = (
+        "kind: Node\nmetadata:\n  name: gpu-7\n  labels:\n"
+        '    feature.node.kubernetes.io/pci-0302_10de.present: "true"\n'
+        "status:\n  allocatable: {cpu: '16'}\n"
+    )
+    report = diagnose_texts(ruleset, {"node.yaml": node, "ds.txt": chart})
+    assert "nvidia-chart-affinity-misses-nfd-labels" in fired(report)
+    advertised = node.replace("{cpu: '16'}", "{cpu: '16', nvidia.com/gpu: '2'}")
+    report = diagnose_texts(ruleset, {"node.yaml": advertised, "ds.txt": chart})
+    assert "nvidia-chart-affinity-misses-nfd-labels" not in fired(report)
+
+
+# ---- "invalid MIG configuration" in v0.13-v0.15's wording -----------------------------------------
+def test_the_older_mig_walk_error_is_a_rejected_configuration(ruleset):
+    line = (
+        "E0612 08:00:00.000000       1 main.go:123] error starting plugins: error getting plugins: "
+        "failed to construct NVML resource managers: error building device map: error building "
+        "device map from config.resources: invalid MIG configuration: error visiting devices: "
+        "error visiting device: error visiting MIG device: NOT_FOUND\n"
+    )
+    assert verdict_of(ruleset, {"device-plugin.log": line})[:2] == (
+        "nvidia-plugin-config-rejected",
+        "plugin-crash-nvml",
+    )
+
+
+# ---- a flag the plugin's binary does not know ------------------------------------------------------
+def test_a_flag_unknown_to_the_plugin_image_is_a_version_skew(ruleset):
+    log = "flag provided but not defined: -cdi-annotation-prefix\nUsage of nvidia-device-plugin:\n"
+    rule, category, _ = verdict_of(ruleset, {"device-plugin.log": log})
+    assert (rule, category) == ("device-plugin-flag-unknown-to-image", "plugin-crash-nvml")
+    body = f"# plugin exits\n\n```\n{log}  -mig-strategy string\n```\n"
+    assert issue_verdict(ruleset, body)[0] == "device-plugin-flag-unknown-to-image"
+    other = "flag provided but not defined: -v\nUsage of hami-scheduler-helper:\n"
+    report = diagnose_texts(ruleset, {"other.txt": other})
+    assert "device-plugin-flag-unknown-to-image" not in fired(report)
+
+
+# ---- a pod turned UnexpectedAdmissionError after a kubelet restart ---------------------------------
+ROWS = """\
+$ kubectl get pods
+NAME                    READY   STATUS                     RESTARTS   AGE
+infer-7c9d8-4xq2v       1/1     Running                    0          10m
+eval-job-m2k8d          0/1     UnexpectedAdmissionError   0          12m
+"""
+
+
+def test_a_readmission_failure_after_a_kubelet_restart(ruleset):
+    for said in (
+        "After `systemctl restart kubelet` on the node the finished job shows this:",
+        "The kubelet was restarted by the upgrade, then:",
+    ):
+        rule, category, _ = issue_verdict(ruleset, f"# job pod fails\n\n{said}\n\n```\n{ROWS}```\n")
+        assert (rule, category) == (
+            "pod-rejected-at-readmission-after-kubelet-restart",
+            "scheduling-other",
+        ), said
+    session = ROWS.replace(
+        "$ kubectl get pods\n", "$ sudo systemctl restart kubelet\n$ kubectl get pods\n"
+    )
+    assert verdict_of(ruleset, {"session.txt": session})[0] == (
+        "pod-rejected-at-readmission-after-kubelet-restart"
+    )
+
+
+def test_a_row_without_a_restart_claims_no_readmission(ruleset):
+    report = diagnose_texts(ruleset, {"pods.txt": ROWS})
+    assert "pod-rejected-at-readmission-after-kubelet-restart" not in fired(report)
+    report = diagnose_texts(
+        ruleset,
+        {
+            "pods.txt": ROWS.replace(
+                "$ kubectl get pods", "$ systemctl restart containerd\n$ kubectl get pods"
+            )
+        },
+    )
+    assert "pod-rejected-at-readmission-after-kubelet-restart" not in fired(report)
+
+
+# ---- every node short of a GPU claims no cause ----------------------------------------------------
+def test_insufficient_everywhere_is_inconclusive_with_its_finding(ruleset):
+    body = (
+        "# GPU pod pending on minikube\n\n```\n  Warning  FailedScheduling  3m (x40 over 9h)  "
+        "default-scheduler  0/1 nodes are available: 1 Insufficient nvidia.com/gpu.\n```\n"
+    )
+    assert issue_verdict(ruleset, body)[:2] == ("no-node-offers-a-gpu", "inconclusive")

@@ -128,3 +128,34 @@ def test_insufficient_everywhere_is_inconclusive_with_its_finding(ruleset):
         "default-scheduler  0/1 nodes are available: 1 Insufficient nvidia.com/gpu.\n```\n"
     )
     assert issue_verdict(ruleset, body)[:2] == ("no-node-offers-a-gpu", "inconclusive")
+
+
+# ---- the runtime ignores NVIDIA_VISIBLE_DEVICES in unprivileged containers --------------------------
+TOOLKIT = """\
+accept-nvidia-visible-devices-as-volume-mounts = true
+accept-nvidia-visible-devices-envvar-when-unprivileged = false
+
+[nvidia-container-cli]
+ldconfig = "@/sbin/ldconfig.real"
+
+[nvidia-container-runtime]
+mode = "auto"
+"""
+
+
+def test_a_runtime_that_ignores_the_variable_leaves_pods_without_gpus(ruleset):
+    rule, category, _ = verdict_of(ruleset, {"config.toml": TOOLKIT})
+    assert (rule, category) == (
+        "toolkit-ignores-visible-devices-when-unprivileged",
+        "runtime-other",
+    )
+    body = f"# pod runs but has no GPU\n\n```toml\n{TOOLKIT}```\n"
+    assert issue_verdict(ruleset, body)[0] == "toolkit-ignores-visible-devices-when-unprivileged"
+    mounts = (
+        "helm upgrade -i nvdp nvdp/nvidia-device-plugin --set deviceListStrategy=volume-mounts\n"
+    )
+    report = diagnose_texts(ruleset, {"config.toml": TOOLKIT, "install.txt": mounts})
+    assert "toolkit-ignores-visible-devices-when-unprivileged" not in fired(report)
+    default = TOOLKIT.replace("unprivileged = false", "unprivileged = true")
+    report = diagnose_texts(ruleset, {"config.toml": default})
+    assert "toolkit-ignores-visible-devices-when-unprivileged" not in fired(report)

@@ -475,3 +475,52 @@ def test_markdown_fences_indented_under_a_list_item(ruleset):
     assert [n.name for n in bundle.nodes] == ["gpu-node-1"]
     [log] = [x for x in bundle.logs if x.artefact.kind == "scheduler-log"]
     assert log.frame["sev"].drop_nulls().len() == 12
+
+
+# ---- lines left out, and a config's keys before its first table ------------------------------
+SMI_ROWS = """\
++-----------------------------------------------------------------------------------------+
+| NVIDIA-SMI 570.133.20             Driver Version: 570.133.20     CUDA Version: 12.8     |
+|-----------------------------------------+------------------------+----------------------+
+|   0  NVIDIA A10                     Off |   00000000:04:00.0 Off |                    0 |
++-----------------------------------------+------------------------+----------------------+
+"""
+TOOLKIT_TOP = """\
+accept-nvidia-visible-devices-as-volume-mounts = true
+accept-nvidia-visible-devices-envvar-when-unprivileged = false
+disable-require = false
+"""
+TOOLKIT_TABLES = """\
+[nvidia-container-cli]
+load-kmods = true
+ldconfig = "@/sbin/ldconfig.real"
+
+[nvidia-container-runtime]
+log-level = "info"
+mode = "auto"
+runtimes = ["docker-runc", "runc", "crun"]
+"""
+
+
+@pytest.mark.parametrize("marker", ["[... ...]", "[...]", "...", "…"])
+def test_a_line_marking_lines_left_out_separates_two_things(ruleset, marker):
+    """An elision line between two things pasted without a blank line is a boundary: the config
+    after the nvidia-smi table is a config, its keys before the first table included."""
+    text = SMI_ROWS + marker + "\n" + TOOLKIT_TOP + "\n" + TOOLKIT_TABLES
+    got = parts(ruleset, text)
+    assert [k for k, _, _ in got] == ["nvidia-smi", "toolkit-config"], got
+    assert got[1][1] == line_no(text, "accept-nvidia-visible-devices-as-volume-mounts")
+    report = diagnose_texts(ruleset, {"paste.txt": text})
+    assert "toolkit-ignores-visible-devices-when-unprivileged" in fired(report)
+
+
+def test_an_elision_inside_one_log_keeps_it_one_log(ruleset):
+    log = (
+        "I0516 16:20:01.000001       1 main.go:235] Starting FS watcher.\n"
+        "I0516 16:20:01.000002       1 main.go:242] Starting OS watcher.\n"
+        "...\n"
+        "I0516 16:20:02.000003       1 server.go:165] Starting GRPC server for 'nvidia.com/gpu'\n"
+        "I0516 16:20:02.000004       1 server.go:117] Starting to serve 'nvidia.com/gpu' on "
+        "/var/lib/kubelet/device-plugins/nvidia-gpu.sock\n"
+    )
+    assert [k for k, _, _ in parts(ruleset, log, "plugin.log")] == ["device-plugin-log"]

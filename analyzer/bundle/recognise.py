@@ -36,6 +36,7 @@ _BARE_COMMANDS = ("kubectl", "helm", "journalctl", "crictl", "nvidia-ctk", "nvid
 _DEFAULTED_RE = re.compile(r'^Defaulted container "([\w.-]+)"')
 _CONTAINER_FLAG_RE = re.compile(r"(?:^|\s)(?:-c|--container)[ =]([\w.-]+)")
 _HEADER_RE = re.compile(r"^#{1,6}\s+\S")
+_ELISION_RE = re.compile(r"^\s*(?:\[\s*(?:\.\.\.|…)(?:\s+(?:\.\.\.|…))?\s*\]|\.\.\.|…)\s*$")
 # `kubectl describe` starts each object with `Name:` at column 0, then its namespace or labels
 _DESCRIBE_START_RE = re.compile(r"^Name:\s+\S")
 _DESCRIBE_SECOND_RE = re.compile(r"^(?:Namespace|Roles|Labels|Priority):")
@@ -212,11 +213,13 @@ def _explicit_segments(
 
 
 def _paragraphs(seg: _Segment) -> list[_Segment]:
+    """Blank-line separated parts; a line that only marks lines left out (`...`, `[...]`, the
+    `[... ...]` of joined excerpts) separates them too: what follows it may be another thing."""
     out: list[_Segment] = []
     cur: list[str] = []
     start = seg.first
     for i, line in enumerate(seg.lines):
-        if not line.strip():
+        if not line.strip() or _ELISION_RE.match(line):
             if cur:
                 out.append(_Segment(start, cur, seg.container))
             cur = []
@@ -254,11 +257,17 @@ def _regions(
             prev, pk, preason = out[-1]
             prev_log = catalogue.get(pk) is not None and catalogue[pk].is_log
             # a weak log part (klog lines of no known component) continues the log before it
+            gap = p.first - (prev.first + len(prev.lines))
+            merged = _Segment(prev.first, prev.lines + [""] * gap + p.lines, prev.container)
             if pk == k or (prev_log and _weak(k, catalogue) and catalogue[k].is_log):
-                gap = p.first - (prev.first + len(prev.lines))
-                merged = _Segment(prev.first, prev.lines + [""] * gap + p.lines, prev.container)
                 out[-1] = (merged, pk, preason)
                 continue
+            # a config file's keys before its first table or section (TOML's top-level keys)
+            if _weak(pk, catalogue) and catalogue[k].family == "config":
+                together = sniff("\n".join(merged.lines), catalogue)
+                if together[0] == k:
+                    out[-1] = (merged, *together)
+                    continue
         out.append((p, k, reason))
     return out
 

@@ -27,6 +27,7 @@ import regex
 from analyzer.errors import AnalyzerError
 from analyzer.parse.bytescan import line_end
 from analyzer.redact.alternation import names_alternation
+from analyzer.redact.arrow import binary_rows, rows_bytes
 from analyzer.redact.blocks import block_spans
 from analyzer.redact.lineends import LineEnds, join_ends, joined_parts, split_ends
 from analyzer.redact.lines import Lines
@@ -587,21 +588,21 @@ class Redaction:
         if not self.names_clear:
             return None
         starts = lines.starts(planned)
-        texts: list[bytes] = []
+        bounds: list[int] = [0]  # row k is raw[bounds[k] : bounds[k + 1]]
         rows: list[int] = []
         pos = 0
         for i in [*planned, None]:
             stop = len(raw) if i is None else starts[i]
             while stop - pos > STRETCH and (cut := raw.find(b"\n", pos + STRETCH, stop)) >= 0:
-                texts.append(raw[pos : cut + 1])  # polars reads a long text slower
-                pos = cut + 1
-            texts.append(raw[pos:stop])
+                pos = cut + 1  # polars reads a long text slower
+                bounds.append(pos)
+            bounds.append(stop)
             if i is not None:
-                rows.append(len(texts))
+                rows.append(len(bounds) - 1)
                 pos = line_end(raw, stop)
-                texts.append(raw[stop:pos])
-        try:  # as bytes into polars (valid UTF-8: no Python string is made)
-            series = pl.Series(texts, dtype=pl.Binary).cast(pl.String)
+                bounds.append(pos)
+        try:  # valid UTF-8 into polars as it is: no copy, no Python string
+            series = binary_rows(raw, bounds).cast(pl.String)
             found = series.str.extract_all(self.names_touching).explode().drop_nulls()
             if not found.is_in(self.names_list.implode()).all():
                 return None
@@ -819,7 +820,7 @@ class Redaction:
 
 
 def _as_bytes(texts: pl.Series) -> list[bytes]:
-    return texts.cast(pl.Binary).to_list()
+    return rows_bytes(texts.cast(pl.Binary))
 
 
 def _replaced(texts: pl.Series, names: list[str], tokens: list[str]) -> list[bytes]:

@@ -27,7 +27,7 @@ import regex
 from analyzer.errors import AnalyzerError
 from analyzer.parse.bytescan import line_end
 from analyzer.redact.alternation import names_alternation
-from analyzer.redact.arrow import binary_rows, rows_bytes
+from analyzer.redact.arrow import rows_bytes, text_rows
 from analyzer.redact.blocks import block_spans
 from analyzer.redact.lineends import LineEnds, join_ends, joined_parts, split_ends
 from analyzer.redact.lines import Lines
@@ -601,8 +601,8 @@ class Redaction:
                 rows.append(len(bounds) - 1)
                 pos = line_end(raw, stop)
                 bounds.append(pos)
-        try:  # valid UTF-8 into polars as it is: no copy, no Python string
-            series = binary_rows(raw, bounds).cast(pl.String)
+        try:  # valid UTF-8 (a piece held as bytes is), cut after newlines: in place, no copy
+            series = text_rows(raw, bounds)
             found = series.str.extract_all(self.names_touching).explode().drop_nulls()
             if not found.is_in(self.names_list.implode()).all():
                 return None

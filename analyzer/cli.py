@@ -255,11 +255,13 @@ def _write(text: str, output: Path | None) -> None:
 
 
 def exit_code(report, fail_on: str = "info") -> int:
-    """1 when a fault at or above `fail_on` fired on any node, 4 when nothing could be decided."""
+    """1 when a fault at or above `fail_on` fired on any node, 4 when nothing could be decided: a
+    finding that claims no cause (category inconclusive: "every node is short of a GPU", "a
+    validation fails") decides nothing, as its verdict says."""
     from analyzer.report.model import SEVERITY_RANK
 
     limit = SEVERITY_RANK[fail_on]
-    faults = [f for n in report.nodes for f in n.faults()]
+    faults = [f for n in report.nodes for f in n.faults() if f.category != "inconclusive"]
     if any(SEVERITY_RANK[f.severity] <= limit for f in faults):
         return EXIT_FAULT
     if not faults and all(n.primary.category == "inconclusive" for n in report.nodes):

@@ -159,3 +159,96 @@ def test_a_runtime_that_ignores_the_variable_leaves_pods_without_gpus(ruleset):
     default = TOOLKIT.replace("unprivileged = false", "unprivileged = true")
     report = diagnose_texts(ruleset, {"config.toml": default})
     assert "toolkit-ignores-visible-devices-when-unprivileged" not in fired(report)
+
+
+# ---- the review's cases ----------------------------------------------------------------------------
+def test_the_flag_error_in_urfaves_and_klogs_forms(ruleset):
+    """urfave/cli (NVIDIA's plugin since v0.8) prints "Incorrect Usage." (v1) or "Incorrect
+    Usage:" (v2) and its help, whose NAME section names the app; a klog line may carry it."""
+    help_ = "NAME:\n   NVIDIA Device Plugin - NVIDIA device plugin for Kubernetes\n"
+    for first in (
+        "Incorrect Usage. flag provided but not defined: -device-discovery-strategy",
+        "Incorrect Usage: flag provided but not defined: -device-discovery-strategy",
+    ):
+        rule = verdict_of(ruleset, {"plugin.txt": f"{first}\n\n{help_}"})[0]
+        assert rule == "device-plugin-flag-unknown-to-image", first
+    klog = (
+        "I0601 10:00:00.000000       1 main.go:235] Starting FS watcher.\n"
+        "E0601 10:00:00.000000       1 main.go:173] flag provided but not defined: -imex-channel-ids\n"
+    )
+    assert (
+        verdict_of(ruleset, {"device-plugin.log": klog})[0] == "device-plugin-flag-unknown-to-image"
+    )
+
+
+def test_a_restart_that_did_not_help_is_no_readmission(ruleset):
+    body = (
+        "# GPU pod fails\n\nI already restarted the kubelet but the pod is still "
+        f"UnexpectedAdmissionError.\n\n```\n{ROWS}```\n"
+    )
+    assert issue_verdict(ruleset, body)[0] != "pod-rejected-at-readmission-after-kubelet-restart"
+
+
+def test_the_restart_commands_of_a_session(ruleset):
+    for command in (
+        "[root@gpu-1 ~]# systemctl restart kubelet",
+        "$ sudo systemctl daemon-reload && sudo systemctl restart kubelet",
+        "$ sudo systemctl restart containerd kubelet",
+    ):
+        session = ROWS.replace("$ kubectl get pods\n", f"{command}\n$ kubectl get pods\n")
+        rule = verdict_of(ruleset, {"session.txt": session})[0]
+        assert rule == "pod-rejected-at-readmission-after-kubelet-restart", command
+    other = ROWS.replace(
+        "$ kubectl get pods\n", "$ sudo systemctl restart containerd\n$ kubectl get pods\n"
+    )
+    report = diagnose_texts(ruleset, {"session.txt": other})
+    assert "pod-rejected-at-readmission-after-kubelet-restart" not in fired(report)
+
+
+def test_the_charts_affinity_from_v0_15_and_the_node_objects_labels(ruleset):
+    """The plugin's DaemonSet has the affinity from chart v0.15 (before, only GFD's); a label list
+    grepped for 10de says nothing of nvidia.com/gpu.present, which the node object shows."""
+    labels = "feature.node.kubernetes.io/pci-0302_10de.present=true"
+    old = NVDP.replace("--version 0.17.2", "--version 0.14.1")
+    assert issue_verdict(ruleset, _labels_issue(old, labels))[0] != (
+        "nvidia-chart-affinity-misses-nfd-labels"
+    )
+    helm_list = (
+        "NAME  NAMESPACE  REVISION  UPDATED  STATUS  CHART  APP VERSION\n"
+        "nvdp  nvdp  1  2025-02-01 10:00:00.000000 +0000 UTC  deployed  nvidia-device-plugin-0.17.0  0.17.0\n"
+    )
+    node = (
+        "kind: Node\nmetadata:\n  name: gpu-1\n  labels:\n"
+        '    feature.node.kubernetes.io/pci-0302_10de.present: "true"\n'
+        "status:\n  allocatable: {cpu: '8'}\n"
+    )
+    report = diagnose_texts(ruleset, {"node.yaml": node, "helm.txt": helm_list})
+    assert "nvidia-chart-affinity-misses-nfd-labels" in fired(report)
+    labelled = node.replace("  labels:\n", '  labels:\n    nvidia.com/gpu.present: "true"\n')
+    grepped = f"$ kubectl get node gpu-1 --show-labels | tr ',' '\\n' | grep 10de\n{labels}\n"
+    report = diagnose_texts(
+        ruleset, {"node.yaml": labelled, "helm.txt": helm_list, "notes.txt": grepped}
+    )
+    assert "nvidia-chart-affinity-misses-nfd-labels" not in fired(report)
+
+
+def test_the_plugins_strategy_in_its_env_and_its_config_dump(ruleset):
+    env = '[{"name":"DEVICE_LIST_STRATEGY","value":"volume-mounts"},{"name":"FAIL_ON_INIT_ERROR","value":"false"}]\n'
+    dump = (
+        "I0601 10:00:00.000000       1 main.go:353] \nRunning with config:\n{\n"
+        '  "flags": {\n    "deviceListStrategy": [\n      "volume-mounts"\n    ],\n'
+        '    "deviceIDStrategy": "uuid"\n  }\n}\n'
+    )
+    for name, text in (("env.txt", env), ("device-plugin.log", dump)):
+        report = diagnose_texts(ruleset, {"config.toml": TOOLKIT, name: text})
+        assert "toolkit-ignores-visible-devices-when-unprivileged" not in fired(report), name
+
+
+def test_prose_before_a_config_stays_prose(ruleset):
+    from test_recognition import SMI_ROWS, TOOLKIT_TABLES, line_no, parts
+
+    prose = "The toolkit config on the node is below; the runtime is set up.\n"
+    text = SMI_ROWS + "\n" + prose + "\n" + TOOLKIT_TABLES
+    got = parts(ruleset, text)
+    assert [k for k, _, _ in got] == ["nvidia-smi", "text", "toolkit-config"], got
+    assert got[2][1] == line_no(text, "[nvidia-container-cli]")

@@ -182,6 +182,19 @@ def test_healthy_log_without_node_object_is_inconclusive(tmp_path):
     assert run("analyze", str(tmp_path)).returncode == 4
 
 
+def test_a_finding_that_claims_no_cause_is_inconclusive(tmp_path):
+    """Every node short of a GPU (taken, or none advertised): the finding is shown, and the
+    verdict and the exit say inconclusive, not a fault."""
+    (tmp_path / "events.txt").write_text(
+        "  Warning  FailedScheduling  2m  default-scheduler  0/3 nodes are available: "
+        "3 Insufficient nvidia.com/gpu.\n"
+    )
+    proc = run("analyze", str(tmp_path), "-f", "json")
+    assert proc.returncode == 4, proc.stderr
+    primary = json.loads(proc.stdout)["primary"]
+    assert (primary["category"], primary["rule_id"]) == ("inconclusive", "no-node-offers-a-gpu")
+
+
 def test_inconclusive_is_not_hidden_by_fail_on(tmp_path):
     """--fail-on only filters faults: an inconclusive bundle still exits 4."""
     (tmp_path / "notes.txt").write_text("nvidia.com/gpu does not show up on my node\n")

@@ -37,6 +37,8 @@ _DEFAULTED_RE = re.compile(r'^Defaulted container "([\w.-]+)"')
 _CONTAINER_FLAG_RE = re.compile(r"(?:^|\s)(?:-c|--container)[ =]([\w.-]+)")
 _HEADER_RE = re.compile(r"^#{1,6}\s+\S")
 _ELISION_RE = re.compile(r"^\s*(?:\[\s*(?:\.\.\.|…)(?:\s+(?:\.\.\.|…))?\s*\]|\.\.\.|…)\s*$")
+# TOML's `key = value`, a table's header, a comment
+_KEY_LINE_RE = re.compile(r"^\s*(?:#.*|[\w.\"'-]+\s*=\s*\S.*|\[\[?[\w.\"' -]+\]\]?)$")
 # `kubectl describe` starts each object with `Name:` at column 0, then its namespace or labels
 _DESCRIBE_START_RE = re.compile(r"^Name:\s+\S")
 _DESCRIBE_SECOND_RE = re.compile(r"^(?:Namespace|Roles|Labels|Priority):")
@@ -262,8 +264,14 @@ def _regions(
             if pk == k or (prev_log and _weak(k, catalogue) and catalogue[k].is_log):
                 out[-1] = (merged, pk, preason)
                 continue
-            # a config file's keys before its first table or section (TOML's top-level keys)
-            if _weak(pk, catalogue) and catalogue[k].family == "config":
+            # a config file's keys before its first table or section (TOML's top-level keys, and
+            # tables the kind's own markers are not in): a part of nothing but `key = value` lines,
+            # table headers and comments, never prose
+            if (
+                _weak(pk, catalogue)
+                and catalogue[k].family == "config"
+                and all(_KEY_LINE_RE.match(x) for x in prev.lines if x.strip())
+            ):
                 together = sniff("\n".join(merged.lines), catalogue)
                 if together[0] == k:
                     out[-1] = (merged, *together)

@@ -40,16 +40,18 @@ def test_a_label_the_chart_accepts_or_another_deployer_is_no_such_miss(ruleset):
         assert rule != "nvidia-chart-affinity-misses-nfd-labels", (install, labels)
 
 
+NODE_0302 = (
+    "kind: Node\nmetadata:\n  name: gpu-7\n  labels:\n"
+    '    feature.node.kubernetes.io/pci-0302_10de.present: "true"\n'
+    "status:\n  allocatable: {cpu: '16'}\n"
+)
+
+
 def test_the_node_object_form_reads_its_labels(ruleset):
     chart = "    helm.sh/chart: nvidia-device-plugin-0.16.2\n"
-    node = (
-        "kind: Node\nmetadata:\n  name: gpu-7\n  labels:\n"
-        '    feature.node.kubernetes.io/pci-0302_10de.present: "true"\n'
-        "status:\n  allocatable: {cpu: '16'}\n"
-    )
-    report = diagnose_texts(ruleset, {"node.yaml": node, "ds.txt": chart})
+    report = diagnose_texts(ruleset, {"node.yaml": NODE_0302, "ds.txt": chart})
     assert "nvidia-chart-affinity-misses-nfd-labels" in fired(report)
-    advertised = node.replace("{cpu: '16'}", "{cpu: '16', nvidia.com/gpu: '2'}")
+    advertised = NODE_0302.replace("{cpu: '16'}", "{cpu: '16', nvidia.com/gpu: '2'}")
     report = diagnose_texts(ruleset, {"node.yaml": advertised, "ds.txt": chart})
     assert "nvidia-chart-affinity-misses-nfd-labels" not in fired(report)
 
@@ -217,15 +219,10 @@ def test_the_charts_affinity_from_v0_15_and_the_node_objects_labels(ruleset):
         "NAME  NAMESPACE  REVISION  UPDATED  STATUS  CHART  APP VERSION\n"
         "nvdp  nvdp  1  2025-02-01 10:00:00.000000 +0000 UTC  deployed  nvidia-device-plugin-0.17.0  0.17.0\n"
     )
-    node = (
-        "kind: Node\nmetadata:\n  name: gpu-1\n  labels:\n"
-        '    feature.node.kubernetes.io/pci-0302_10de.present: "true"\n'
-        "status:\n  allocatable: {cpu: '8'}\n"
-    )
-    report = diagnose_texts(ruleset, {"node.yaml": node, "helm.txt": helm_list})
+    report = diagnose_texts(ruleset, {"node.yaml": NODE_0302, "helm.txt": helm_list})
     assert "nvidia-chart-affinity-misses-nfd-labels" in fired(report)
-    labelled = node.replace("  labels:\n", '  labels:\n    nvidia.com/gpu.present: "true"\n')
-    grepped = f"$ kubectl get node gpu-1 --show-labels | tr ',' '\\n' | grep 10de\n{labels}\n"
+    labelled = NODE_0302.replace("  labels:\n", '  labels:\n    nvidia.com/gpu.present: "true"\n')
+    grepped = f"$ kubectl get node gpu-7 --show-labels | tr ',' '\\n' | grep 10de\n{labels}\n"
     report = diagnose_texts(
         ruleset, {"node.yaml": labelled, "helm.txt": helm_list, "notes.txt": grepped}
     )

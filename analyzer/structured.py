@@ -186,8 +186,9 @@ SHELL_PROMPT = rf"(?:{_NAMED_PROMPT}|[$#]|PS [^>\n]+>)"
 # postscript: a prompt there names its user, is PowerShell's on a drive, or a bare `$`
 PROSE_SHELL_PROMPT = rf"(?:{_NAMED_PROMPT}|PS [A-Za-z]:\\[^>\n]*>|\$)"
 
-# a line a paste puts where it left lines out ("........", "…", "[... ...]", "<snip>", "(...)")
-ELISION_RE = re.compile(r"^\s*(?:\.{3,}|…+|\[\.\.\. ?\.\.\.\]|<snip>|\(\.\.\.\))\s*$")
+# a line a paste puts where it left lines out ("........", "…", "[... ...]", "[...]", "<snip>",
+# "(...)")
+ELISION_RE = re.compile(r"^\s*(?:\.{3,}|…+|\[(?:\.\.\. ?)?\.\.\.\]|\[…\]|<snip>|\(\.\.\.\))\s*$")
 
 
 def elision_lines(lines: list[str]) -> list[int]:

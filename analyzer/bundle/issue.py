@@ -17,7 +17,7 @@ from urllib.parse import quote, unquote
 
 import regex
 
-from analyzer.bundle.text import LOG_LINE_RE, unframe
+from analyzer.bundle.text import LOG_LINE_RE, TOML_HEADER, TOML_KEY, TOML_OTHER, unframe
 from analyzer.errors import BundleError
 from analyzer.structured import ELISION_RE, PROSE_SHELL_PROMPT, load_json
 
@@ -146,17 +146,6 @@ def _indented(prose_lines: list[str]) -> tuple[list[str], list[str]]:
     return blocks, rest
 
 
-# a TOML table header alone on its line (`[plugins.cri.containerd.runtimes."nvidia"]`, containerd
-# 2.x's `[plugins.'io.containerd.cri.v1.runtime']`, indented as `containerd config default` prints
-# nested tables), a key's line, and what else a config's lines hold (a comment, an array's items
-# and its end, a mark of lines left out). Possessive: a line that is almost a header fails in one
-# pass (`[a."x"."x"...` without its `]` took minutes a megabyte).
-_TOML_NAME = r"""(?:[\w-]++|"[^"\n]*+"|'[^'\n]*+')"""
-_TOML_HEADER = regex.compile(
-    rf"^\s*+\[{{1,2}}{_TOML_NAME}(?:\s*+\.\s*+{_TOML_NAME})*+\]{{1,2}}\s*+$"
-)
-_TOML_KEY = regex.compile(rf"^\s*+{_TOML_NAME}(?:\.{_TOML_NAME})*+\s*+=\s*+\S")
-_TOML_OTHER = regex.compile(r"""^\s*+(?:#|\]|"[^"\n]*+",?\s*+$|'[^'\n]*+',?\s*+$|$)""")
 _ARRAY_END = regex.compile(r"^\s*+\]\s*+$")
 _TOML_LINE_MAX = 4096  # a config's lines are short; a longer line is prose
 
@@ -177,11 +166,11 @@ def _unfenced_tables(prose_lines: list[str]) -> tuple[list[str], list[str]]:
         j, last, headers, keys = i, -1, 0, 0
         while j < len(prose_lines) and len(prose_lines[j]) <= _TOML_LINE_MAX:
             line = prose_lines[j]
-            if _TOML_HEADER.match(line):
+            if TOML_HEADER.match(line):
                 headers, last = headers + 1, j
-            elif _TOML_KEY.match(line):
+            elif TOML_KEY.match(line):
                 keys, last = keys + 1, j
-            elif last < 0 or not (_TOML_OTHER.match(line) or ELISION_RE.match(line)):
+            elif last < 0 or not (TOML_OTHER.match(line) or ELISION_RE.match(line)):
                 break  # a run opens on a header or a key
             elif _ARRAY_END.match(line):
                 last = j  # ... and may close on a multi-line array's end

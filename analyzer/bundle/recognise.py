@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from analyzer.bundle.model import Artefact, BundleFile, InputWarning
 from analyzer.bundle.sniff import sniff
-from analyzer.bundle.text import clean, decode, looks_binary, unframe
+from analyzer.bundle.text import clean, decode, looks_binary, toml_line, unframe
 from analyzer.catalogue.kinds import Catalogue
-from analyzer.structured import SHELL_PROMPT, loads_as_yaml
+from analyzer.structured import ELISION_RE, SHELL_PROMPT, loads_as_yaml
 
 SMALL_FILE = 16 << 20  # read whole and segment below this size; stream logs above it
 # ... or a log of more lines than this (16 MiB of lines of 67 bytes): reading and segmenting
@@ -36,9 +36,6 @@ _BARE_COMMANDS = ("kubectl", "helm", "journalctl", "crictl", "nvidia-ctk", "nvid
 _DEFAULTED_RE = re.compile(r'^Defaulted container "([\w.-]+)"')
 _CONTAINER_FLAG_RE = re.compile(r"(?:^|\s)(?:-c|--container)[ =]([\w.-]+)")
 _HEADER_RE = re.compile(r"^#{1,6}\s+\S")
-_ELISION_RE = re.compile(r"^\s*(?:\[\s*(?:\.\.\.|…)(?:\s+(?:\.\.\.|…))?\s*\]|\.\.\.|…)\s*$")
-# TOML's `key = value`, a table's header, a comment
-_KEY_LINE_RE = re.compile(r"^\s*(?:#.*|[\w.\"'-]+\s*=\s*\S.*|\[\[?[\w.\"' -]+\]\]?)$")
 # `kubectl describe` starts each object with `Name:` at column 0, then its namespace or labels
 _DESCRIBE_START_RE = re.compile(r"^Name:\s+\S")
 _DESCRIBE_SECOND_RE = re.compile(r"^(?:Namespace|Roles|Labels|Priority):")
@@ -221,7 +218,7 @@ def _paragraphs(seg: _Segment) -> list[_Segment]:
     cur: list[str] = []
     start = seg.first
     for i, line in enumerate(seg.lines):
-        if not line.strip() or _ELISION_RE.match(line):
+        if not line.strip() or ELISION_RE.match(line):
             if cur:
                 out.append(_Segment(start, cur, seg.container))
             cur = []
@@ -270,7 +267,7 @@ def _regions(
             if (
                 _weak(pk, catalogue)
                 and catalogue[k].family == "config"
-                and all(_KEY_LINE_RE.match(x) for x in prev.lines if x.strip())
+                and all(toml_line(x) for x in prev.lines)
             ):
                 together = sniff("\n".join(merged.lines), catalogue)
                 if together[0] == k:

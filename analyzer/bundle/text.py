@@ -59,6 +59,23 @@ LOG_LINE_RE = re.compile(
     r"|[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] )"
 )
 # Text inside a shell command that echoes it is script, not log (`echo "Waiting for ..."`).
+# a TOML table header alone on its line (`[plugins.cri.containerd.runtimes."nvidia"]`, containerd
+# 2.x's `[plugins.'io.containerd.cri.v1.runtime']`, indented as `containerd config default` prints
+# nested tables), a key's line, and what else a config's lines hold (a comment, an array's items
+# and its end, a blank line). Possessive: a line that is almost a header fails in one pass
+# (`[a."x"."x"...` without its `]` took minutes a megabyte).
+_TOML_NAME = r"""(?:[\w-]++|"[^"\n]*+"|'[^'\n]*+')"""
+TOML_HEADER = re.compile(rf"^\s*+\[{{1,2}}{_TOML_NAME}(?:\s*+\.\s*+{_TOML_NAME})*+\]{{1,2}}\s*+$")
+TOML_KEY = re.compile(rf"^\s*+{_TOML_NAME}(?:\.{_TOML_NAME})*+\s*+=\s*+\S")
+TOML_OTHER = re.compile(r"""^\s*+(?:#|\]|"[^"\n]*+",?\s*+$|'[^'\n]*+',?\s*+$|$)""")
+
+
+def toml_line(line: str) -> bool:
+    """Whether `line` is one a TOML config holds (a header, a key, a comment, an array's item or
+    end, a blank): never a sentence."""
+    return any(p.match(line) for p in (TOML_HEADER, TOML_KEY, TOML_OTHER))
+
+
 _SCRIPT_RE = re.compile(r"\becho\s+[\"'$]|\b(?:ba)?sh\s+-c\b|^\s*(?:Command|Args):")
 _SCRIPT_WORDS = ("echo", "sh", "Command", "Args")  # every match of _SCRIPT_RE holds one
 

@@ -15,16 +15,25 @@ is still collected, only in larger batches.
 Dataclass methods and regular expressions, compiled at every start (~60 and ~20 ms): `begin`
 puts their cache in place (analyzer/codecache.py; `main` saves what a run compiled; a spawned
 worker starts through `spawned`). This module imports nothing else until
-`begin` has raised the threshold: the entry point imports it first.
+`begin` has raised the threshold: the entry point imports it first. Our own modules' code is read
+from one file (analyzer/modcache.py), not a .pyc each.
 
 A module the dependencies import but a run does not use is loaded at its first use (`DEFERRED`),
-and a run of small inputs gives polars one thread (`small_inputs`)."""
+and a run of small inputs gives polars one thread (`small_inputs`).
+
+Python's frames. CPython (3.11-3.13) keeps the frames of running functions in 16 KiB blocks it
+maps from the system, and returns a block as soon as the frame at its start returns: a
+function called again and again where a block ends maps and unmaps one each time, with its
+page faults. The imports nested a dozen deep and the command line's layers put a small run's
+frames across such an end: 600-1,700 blocks mapped and unmapped, ~5 % of its time. The entry
+point runs the command on one block large enough for all its frames (`on_a_wide_stack`)."""
 
 from __future__ import annotations
 
 import gc
 import os
 import sys
+from types import FunctionType
 
 USUAL = gc.get_threshold()
 # allocations before the first pass: more than start-up makes (~83,000 in a small run)
@@ -41,9 +50,10 @@ DEFERRED = frozenset({"importlib.metadata"})
 
 def begin() -> None:
     gc.set_threshold(STARTING, *USUAL[1:])
-    from analyzer import codecache
+    from analyzer import codecache, modcache
 
     codecache.install()
+    modcache.install()
     if not any(isinstance(f, _Deferring) for f in sys.meta_path):
         sys.meta_path.insert(0, _Deferring())
 
@@ -64,6 +74,28 @@ class _Deferring:
         return spec
 
 
+# a frame of this many slots (8 bytes each) is more than half of a 256 KiB block, so CPython maps
+# one of that size for it, and the frames called from it take the ~120 KiB after it (a small
+# run's deepest chain of calls needs about half of that)
+WIDE_SLOTS = 16_500
+
+
+def on_a_wide_stack(fn, *args):
+    """`fn(*args)`, called from a frame that opens a 256 KiB block of frames (its unused local
+    variables make it that large), which stays mapped until `fn` returns."""
+    return _wide(fn, *args)
+
+
+def _call(fn, *args):
+    return fn(*args)
+
+
+_code = _call.__code__
+_names = _code.co_varnames + ("_",) * WIDE_SLOTS
+_wide = FunctionType(_code.replace(co_varnames=_names, co_nlocals=len(_names)), {}, "_wide")
+del _code, _names
+
+
 def spawned(target: str, *args: object) -> None:
     """A spawned worker's entry (`multiprocessing` imports this module to find it, with nothing
     else yet): `begin`, then `target` ("module:function") with `args`. Spawning the function
@@ -73,7 +105,7 @@ def spawned(target: str, *args: object) -> None:
     from importlib import import_module
 
     module, name = target.split(":")
-    getattr(import_module(module), name)(*args)
+    on_a_wide_stack(lambda: getattr(import_module(module), name)(*args))
 
 
 def done() -> None:

@@ -73,6 +73,10 @@ class Range:
         return ",".join(parts)
 
 
+# every version: the one object rules and signatures share for it (a frozen default)
+ANY = Range()
+
+
 @dataclass
 class VersionEvidence:
     """A clue to the HAMi version: the range it allows, why, and where it was read."""

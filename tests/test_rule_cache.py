@@ -239,3 +239,23 @@ def test_threads_reading_packed_fields_at_once_all_get_them(cache, monkeypatch):
     finally:
         sys.setswitchinterval(interval)
     assert errors == []
+
+
+def test_a_cached_field_at_its_default_is_read_from_the_class(cache, monkeypatch):
+    """The cached set leaves out of each object what holds the class's default (analyzer/packed
+    `dump`), and holds each version range once: the objects read back are the validated ones."""
+    validated = load_ruleset()
+    _no_rebuild(monkeypatch)
+    cached = load_ruleset()
+    plain = [s for s in cached.signatures.values() if not s.symptom]
+    assert plain and all("symptom" not in s.__dict__ and s.symptom is False for s in plain)
+    assert any("symptom" in s.__dict__ for s in cached.signatures.values())  # not a default
+    # (compiled patterns are equal only to themselves: their reprs hold what they were built from)
+    assert repr(cached.catalogue.kinds) == repr(validated.catalogue.kinds)
+    for rule_id, rule in validated.rules.items():
+        assert (cached.rules[rule_id].when, cached.rules[rule_id].unless) == (
+            rule.when,
+            rule.unless,
+        )
+    ranges = [s.versions for s in cached.signatures.values()]
+    assert len({id(r) for r in ranges}) == len(set(ranges)) < len(ranges)

@@ -11,6 +11,7 @@ import dataclasses
 import inspect
 import os
 import re
+import shutil
 import subprocess
 import sys
 import typing
@@ -460,3 +461,35 @@ def test_a_module_the_dependencies_import_but_seldom_use_runs_at_its_first_use()
         "True module",  # run at the first look into it
         "True True",
     ]
+
+
+def test_a_call_on_a_wide_stack_runs_above_a_frame_of_its_own_size():
+    """`startup.on_a_wide_stack` returns what the function returns, raises what it raises, and
+    calls it from a frame of more than half a 256 KiB block of frames (8-byte slots)."""
+    from analyzer import startup
+
+    def caller_slots() -> int:
+        return sys._getframe(1).f_code.co_nlocals
+
+    assert startup.on_a_wide_stack(caller_slots) * 8 > 128 * 1024
+    assert startup.on_a_wide_stack(divmod, 7, 2) == (3, 1)
+    with pytest.raises(ZeroDivisionError):
+        startup.on_a_wide_stack(divmod, 1, 0)
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_a_small_run_does_not_map_blocks_of_frames_again_and_again(tmp_path):
+    """CPython maps a 16 KiB block for frames past the end of the last one and unmaps it when
+    they return: the command line runs on one wide block, so a small run maps a handful, not the
+    600-1,700 it did when its imports and calls kept crossing a block's end."""
+    trace = tmp_path / "mmap.txt"
+    assert _analyze(tmp_path).returncode == 0  # the caches filled
+    subprocess.run(
+        ["strace", "-f", "-e", "trace=mmap", "-o", str(trace), sys.executable, "-m", "analyzer"]
+        + ["analyze", str(BUNDLE), "--format", "json"],
+        capture_output=True,
+        env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)},
+        check=True,
+    )
+    blocks = trace.read_text().count("mmap(NULL, 16384,")
+    assert blocks < 50, f"{blocks} blocks of frames mapped"

@@ -202,7 +202,16 @@ def identifier(value: Any, ctx: Context) -> str:
 
 
 def versions(value: Any, ctx: Context) -> Range:
-    return Range.parse(value)
+    return _shared(Range.parse(value))
+
+
+# the rules' ranges, one object per value: ~700 fields hold ~25 values, and the cached rule set
+# (analyzer/packed.py) then makes each once
+_RANGES: dict[Range, Range] = {}
+
+
+def _shared(r: Range) -> Range:
+    return _RANGES.setdefault(r, r)
 
 
 def version_ranges(value: Any, ctx: Context) -> dict[str, Range]:
@@ -214,7 +223,7 @@ def version_ranges(value: Any, ctx: Context) -> dict[str, Range]:
         if comp == LINE_KEY:
             continue
         try:
-            out[str(comp)] = Range.parse(spec)
+            out[str(comp)] = _shared(Range.parse(spec))
         except ValueError as exc:
             ctx.problem(f"{ctx.key}.{comp}: {exc}")
     return out

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import pickle
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 
 import regex
 
 from analyzer.packed import packed
-from analyzer.versions import Range
+from analyzer.versions import ANY, Range
 
 MATCH_TIMEOUT = 0.25  # seconds per line for the catalogue's Python-side regexes on bundle text:
 # a catastrophic one becomes an error, not a hang
@@ -33,7 +33,7 @@ class Signature:
     origin: str = ""  # upstream source location of the wording
     level: str = "I"
     verbosity: int = 0
-    versions: Range = field(default_factory=Range)
+    versions: Range = ANY
     implies_version: bool = False
     examples_match: tuple[str, ...] = ()
     examples_no_match: tuple[str, ...] = ()

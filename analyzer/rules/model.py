@@ -12,7 +12,7 @@ from analyzer.catalogue.signatures import Signature
 from analyzer.confidence import LEVELS as STRENGTHS
 from analyzer.packed import packed
 from analyzer.rules.conditions import Cond
-from analyzer.versions import Range
+from analyzer.versions import ANY, Range
 
 SEVERITIES = ("critical", "error", "warning", "info")
 KINDS = ("fault", "normal", "ok")
@@ -82,7 +82,7 @@ class Rule:
     priority: int = 50
     confidence: str = "high"  # the most this rule can claim; evidence may lower it
     summary: str = ""
-    versions: Range = field(default_factory=Range)
+    versions: Range = ANY
     component_versions: dict[str, Range] = field(default_factory=dict)
     unless: Cond | None = None  # true: explained away; unknown: fires, one confidence level lower
     explains: tuple[str, ...] = ()  # rules whose findings are consequences of this one

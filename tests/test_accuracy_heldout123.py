@@ -117,3 +117,57 @@ def test_the_old_driver_managers_refcount_line_is_no_such_answer(ruleset):
         "```\nnvidia driver module is already loaded with refcount 12\n```\n"
     )
     assert issue_verdict(ruleset, body)[1] != "healthy"
+
+
+# ---- a compute limit forced in the pasted pod's own env is no default policy -----------------------
+ISSUE_BURN = (
+    "# gpucores not working\n\nnvidia.com/gpucores: 20 is set, but GPU-Util still reaches 100%.\n"
+)
+
+
+def test_a_core_policy_forced_in_the_pods_env_is_no_default_policy(ruleset):
+    pod = (
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: burn\nspec:\n  containers:\n"
+        "  - name: c\n    image: burner\n    env:\n    - name: GPU_CORE_UTILIZATION_POLICY\n"
+        "      value: force\n    resources:\n      limits:\n        nvidia.com/gpu: 1\n"
+        "        nvidia.com/gpucores: 20\n"
+    )
+    body = f"{ISSUE_BURN}\n```yaml\n{pod}```\n"
+    assert issue_verdict(ruleset, body)[:2] == (
+        "core-limit-not-enforced-described",
+        "runtime-other",
+    )
+    # without it, the default policy is the answer
+    default = body.replace("GPU_CORE_UTILIZATION_POLICY", "SOME_OTHER_SETTING")
+    assert issue_verdict(ruleset, default)[1] == "healthy"
+
+
+def test_a_describes_environment_is_read_as_the_pods_env():
+    from analyzer.dev.samples import pod
+
+    describe = (
+        "Name:         burn\nNamespace:    default\nContainers:\n  c:\n    Image:      burner\n"
+        "    Limits:\n      nvidia.com/gpu:  1\n    Environment:\n"
+        "      GPU_CORE_UTILIZATION_POLICY:  force\n      TOKEN:  <set to the key 'k' in secret 's'>\n"
+        "    Mounts:\n      /dev/shm from dshm (rw)\n"
+    )
+    (container,) = pod(describe, "pod-describe").containers
+    assert container.env == {
+        "GPU_CORE_UTILIZATION_POLICY": "force",
+        "TOKEN": "<set to the key 'k' in secret 's'>",
+    }
+    assert container.limits == {"nvidia.com/gpu": "1"}
+
+
+# ---- GFD's MIG-INVALID product: the MIG layout is not in place -------------------------------------
+def test_a_mig_invalid_product_label_is_a_layout_not_in_place(ruleset):
+    labels = (
+        '{\n  "nvidia.com/gpu.count": "0",\n  "nvidia.com/gpu.product": "NVIDIA-H100-PCIe-MIG-INVALID",\n'
+        '  "nvidia.com/mig.strategy": "single"\n}\n'
+    )
+    assert verdict_of(ruleset, {"labels.json": labels})[:2] == (
+        "mig-layout-not-in-place",
+        "runtime-other",
+    )
+    mig = labels.replace("MIG-INVALID", "MIG-1g.12gb")
+    assert verdict_of(ruleset, {"labels.json": mig})[0] != "mig-layout-not-in-place"

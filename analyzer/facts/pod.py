@@ -118,6 +118,12 @@ def produce(pods: list[PodFacts], facts: FactSet, node: str | None = None) -> No
         vgpus = [n for n in (_vgpus(c) for c in p.containers) if n is not None]
         facts.put("pod.gpu_total", sum(gpus) if gpus else 0, at)
         facts.put("pod.gpu_per_container_max", max(vgpus) if vgpus else 0, at)
+    if p.form == "yaml" or "containers" in sections:
+        facts.mark_known("pod.env.")
+        for x in pods:
+            for c in x.containers:
+                for k, v in c.env.items():
+                    facts.put(f"pod.env.{k}", v, Where(x.file, x.first_line))
     if "events" in sections:
         events = [e for x in pods for e in x.events]
         first = Where(pods[0].file, events[0].line) if events else at

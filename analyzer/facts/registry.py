@@ -252,6 +252,14 @@ FACTS: tuple[FactSpec, ...] = (
     ),
     _f("pod.annotations.*", "str", "pod", POD, "pod annotations"),
     _f(
+        "pod.env.*",
+        "str",
+        "pod",
+        POD,
+        "containers' environment variables set in the spec (env name/value, a describe's"
+        " Environment), merged",
+    ),
+    _f(
         "pod.limits.*",
         "int",
         "pod",

@@ -18,6 +18,7 @@ _EVENT_RE = re.compile(
 )
 _FIELD_RE = re.compile(r"^(?P<indent>\s*)(?P<key>[A-Za-z][\w ./-]*?):\s*(?P<value>.*)$")
 _ANNOTATION_RE = re.compile(r"^\s*(?P<key>(?:[\w.-]+/)?[\w.-]+):\s+(?P<value>.*)$")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")  # a describe's Environment entry
 
 
 @dataclass
@@ -41,6 +42,7 @@ class ContainerState:
     limits: dict[str, str] = field(default_factory=dict)
     requests: dict[str, str] = field(default_factory=dict)
     privileged: bool = False  # securityContext.privileged (known from YAML only)
+    env: dict[str, str] = field(default_factory=dict)  # the container's `env` name: value pairs
 
 
 POD_SECTIONS = frozenset({"header", "annotations", "limits", "events", "containers", "spec"})
@@ -175,6 +177,9 @@ def _parse_yaml(
             cs.limits = c.get("resources", {}).get("limits", {})
             cs.requests = c.get("resources", {}).get("requests", {})
             cs.privileged = c.get("securityContext", {}).get("privileged") is True
+            cs.env = {
+                e["name"]: e["value"] for e in c.get("env", []) if "name" in e and "value" in e
+            }
             st = statuses.get(cs.name, {})
             for state_name, detail in st.get("state", {}).items():
                 cs.state, cs.reason, cs.message = (
@@ -271,12 +276,14 @@ def _parse_describe(artefact: Artefact) -> PodFacts:
                 container.last_message = value
             else:
                 container.message = value
-        elif key in ("Limits", "Requests"):
+        elif key in ("Limits", "Requests", "Environment"):
             sub = key
             if key == "Limits":
                 seen.add("limits")
         elif sub in ("Limits", "Requests") and ("/" in key or key in ("cpu", "memory")):
             (container.limits if sub == "Limits" else container.requests)[key] = value
+        elif sub == "Environment" and indent >= 6 and _ENV_NAME.fullmatch(key):
+            container.env[key] = value
     if "containers" in seen and "limits" not in seen:
         seen.add("limits")  # a full Containers section without Limits: none are set
     p.sections = frozenset(seen)

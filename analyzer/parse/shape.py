@@ -154,6 +154,7 @@ POD: dict[str, Shape] = {
                 "name": Text,
                 "resources": {"limits": _TEXT_MAP, "requests": _TEXT_MAP},
                 "securityContext": {"privileged": Flag},
+                "env": ListOf({"name": Text, "value": Text}),
             }
         ),
     },

@@ -7,28 +7,34 @@ keeps the code of every module of ours it imported in one file of the cache fold
 next run reads at once; a module not in it is imported as Python does, and added when the
 command ends (`save`, after its output).
 
-The file is named by Python's bytecode magic number, the installed code (`install.code_digest`:
-a wheel's RECORD, a checkout's every module's path, size and time, so any edit names a new
-file) and the package's folder (the modules' `__file__` is theirs). It holds the length of its
-index, the index (each module's file, whether it is a package, where its code lies) and the
-modules' code one after the other: it is mapped, not read, and each module's code unmarshalled
-from the mapping when the module is imported (a copy of the file would cost a run ~300 page
-faults). A file that cannot be read or does not hold what `save` writes is ignored and
-rewritten. It is as trusted as the cached rule set beside it."""
+The file is named by Python's bytecode magic number, its optimisation level (-O, -OO), the
+installed code (`install.code_digest`: a wheel's RECORD, a checkout's every module's path, size
+and time) and the package's folder (the modules' `__file__` is theirs). It holds the length of
+its index, the index (each module's file, whether it is a package, its source's modification
+time and size, where its code lies and its CRC-32) and the modules' code one after the other:
+it is mapped, not read (a copy would cost a run ~300 page faults). A module is served when its
+source's time and size are those recorded, as Python checks a .pyc, and its code passes its
+CRC-32 and unmarshals; else Python imports it and the file is rewritten. The loader is Python's
+own for the module's file (`_Cached`): resources, data and `reload` are the file's. A file that
+cannot be read or does not hold what `save` writes is ignored and rewritten. It is as trusted as
+the cached rule set beside it (a file truncated in place by another program while a run maps it
+ends that run: every writer here replaces the file)."""
 
 from __future__ import annotations
 
+import _imp
 import contextlib
 import marshal
 import mmap
 import os
 import sys
+import zlib
 from hashlib import sha256
-from importlib.abc import Loader, MetaPathFinder
-from importlib.machinery import ModuleSpec
-from importlib.util import MAGIC_NUMBER
+from importlib.abc import MetaPathFinder
+from importlib.machinery import ModuleSpec, SourceFileLoader
+from importlib.util import MAGIC_NUMBER, spec_from_file_location
 from pathlib import Path
-from types import CodeType, ModuleType
+from types import CodeType
 
 from analyzer.atomic import atomic_path
 from analyzer.cache import cache_dir, prune
@@ -37,9 +43,11 @@ from analyzer.install import PACKAGE, code_digest
 PREFIX = "analyzer."
 KEPT = 8  # files kept (one per checkout or install; each edit of a checkout writes another)
 
-# a module's name -> (its file relative to the package folder, whether it is a package, where
-# its marshalled code starts after the index, and its length)
-Index = dict[str, tuple[str, bool, int, int]]
+# a module's name -> (its file relative to the package folder, whether it is a package, the
+# source's modification time and size when its code was read, where its marshalled code starts
+# after the index, its length, and the CRC-32 of it)
+Entry = tuple[str, bool, int, int, int, int, int]
+Index = dict[str, Entry]
 HEADER = 8  # bytes of the index's length
 
 
@@ -51,8 +59,9 @@ def _file() -> Path | None:
         code, _wheel = code_digest()
     except OSError:
         return None
-    key = sha256(f"{MAGIC_NUMBER.hex()}:{code}:{PACKAGE}".encode()).hexdigest()[:24]
-    return folder / f"modules-{key}.marshal"
+    # -O and -OO compile other code (no asserts, no docstrings): Python keeps .opt-N.pyc apart
+    key = f"{MAGIC_NUMBER.hex()}:{sys.flags.optimize}:{code}:{PACKAGE}"
+    return folder / f"modules-{sha256(key.encode()).hexdigest()[:24]}.marshal"
 
 
 def _read(path: Path) -> tuple[Index, memoryview]:
@@ -62,7 +71,7 @@ def _read(path: Path) -> tuple[Index, memoryview]:
             mapped = memoryview(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ))
         size = int.from_bytes(mapped[:HEADER], "big")
         index = marshal.loads(mapped[HEADER : HEADER + size])
-    except (OSError, ValueError, EOFError, TypeError):
+    except Exception:  # anything at all: the file is then ignored and rewritten
         return {}, memoryview(b"")
     code = mapped[HEADER + size :]
     if not isinstance(index, dict) or not all(
@@ -76,65 +85,90 @@ def _read(path: Path) -> tuple[Index, memoryview]:
 def _is_entry(v: object, end: int) -> bool:
     return (
         isinstance(v, tuple)
-        and len(v) == 4
+        and len(v) == 7
         and isinstance(v[0], str)
         and isinstance(v[1], bool)
         and all(isinstance(n, int) and n >= 0 for n in v[2:])
-        and v[2] + v[3] <= end
+        and v[4] + v[5] <= end
     )
 
 
-def _written(codes: dict[str, tuple[str, bool, bytes]]) -> bytes:
+def _written(codes: dict[str, tuple[str, bool, int, int, bytes]]) -> bytes:
     index: Index = {}
     at = 0
-    for name, (relative, package, code) in codes.items():
-        index[name] = (relative, package, at, len(code))
+    for name, (relative, package, mtime, size, code) in codes.items():
+        index[name] = (relative, package, mtime, size, at, len(code), zlib.crc32(code))
         at += len(code)
     head = marshal.dumps(index)
-    return len(head).to_bytes(HEADER, "big") + head + b"".join(c for _, _, c in codes.values())
+    blobs = b"".join(c for *_, c in codes.values())
+    return len(head).to_bytes(HEADER, "big") + head + blobs
 
 
-class ModuleCache(MetaPathFinder, Loader):
-    """Finds and loads the modules the file holds; records whether a run imported others."""
+def _stat(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+class _Cached(SourceFileLoader):
+    """Python's own loader for the module's file, its code (the first time) from the cache: the
+    module's file, resources, data and `reload` are the file's."""
+
+    def __init__(self, fullname: str, path: str, code: CodeType) -> None:
+        super().__init__(fullname, path)
+        self._code: CodeType | None = code
+
+    def get_code(self, fullname: str) -> CodeType | None:
+        code, self._code = self._code, None  # a reload reads the file
+        return code if code is not None else super().get_code(fullname)
+
+
+class ModuleCache(MetaPathFinder):
+    """Finds the modules the file holds, each checked as Python checks a .pyc (its source's time
+    and size) and by its CRC-32; records whether a run imported others."""
 
     def __init__(self, path: Path | None, index: Index, code: memoryview) -> None:
         self.path = path
         self.index = index
         self.code = code
         self.missed = False
-        self.damaged: set[str] = set()  # held, but not code: left out when the file is written
+        self.damaged: set[str] = set()  # held, but stale or damaged: left out when written
 
     def find_spec(self, name: str, path=None, target=None) -> ModuleSpec | None:
-        if not name.startswith(PREFIX):
+        if not name.startswith(PREFIX) or target is not None:  # a reload reads the file
             return None
         entry = self.index.get(name)
-        code = None
-        if entry is not None:
-            with contextlib.suppress(ValueError, EOFError, TypeError):
-                code = marshal.loads(self.marshalled(name))
-        if entry is None or not isinstance(code, CodeType):  # Python's own import
+        code = self._code(name, entry) if entry is not None else None
+        if entry is None or code is None:  # Python's own import
             self.missed = True
             if entry is not None:
                 self.damaged.add(name)
             return None
         origin = str(PACKAGE / entry[0])
-        spec = ModuleSpec(name, self, origin=origin, is_package=entry[1], loader_state=code)
-        spec.has_location = True  # sets `__file__`
-        if entry[1]:
-            spec.submodule_search_locations = [os.path.dirname(origin)]
-        return spec
+        _imp._fix_co_filename(code, origin)  # type: ignore[attr-defined]  # as Python's loader does
+        locations = [os.path.dirname(origin)] if entry[1] else None
+        return spec_from_file_location(
+            name, origin, loader=_Cached(name, origin, code), submodule_search_locations=locations
+        )
 
-    def create_module(self, spec: ModuleSpec) -> None:
-        return None
-
-    def exec_module(self, module: ModuleType) -> None:
-        spec = module.__spec__
-        assert spec is not None  # set by the import system before it calls this
-        exec(spec.loader_state, module.__dict__)
+    def _code(self, name: str, entry: Entry) -> CodeType | None:
+        relative, _package, mtime, size, at, length, crc = entry
+        if _stat(str(PACKAGE / relative)) != (mtime, size):  # edited (or gone) since
+            return None
+        data = self.code[at : at + length]
+        if zlib.crc32(data) != crc:
+            return None
+        try:
+            code = marshal.loads(data)
+        except Exception:
+            return None
+        return code if isinstance(code, CodeType) else None
 
     def marshalled(self, name: str) -> memoryview:
-        _, _, at, size = self.index[name]
-        return self.code[at : at + size]
+        at, length = self.index[name][4:6]
+        return self.code[at : at + length]
 
 
 _installed: ModuleCache | None = None
@@ -152,13 +186,13 @@ def install() -> None:
 
 
 def save() -> None:
-    """Rewrite the file when this run imported a module of ours it did not hold: it then holds
-    every module of ours loaded so far, with what it held."""
+    """Rewrite the file when this run imported a module of ours it did not hold (or held stale
+    or damaged): it then holds every module of ours loaded so far, with what it held."""
     cache = _installed
     if cache is None or not cache.missed or cache.path is None:
         return
     codes = {
-        n: (e[0], e[1], bytes(cache.marshalled(n)))
+        n: (*e[:4], bytes(cache.marshalled(n)))
         for n, e in cache.index.items()
         if n not in cache.damaged
     }
@@ -169,14 +203,15 @@ def save() -> None:
         spec = getattr(module, "__spec__", None)
         loader = getattr(spec, "loader", None)
         origin = getattr(spec, "origin", None)
-        if origin is None or not hasattr(loader, "get_code"):
+        if origin is None or not isinstance(loader, SourceFileLoader):
             continue
         with contextlib.suppress(Exception):  # a module that cannot be read is left out
+            stat = _stat(origin)
             relative = Path(origin).resolve().relative_to(PACKAGE).as_posix()
-            code = loader.get_code(name)  # type: ignore[union-attr]
-            if code is not None:
+            code = SourceFileLoader(name, origin).get_code(name)
+            if code is not None and stat is not None:
                 package = getattr(spec, "submodule_search_locations", None) is not None
-                codes[name] = (relative, package, marshal.dumps(code))
+                codes[name] = (relative, package, *stat, marshal.dumps(code))
     if len(codes) == held and not cache.damaged:  # it asked for a module that is not there
         return
     with contextlib.suppress(OSError), atomic_path(cache.path) as tmp:

@@ -171,3 +171,21 @@ def test_a_mig_invalid_product_label_is_a_layout_not_in_place(ruleset):
     )
     mig = labels.replace("MIG-INVALID", "MIG-1g.12gb")
     assert verdict_of(ruleset, {"labels.json": mig})[0] != "mig-layout-not-in-place"
+
+
+def test_the_kubelets_line_names_whose_container_the_hook_failed(ruleset):
+    def kubelet(pod: str) -> dict[str, str]:
+        line = (
+            'E1203 10:00:02.000000    1234 pod_workers.go:1298] "Error syncing pod, skipping" '
+            'err="failed to \\"StartContainer\\" with RunContainerError: \\"failed to create '
+            f'containerd task: {HOOK}\\"" pod="{pod}" podUID=0c1d2e3f\n'
+        )
+        return {"kubelet.log": line}
+
+    plugin = kubelet("kube-system/hami-device-plugin-x7k2p")
+    assert verdict_of(ruleset, plugin)[:2] == ("nvml-driver-mismatch", "plugin-crash-nvml")
+    for workload in ("ml/vgpu-benchmark-0", "default/hami-demo-trainer-0"):
+        assert verdict_of(ruleset, kubelet(workload))[:2] == (
+            "runtime-hook-nvml-driver-mismatch",
+            "runtime-other",
+        ), workload

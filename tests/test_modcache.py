@@ -6,6 +6,7 @@ import marshal
 import os
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -50,8 +51,10 @@ def test_a_warm_run_reads_its_modules_from_the_file_and_gives_the_same_report(tm
     [path] = _module_files(tmp_path)
     index, code = modcache._read(path)
     assert {"analyzer.analyze", "analyzer.rules.engine", "analyzer.facts"} <= index.keys()
-    relative, package, at, size = index["analyzer.facts"]
+    relative, package, mtime, length, at, size, _crc = index["analyzer.facts"]
     assert (relative, package) == ("facts/__init__.py", True)
+    facts_stat = (PACKAGE / "facts" / "__init__.py").stat()
+    assert (mtime, length) == (facts_stat.st_mtime_ns, facts_stat.st_size)
     # each module's code is what Python compiles from its source
     facts = PACKAGE / "facts" / "__init__.py"
     assert marshal.loads(code[at : at + size]) == compile(
@@ -64,13 +67,19 @@ def test_a_warm_run_reads_its_modules_from_the_file_and_gives_the_same_report(tm
     probe = _run(tmp_path, "-c", PROBE)
     loader, file = probe.stdout.splitlines()[0].split(" ", 1)
     # the module's file and its code's are the source's, as Python's own import gives them
-    assert (loader, file) == ("ModuleCache", str(PACKAGE / "analyze.py"))
+    assert (loader, file) == ("_Cached", str(PACKAGE / "analyze.py"))
     assert probe.stdout.splitlines()[1] == str(PACKAGE / "analyze.py")
 
 
 def _file_of(index: object, code: bytes = b"") -> bytes:
     head = marshal.dumps(index)
     return len(head).to_bytes(modcache.HEADER, "big") + head + code
+
+
+def _entry(code: bytes, crc: int | None = None) -> tuple:
+    source = (PACKAGE / "analyze.py").stat()
+    crc = zlib.crc32(code) if crc is None else crc
+    return ("analyze.py", False, source.st_mtime_ns, source.st_size, 0, len(code), crc)
 
 
 @pytest.mark.parametrize(
@@ -80,9 +89,16 @@ def _file_of(index: object, code: bytes = b"") -> bytes:
         b"\x00garbage\xff" * 10,  # not marshal
         (1 << 40).to_bytes(8, "big") + b"x",  # an index longer than the file
         _file_of(["analyzer.analyze"]),  # not a mapping
-        _file_of({"os": ("os.py", False, 0, 0)}),  # not one of ours
-        _file_of({"analyzer.analyze": ("analyze.py", False, 0, 99)}, b"short"),  # past the end
-        _file_of({"analyzer.analyze": ("analyze.py", False, 0, 5)}, b"junk!"),  # not code
+        _file_of({"os": ("os.py", False, 0, 0, 0, 0, 0)}),  # not one of ours
+        _file_of(
+            {"analyzer.analyze": ("analyze.py", False, 0, 0, 0, 99, 0)}, b"short"
+        ),  # past the end
+        _file_of({"analyzer.analyze": _entry(b"junk!")}, b"junk!"),  # not code
+        # code whose CRC-32 is not the recorded one (a byte changed: its code could crash)
+        _file_of(
+            {"analyzer.analyze": _entry(marshal.dumps(compile("x = 1", "a", "exec")), 7)},
+            marshal.dumps(compile("x = 1", "a", "exec")),
+        ),
     ],
 )
 def test_a_file_that_does_not_hold_what_save_writes_is_ignored_and_rewritten(tmp_path, content):
@@ -118,3 +134,47 @@ def test_the_file_is_named_by_the_code_and_the_package_folder(monkeypatch, tmp_p
     edited = modcache._file()
     monkeypatch.setattr(modcache, "PACKAGE", Path("/elsewhere/analyzer"))
     assert modcache._file() not in (None, first, edited)
+
+
+def test_every_byte_changed_in_turn_is_caught_or_harmless(tmp_path):
+    """A damaged file never crashes a run: a byte changed anywhere in a module's code fails its
+    CRC-32 (then Python imports the module), anywhere in the index the file is ignored."""
+    assert _analyze(tmp_path).returncode == 0
+    [path] = _module_files(tmp_path)
+    good = path.read_bytes()
+    index, _ = modcache._read(path)
+    head = modcache.HEADER + int.from_bytes(good[: modcache.HEADER], "big")
+    at, size = index["analyzer.cli"][4:6]
+    for offset in (3, head // 2, head + at, head + at + size // 2, head + at + size - 1):
+        damaged = bytearray(good)
+        damaged[offset] ^= 0x5A
+        path.write_bytes(bytes(damaged))
+        probe = _run(tmp_path, "-c", PROBE + "modcache.save()\n")
+        assert probe.returncode == 0, (offset, probe.stderr[-300:])
+
+
+def test_a_module_edited_since_is_imported_from_its_source(tmp_path, monkeypatch):
+    """The source's time and size are checked as Python checks a .pyc: an entry recorded for
+    another version of the file is not served (an edit in place, in a wheel whose RECORD stays)."""
+    code = marshal.dumps(compile("VALUE = 'cached'", str(PACKAGE / "analyze.py"), "exec"))
+    relative, package, mtime, size, *_ = _entry(code)
+    stale = {
+        "analyzer.analyze": (relative, package, mtime - 1, size, 0, len(code), zlib.crc32(code))
+    }
+    cache = modcache.ModuleCache(None, stale, memoryview(code))
+    assert cache.find_spec("analyzer.analyze") is None
+    assert cache.damaged == {"analyzer.analyze"} and cache.missed
+    fresh = modcache.ModuleCache(None, {"analyzer.analyze": _entry(code)}, memoryview(code))
+    spec = fresh.find_spec("analyzer.analyze")
+    assert spec is not None and spec.origin == str(PACKAGE / "analyze.py")
+    assert fresh.find_spec("analyzer.analyze", target=object()) is None  # a reload: the file's
+
+
+def test_an_optimised_run_keeps_its_code_apart(tmp_path):
+    names = {
+        flags: _run(
+            tmp_path, *flags, "-c", "from analyzer import modcache; print(modcache._file())"
+        ).stdout.strip()
+        for flags in ((), ("-O",), ("-OO",))
+    }
+    assert len(set(names.values())) == 3, names

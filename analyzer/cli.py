@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from analyzer import __version__, codecache, modcache, startup
+from analyzer import __version__, codecache, startup
 from analyzer.batch import BUNDLE_TIMEOUT
 from analyzer.bundle.text import printable
 from analyzer.errors import AnalyzerError, RuleLoadError
@@ -1109,6 +1109,5 @@ def main() -> None:
         sys.stderr.flush()
     except (BrokenPipeError, OSError):  # a closed pipe (`| head`) is not our failure
         pass
-    codecache.save()  # after the output: a reader of it need not wait for the caches
-    modcache.save()
+    codecache.save()  # after the output: a reader of it need not wait for the cache
     os._exit(code)

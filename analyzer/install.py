@@ -1,5 +1,5 @@
-"""What identifies the installed code: the key of everything cached from it (the validated rule
-set, our modules' code). Worked out once per process."""
+"""What identifies the installed code: the key of what is cached from it (the validated rule set).
+Worked out once per process."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def code_digest() -> tuple[str, bool]:
     holds the digest of every file it installed (its rules, analyzer/_rules, too), so a
     reinstall of the same wheel keeps what is cached. A checkout or an editable install: every
     module's path, size and time (hashing their content would cost a small run more than the
-    caches save), which change with any edit. OSError when the package cannot be read."""
+    cache saves), which change with any edit. OSError when the package cannot be read."""
     h = hashlib.sha256()
     for record in PACKAGE.parent.glob("hami_bundle_analyzer-*.dist-info/RECORD"):
         with contextlib.suppress(OSError):

@@ -15,8 +15,7 @@ is still collected, only in larger batches.
 Dataclass methods and regular expressions, compiled at every start (~60 and ~20 ms): `begin`
 puts their cache in place (analyzer/codecache.py; `main` saves what a run compiled; a spawned
 worker starts through `spawned`). This module imports nothing else until
-`begin` has raised the threshold: the entry point imports it first. Our own modules' code is read
-from one file (analyzer/modcache.py), not a .pyc each.
+`begin` has raised the threshold: the entry point imports it first.
 
 A module the dependencies import but a run does not use is loaded at its first use (`DEFERRED`),
 and a run of small inputs gives polars one thread (`small_inputs`).
@@ -50,10 +49,9 @@ DEFERRED = frozenset({"importlib.metadata"})
 
 def begin() -> None:
     gc.set_threshold(STARTING, *USUAL[1:])
-    from analyzer import codecache, modcache
+    from analyzer import codecache
 
     codecache.install()
-    modcache.install()
     if not any(isinstance(f, _Deferring) for f in sys.meta_path):
         sys.meta_path.insert(0, _Deferring())
 

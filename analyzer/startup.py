@@ -25,8 +25,8 @@ maps from the system, and returns a block as soon as the frame at its start retu
 function called again and again where a block ends maps and unmaps one each time, with its
 page faults. The imports nested a dozen deep and the command line's layers put a small run's
 frames across such an end: 600-1,700 blocks mapped and unmapped, 8 ms of a 270 ms run in one
-measurement. The entry
-point runs the command on one block large enough for all its frames (`on_a_wide_stack`)."""
+measurement. The entry point runs the command on one block large enough for all its frames
+(`on_a_wide_stack`)."""
 
 from __future__ import annotations
 

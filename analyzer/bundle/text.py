@@ -58,7 +58,6 @@ LOG_LINE_RE = re.compile(
     r"|\s*\d+\.\d{6}\] "
     r"|[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] )"
 )
-# Text inside a shell command that echoes it is script, not log (`echo "Waiting for ..."`).
 # a TOML table header alone on its line (`[plugins.cri.containerd.runtimes."nvidia"]`, containerd
 # 2.x's `[plugins.'io.containerd.cri.v1.runtime']`, indented as `containerd config default` prints
 # nested tables), a key's line, and what else a config's lines hold (a comment, an array's items
@@ -76,6 +75,7 @@ def toml_line(line: str) -> bool:
     return any(p.match(line) for p in (TOML_HEADER, TOML_KEY, TOML_OTHER))
 
 
+# Text inside a shell command that echoes it is script, not log (`echo "Waiting for ..."`).
 _SCRIPT_RE = re.compile(r"\becho\s+[\"'$]|\b(?:ba)?sh\s+-c\b|^\s*(?:Command|Args):")
 _SCRIPT_WORDS = ("echo", "sh", "Command", "Args")  # every match of _SCRIPT_RE holds one
 

@@ -23,7 +23,6 @@ from analyzer.catalogue.datafiles import check_annotations, load_decisions, load
 from analyzer.catalogue.fields import LINE_KEY, Context, read_fields, read_yaml
 from analyzer.catalogue.kinds import load_catalogue
 from analyzer.errors import RuleLoadError
-from analyzer.install import PACKAGE, code_digest
 from analyzer.parse.annotations import AnnotationSpec
 from analyzer.parse.literals import ignores_case, literal_options, required_literals
 from analyzer.parse.matcher import signature_matcher
@@ -77,12 +76,28 @@ def _rules_stamp(folder: Path) -> str:
 
 
 def _install_digest(builtin: Path) -> str:
-    """What identifies the code that shapes the cached objects (`install.code_digest`), and the
-    built-in rules: a wheel's RECORD holds its own rules' digests; other rules add their stamp."""
-    code, wheel = code_digest()
-    if wheel and builtin == PACKAGE / "_rules":
-        return code
-    return hashlib.sha256(f"{code}:{_rules_stamp(builtin)}".encode()).hexdigest()
+    """What identifies the code that shapes the cached objects, and the built-in rules. An
+    installed wheel: its RECORD, which holds the digest of every file it installed (its rules,
+    analyzer/_rules, too), so a reinstall of the same wheel keeps the cache. A checkout or an
+    editable install: every module's size and time (hashing their content would cost a small
+    run more than the cache saves), which change with any edit, and the rules' stamp."""
+    package = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for record in package.parent.glob("hami_bundle_analyzer-*.dist-info/RECORD"):
+        with contextlib.suppress(OSError):
+            text = record.read_bytes()
+            if b"analyzer/rules/loader.py," in text:
+                h.update(text)
+                if builtin != package / "_rules":  # not the wheel's own rules
+                    h.update(_rules_stamp(builtin).encode())
+                return h.hexdigest()
+    for top, dirs, files in os.walk(package):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(f for f in files if f.endswith(".py")):
+            st = os.stat(os.path.join(top, name))
+            h.update(f"{top}/{name}:{st.st_mtime_ns}:{st.st_size}".encode())
+    h.update(_rules_stamp(builtin).encode())
+    return h.hexdigest()
 
 
 def _cache_path(dirs: list[Path]) -> Path | None:

@@ -675,17 +675,17 @@ def test_a_range_of_whole_lines_is_mapped_from_its_page_and_any_other_is_read(
     path.write_bytes(content)
     starts = [0, *(k + 1 for k, byte in enumerate(content) if byte == 10)]
     for start, end in itertools.pairwise(starts):
-        mapped = bytescan._mapped_range(str(path), start, end)
+        mapped = bytescan.mapped_range(str(path), start, end)
         assert mapped is not None
         chunk, origin = mapped
         assert chunk[origin:] == content[start:end] and (origin == 0 or chunk[origin - 1] == 10)
         assert (start - origin) % mmap.ALLOCATIONGRANULARITY == 0
         chunk.close()
     if not final_newline:  # the last line, without its newline
-        assert bytescan._mapped_range(str(path), starts[-1], len(content)) is None
+        assert bytescan.mapped_range(str(path), starts[-1], len(content)) is None
     if len(content) > 2 and content[1] != 10:  # a start inside a line
-        assert bytescan._mapped_range(str(path), 1, starts[1] if len(starts) > 1 else 2) is None
-    assert bytescan._mapped_range(str(path), 0, len(content) + 1) is None
+        assert bytescan.mapped_range(str(path), 1, starts[1] if len(starts) > 1 else 2) is None
+    assert bytescan.mapped_range(str(path), 0, len(content) + 1) is None
 
 
 @settings(max_examples=150, deadline=None)
@@ -750,7 +750,7 @@ def test_a_log_cut_short_under_a_scan_process_leaves_the_scan_to_threads_that_re
 def _cut_short(ruleset, monkeypatch) -> None:
     content = _log(VOCABULARY, 60)
     whole = _scan_log(ruleset, monkeypatch, content).stats.lines
-    parent, real = os.getpid(), bytescan._mapped_range
+    parent, real = os.getpid(), bytescan.mapped_range
     mapped_here = []
 
     def truncated_once_mapped(path, start, end):
@@ -761,7 +761,7 @@ def _cut_short(ruleset, monkeypatch) -> None:
             os.truncate(path, start - mapped[1])  # the map's first page and all after it gone
         return mapped
 
-    monkeypatch.setattr(bytescan, "_mapped_range", truncated_once_mapped)
+    monkeypatch.setattr(bytescan, "mapped_range", truncated_once_mapped)
     cut = _scan_log(ruleset, monkeypatch, content)
     assert 0 < cut.stats.lines < whole
     assert mapped_here == []
@@ -1116,9 +1116,9 @@ def test_a_tallied_chunk_is_what_the_same_chunk_reported_line_by_line_is(
         plan, reported=plan.reported + plan.tallied, tallied=(), key=plan.key + "-reported"
     )
     maps, tallies = [], []
-    real_map, real_tally = bytescan._mapped_range, tally_mod.tally
+    real_map, real_tally = bytescan.mapped_range, tally_mod.tally
     monkeypatch.setattr(bytescan, "_MAPS", [mapped])
-    monkeypatch.setattr(bytescan, "_mapped_range", lambda *a: maps.append(real_map(*a)) or maps[-1])
+    monkeypatch.setattr(bytescan, "mapped_range", lambda *a: maps.append(real_map(*a)) or maps[-1])
     monkeypatch.setattr(bytescan, "tally", lambda *a: tallies.append(real_tally(*a)) or tallies[-1])
     start = len(head) - len(head.splitlines(keepends=True)[-1])  # the head's last line on
     with tempfile.NamedTemporaryFile() as fh:

@@ -43,7 +43,7 @@ from analyzer.parse.tally import Tallied, tally
 if TYPE_CHECKING:
     from analyzer.parse.prefixes import Stripped
 
-Chunk = bytes | bytearray | mmap.mmap  # a chunk read, or mapped (`_mapped_range`)
+Chunk = bytes | bytearray | mmap.mmap  # a chunk read, or mapped (`mapped_range`)
 NEWLINE = 10
 np: ModuleType | None
 # numpy's OpenBLAS starts a thread per further core when it is imported (~50-100 ms of CPU), a
@@ -197,7 +197,7 @@ def thread_buffer(size: int) -> bytearray:
 
 
 def warm_up() -> None:
-    """A scan process starts (`parse.workers`): it maps the chunks it scans (`_mapped_range`).
+    """A scan process starts (`parse.workers`): it maps the chunks it scans (`mapped_range`).
     Only a scan process: a file cut short under a map kills the process that reads the lost
     pages (SIGBUS), and a scan process's death leaves its chunk to the command's threads, which
     read. It dies quietly, as the command handles it: no stack from a fault handler the user
@@ -549,12 +549,12 @@ def scan_chunk(
     errors: int,
     examine: int,
 ) -> ChunkFound:
-    """A scan process's task: the chunk file[start:end] mapped (`_mapped_range`), else read into
+    """A scan process's task: the chunk file[start:end] mapped (`mapped_range`), else read into
     this thread's buffer, and scanned (`ChunkScanner.scan`); with the literals as cut where the
     plan came without them (the parent sends them instead of the sample from then on)."""
     scanner = scanner_for(plan)
     scan = _scan_stripped if plan.prefixed else ChunkScanner.scan
-    mapped = _mapped_range(path, start, end) if _MAPS[0] else None
+    mapped = mapped_range(path, start, end) if _MAPS[0] else None
     if mapped is not None:
         chunk, origin = mapped
         try:
@@ -586,7 +586,7 @@ def _scan_stripped(
     return scanner.scan(stripped.text, heads, errors, examine, raw=stripped)
 
 
-def _mapped_range(path: str, start: int, end: int) -> tuple[mmap.mmap, int] | None:
+def mapped_range(path: str, start: int, end: int) -> tuple[mmap.mmap, int] | None:
     """file[start:end] mapped from the page before `start` (a map starts at a page), its pages
     populated, and where `start` is in the map: the scan reads the page cache where it is, not
     a copy (reading a 16 MiB chunk cost a worker 4-14 ms of copying, mapping it ~1.5). None

@@ -23,13 +23,14 @@ from typing import TypeVar, cast
 
 from analyzer.bundle.model import BundleFile
 from analyzer.bundle.text import looks_binary
-from analyzer.parse.bytescan import read_into, thread_buffer
+from analyzer.parse.bytescan import read_into, thread_buffer, warm_up
 from analyzer.parse.workers import Workers
 from analyzer.progress import Progress
 from analyzer.redact.engine import MIN_EVERYWHERE, Learner, Lesson, Plan
 from analyzer.redact.hyper import line_filter
 from analyzer.redact.lineends import only_crlf
 from analyzer.redact.lines import HYPERSCAN_MIN
+from analyzer.redact.mapped import MappedPiece
 from analyzer.redact.redactors import Redactor
 from analyzer.redact.tokens import TokenMap
 
@@ -49,6 +50,7 @@ _OBJECT_START = re.compile(rb"\n([ \t]*)(?:(---)(?=[ \t\r\n])|- |[{\[][ \t\r]*(?
 _INDENT = re.compile(rb"[ \t]*")
 SCANS = 2  # pieces the first pass studies at once (worker processes, else threads)
 FORK_MIN = 4 * CHUNK  # bytes from which a file's first pass runs in worker processes
+_WARM = [False]  # whether this worker process is ready to map its pieces (`bytescan.warm_up`)
 
 
 @dataclass(frozen=True)
@@ -330,19 +332,34 @@ class _Teacher:
         self.parent = os.getpid()  # threads, where processes cannot be forked, may run polars
 
     def __call__(self, path: str, start: int, end: int, where: str) -> Lesson | None:
+        forked = os.getpid() != self.parent
+        if forked:  # a worker process maps its piece (`mapped.py`), the command reads it
+            if not _WARM[0]:
+                warm_up()  # a file cut short under the map kills this process quietly
+                _WARM[0] = True
+            piece = MappedPiece.of(path, start, end)
+            if piece is not None:
+                try:
+                    if b"\r" not in piece:  # else read: its line ends are taken out of a copy
+                        return self._study(piece, where, forked)
+                finally:
+                    piece.close()
         buffer = thread_buffer(end - start)
         with open(path, "rb", buffering=0) as fh:
             if read_into(fh, start, end - start, buffer) != end - start:
                 return None  # the file changed meanwhile: the caller reads what is there
+        return self._study(buffer, where, forked)
+
+    def _study(self, piece: bytearray | MappedPiece, where: str, forked: bool) -> Lesson | None:
+        # read as bytes: the pass over plain lines only finds, slices and decodes the piece,
+        # which a bytearray and a mapped piece do as bytes do, and Hyperscan and numpy read
+        # either's memory (a copy would cost its page faults)
+        raw = cast(bytes, piece)
         # a carriage return only before a newline is taken out (`Learner.prepare`): still plain
-        plain = len(buffer) >= HYPERSCAN_MIN and buffer.isascii() and only_crlf(buffer)
+        plain = len(raw) >= HYPERSCAN_MIN and raw.isascii() and only_crlf(raw)
         if not plain or line_filter(self.prefilters, self.kept) is None:
             return None
-        # read as bytes: the pass over plain lines only finds, slices and decodes the piece,
-        # and Hyperscan and numpy read a bytearray alike (a copy would cost its page faults)
-        return self.learner.prepare(
-            cast(bytes, buffer), where, plain=True, forked=os.getpid() != self.parent
-        )
+        return self.learner.prepare(raw, where, plain=True, forked=forked)
 
 
 def _taught(s: SourceFile, workers: Workers[Lesson | None], learner: Learner) -> Iterator[Lesson]:

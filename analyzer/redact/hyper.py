@@ -26,6 +26,7 @@ import polars as pl
 
 from analyzer.parse.bytescan import line_end, np, thread_scratch
 from analyzer.parse.hsdb import Scanner, cached_database, hyperscan, line_pattern
+from analyzer.redact.mapped import buffer_of
 
 NON_ASCII = r"[\x80-\xff][^\n]*$"  # one report per line holding a byte outside ASCII
 # up to this many lines, `starts_numbers` finds each from its key (a few dozen on a klog piece);
@@ -59,7 +60,7 @@ class LineFilter:
         assert np is not None
         n = len(self.prefilters)
         ends: list[list[int]] = [[] for _ in range(n + 1 + len(self.shapes))]
-        self.scanner.scan(raw, ends)
+        self.scanner.scan(buffer_of(raw), ends)
         for k, bin_ in self.shapes:
             if ends[k] and ends[bin_]:
                 kept = set(ends[bin_])
@@ -125,7 +126,7 @@ def starts_numbers(raw: bytes | bytearray, ends: Any, newlines: Any = None) -> t
     keys = np.maximum(ends - 1, 0)
     if len(keys) <= SPARSE_KEYS:
         keys, where = np.unique(keys, return_inverse=True)
-        view = np.frombuffer(raw, np.uint8)
+        view = np.frombuffer(buffer_of(raw), np.uint8)
         pairs = np.array(_sparse_starts(raw, view, thread_scratch(), keys.tolist()), np.int64)
         del view
         return pairs[where, 0], pairs[where, 1]
@@ -138,7 +139,7 @@ def _newlines(raw: bytes | bytearray) -> Any:
     """Where the newlines of `raw` are (an array), found a block at a time in this thread's
     scratch array (a 16 MiB comparison's own array cost its page faults)."""
     assert np is not None
-    view = np.frombuffer(raw, np.uint8)
+    view = np.frombuffer(buffer_of(raw), np.uint8)
     scratch = thread_scratch()
     found = []
     for at in range(0, len(raw), len(scratch)):

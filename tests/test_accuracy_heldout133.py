@@ -49,3 +49,26 @@ def test_the_schedulers_own_decode_failure_stays_the_schedulers(ruleset):
     )
     verdict = verdict_of(ruleset, {"scheduler.log": log})
     assert verdict[:2] == ("scheduler-decode-failed", "scheduler-not-seeing-node")
+
+
+# ---- a driver container whose compiler is older than the kernel's --------------------------------
+def test_a_driver_build_with_an_older_gcc_than_the_kernels_is_the_drivers_failure(ruleset):
+    log = (
+        "Compiling NVIDIA driver kernel modules...\n"
+        "warning: the compiler differs from the one used to build the kernel\n"
+        "  The kernel was built by: x86_64-linux-gnu-gcc-13 (Ubuntu 13.2.0) 13.2.0\n"
+        "  You are using:           cc (Ubuntu 11.4.0) 11.4.0\n"
+        "cc: error: unrecognized command-line option '-ftrivial-auto-var-init=zero'\n"
+    )
+    verdict = verdict_of(ruleset, {"nvidia-driver-ctr.log": log})
+    assert verdict[:2] == ("gpu-operator-driver-failed", "runtime-other")
+
+
+def test_the_compiler_warning_alone_is_no_failure(ruleset):
+    log = (
+        "Compiling NVIDIA driver kernel modules...\n"
+        "warning: the compiler differs from the one used to build the kernel\n"
+        "  The kernel was built by: x86_64-linux-gnu-gcc-12 (Ubuntu 12.3.0) 12.3.0\n"
+        "  You are using:           cc (Ubuntu 12.1.0) 12.1.0\n"
+    )
+    assert verdict_of(ruleset, {"nvidia-driver-ctr.log": log})[0] != "gpu-operator-driver-failed"

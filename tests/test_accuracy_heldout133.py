@@ -72,3 +72,28 @@ def test_the_compiler_warning_alone_is_no_failure(ruleset):
         "  You are using:           cc (Ubuntu 12.1.0) 12.1.0\n"
     )
     assert verdict_of(ruleset, {"nvidia-driver-ctr.log": log})[0] != "gpu-operator-driver-failed"
+
+
+# ---- a vGPU pod that Volcano's preemption does not serve -------------------------------------------
+def _preempt_issue(prose: str, resource: str) -> str:
+    return (
+        f"# {prose}\n\nA training job at priority 1000 waits while a batch job holds the card.\n\n"
+        f"```yaml\nspec:\n  containers:\n  - resources:\n      limits:\n        {resource}: 2\n```\n"
+    )
+
+
+def test_a_vgpu_pod_that_does_not_preempt_is_volcanos_preemption(ruleset):
+    for prose in ("Higher priority vGPU job does not preempt the lower one", "vGPU 任务无法抢占"):
+        verdict = issue_verdict(ruleset, _preempt_issue(prose, "volcano.sh/vgpu-number"))
+        assert verdict == ("volcano-vgpu-preemption-not-device-aware", "scheduling-other", "low")
+
+
+def test_preemption_words_without_volcanos_vgpu_say_nothing_of_it(ruleset):
+    verdict = issue_verdict(ruleset, _preempt_issue("Job does not preempt", "nvidia.com/gpu"))
+    assert verdict[0] != "volcano-vgpu-preemption-not-device-aware"
+    events = (
+        "# vGPU pod pending\n\n```\n  Warning  FailedScheduling  9s  volcano  0/2 nodes are "
+        "available: 2 Insufficient volcano.sh/vgpu-number. preemption: 0/2 nodes are available: "
+        "2 No preemption victims found for incoming pod.\n```\n"
+    )
+    assert issue_verdict(ruleset, events)[0] != "volcano-vgpu-preemption-not-device-aware"

@@ -109,3 +109,23 @@ def test_a_log_cut_short_under_a_workers_map_ends_the_pass_without_an_error(tmp_
     found = discover.discover(sources, load_redactors())
     assert 0 < log.stat().st_size < size
     assert "gpu-3" in found.names  # learnt from the pieces before the cut
+
+
+def test_without_numpy_the_workers_leave_their_pieces_to_the_command(tmp_path, monkeypatch):
+    """numpy is optional beside Hyperscan: without it no piece is mapped or studied by Hyperscan,
+    and the first pass learns what it learns in threads."""
+    import analyzer.parse.bytescan as bytescan
+    import analyzer.redact.hyper as hyper
+
+    _small_pieces(monkeypatch)
+    sources, _log = _big_log(tmp_path)
+    for module in (mapped, hyper, bytescan, lines_module):
+        monkeypatch.setattr(module, "np", None)
+    hyper.line_filter.cache_clear()
+    try:
+        monkeypatch.setattr(discover, "FORK_MIN", 1 << 40)
+        expected = discover.discover(sources, load_redactors())
+        monkeypatch.setattr(discover, "FORK_MIN", 0)
+        assert discover.discover(sources, load_redactors()) == expected
+    finally:
+        hyper.line_filter.cache_clear()

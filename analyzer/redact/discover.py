@@ -341,7 +341,7 @@ class _Teacher:
             if piece is not None:
                 try:
                     if b"\r" not in piece:  # else read: its line ends are taken out of a copy
-                        return self._study(piece, where, forked)
+                        return self._study(piece, where, forked, crlf_checked=True)
                 finally:
                     piece.close()
         buffer = thread_buffer(end - start)
@@ -350,14 +350,20 @@ class _Teacher:
                 return None  # the file changed meanwhile: the caller reads what is there
         return self._study(buffer, where, forked)
 
-    def _study(self, piece: bytearray | MappedPiece, where: str, forked: bool) -> Lesson | None:
+    def _study(
+        self, piece: bytearray | MappedPiece, where: str, forked: bool, crlf_checked: bool = False
+    ) -> Lesson | None:
+        """`crlf_checked`: the piece holds no carriage return (a search of it saved)."""
+        if line_filter(self.prefilters, self.kept) is None:  # no Hyperscan (or numpy) here
+            return None
         # read as bytes: the pass over plain lines only finds, slices and decodes the piece,
         # which a bytearray and a mapped piece do as bytes do, and Hyperscan and numpy read
         # either's memory (a copy would cost its page faults)
         raw = cast(bytes, piece)
         # a carriage return only before a newline is taken out (`Learner.prepare`): still plain
-        plain = len(raw) >= HYPERSCAN_MIN and raw.isascii() and only_crlf(raw)
-        if not plain or line_filter(self.prefilters, self.kept) is None:
+        if len(raw) < HYPERSCAN_MIN or not raw.isascii():
+            return None
+        if not crlf_checked and not only_crlf(raw):
             return None
         return self.learner.prepare(raw, where, plain=True, forked=forked)
 

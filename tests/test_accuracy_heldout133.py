@@ -97,3 +97,36 @@ def test_preemption_words_without_volcanos_vgpu_say_nothing_of_it(ruleset):
         "2 No preemption victims found for incoming pod.\n```\n"
     )
     assert issue_verdict(ruleset, events)[0] != "volcano-vgpu-preemption-not-device-aware"
+
+
+# ---- the review's counter-examples: each line's owner, not a word anywhere in the bundle ------------
+def test_the_charts_mock_plugin_in_a_pods_list_leaves_the_scheduler_its_failure(ruleset):
+    files = {
+        "scheduler.log": (
+            'I0301 08:12:40.000000       1 scheduler.go:414] "Entering RegisterFromNodeAnnotations"\n'
+            + DECODE.format(line=309)
+        ),
+        "pods.txt": (
+            "NAMESPACE     NAME                            READY   STATUS    RESTARTS   AGE\n"
+            "kube-system   hami-mock-device-plugin-x2k9q   1/1     Running   0          2d\n"
+        ),
+    }
+    assert verdict_of(ruleset, files)[:2] == (
+        "scheduler-decode-failed",
+        "scheduler-not-seeing-node",
+    )
+
+
+def test_an_unknown_compiler_flag_outside_a_driver_build_is_no_driver_failure(ruleset):
+    body = (
+        "# building HAMi-core fails\n\n```\n$ make build\n"
+        "gcc: error: unrecognized command-line option '-fstack-clash-protection'\n"
+        "make: *** [Makefile:20: build] Error 1\n```\n"
+    )
+    assert issue_verdict(ruleset, body)[0] != "gpu-operator-driver-failed"
+
+
+def test_a_victims_complaint_is_no_preemption_failure(ruleset):
+    prose = "Our batch vGPU pod should never be preempted but it gets preempted anyway"
+    verdict = issue_verdict(ruleset, _preempt_issue(prose, "volcano.sh/vgpu-number"))
+    assert verdict[0] != "volcano-vgpu-preemption-not-device-aware"

@@ -130,3 +130,29 @@ def test_a_victims_complaint_is_no_preemption_failure(ruleset):
     prose = "Our batch vGPU pod should never be preempted but it gets preempted anyway"
     verdict = issue_verdict(ruleset, _preempt_issue(prose, "volcano.sh/vgpu-number"))
     assert verdict[0] != "volcano-vgpu-preemption-not-device-aware"
+
+
+# ---- the last sets: a CDI device cut off by the paste, a validator waiting for a disabled plugin --------
+def test_an_unresolvable_cdi_device_whose_name_the_paste_cut_is_still_cdis(ruleset):
+    event = (
+        "  Warning  Failed  3s  kubelet  Error: failed to create containerd task: failed to create "
+        "shim task: OCI runtime create failed: could not apply required modification to OCI "
+        "specification: error modifying OCI spec: failed to inject CDI devices: unresolvable CDI "
+        "devices\n"
+    )
+    verdict = verdict_of(ruleset, {"events.txt": event})
+    assert verdict[:2] == ("cdi-unresolvable-device", "cdi-unresolvable")
+
+
+def test_a_validator_waiting_where_the_operators_plugin_is_off_is_no_toolkit_wait(ruleset):
+    listing = (
+        "NAME                              READY   STATUS     RESTARTS   AGE\n"
+        "nvidia-operator-validator-7hx2p   0/1     Init:3/4   6          31m\n"
+    )
+    label = "    nvidia.com/gpu.deploy.device-plugin: 'false'\n"
+    verdict = verdict_of(ruleset, {"pods.txt": listing, "labels.txt": label})
+    assert verdict[:2] == (
+        "gpu-operator-validator-waits-for-a-disabled-plugin",
+        "no-device-plugin-pod",
+    )
+    assert verdict_of(ruleset, {"pods.txt": listing})[0] != verdict[0]

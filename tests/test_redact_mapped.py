@@ -44,6 +44,20 @@ def test_property_a_mapped_piece_reads_as_its_bytes(tmp_path_factory, before, bo
         piece.close()
 
 
+def test_what_a_mapped_piece_does_not_answer_it_refuses(tmp_path):
+    path = tmp_path / "log"
+    path.write_bytes(b"one\ntwo\n")
+    piece = MappedPiece.of(str(path), 4, 8)
+    assert piece is not None
+    try:
+        assert piece[:] == b"two\n"
+        for key in (slice(None, None, -1), slice(0, 4, 2), 0):
+            with pytest.raises(TypeError):
+                piece[key]  # type: ignore[index]
+    finally:
+        piece.close()
+
+
 def test_a_range_that_does_not_end_a_line_is_not_mapped(tmp_path):
     path = tmp_path / "log"
     path.write_bytes(b"one\ntwo")

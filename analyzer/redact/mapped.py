@@ -40,6 +40,10 @@ class MappedPiece:
         return self._size
 
     def __getitem__(self, key: slice) -> bytes:
+        """A slice (of step 1: the first pass takes no other; anything else is refused, never
+        answered wrong)."""
+        if not isinstance(key, slice) or key.step not in (None, 1):
+            raise TypeError("a mapped piece is sliced with a step of 1 only")
         start, stop, _ = key.indices(self._size)
         return self._map[self._origin + start : self._origin + max(start, stop)]
 

@@ -156,3 +156,27 @@ def test_a_validator_waiting_where_the_operators_plugin_is_off_is_no_toolkit_wai
         "no-device-plugin-pod",
     )
     assert verdict_of(ruleset, {"pods.txt": listing})[0] != verdict[0]
+
+
+# ---- an image for another architecture: the entrypoint the kernel cannot execute ----------------------
+def test_an_entrypoint_the_kernel_cannot_execute_is_the_images_architecture(ruleset):
+    events = (
+        "Events:\n  Type     Reason   Age   From     Message\n"
+        "  Warning  Failed   12s   kubelet  Error: failed to create containerd task: failed to "
+        "create shim task: OCI runtime create failed: runc create failed: unable to start container "
+        'process: exec: "/usr/bin/hami-device-plugin": exec format error: unknown\n'
+        "  Warning  BackOff  3s    kubelet  Back-off restarting failed container\n"
+    )
+    verdict = verdict_of(ruleset, {"describe.txt": events})
+    assert verdict[:2] == ("image-for-another-architecture", "runtime-other")
+    crash = "exec /k8s-vgpu/bin/device-plugin: exec format error\n"
+    assert verdict_of(ruleset, {"plugin.log": crash})[0] == "image-for-another-architecture"
+
+
+def test_a_missing_executable_is_no_architecture_mismatch(ruleset):
+    event = (
+        "  Warning  Failed  3s  kubelet  Error: failed to create containerd task: OCI runtime "
+        'create failed: runc create failed: unable to start container process: exec: "nvidia-smi": '
+        "executable file not found in $PATH: unknown\n"
+    )
+    assert verdict_of(ruleset, {"events.txt": event})[0] != "image-for-another-architecture"

@@ -59,6 +59,7 @@ READERS = {
     "getsebool",  # prints an SELinux boolean
     "lspci",  # lists PCI devices
     "modinfo",  # prints a kernel module's fields
+    "docker manifest inspect",  # prints an image's manifest list from its registry
 }
 READING_TEXT = re.compile(
     r"(?:^|: |^then )(?:on (?:the node|k3s or docker nodes), )?(?:check|read|see|find|list|compare"
@@ -86,10 +87,10 @@ def _programs(command: str) -> list[str]:
         if not words:
             continue
         if (
-            words[0] in ("kubectl", "helm", "az", "nvidia-ctk", "containerd", "npu-smi")
+            words[0] in ("kubectl", "helm", "az", "nvidia-ctk", "containerd", "npu-smi", "docker")
             and len(words) > 1
         ):
-            n = 3 if words[1] in ("rollout", "cdi", "runtime", "system") else 2
+            n = 3 if words[1] in ("rollout", "cdi", "runtime", "system", "manifest") else 2
             out.append(" ".join(words[:n]))
         else:
             out.append(words[0])
@@ -122,6 +123,8 @@ def test_read_only_detection():
     assert not _reads_only("helm upgrade hami hami-charts/hami --reuse-values")
     assert not _reads_only("nvidia-ctk cdi generate --output=/var/run/cdi/nvidia.yaml")
     assert _reads_only("nvidia-ctk cdi list")
+    assert _reads_only("docker manifest inspect nvcr.io/nvidia/k8s-device-plugin:v0.17.0")
+    assert not _reads_only("docker manifest push registry.local/plugin:v1")
 
 
 @pytest.mark.parametrize("rule", sorted(r for r in RULES.rules if RULES.rules[r].zh))

@@ -88,8 +88,9 @@ def test_a_device_list_too_large_for_the_kubelet(ruleset):
 
 # ---- Helm refusing a provider-suffixed version ----------------------------------------------------
 def test_helm_refusing_a_provider_suffixed_version(ruleset):
-    """An install that stopped at Helm's kubeVersion check deployed nothing: not a node fault,
-    and not read when the constraint already admits pre-releases."""
+    """An install that stopped at Helm's kubeVersion check deployed nothing, the device plugin
+    pod neither (as an image that cannot be pulled: session 52's 151st set read it so), and is
+    not read when the constraint already admits pre-releases."""
     issue = (
         "# install fails on GKE\n\n```\n$ helm install hami hami-charts/hami -n kube-system\n"
         "Error: INSTALLATION FAILED: chart requires kubeVersion: >= 1.16.0 which is incompatible "
@@ -97,7 +98,7 @@ def test_helm_refusing_a_provider_suffixed_version(ruleset):
     )
     assert issue_verdict(ruleset, issue)[:2] == (
         "helm-chart-refuses-provider-version",
-        "scheduling-other",
+        "no-device-plugin-pod",
     )
     fine = issue.replace(">= 1.16.0 ", ">= 1.18.0-0 ").replace("v1.30.5-gke.1014001", "v1.17.2")
     assert "helm-chart-refuses-provider-version" not in fired(diagnose_issue(ruleset, fine))

@@ -119,3 +119,16 @@ def test_gkes_failing_driver_installer_leaves_the_plugin_without_nvml(ruleset):
     )
     verdict = verdict_of(ruleset, {"pods.txt": listing})
     assert verdict[:2] == ("gke-driver-installer-failing", "plugin-crash-nvml")
+
+
+# ---- the GPU Operator's CUDA test pod: the driver and toolkit passed, CUDA cannot run ----------------
+def test_the_cuda_test_pod_failing_is_a_cuda_workload_that_cannot_run(ruleset):
+    listing = (
+        "NAME                                       READY   STATUS                  RESTARTS   AGE\n"
+        "nvidia-container-toolkit-daemonset-7kq2w   1/1     Running                 0          20m\n"
+        "nvidia-cuda-validator-w2x8p                0/1     Init:CrashLoopBackOff   6          19m\n"
+    )
+    verdict = verdict_of(ruleset, {"pods.txt": listing})
+    assert verdict == ("gpu-operator-cuda-workload-failing", "runtime-other", "low")
+    own = listing.replace("nvidia-cuda-validator-w2x8p ", "nvidia-operator-validator-w2x8p")
+    assert verdict_of(ruleset, {"pods.txt": own})[0] == "gpu-operator-validation-failing"

@@ -3,7 +3,7 @@ cases and the classes they left, checked on made-up inputs (none copied from a r
 
 from __future__ import annotations
 
-from conftest import issue_verdict, verdict_of
+from conftest import diagnose_texts, issue_verdict, verdict_of
 
 
 # ---- the DRA driver waiting for a driver that another component installs ------------------------------
@@ -52,7 +52,7 @@ def test_an_endpoint_missing_from_the_kubelets_cache_is_a_lost_plugin_not_a_shor
     assert verdict_of(ruleset, cut)[0] == "kubelet-lost-device-plugin"
 
 
-# ---- the runtime's set-up: K3s's containerd template, nvidia-ctk's drop-in folder ---------------------
+# ---- the runtime's set-up: K3s's containerd template ---------------------
 def test_k3s_stopping_on_its_containerd_template_is_the_runtimes_failure(ruleset):
     journal = (
         'Mar 03 09:00:01 edge-4 k3s[2210]: time="2024-03-03T09:00:01Z" level=info msg="Starting '
@@ -65,18 +65,6 @@ def test_k3s_stopping_on_its_containerd_template_is_the_runtimes_failure(ruleset
     assert (report_rule, category) == ("k3s-containerd-template-failed", "runtime-other")
     own = 'level=fatal msg="template: compiled_template:7: function \\"base\\" not defined"\n'
     assert verdict_of(ruleset, {"k3s.log": own})[0] == "k3s-containerd-template-failed"
-
-
-def test_a_drop_in_written_where_containerd_does_not_read_is_the_runtime_class(ruleset):
-    session = (
-        "$ sudo nvidia-ctk runtime configure --runtime=containerd\n"
-        'INFO[0000] Using CRI runtime plugin name "io.containerd.grpc.v1.cri"\n'
-        "INFO[0000] Wrote updated config to /etc/containerd/config.d/99-nvidia.toml\n"
-    )
-    verdict = verdict_of(ruleset, {"setup.txt": session})
-    assert verdict[:2] == ("nvidia-ctk-wrote-drop-in-containerd-ignores", "runtimeclass")
-    fixed = session.replace("config.d/", "conf.d/")
-    assert verdict_of(ruleset, {"setup.txt": fixed})[0] != verdict[0]
 
 
 # ---- the DCGM exporter without the host engine it was told to use ----------------------------------
@@ -132,3 +120,126 @@ def test_the_cuda_test_pod_failing_is_a_cuda_workload_that_cannot_run(ruleset):
     assert verdict == ("gpu-operator-cuda-workload-failing", "runtime-other", "low")
     own = listing.replace("nvidia-cuda-validator-w2x8p ", "nvidia-operator-validator-w2x8p")
     assert verdict_of(ruleset, {"pods.txt": own})[0] == "gpu-operator-validation-failing"
+
+
+# ---- the review's counter-examples: recovered states, other components' words, other resources -------
+def test_every_runtimes_wording_of_exec_format_error(ruleset):
+    for line in (
+        "standard_init_linux.go:228: exec user process caused: exec format error",
+        "exec ./k8s-device-plugin: exec format error",
+        "Error: container create failed: exec container process `/usr/bin/dp`: Exec format error",
+    ):
+        assert verdict_of(ruleset, {"plugin.log": line + "\n"})[0] == (
+            "image-for-another-architecture"
+        ), line
+
+
+def test_a_dra_check_that_passed_later_is_no_wait(ruleset):
+    passed = _dra_wait("/run/nvidia/driver", "") + (
+        "2026-05-02T09:16:20Z  /driver-root (/run/nvidia/driver on host): nvidia-smi: "
+        "'/driver-root/usr/bin/nvidia-smi', libnvidia-ml.so.1: '/driver-root/usr/lib64/libnvidia-ml.so.1'\n"
+        "nvidia-smi returned with code 0: success, leave\n"
+    )
+    rule = verdict_of(ruleset, {"init.log": passed})[0]
+    assert rule not in (
+        "dra-driver-waits-for-the-driver-installer",
+        "dra-driver-finds-no-gpu-driver",
+    )
+
+
+def test_a_dra_wait_behind_a_failing_installer_is_the_installers(ruleset):
+    files = {
+        "init.log": _dra_wait("/home/kubernetes/bin/nvidia/", ""),
+        "pods.txt": (
+            "NAMESPACE     NAME                            READY   STATUS                  RESTARTS   AGE\n"
+            "kube-system   nvidia-driver-installer-m2k9x   0/1     Init:CrashLoopBackOff   7          20m\n"
+        ),
+    }
+    assert verdict_of(ruleset, files)[0] == "gke-driver-installer-failing"
+
+
+def test_a_dra_root_left_empty_beside_a_working_host_driver_is_the_wrong_root(ruleset):
+    smi = (
+        "+-----------------------------------------------------------------------------------------+\n"
+        "| NVIDIA-SMI 550.54.15              Driver Version: 550.54.15      CUDA Version: 12.4     |\n"
+        "|-----------------------------------------+------------------------+----------------------+\n"
+        "| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |\n"
+        "|   0  NVIDIA A100-SXM4-40GB          On  |   00000000:07:00.0 Off |                    0 |\n"
+        "+-----------------------------------------+------------------------+----------------------+\n"
+    )
+    files = {"init.log": _dra_wait("/run/nvidia/driver", ""), "nvidia-smi.txt": smi}
+    assert verdict_of(ruleset, files)[0] == "dra-driver-finds-no-gpu-driver"
+
+
+def test_an_endpoint_the_plugin_brought_back_or_another_resources_is_no_lost_gpu_plugin(ruleset):
+    lost = (
+        "Mar 02 10:11:12 gpu-2 kubelet[2211]: E0302 10:11:12.104411    2211 "
+        "kuberuntime_manager.go:815] container start failed: CreateContainerConfigError: "
+        "endpoint not found in cache for a registered resource: {res}\n"
+    )
+    back = (
+        'Mar 02 10:11:40 gpu-2 kubelet[2211]: I0302 10:11:40.000000    2211 server.go:160] "Got '
+        'registration request from device plugin with resource" resourceName="nvidia.com/gpu"\n'
+    )
+    assert verdict_of(ruleset, {"kubelet.log": lost.format(res="nvidia.com/gpu") + back})[0] != (
+        "kubelet-lost-device-plugin"
+    )
+    rdma = {"kubelet.log": lost.format(res="rdma/hca_shared_devices_a")}
+    assert verdict_of(ruleset, rdma)[0] != "kubelet-lost-device-plugin"
+
+
+def test_a_k3s_that_started_after_its_template_failed_is_no_template_failure(ruleset):
+    journal = (
+        'Nov 01 10:03:02 n1 k3s[1314]: time="2023-11-01T10:03:02+01:00" level=fatal msg="template: '
+        'compiled_template:119:21: executing \\"compiled_template\\" at <.SystemdCgroup>: can\'t '
+        'evaluate field SystemdCgroup in type templates.ContainerdRuntimeConfig"\n'
+        'Nov 01 10:41:12 n1 k3s[2210]: time="2023-11-01T10:41:12+01:00" level=info msg="Containerd '
+        'is now running"\n'
+    )
+    assert verdict_of(ruleset, {"k3s.log": journal})[0] != "k3s-containerd-template-failed"
+    terminal = (
+        'FATA[0001] template: compiled_template:119:21: executing "compiled_template" at '
+        "<.SystemdCgroup>: can't evaluate field SystemdCgroup in type "
+        "templates.ContainerdRuntimeConfig\n"
+    )
+    report = diagnose_texts(ruleset, {"k3s-agent.txt": terminal})
+    assert report.primary.rule_id == "k3s-containerd-template-failed"
+    assert "SystemdCgroup regression" in report.primary.title
+
+
+def test_an_exporter_that_connected_later_or_dcgmi_by_hand_is_no_unreachable_engine(ruleset):
+    later = (
+        'time="2024-02-01T08:00:05Z" level=fatal msg="Error connecting to nv-hostengine: Host '
+        'engine connection invalid/disconnected"\n'
+        'time="2024-02-01T08:00:31Z" level=info msg="DCGM successfully initialized!"\n'
+    )
+    assert (
+        verdict_of(ruleset, {"exporter.log": later})[0] != "dcgm-exporter-cannot-reach-hostengine"
+    )
+    dcgmi = (
+        "Error: Unable to connect to host engine. Host engine connection invalid/disconnected.\n"
+    )
+    assert verdict_of(ruleset, {"dcgmi.txt": dcgmi})[0] != "dcgm-exporter-cannot-reach-hostengine"
+
+
+def test_a_refused_helm_upgrade_leaves_the_release_running(ruleset):
+    body = (
+        "# upgrade fails on EKS\n\n```\n$ helm upgrade hami hami-charts/hami -n hami\n"
+        "Error: UPGRADE FAILED: chart requires kubeVersion: >= 1.16.0 which is incompatible "
+        "with Kubernetes v1.31.4-eks-2d5f260\n```\n"
+    )
+    assert issue_verdict(ruleset, body)[0] != "helm-chart-refuses-provider-version"
+
+
+# ---- the MIG manager's own NVML failure is not the device plugin's -----------------------------------
+def test_the_mig_managers_nvml_failure_is_not_the_device_plugins(ruleset):
+    files = {
+        "mig-manager.log": (
+            'time="2025-10-01T09:00:00Z" level=info msg="Applying the selected MIG config to the node"\n'
+            'time="2025-10-01T09:00:01Z" level=fatal msg="Error applying MIG configuration with hooks: '
+            'error initializing NVML: ERROR_LIBRARY_NOT_FOUND"\n'
+        ),
+        "labels.txt": "    nvidia.com/gpu.deploy.device-plugin: paused-for-mig-change\n",
+    }
+    verdict = verdict_of(ruleset, files)
+    assert verdict[:2] == ("mig-manager-cannot-load-nvml", "runtime-other")

@@ -243,3 +243,28 @@ def test_the_mig_managers_nvml_failure_is_not_the_device_plugins(ruleset):
     }
     verdict = verdict_of(ruleset, files)
     assert verdict[:2] == ("mig-manager-cannot-load-nvml", "runtime-other")
+
+
+# ---- a device plugin described as running on a node whose Capacity has no GPU -----------------------
+def test_a_running_plugin_beside_a_capacity_without_gpus_is_no_missing_plugin_pod(ruleset):
+    capacity = (
+        "Capacity:\n  cpu:                16\n  memory:             65842436Ki\n  pods:               110\n"
+        "Allocatable:\n  cpu:                16\n  memory:             65740036Ki\n  pods:               110\n"
+    )
+    describe = (
+        "Name:                 nvidia-device-plugin-daemonset-q2x7m\n"
+        "Namespace:            kube-system\n"
+        "Priority:             2000001000\n"
+        "Node:                 gpu-7/10.0.0.7\n"
+        "Status:               Running\n"
+        "Controlled By:  DaemonSet/nvidia-device-plugin-daemonset\n"
+        "Containers:\n"
+        "  nvidia-device-plugin-ctr:\n"
+        "    Image:         nvcr.io/nvidia/k8s-device-plugin:v0.14.5\n"
+        "    State:          Running\n"
+        "    Ready:          True\n"
+    )
+    alone = verdict_of(ruleset, {"capacity.txt": capacity})
+    assert alone[:2] == ("gpu-resource-absent-from-capacity", "no-device-plugin-pod")
+    both = verdict_of(ruleset, {"capacity.txt": capacity, "describe.txt": describe})
+    assert both[1] != "no-device-plugin-pod"

@@ -268,3 +268,42 @@ def test_a_running_plugin_beside_a_capacity_without_gpus_is_no_missing_plugin_po
     assert alone[:2] == ("gpu-resource-absent-from-capacity", "no-device-plugin-pod")
     both = verdict_of(ruleset, {"capacity.txt": capacity, "describe.txt": describe})
     assert both[1] != "no-device-plugin-pod"
+
+
+# ---- Volcano's admission webhooks, which fail closed ---------------------------------------------------
+def test_volcanos_admission_webhook_unreachable_is_a_scheduling_failure(ruleset):
+    err = (
+        'Error from server (InternalError): error when creating "job.yaml": Internal error occurred: '
+        'failed calling webhook "validatejob.volcano.sh": failed to call webhook: Post '
+        '"https://volcano-admission-service.volcano-system.svc:443/jobs/validate?timeout=10s": '
+        "dial tcp 10.96.14.2:443: connect: connection refused\n"
+    )
+    verdict = verdict_of(ruleset, {"kubectl.txt": err})
+    assert verdict[:2] == ("volcano-admission-webhook-failing", "scheduling-other")
+    hami = err.replace("validatejob.volcano.sh", "vgpu.hami.io")
+    assert verdict_of(ruleset, {"kubectl.txt": hami})[0] != "volcano-admission-webhook-failing"
+
+
+# ---- the kubelet's socket refused to a plugin; a device in the pod's own resources ---------------------
+def test_a_plugin_refused_the_kubelets_socket_is_a_socket_permission(ruleset):
+    log = (
+        "E0502 08:00:00.000000       1 manager.go:146] Failed to serve example.com/accel: rpc error: "
+        'code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial unix '
+        '/var/lib/kubelet/device-plugins/kubelet.sock: connect: permission denied"\n'
+    )
+    verdict = verdict_of(ruleset, {"plugin.log": log})
+    assert verdict[:2] == ("kubelet-socket-permission-denied", "no-allocatable-kubelet-socket")
+    missing = log.replace("permission denied", "no such file or directory")
+    assert verdict_of(ruleset, {"plugin.log": missing})[0] == "kubelet-register-failed"
+
+
+def test_a_device_in_the_pods_own_resources_is_refused_before_any_node(ruleset):
+    body = (
+        "# GPU resource not accepted\n\n```\n$ kubectl apply -f infer.yaml\n"
+        'The Deployment "infer" is invalid: spec.template.spec.resources.limits[nvidia.com/gpu]: '
+        'Unsupported value: "nvidia.com/gpu": supported values: "cpu", "hugepages-", "memory"\n```\n'
+    )
+    assert issue_verdict(ruleset, body)[:2] == (
+        "device-requested-in-pod-level-resources",
+        "scheduling-other",
+    )

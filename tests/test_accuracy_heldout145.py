@@ -307,3 +307,20 @@ def test_a_device_in_the_pods_own_resources_is_refused_before_any_node(ruleset):
         "device-requested-in-pod-level-resources",
         "scheduling-other",
     )
+
+
+# ---- the kubelet refusing a bound pod for cpu or memory: another scheduler's count -------------------
+def test_a_bound_pod_refused_for_memory_is_the_schedulers_count(ruleset):
+    describe = (
+        "Name:             trainer-0\nNamespace:        ml\nNode:             gpu-3/10.0.0.3\n"
+        "Status:           Failed\nReason:           OutOfcpu\n"
+        "Message:          Pod was rejected: Node didn't have enough resource: cpu, requested: 8000, "
+        "used: 60500, capacity: 64000\n"
+    )
+    verdict = verdict_of(ruleset, {"describe.txt": describe})
+    assert verdict[:2] == ("kubelet-rejected-what-the-scheduler-counted", "scheduling-other")
+    gpu = describe.replace("OutOfcpu", "OutOfnvidia.com/gpu").replace(
+        "cpu, requested: 8000, used: 60500, capacity: 64000",
+        "nvidia.com/gpu, requested: 1, used: 0, capacity: 0",
+    )
+    assert verdict_of(ruleset, {"describe.txt": gpu})[0] == "kubelet-has-no-gpu-at-admission"

@@ -324,3 +324,133 @@ def test_a_bound_pod_refused_for_memory_is_the_schedulers_count(ruleset):
         "nvidia.com/gpu, requested: 1, used: 0, capacity: 0",
     )
     assert verdict_of(ruleset, {"describe.txt": gpu})[0] == "kubelet-has-no-gpu-at-admission"
+
+
+# ---- the second review's counter-examples ------------------------------------------------------------
+def test_a_rules_text_quotes_the_line_it_fired_on(ruleset):
+    log = (
+        'E0707 11:53:33.346585       1 dispatcher.go:180] failed calling webhook "validate.nginx.ingress'
+        '.kubernetes.io": failed to call webhook: Post "https://ingress-nginx-controller-admission.'
+        'ingress-nginx.svc:443/networking/v1/ingresses?timeout=10s": dial tcp 10.96.1.2:443: connect: '
+        "connection refused\n"
+        'E0707 11:53:35.346585       1 dispatcher.go:180] failed calling webhook "validatejob.volcano.sh":'
+        ' failed to call webhook: Post "https://volcano-admission-service.volcano-system.svc:443/jobs/'
+        'validate?timeout=10s": context deadline exceeded\n'
+    )
+    report = diagnose_texts(ruleset, {"apiserver.log": log})
+    assert report.primary.rule_id == "volcano-admission-webhook-failing"
+    assert "validatejob.volcano.sh" in report.primary.title
+    finding = next(
+        f for n in report.nodes for f in n.all_findings() if f.rule_id == report.primary.rule_id
+    )
+    assert "nginx" not in finding.title + finding.explanation
+
+
+def test_a_volcano_webhook_that_fails_open_or_a_queue_the_scheduler_cannot_create(ruleset):
+    failing_open = (
+        "W0707 11:53:34.346585       1 dispatcher.go:210] Failed calling webhook, failing open "
+        'mutatepod.volcano.sh: failed calling webhook "mutatepod.volcano.sh": failed to call webhook: '
+        "context deadline exceeded\n"
+    )
+    assert verdict_of(ruleset, {"apiserver.log": failing_open})[0] != (
+        "volcano-admission-webhook-failing"
+    )
+    exits = (
+        "F0302 08:00:00.000000       1 scheduler.go:90] failed to init default queue: Internal error "
+        'occurred: failed calling webhook "mutatequeue.volcano.sh": failed to call webhook: EOF\n'
+    )
+    assert verdict_of(ruleset, {"volcano-scheduler.log": exits})[0] == (
+        "volcano-scheduler-cannot-create-default-queue"
+    )
+
+
+def test_a_socket_refusal_a_retry_got_past_is_no_fault(ruleset):
+    log = (
+        "E0502 08:00:00.000000       1 manager.go:146] Failed to serve gpu.intel.com/i915: rpc error: "
+        'code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial unix '
+        '/var/lib/kubelet/device-plugins/kubelet.sock: connect: permission denied"\n'
+        "I0502 08:00:31.000000       1 server.go:303] Device plugin for gpu.intel.com/i915 registered\n"
+    )
+    assert verdict_of(ruleset, {"plugin.log": log})[0] != "kubelet-socket-permission-denied"
+
+
+def test_pod_level_resources_other_wordings_and_a_fixed_manifest(ruleset):
+    unknown = (
+        'Error from server (BadRequest): error when creating "infer.yaml": Deployment in version "v1" '
+        "cannot be handled as a Deployment: strict decoding error: unknown field "
+        '"spec.template.spec.resources"\n'
+    )
+    assert (
+        verdict_of(ruleset, {"apply.txt": unknown})[0] == "device-requested-in-pod-level-resources"
+    )
+    storage = (
+        'The Pod "p" is invalid: spec.resources.limits[ephemeral-storage]: Unsupported value: '
+        '"ephemeral-storage": supported values: "cpu", "memory"\n'
+    )
+    assert (
+        verdict_of(ruleset, {"apply.txt": storage})[0] != "device-requested-in-pod-level-resources"
+    )
+
+
+def test_the_cuda_test_pod_a_runtime_could_not_start_or_that_passed_later(ruleset):
+    header = "NAME                          READY   STATUS                  RESTARTS   AGE\n"
+    never_started = (
+        header + "nvidia-cuda-validator-ccq5m   0/1     Init:RunContainerError  4          6m\n"
+    )
+    assert (
+        verdict_of(ruleset, {"pods.txt": never_started})[0] != "gpu-operator-cuda-workload-failing"
+    )
+    passed = (
+        header
+        + "nvidia-cuda-validator-ccq5m   0/1     Init:CrashLoopBackOff   5          9m\n"
+        + "\n$ kubectl get pods -n gpu-operator\n"
+        + header
+        + "nvidia-cuda-validator-7hq2w   0/1     Completed               0          3m\n"
+    )
+    assert verdict_of(ruleset, {"pods.txt": passed})[0] != "gpu-operator-cuda-workload-failing"
+
+
+def test_a_mig_layout_applied_later_or_hamis_own_mig_parted_is_no_mig_manager_fault(ruleset):
+    failed = (
+        'time="2025-09-12T18:54:04Z" level=fatal msg="Error applying MIG configuration with hooks: '
+        'error initializing NVML: ERROR_LIBRARY_NOT_FOUND"\n'
+    )
+    later = failed + (
+        'time="2025-09-12T19:10:31Z" level=info msg="Successfully updated to MIG config: all-1g.10gb"\n'
+    )
+    rule = verdict_of(ruleset, {"mig-manager.log": later})[0]
+    assert rule not in ("mig-manager-cannot-load-nvml", "nvml-init-failed")
+    hami = (
+        "F0314 08:00:01.000000       1 server.go:270] nvidia-mig-parted failed with exit status 1,"
+        "reason:" + failed
+    )
+    assert (
+        verdict_of(ruleset, {"hami-device-plugin.log": hami})[0] != "mig-manager-cannot-load-nvml"
+    )
+
+
+def test_a_plugin_running_elsewhere_or_crash_looping_leaves_the_missing_gpu_resource(ruleset):
+    node = (
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: gpu-1\n  labels:\n"
+        '    kubernetes.io/hostname: gpu-1\n    gpu: "on"\n    nvidia.com/gpu.present: "true"\n'
+        'status:\n  capacity: {cpu: "16", pods: "110"}\n  allocatable: {cpu: "16", pods: "110"}\n'
+    )
+    describe = (
+        "Name:                 nvidia-device-plugin-daemonset-q2x7m\n"
+        "Namespace:            kube-system\n"
+        "Priority:             2000001000\n"
+        "Node:                 {node}/10.0.0.7\n"
+        "Status:               Running\n"
+        "Controlled By:  DaemonSet/nvidia-device-plugin-daemonset\n"
+        "Containers:\n  nvidia-device-plugin-ctr:\n"
+        "    State:          {state}\n    Ready:          {ready}\n"
+    )
+    for where, state, ready in (
+        ("gpu-2", "Running", "True"),
+        ("gpu-1", "Waiting\n      Reason:       CrashLoopBackOff", "False"),
+    ):
+        files = {
+            "node.yaml": node,
+            "describe.txt": describe.format(node=where, state=state, ready=ready),
+        }
+        assert verdict_of(ruleset, files)[0] == "gpu-resource-absent-from-capacity", where

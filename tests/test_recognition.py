@@ -477,6 +477,16 @@ def test_markdown_fences_indented_under_a_list_item(ruleset):
     assert log.frame["sev"].drop_nulls().len() == 12
 
 
+def test_code_between_triple_backticks_on_one_line_is_inline_code(ruleset):
+    """ "```text```" on one line is GitHub's inline code, no fence: its text is kept (a fence's
+    info string holds no backtick), and a real fence still opens and closes a block."""
+    line = '```kubectl apply failed: The Pod "p" is invalid: spec.resources```'
+    bundle = parse_texts(ruleset, {"notes.txt": "before\n" + line + "\nafter\n"})
+    assert any(line in (a.text or "") for a in bundle.artefacts)
+    fenced = parse_texts(ruleset, {"notes.txt": "```\nI0815 09:00:10.000030 1 x.go:1] a\n```\n"})
+    assert not any("```" in (a.text or "") for a in fenced.artefacts)
+
+
 # ---- lines left out, and a config's keys before its first table ------------------------------
 SMI_ROWS = """\
 +-----------------------------------------------------------------------------------------+

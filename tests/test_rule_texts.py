@@ -47,6 +47,7 @@ READERS = {
     "kubectl version",
     "kubectl top",
     "kubectl rollout status",
+    "kubectl explain",  # prints an API field's documentation
     "containerd config",
     "nvidia-ctk cdi list",
     "nvidia-container-cli",

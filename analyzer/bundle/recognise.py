@@ -25,7 +25,8 @@ SMALL_LINES = 250_000
 HEAD_BYTES = 256 << 10
 PARAGRAPH_SPLIT_MAX = 1 << 20  # split blank-line separated parts only in pastes up to this
 
-_FENCE_RE = re.compile(r"^\s*(?:```|~~~)")
+# a fence line; "```code```" on one line is inline code (a backtick fence's info holds no backtick)
+_FENCE_RE = re.compile(r"^\s*(?:```[^`]*$|~~~)")
 _PROMPT_RE = re.compile(
     rf"^\s*(?:(?P<prompt>{SHELL_PROMPT})\s*)?"
     r"(?P<cmd>(?:sudo\s+)?(?P<prog>kubectl|k|helm|cat|nvidia-smi|journalctl|containerd|crictl"

@@ -65,6 +65,25 @@ def _template_context(ctx: NodeContext) -> dict:
     }
 
 
+def _quoting(evidence: tuple[Evidence, ...], ctx: NodeContext, tctx: dict) -> dict:
+    """A fired rule's texts quote the lines it fired on: each signature among its evidence gives
+    the captures of its first evidence line (the strongest), not of its first match anywhere in
+    the bundle, which another component's line of the same shape may be (an ingress webhook's
+    error before Volcano's). A signature the texts name but the evidence does not keeps its
+    first match."""
+    chosen: dict[str, dict] = {}
+    for e in evidence:
+        if e.kind != "log" or not e.signature or e.signature in chosen:
+            continue
+        for m in ctx.index.matches.get(e.signature, ()):
+            if m.line == e.line and m.file == e.file:
+                chosen[e.signature] = m.captures
+                break
+    if not chosen:
+        return tctx
+    return {**tctx, "captures": {**tctx["captures"], **chosen}}
+
+
 def _device_plugin(ctx: NodeContext) -> str | None:
     """Whose device plugin the bundle shows, so a fix names the right one (HAMi's plugin prints
     NVIDIA's messages too): "hami" with a HAMi version or register annotation, "nvidia" with only
@@ -168,15 +187,16 @@ def evaluate(ruleset: RuleSet, ctx: NodeContext, lang: str = "en") -> list[RuleR
         )
         if unless_unknown:
             level = lower(level)
+        quoted = _quoting(evidence, ctx, tctx)
         try:
             title_t, explanation_t, steps_t = rule.texts(lang)
-            title = render(title_t, **tctx)
-            explanation = _reflow(render(explanation_t, **tctx))
+            title = render(title_t, **quoted)
+            explanation = _reflow(render(explanation_t, **quoted))
             # a step whose text renders empty does not apply here (the fix of another component)
             steps = tuple(
-                Step(text, render_command(s.command, **tctx) if s.command else None)
+                Step(text, render_command(s.command, **quoted) if s.command else None)
                 for s in steps_t
-                if (text := render(s.text, **tctx))
+                if (text := render(s.text, **quoted))
             )
         except TemplateProblem as exc:
             out.append(RuleResult(rule, ERROR, error=f"rule {rule.id}: template error: {exc}"))

@@ -454,3 +454,17 @@ def test_a_plugin_running_elsewhere_or_crash_looping_leaves_the_missing_gpu_reso
             "describe.txt": describe.format(node=where, state=state, ready=ready),
         }
         assert verdict_of(ruleset, files)[0] == "gpu-resource-absent-from-capacity", where
+
+
+def test_another_vendors_plugin_gets_its_own_fix_not_hamis_chart(ruleset):
+    line = (
+        "E0502 08:00:00.000000       1 manager.go:88] Registration failed: rpc error: code = "
+        'Unavailable desc = connection error: desc = "transport: Error while dialing: dial unix '
+        '/var/lib/kubelet/device-plugins/kubelet.sock: connect: no such file or directory"\n'
+    )
+    report = diagnose_texts(ruleset, {"amd-dp.log": line})
+    [finding] = [
+        f for n in report.nodes for f in n.all_findings() if f.rule_id == "kubelet-register-failed"
+    ]
+    commands = " ".join(step.command or "" for step in finding.remediation)
+    assert "$DS" in commands and "helm upgrade hami" not in commands

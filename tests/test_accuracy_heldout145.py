@@ -88,12 +88,17 @@ def test_an_exporter_that_cannot_reach_its_host_engine_is_no_toolkit_wait(rulese
 
 
 # ---- installs that never ran and drivers never installed: what four builders read --------------------
-def test_a_refused_helm_install_leaves_no_plugin_pod(ruleset):
-    body = (
-        "# cannot install on EKS\n\n```\n$ helm install hami hami-charts/hami -n hami\n"
-        "Error: INSTALLATION FAILED: chart requires kubeVersion: >= 1.18.0 which is incompatible "
+def _helm_refused(verb: str, failed: str, constraint: str) -> str:
+    """An issue whose one code block is Helm refusing the chart on EKS's version."""
+    return (
+        f"# helm {verb} fails on EKS\n\n```\n$ helm {verb} hami hami-charts/hami -n hami\n"
+        f"Error: {failed} FAILED: chart requires kubeVersion: {constraint} which is incompatible "
         "with Kubernetes v1.31.4-eks-2d5f260\n```\n"
     )
+
+
+def test_a_refused_helm_install_leaves_no_plugin_pod(ruleset):
+    body = _helm_refused("install", "INSTALLATION", ">= 1.18.0")
     assert issue_verdict(ruleset, body)[:2] == (
         "helm-chart-refuses-provider-version",
         "no-device-plugin-pod",
@@ -223,11 +228,7 @@ def test_an_exporter_that_connected_later_or_dcgmi_by_hand_is_no_unreachable_eng
 
 
 def test_a_refused_helm_upgrade_leaves_the_release_running(ruleset):
-    body = (
-        "# upgrade fails on EKS\n\n```\n$ helm upgrade hami hami-charts/hami -n hami\n"
-        "Error: UPGRADE FAILED: chart requires kubeVersion: >= 1.16.0 which is incompatible "
-        "with Kubernetes v1.31.4-eks-2d5f260\n```\n"
-    )
+    body = _helm_refused("upgrade", "UPGRADE", ">= 1.16.0")
     assert issue_verdict(ruleset, body)[0] != "helm-chart-refuses-provider-version"
 
 

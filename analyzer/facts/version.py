@@ -27,7 +27,9 @@ def hami_helm_tags(facts: FactSet) -> list[tuple[str, str]]:
     >>> fs = FactSet()
     >>> for k, v in {"global.imageTag": "v2.9.0", "scheduler.kubeScheduler.image.tag": "v1.31.2",
     ...     "scheduler.kubeScheduler.imageTag": "v1.20.0", "scheduler.patch.image.tag": "v1.5.2",
-    ...     "devicePlugin.image.repository": "projecthami/hami", "devicePlugin.image.tag": "v2.9.0"}.items():
+    ...     "devicePlugin.image.repository": "projecthami/hami", "devicePlugin.image.tag": "v2.9.0",
+    ...     "extender.image.repository": "infra/projecthami/kube-scheduler",
+    ...     "extender.image.tag": "v1.29.9"}.items():
     ...     fs.put(HELM + k, v)
     >>> [t for t, _ in hami_helm_tags(fs)]
     ['v2.9.0', 'v2.9.0']
@@ -40,10 +42,11 @@ def hami_helm_tags(facts: FactSet) -> list[tuple[str, str]]:
             continue
         base = path[: -len("Tag")] if path.endswith("imageTag") else path[: -len(".tag")]
         repo = facts.value(base + ".repository") or facts.value(base)
-        if isinstance(repo, str) and repo:
-            if not _HAMI_REPO_RE.search(repo):
-                continue
-        elif _NOT_HAMI_KEY_RE.search(path):
+        repo = repo if isinstance(repo, str) else ""
+        # an upstream image's key, or its name under a HAMi mirror (projecthami/kube-scheduler)
+        if _NOT_HAMI_KEY_RE.search(path) or _NOT_HAMI_KEY_RE.search(repo.rsplit("/", 1)[-1]):
+            continue
+        if repo and not _HAMI_REPO_RE.search(repo):
             continue
         out.append((f.value, f"{f.where}"))
     return out

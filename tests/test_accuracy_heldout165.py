@@ -1,0 +1,65 @@
+"""Hundred-and-sixty-fifth and later measurements (issue 25, session 53): blind sets of unseen real
+cases and the classes they left, checked on made-up inputs (none copied from a real case)."""
+
+from __future__ import annotations
+
+from conftest import diagnose_texts, fired, issue_verdict, verdict_of
+
+
+# ---- a vendor whose resource names say neither gpu nor a device kind ----------------------------------
+def test_an_iluvatar_capacity_is_a_gpu_resource_not_a_node_without_plugin(ruleset):
+    describe = (
+        "Name:               ix-node-3\n"
+        "Capacity:\n"
+        "  cpu:                        64\n"
+        "  iluvatar.ai/MR-V100.vCore:  800\n"
+        "  iluvatar.ai/MR-V100.vMem:   1024\n"
+        "Allocatable:\n"
+        "  cpu:                        64\n"
+        "  iluvatar.ai/MR-V100.vCore:  800\n"
+        "  iluvatar.ai/MR-V100.vMem:   1024\n"
+    )
+    report = diagnose_texts(ruleset, {"node-describe.txt": describe})
+    assert "gpu-resource-absent-from-capacity" not in fired(report)
+    # the same node without them is the case the rule is for
+    bare = {
+        "node-describe.txt": "Name:  ix-node-3\nCapacity:\n  cpu:  64\nAllocatable:\n  cpu:  64\n"
+    }
+    assert "gpu-resource-absent-from-capacity" in fired(diagnose_texts(ruleset, bare))
+
+
+# ---- helm values: the upstream kube-scheduler pulled through a HAMi mirror -----------------------------
+def test_a_mirrored_kube_scheduler_tag_is_no_hami_version(ruleset):
+    values = (
+        "global:\n"
+        '  imageTag: "v2.9.0"\n'
+        "scheduler:\n"
+        "  kubeScheduler:\n"
+        "    image:\n"
+        '      registry: "registry.example.internal"\n'
+        "      repository: mirrors/projecthami/kube-scheduler\n"
+        '      tag: "v1.30.4"\n'
+    )
+    report = diagnose_texts(ruleset, {"values.yaml": values})
+    assert "mixed-hami-versions" not in fired(report)
+    version = report.worst.version
+    assert version.range == "v2.9.0" and not version.conflicts
+
+
+# ---- kind: the GPU worker's set-up ------------------------------------------------------------------
+def test_nvkinds_failed_proc_driver_nvidia_patch_is_the_runtimes_failure(ruleset):
+    issue = (
+        "# nvkind cluster create fails\n\n"
+        "```\n"
+        "umount: /proc/driver/nvidia: not mounted\n"
+        "F0302 11:20:33.104411  901122 main.go:45] Error: patching /proc/driver/nvidia on node "
+        "'gpu-lab-worker2': running script on gpu-lab-worker2: executing command: exit status 1\n"
+        "```\n"
+    )
+    assert issue_verdict(ruleset, issue) == (
+        "kind-gpu-worker-setup-failed",
+        "runtime-other",
+        "medium",
+    )
+    driver = {"driver.log": "umount: /run/nvidia/driver/proc/driver/nvidia: not mounted\n"}
+    assert verdict_of(ruleset, driver)[0] != "kind-gpu-worker-setup-failed"

@@ -63,3 +63,36 @@ def test_nvkinds_failed_proc_driver_nvidia_patch_is_the_runtimes_failure(ruleset
     )
     driver = {"driver.log": "umount: /run/nvidia/driver/proc/driver/nvidia: not mounted\n"}
     assert verdict_of(ruleset, driver)[0] != "kind-gpu-worker-setup-failed"
+
+
+# ---- NVML: go-nvml's example wording is a helper pod's, not a device plugin's -------------------------
+def test_unable_to_initialize_nvml_pasted_is_another_pods_runtime_class(ruleset):
+    pasted = {
+        "reserve.log": "while running the app: unable to initialize NVML: ERROR_LIBRARY_NOT_FOUND\n"
+    }
+    assert verdict_of(ruleset, pasted) == ("other-pod-cannot-load-nvml", "runtimeclass", "low")
+    plugin = {
+        "plugin.log": "E0302 10:00:01.000001 1 main.go:132] error starting plugins: error creating "
+        "plugin manager: unable to create plugin manager: nvml init failed: ERROR_LIBRARY_NOT_FOUND\n"
+    }
+    assert verdict_of(ruleset, plugin)[:2] == ("nvml-init-failed", "plugin-crash-nvml")
+
+
+# ---- OpenShift / OKD: the release's Driver Toolkit image built for another kernel ---------------------
+def test_a_driver_toolkit_image_for_another_kernel_is_a_driver_build_failure(ruleset):
+    dtk = (
+        "Running dtk-build-driver\n"
+        "WARNING: broken Driver Toolkit image detected:\n"
+        "- Node kernel:    5.14.0-570.30.1.el9_6.x86_64\n"
+        "- Kernel package: 5.14.0-570.22.1.el9_6.x86_64\n"
+        "INFO: informing nvidia-driver-ctr to fallback on entitled-build.\n"
+    )
+    assert verdict_of(ruleset, {"dtk.log": dtk}) == (
+        "gpu-operator-dtk-kernel-mismatch",
+        "runtime-other",
+        "low",
+    )
+    entitled = dtk + (
+        "FATAL: failed to install elfutils-libel-devel. RHEL entitlement may be improperly deployed.\n"
+    )
+    assert verdict_of(ruleset, {"driver.log": entitled})[0] == "gpu-operator-driver-failed"

@@ -50,6 +50,9 @@ READERS = {
     "kubectl explain",  # prints an API field's documentation
     "containerd config",
     "nvidia-ctk cdi list",
+    "oc get",
+    "oc logs",
+    "oc adm release info",  # prints a release's image pull specs
     "nvidia-container-cli",
     "az vm",
     "helm get",
@@ -87,11 +90,19 @@ def _programs(command: str) -> list[str]:
         words = [w for w in words if not w.startswith("-") and w not in (">", "<")]
         if not words:
             continue
-        if (
-            words[0] in ("kubectl", "helm", "az", "nvidia-ctk", "containerd", "npu-smi", "docker")
+        if words[:2] == ["docker", "exec"] and len(words) > 3:  # what runs in the container
+            inner = words[3:]
+            if inner[0] in ("sh", "bash") and len(inner) > 1:
+                out += _programs(inner[1])
+            else:
+                out += _programs(" ".join(inner))
+        elif (
+            words[0]
+            in ("kubectl", "helm", "az", "nvidia-ctk", "containerd", "npu-smi", "docker", "oc")
             and len(words) > 1
         ):
             n = 3 if words[1] in ("rollout", "cdi", "runtime", "system", "manifest") else 2
+            n = 4 if words[1] == "adm" else n
             out.append(" ".join(words[:n]))
         else:
             out.append(words[0])
@@ -126,6 +137,10 @@ def test_read_only_detection():
     assert _reads_only("nvidia-ctk cdi list")
     assert _reads_only("docker manifest inspect nvcr.io/nvidia/k8s-device-plugin:v0.17.0")
     assert not _reads_only("docker manifest push registry.local/plugin:v1")
+    assert _reads_only("docker exec kind-worker sh -c 'nvidia-smi -L; grep nvidia /proc/mounts'")
+    assert not _reads_only("docker exec kind-worker umount -R /proc/driver/nvidia")
+    assert _reads_only("oc get nodes; oc adm release info --image-for=driver-toolkit")
+    assert not _reads_only("oc adm release extract --to=/tmp/release")
 
 
 @pytest.mark.parametrize("rule", sorted(r for r in RULES.rules if RULES.rules[r].zh))

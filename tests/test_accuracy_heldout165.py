@@ -96,3 +96,15 @@ def test_a_driver_toolkit_image_for_another_kernel_is_a_driver_build_failure(rul
         "FATAL: failed to install elfutils-libel-devel. RHEL entitlement may be improperly deployed.\n"
     )
     assert verdict_of(ruleset, {"driver.log": entitled})[0] == "gpu-operator-driver-failed"
+
+
+# ---- a describe node cut inside its Capacity -----------------------------------------------------------
+def test_a_capacity_cut_at_a_key_without_its_value_says_nothing_of_gpus(ruleset):
+    cut = "Name:  gpu-7\nCapacity:\n  cpu:                16\n  hugepages-2Mi:      0\n  memory:\n"
+    assert "gpu-resource-absent-from-capacity" not in fired(
+        diagnose_texts(ruleset, {"describe.txt": cut})
+    )
+    whole = cut.replace("memory:\n", "memory:  65768184Ki\n  pods:  110\n")
+    assert "gpu-resource-absent-from-capacity" in fired(
+        diagnose_texts(ruleset, {"describe.txt": whole})
+    )

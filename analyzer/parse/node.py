@@ -479,6 +479,11 @@ def _parse_describe(artefact: Artefact) -> NodeFacts:
         body = raw.strip()
         if not body or section is None:
             continue
+        if section in ("Capacity", "Allocatable") and body.endswith(":"):
+            cut.add(
+                _DESCRIBE_SECTIONS[section]
+            )  # `memory:` without its value: the paste ends there
+            continue
         if (
             section == "Annotations"
             and last_key

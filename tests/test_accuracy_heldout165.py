@@ -108,3 +108,19 @@ def test_a_capacity_cut_at_a_key_without_its_value_says_nothing_of_gpus(ruleset)
     assert "gpu-resource-absent-from-capacity" in fired(
         diagnose_texts(ruleset, {"describe.txt": whole})
     )
+
+
+# ---- a device plugin out of inotify instances ---------------------------------------------------------
+def test_a_plugin_that_cannot_create_its_watcher_is_out_of_inotify_instances(ruleset):
+    rule = "device-plugin-out-of-inotify-instances"
+    intel = (
+        "E0302 08:10:11.000001       1 manager.go:146] Failed to serve gpu.intel.com/xe: too many "
+        "open files\nFailed to create watcher for /var/lib/kubelet/device-plugins/gpu.intel.com-xe.sock\n"
+    )
+    assert verdict_of(ruleset, {"plugin.log": intel}) == (rule, "plugin-crash-nvml", "medium")
+    nvidia = (
+        "E0302 08:10:11.000001 1 main.go:250] failed to create FS watcher: too many open files\n"
+    )
+    assert verdict_of(ruleset, {"nvidia-device-plugin.log": nvidia})[0] == rule
+    other = {"plugin.log": "Failed to serve gpu.intel.com/xe: rpc error: code = Unavailable\n"}
+    assert rule not in fired(diagnose_texts(ruleset, other))

@@ -63,6 +63,23 @@ def test_nvkinds_failed_proc_driver_nvidia_patch_is_the_runtimes_failure(ruleset
     )
     driver = {"driver.log": "umount: /run/nvidia/driver/proc/driver/nvidia: not mounted\n"}
     assert verdict_of(ruleset, driver)[0] != "kind-gpu-worker-setup-failed"
+    # nvkind's wrap names every step of its patch: its own NVML failure is no missing mount
+    other_step = (
+        "F0302 11:20:33.104411  901122 main.go:45] Error: patching /proc/driver/nvidia on node "
+        "'gpu-lab-worker2': removing device nodes gpu-lab-worker2: running nvml.Init: "
+        "ERROR_LIBRARY_NOT_FOUND\n"
+    )
+    assert "kind-gpu-worker-setup-failed" not in fired(
+        diagnose_texts(ruleset, {"nvkind.txt": other_step})
+    )
+    # the plugin inside a worker without a GPU is the consequence
+    inside = {
+        "create-cluster.txt": "umount: /proc/driver/nvidia: not mounted.\n",
+        "nvidia-device-plugin.log": "E0302 11:25:00.000001 1 main.go:132] error starting plugins: "
+        "error creating plugin manager: unable to create plugin manager: nvml init failed: "
+        "ERROR_LIBRARY_NOT_FOUND\n",
+    }
+    assert verdict_of(ruleset, inside)[0] == "kind-gpu-worker-setup-failed"
 
 
 # ---- NVML: go-nvml's example wording is a helper pod's, not a device plugin's -------------------------
@@ -76,6 +93,8 @@ def test_unable_to_initialize_nvml_pasted_is_another_pods_runtime_class(ruleset)
         "plugin manager: unable to create plugin manager: nvml init failed: ERROR_LIBRARY_NOT_FOUND\n"
     }
     assert verdict_of(ruleset, plugin)[:2] == ("nvml-init-failed", "plugin-crash-nvml")
+    quoted = '# reservation pod fails\n\nIt fails with "unable to initialize NVML: ERROR_LIBRARY_NOT_FOUND".\n'
+    assert issue_verdict(ruleset, quoted)[0] == "other-pod-cannot-load-nvml"
 
 
 # ---- OpenShift / OKD: the release's Driver Toolkit image built for another kernel ---------------------
@@ -92,6 +111,16 @@ def test_a_driver_toolkit_image_for_another_kernel_is_a_driver_build_failure(rul
         "runtime-other",
         "low",
     )
+    driver_ctr = {
+        "driver.log": "+ exec bash -x nvidia-driver init\n"
+        "WARNING: broken driver toolkit detected, using entitlement-based fallback\n"
+    }
+    assert verdict_of(ruleset, driver_ctr)[0] == "gpu-operator-dtk-kernel-mismatch"
+    no_tag = {
+        "driver.log": "WARNING: RHCOS '418.94.202506121335-0' imagetag missing, using "
+        "entitlement-based fallback\n"
+    }
+    assert verdict_of(ruleset, no_tag)[0] == "gpu-operator-dtk-kernel-mismatch"
     entitled = dtk + (
         "FATAL: failed to install elfutils-libel-devel. RHEL entitlement may be improperly deployed.\n"
     )

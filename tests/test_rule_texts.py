@@ -64,6 +64,7 @@ READERS = {
     "lspci",  # lists PCI devices
     "modinfo",  # prints a kernel module's fields
     "docker manifest inspect",  # prints an image's manifest list from its registry
+    "docker info",  # prints the daemon's settings
 }
 READING_TEXT = re.compile(
     r"(?:^|: |^then )(?:on (?:the node|k3s or docker nodes), )?(?:check|read|see|find|list|compare"

@@ -129,6 +129,22 @@ def test_a_signature_is_searched_only_in_the_kinds_it_is_scanned_in(ruleset):
     assert prose.stats.sig_counts == {"sym-plugin-restarts": 1}
 
 
+def test_a_plain_pattern_with_a_wider_declared_prefilter_is_checked_by_its_pattern():
+    """A signature whose pattern is plain text needs no regex after its literal, unless its
+    declared prefilter is another, wider literal: the lines holding only that literal are not
+    its lines."""
+    from analyzer.parse.matcher import Matcher
+
+    sigs = [("narrow", "umount: /x: not mounted"), ("own", "umount: /x: not mounted")]
+    m = Matcher(sigs, prefilters={"narrow": ["/x"]})
+    assert "narrow" not in m.pure and "own" in m.pure
+    frame = pl.DataFrame(
+        {"line": [1, 2], "text": ["cp /x/params /tmp", "umount: /x: not mounted."]}
+    )
+    hits = m.attribute(frame, timeouts=[])
+    assert sorted(hits.select("line", "sig").rows()) == [(2, "narrow"), (2, "own")]
+
+
 def test_scanned_in_names_scanned_kinds_that_hold_the_sources(ruleset):
     from analyzer.catalogue.fields import Context
     from analyzer.rules.schema import _scanned_in

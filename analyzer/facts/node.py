@@ -29,11 +29,13 @@ _SECTION_PATHS = {
 
 # GPUs and the accelerators HAMi shares beside them: Ascend NPUs (huawei.com/Ascend910B4-1),
 # Hygon DCUs (hygon.com/dcunum), Cambricon MLUs, Enflame GCUs, Kunlunxin XPUs, AWS Neuron, and
-# every resource of the vendors whose names say neither (HAMi's device ConfigMap: Iluvatar's
-# iluvatar.ai/BI-V150.vCore, MetaX's, Mthreads', Vastai's, Biren's)
+# every resource of the accelerator vendors' own domains, whose names may say neither (HAMi's
+# device ConfigMap and values: iluvatar.ai/BI-V150.vCore, enflame.com/drs-gcu,
+# cambricon.com/mlu.smlu.vmemory, kunlunxin.com/vxpu-memory, MetaX's, Mthreads', Vastai's, Biren's)
 GPU_RESOURCE_RE = re.compile(
     r"gpu|/mig-|huawei\.com/ascend|/(?:v?npu|dcu\w*|v?mlu\w*|v?gcu\w*|v?xpu\w*)$|neuron"
-    r"|^(?:iluvatar\.ai|metax-tech\.com|mthreads\.com|vastaitech\.com|birentech\.com)/",
+    r"|^(?:iluvatar\.ai|metax-tech\.com|mthreads\.com|vastaitech\.com|birentech\.com|enflame\.com"
+    r"|cambricon\.com|kunlunxin\.com|hygon\.com)/",
     re.I,
 )
 
@@ -47,8 +49,9 @@ def gpu_resources(resources: dict[str, str]) -> list[str]:
     ['alpha.kubernetes.io/nvidia-gpu', 'nvidia.com/gpu']
     >>> gpu_resources({"huawei.com/Ascend910B4-1": "32", "hygon.com/dcunum": "4", "hugepages-2Mi": "0"})
     ['huawei.com/Ascend910B4-1', 'hygon.com/dcunum']
-    >>> gpu_resources({"iluvatar.ai/BI-V150.vCore": "1600", "example.com/iluvatar.ai": "1"})
-    ['iluvatar.ai/BI-V150.vCore']
+    >>> gpu_resources({"iluvatar.ai/BI-V150.vCore": "1600", "example.com/iluvatar.ai": "1",
+    ...     "enflame.com/drs-gcu": "8", "cambricon.com/mlu.smlu.vmemory": "64"})
+    ['cambricon.com/mlu.smlu.vmemory', 'enflame.com/drs-gcu', 'iluvatar.ai/BI-V150.vCore']
     """
     return sorted(r for r in resources if GPU_RESOURCE_RE.search(r))
 

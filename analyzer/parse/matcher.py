@@ -100,8 +100,15 @@ class Matcher:
             self.lit_to_sigs.setdefault(lit, [])
             if sid not in self.lit_to_sigs[lit]:
                 self.lit_to_sigs[lit].append(sid)
-        # a pattern that is exactly its literal needs no regex check after the prefilter
-        self.pure = {sid for sid, pat in sigs if sid not in checked and _is_plain(pat)}
+        # a pattern that is exactly its literal needs no regex check after the prefilter (not
+        # one whose declared prefilter is another literal: that finds more lines than it)
+        self.pure = {
+            sid
+            for sid, pat in sigs
+            if sid not in checked
+            and _is_plain(pat)
+            and tuple(self.lits[sid] or ()) == (plain_text(pat),)
+        }
         per_sig: dict[str, int] = {}
         for _lit, sid in set(lit_rows):
             per_sig[sid] = per_sig.get(sid, 0) + 1

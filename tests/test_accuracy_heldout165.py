@@ -153,3 +153,16 @@ def test_a_plugin_that_cannot_create_its_watcher_is_out_of_inotify_instances(rul
     assert verdict_of(ruleset, {"nvidia-device-plugin.log": nvidia})[0] == rule
     other = {"plugin.log": "Failed to serve gpu.intel.com/xe: rpc error: code = Unavailable\n"}
     assert rule not in fired(diagnose_texts(ruleset, other))
+
+
+# ---- a unified-memory GPU (GB10) under NVIDIA's DRA driver ---------------------------------------------
+def test_the_dra_drivers_memory_query_on_a_unified_memory_gpu(ruleset):
+    dra = (
+        "Error: error creating driver: error enumerating all possible devices: error enumerating "
+        "allocatable devices: error visiting devices: error visiting device: error getting info for "
+        "GPU 0: error getting memory info for device 0: Not Supported\n"
+    )
+    assert verdict_of(ruleset, {"kubelet-plugin.log": dra})[:2] == (
+        "unified-memory-gpu-unsupported",
+        "plugin-crash-nvml",
+    )

@@ -166,3 +166,21 @@ def test_the_dra_drivers_memory_query_on_a_unified_memory_gpu(ruleset):
         "unified-memory-gpu-unsupported",
         "plugin-crash-nvml",
     )
+
+
+# ---- Node Feature Discovery's worker cut off from its master ------------------------------------------
+def test_an_nfd_worker_that_cannot_reach_its_master_leaves_the_node_without_operands(ruleset):
+    rule = "nfd-worker-cannot-reach-master"
+    grpc = (
+        "W0301 09:00:26.000001       1 component.go:41] [core]grpc: addrConn.createTransport failed "
+        "to connect to {nfd-node-feature-discovery-master:8080 nfd-node-feature-discovery-master:8080 "
+        '<nil> 0 <nil>}. Err: connection error: desc = "transport: Error while dialing dial tcp '
+        '10.96.0.44:8080: i/o timeout". Reconnecting...\n'
+    )
+    assert verdict_of(ruleset, {"nfd-worker.log": grpc}) == (rule, "no-device-plugin-pod", "low")
+    dns = "dial tcp: lookup nfd-node-feature-discovery-master on 10.96.0.10:53: no such host\n"
+    assert verdict_of(ruleset, {"nfd-worker.log": dns})[0] == rule
+    connecting = (
+        "I0301 09:00:00.000001 1 base.go:126] connecting to nfd-master at nfd-master:8080 ...\n"
+    )
+    assert rule not in fired(diagnose_texts(ruleset, {"nfd-worker.log": connecting}))

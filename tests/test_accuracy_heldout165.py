@@ -178,6 +178,11 @@ def test_an_nfd_worker_that_cannot_reach_its_master_leaves_the_node_without_oper
         '10.96.0.44:8080: i/o timeout". Reconnecting...\n'
     )
     assert verdict_of(ruleset, {"nfd-worker.log": grpc}) == (rule, "no-device-plugin-pod", "low")
+    wrapped = (  # the same warning hard-wrapped by the paste
+        "W0301 09:00:26.000001 1 clientconn.go:1303] grpc: addrConn.createTransport failed to connect to\n"
+        "{nfd-node-feature-discovery-master:8080 <nil> 0 <nil>}. Err :connection error:\n"
+    )
+    assert verdict_of(ruleset, {"nfd.txt": wrapped})[0] == rule
     dns = "dial tcp: lookup nfd-node-feature-discovery-master on 10.96.0.10:53: no such host\n"
     assert verdict_of(ruleset, {"nfd-worker.log": dns})[0] == rule
     connecting = (

@@ -116,6 +116,10 @@ def test_a_driver_toolkit_image_for_another_kernel_is_a_driver_build_failure(rul
         "WARNING: broken driver toolkit detected, using entitlement-based fallback\n"
     }
     assert verdict_of(ruleset, driver_ctr)[0] == "gpu-operator-dtk-kernel-mismatch"
+    operator = {
+        "operator.log": "WARNING: DriverToolkit image tag missing. Version-specific fallback mode enabled.\n"
+    }
+    assert verdict_of(ruleset, operator)[0] == "gpu-operator-dtk-kernel-mismatch"
     no_tag = {
         "driver.log": "WARNING: RHCOS '418.94.202506121335-0' imagetag missing, using "
         "entitlement-based fallback\n"
@@ -141,7 +145,7 @@ def test_a_capacity_cut_at_a_key_without_its_value_says_nothing_of_gpus(ruleset)
 
 # ---- a device plugin out of inotify instances ---------------------------------------------------------
 def test_a_plugin_that_cannot_create_its_watcher_is_out_of_inotify_instances(ruleset):
-    rule = "device-plugin-out-of-inotify-instances"
+    rule = "device-plugin-inotify-limit-reached"
     intel = (
         "E0302 08:10:11.000001       1 manager.go:146] Failed to serve gpu.intel.com/xe: too many "
         "open files\nFailed to create watcher for /var/lib/kubelet/device-plugins/gpu.intel.com-xe.sock\n"
@@ -151,6 +155,14 @@ def test_a_plugin_that_cannot_create_its_watcher_is_out_of_inotify_instances(rul
         "E0302 08:10:11.000001 1 main.go:250] failed to create FS watcher: too many open files\n"
     )
     assert verdict_of(ruleset, {"nvidia-device-plugin.log": nvidia})[0] == rule
+    watches = (
+        "E0302 08:10:11.000001 1 main.go:132] failed to create FS watcher for "
+        "/var/lib/kubelet/device-plugins/: no space left on device\n"
+    )
+    report = diagnose_texts(ruleset, {"nvidia-device-plugin.log": watches})
+    assert report.worst.primary.rule_id == rule and "watches" in report.worst.primary.title
+    promtail = 'level=error msg="failed to create watcher for /var/log/pods: too many open files"\n'
+    assert rule not in fired(diagnose_texts(ruleset, {"notes.txt": promtail}))
     other = {"plugin.log": "Failed to serve gpu.intel.com/xe: rpc error: code = Unavailable\n"}
     assert rule not in fired(diagnose_texts(ruleset, other))
 
@@ -185,6 +197,20 @@ def test_an_nfd_worker_that_cannot_reach_its_master_leaves_the_node_without_oper
     assert verdict_of(ruleset, {"nfd.txt": wrapped})[0] == rule
     dns = "dial tcp: lookup nfd-node-feature-discovery-master on 10.96.0.10:53: no such host\n"
     assert verdict_of(ruleset, {"nfd-worker.log": dns})[0] == rule
+    newer_grpc = (
+        "W0301 09:00:00.000001 1 logging.go:59] [core] grpc: addrConn.createTransport failed to connect "
+        'to {Addr: "nfd-master:8080", ServerName: "nfd-master:8080", }. Err: connection error\n'
+    )
+    assert verdict_of(ruleset, {"nfd-worker.log": newer_grpc})[0] == rule
+    crd = (
+        'E0301 09:00:00.000001 1 main.go:66] "error while running" err="failed to advertise features '
+        '(via CRD API): failed to get NodeFeature object: dial tcp 10.96.0.1:443: i/o timeout"\n'
+    )
+    assert verdict_of(ruleset, {"nfd-worker.log": crd})[0] == rule
+    reached = (
+        grpc + "I0301 09:00:31.000001 1 nfd-worker.go:514] sending labeling request to nfd-master\n"
+    )
+    assert rule not in fired(diagnose_texts(ruleset, {"nfd-worker.log": reached}))
     connecting = (
         "I0301 09:00:00.000001 1 base.go:126] connecting to nfd-master at nfd-master:8080 ...\n"
     )

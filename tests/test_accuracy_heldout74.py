@@ -164,11 +164,14 @@ def test_pytorch_finding_no_driver_is_the_runtime_not_the_plugin(ruleset):
 
 def test_an_nvml_error_of_another_pod_beside_a_plugin_said_to_run_fine(ruleset):
     """The reporter clears the device plugin and quotes a helper pod's NVML error: the runtime
-    of that pod, at low, not the plugin crashing at medium; without those words, the plugin."""
+    of that pod, at low, not the plugin crashing at medium; without those words, the plugin,
+    when the quote is a device plugin's own wording. (Session 53: "unable to initialize NVML"
+    is go-nvml's example wording, which no device plugin prints, so quoted alone it is another
+    pod's too, whoever the reporter blames: tests/test_accuracy_heldout165.py.)"""
     quoted = 'fails with "unable to initialize NVML: ERROR_LIBRARY_NOT_FOUND"'
     cleared = f"# pods fail\n\nOur quota agent pod {quoted}.\n\nThe device plugin pods are running fine.\n"
     assert issue_verdict(ruleset, cleared) == ("other-pod-cannot-load-nvml", "runtimeclass", "low")
-    plain = f"# plugin fails\n\nThe plugin {quoted}.\n"
+    plain = '# plugin fails\n\nThe plugin fails with "nvml init failed: ERROR_LIBRARY_NOT_FOUND".\n'
     assert issue_verdict(ruleset, plain)[:2] == ("nvml-init-failed", "plugin-crash-nvml")
 
 

@@ -16,6 +16,8 @@ _TAG_RE = re.compile(r"v?(\d+)\.(\d+)\.(\d+)$")
 # helm values keys of images that are not HAMi's own: the chart's upstream kube-scheduler (its tag is a
 # Kubernetes release, v1.2x / v1.3x), the webhook's cert generator, the mock plugin
 _NOT_HAMI_KEY_RE = re.compile(r"(?i)kube-?scheduler|patch|certgen|mock")
+# the same images' names under a mirror's path (a HAMi build named hami-patched stays HAMi's)
+_NOT_HAMI_IMAGE_RE = re.compile(r"(?i)kube-?scheduler|certgen|mock")
 _HAMI_REPO_RE = re.compile(r"(?i)hami|vgpu")
 HELM = "config.helm-values."
 
@@ -44,7 +46,7 @@ def hami_helm_tags(facts: FactSet) -> list[tuple[str, str]]:
         repo = facts.value(base + ".repository") or facts.value(base)
         repo = repo if isinstance(repo, str) else ""
         # an upstream image's key, or its name under a HAMi mirror (projecthami/kube-scheduler)
-        if _NOT_HAMI_KEY_RE.search(path) or _NOT_HAMI_KEY_RE.search(repo.rsplit("/", 1)[-1]):
+        if _NOT_HAMI_KEY_RE.search(path) or _NOT_HAMI_IMAGE_RE.search(repo.rsplit("/", 1)[-1]):
             continue
         if repo and not _HAMI_REPO_RE.search(repo):
             continue

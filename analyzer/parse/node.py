@@ -480,9 +480,8 @@ def _parse_describe(artefact: Artefact) -> NodeFacts:
         if not body or section is None:
             continue
         if section in ("Capacity", "Allocatable") and body.endswith(":"):
-            cut.add(
-                _DESCRIBE_SECTIONS[section]
-            )  # `memory:` without its value: the paste ends there
+            # `memory:` without its value: the paste ends there
+            cut.add(_DESCRIBE_SECTIONS[section])
             continue
         if (
             section == "Annotations"

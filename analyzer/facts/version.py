@@ -13,11 +13,13 @@ from analyzer.parse.annotations import Handshake, RegisterAnnotation
 from analyzer.versions import Range, VersionEvidence, VersionInference
 
 _TAG_RE = re.compile(r"v?(\d+)\.(\d+)\.(\d+)$")
-# helm values keys of images that are not HAMi's own: the chart's upstream kube-scheduler (its tag is a
-# Kubernetes release, v1.2x / v1.3x), the webhook's cert generator, the mock plugin
-_NOT_HAMI_KEY_RE = re.compile(r"(?i)kube-?scheduler|patch|certgen|mock")
-# the same images' names under a mirror's path (a HAMi build named hami-patched stays HAMi's)
+# images that are not HAMi's own, by their name under any registry or mirror path: the chart's
+# upstream kube-scheduler (its tag is a Kubernetes release, v1.2x / v1.3x), the webhook's cert
+# generator, the mock plugin
 _NOT_HAMI_IMAGE_RE = re.compile(r"(?i)kube-?scheduler|certgen|mock")
+# and by their helm values key, where the webhook's generator is `scheduler.patch` (only the key:
+# a HAMi build named hami-patched stays HAMi's)
+_NOT_HAMI_KEY_RE = re.compile(rf"{_NOT_HAMI_IMAGE_RE.pattern}|patch")
 _HAMI_REPO_RE = re.compile(r"(?i)hami|vgpu")
 HELM = "config.helm-values."
 

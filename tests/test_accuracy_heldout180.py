@@ -126,3 +126,58 @@ def test_a_pod_run_with_the_nvidia_runtime_class_is_not_read_as_missing_it(rules
     )
     files = {"pod.yaml": pod, "ollama.log": OLLAMA_EMPTY}
     assert verdict_of(ruleset, files)[0] != "workload-got-no-nvidia-driver"
+
+
+# ---- the owner-references admission plugin: a writer that may not delete what it owns --------------
+def test_an_owner_reference_refused_for_want_of_delete_is_an_rbac_gap(ruleset):
+    log = (
+        "E0601 10:00:00.000000       1 main.go:80] failed to update NodeFeature object "
+        '"nvidia-features-for-gpu-9": nodefeatures.nfd.k8s-sigs.io "nvidia-features-for-gpu-9" '
+        "is forbidden: cannot set an ownerRef on a resource you can't delete: , <nil>\n"
+    )
+    assert verdict_of(ruleset, {"gpu-feature-discovery.log": log}) == (
+        "owner-reference-needs-delete-permission",
+        "rbac-patch-forbidden",
+        "medium",
+    )
+
+
+def test_a_plain_rbac_denial_keeps_its_own_reading(ruleset):
+    log = (
+        'E0601 10:00:00.000000       1 main.go:80] nodes "gpu-9" is forbidden: User '
+        '"system:serviceaccount:gpu-operator:gpu-operator" cannot patch resource "nodes" in API '
+        'group "" at the cluster scope\n'
+    )
+    assert verdict_of(ruleset, {"gpu-operator.log": log})[0] == "gpu-stack-rbac-forbidden"
+
+
+# ---- pod security refusing a GPU component beside the device plugin, as `-o yaml` folds it ---------
+def test_a_folded_scc_refusal_of_the_mps_control_daemon_is_read(ruleset):
+    status = (
+        "status:\n"
+        "  conditions:\n"
+        '  - lastTransitionTime: "2026-01-05T10:00:00Z"\n'
+        '    message: \'pods "mps-control-daemon-5e2b-77c1-6d9f8b7c5-"\n'
+        "      is forbidden: unable to validate against any security context constraint: [provider\n"
+        "      restricted-v2: .spec.hostPID: Invalid value: true: Host PID is not allowed to be used,\n"
+        '      provider restricted-v2: .spec.volumes[0]: Invalid value: "hostPath": hostPath volumes\n'
+        "      are not allowed to be used]'\n"
+        "    reason: FailedCreate\n"
+        "    type: ReplicaFailure\n"
+    )
+    assert verdict_of(ruleset, {"deployment-status.txt": status}) == (
+        "gpu-component-pods-forbidden-by-pod-security",
+        "runtime-other",
+        "medium",
+    )
+
+
+def test_gpu_feature_discovery_refused_by_pod_security_admission(ruleset):
+    events = (
+        "Warning  FailedCreate  2m (x15 over 4m)  daemonset-controller  Error creating: pods "
+        '"gpu-feature-discovery-" is forbidden: violates PodSecurity "baseline:latest": hostPath '
+        'volumes (volumes "host-sys")\n'
+    )
+    assert verdict_of(ruleset, {"events.txt": events})[0] == (
+        "gpu-component-pods-forbidden-by-pod-security"
+    )

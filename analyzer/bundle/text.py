@@ -250,6 +250,7 @@ def rejoin_hard_wraps(
         if by_width
         else (lines, list(range(1, len(lines) + 1)), 0)
     )
+    lines, numbers, joins = _unfold_yaml_quotes(lines, numbers, joins)
     if not any(_OP_TAIL_RE.search(x) for x in lines):
         return lines, numbers, joins
     out: list[str] = []
@@ -261,6 +262,61 @@ def rejoin_hard_wraps(
             continue
         out.append(line)
         nums.append(n)
+    return out, nums, joins
+
+
+# A YAML mapping value opened with a quote that its line does not close (`kubectl get -o yaml`
+# folds a long quoted string, a status condition's message, over indented lines)
+_YAML_QUOTE_OPEN_RE = re.compile(r"^(?P<indent>[ \t]*)(?:- )?[\w.-]+: (?P<q>['\"])(?P<rest>.*)$")
+_FOLD_MAX = 64  # continuation lines one value may span
+
+
+def _closes(quote: str, text: str) -> bool:
+    """Whether `text` (after a value's opening quote) holds its closing quote: in a single-quoted
+    YAML scalar '' is a quote, in a double-quoted one \\" is."""
+    if quote == "'":
+        return "'" in text.replace("''", "")
+    return '"' in re.sub(r"\\.", "", text)
+
+
+def _unfold_yaml_quotes(
+    lines: list[str], numbers: list[int], joins: int
+) -> tuple[list[str], list[int], int]:
+    """A quoted YAML value folded over more-indented lines, one line again (YAML reads each line
+    break there as a space), so a message's words meet as the component printed them. A value
+    cut by the paste before its closing quote ends with its last more-indented line; one longer
+    than _FOLD_MAX lines is left as it is.
+
+    >>> _unfold_yaml_quotes(["  - message: 'pods are", "      forbidden: x'", "next"], [1, 2, 3], 0)
+    (["  - message: 'pods are forbidden: x'", 'next'], [1, 3], 1)
+    """
+    if not any("'" in x or '"' in x for x in lines):
+        return lines, numbers, joins
+    out: list[str] = []
+    nums: list[int] = []
+    i = 0
+    while i < len(lines):
+        m = _YAML_QUOTE_OPEN_RE.match(lines[i])
+        if m is None or _closes(m["q"], m["rest"]):
+            out.append(lines[i])
+            nums.append(numbers[i])
+            i += 1
+            continue
+        depth = len(m["indent"])
+        end = i + 1  # past the value's last line
+        while end < len(lines) and end - i <= _FOLD_MAX:
+            line = lines[end]
+            if not line.strip() or len(line) - len(line.lstrip()) <= depth:
+                break  # the value ends unclosed: a paste cut inside it
+            end += 1
+            if _closes(m["q"], line):
+                break
+        if end - i > _FOLD_MAX:
+            end = i + 1
+        out.append(" ".join([lines[i].rstrip(), *(x.strip() for x in lines[i + 1 : end])]))
+        nums.append(numbers[i])
+        joins += end - i - 1
+        i = end
     return out, nums, joins
 
 

@@ -3,7 +3,9 @@ cases and the classes they left, checked on made-up inputs (none copied from a r
 
 from __future__ import annotations
 
-from conftest import fired, issue_verdict, verdict_of
+import pytest
+
+from conftest import diagnose_texts, fired, issue_verdict, verdict_of
 
 LOST = "Failed to initialize NVML: Unknown Error\n"
 
@@ -70,7 +72,6 @@ def test_a_policy_other_than_static_is_no_lead(ruleset):
 
 
 def test_the_static_policy_alone_is_no_fault(ruleset):
-    from conftest import diagnose_texts
 
     files = {"kubelet-config.yaml": "kind: KubeletConfiguration\ncpuManagerPolicy: static\n"}
     assert "static-cpu-manager-drops-gpu-devices" not in fired(diagnose_texts(ruleset, files))
@@ -136,7 +137,7 @@ def test_an_owner_reference_refused_for_want_of_delete_is_an_rbac_gap(ruleset):
         "is forbidden: cannot set an ownerRef on a resource you can't delete: , <nil>\n"
     )
     assert verdict_of(ruleset, {"gpu-feature-discovery.log": log}) == (
-        "owner-reference-needs-delete-permission",
+        "owner-reference-permission-missing",
         "rbac-patch-forbidden",
         "medium",
     )
@@ -181,3 +182,188 @@ def test_gpu_feature_discovery_refused_by_pod_security_admission(ruleset):
     assert verdict_of(ruleset, {"events.txt": events})[0] == (
         "gpu-component-pods-forbidden-by-pod-security"
     )
+
+
+def test_a_reporter_saying_their_cpu_pods_lack_nvidia_smi_is_no_such_case(ruleset):
+    """Prose that quotes the shell's error about pods that use no GPU: they have no driver by
+    design (a later blind set's one wrong line)."""
+    issue = (
+        "# worker crashes at start\n\n"
+        "None of the pods I launch use the GPUs. Running `nvidia-smi` in one gives "
+        "`bash: nvidia-smi: command not found`.\n"
+    )
+    assert issue_verdict(ruleset, issue)[0] != "workload-got-no-nvidia-driver"
+
+
+def test_a_pod_that_asks_for_no_gpu_is_not_read_as_missing_the_runtime(ruleset):
+    pod = (
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: etl-0\n  namespace: data\nspec:\n"
+        "  containers:\n  - name: etl\n    image: example/etl:1\n"
+        "    resources:\n      limits:\n        cpu: '2'\n"
+    )
+    files = {"pod.yaml": pod, "session.txt": "$ nvidia-smi\nbash: nvidia-smi: command not found\n"}
+    assert verdict_of(ruleset, files)[0] != "workload-got-no-nvidia-driver"
+
+
+# ---- the review's reproducers, made up anew ---------------------------------------------------------
+def test_the_memory_managers_static_policy_is_not_the_cpu_managers(ruleset):
+    kubelet = (
+        'I0601 10:00:00.000001    2211 cpu_manager.go:214] "Starting CPU manager" policy="none"\n'
+        'I0601 10:00:05.000001    2211 policy_static.go:110] "Allocate" pod="ml/train-0" '
+        'containerName="cuda"\n'
+    )
+    files = {"kubelet.log": kubelet, "app.log": LOST}
+    assert verdict_of(ruleset, files)[0] == "container-nvml-unknown-error"
+
+
+def test_the_device_plugins_own_nvml_failure_is_not_explained_by_the_cpu_manager(ruleset):
+    files = {
+        "kubelet.log": (
+            'I0601 10:00:00.000001    2211 cpu_manager.go:214] "Starting CPU manager" '
+            'policy="static"\n'
+        ),
+        "device-plugin.log": (
+            "I0601 10:00:03.000001       1 main.go:271] Failed to initialize NVML: "
+            "ERROR_LIBRARY_NOT_FOUND.\n"
+        ),
+    }
+    assert verdict_of(ruleset, files)[0] == "nvml-init-failed"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'time=2024-05-01T10:00:00.000Z level=INFO source=amd_linux.go:300 msg="amdgpu is supported" '
+        "gpu=0 gpu_type=gfx1100",
+        'time=2025-06-02T08:00:02.000Z level=INFO source=types.go:130 msg="inference compute" '
+        "id=0 library=rocm compute=gfx1100 name=1002:744c",
+        'time=2024-05-01T10:00:00.000Z level=WARN source=gpu.go:220 msg="CUDA GPU is too old. '
+        'Falling back to CPU mode. Compute Capability detected: 3.5"',
+    ],
+)
+def test_ollama_that_saw_a_gpu_or_says_why_it_cannot_use_it_is_no_such_case(ruleset, line):
+    assert verdict_of(ruleset, {"ollama.log": OLLAMA_EMPTY + line + "\n"})[0] != (
+        "workload-got-no-nvidia-driver"
+    )
+
+
+def test_ollamas_own_bundled_cudart_does_not_hide_an_empty_driver_search(ruleset):
+    log = OLLAMA_EMPTY + (
+        'time=2025-06-02T08:00:01.003Z level=DEBUG source=gpu.go:525 msg="discovered GPU '
+        'libraries" paths=[/usr/lib/ollama/cuda_v12/libcudart.so.12.4.127]\n'
+    )
+    assert verdict_of(ruleset, {"ollama.log": log})[0] == "workload-got-no-nvidia-driver"
+
+
+def test_ollamas_newer_cpu_only_start_reads_the_same(ruleset):
+    log = (
+        'time=2025-11-02T09:00:00.000Z level=INFO source=types.go:60 msg="inference compute" '
+        'id=cpu library=cpu compute="" name=cpu description=cpu total="31.3 GiB"\n'
+    )
+    assert verdict_of(ruleset, {"ollama.log": log})[0] == "workload-got-no-nvidia-driver"
+
+
+def test_a_refused_block_owner_deletion_names_the_owners_finalizers(ruleset):
+
+    log = (
+        'E0721 10:00:00.000000       1 main.go:91] "error while running" err="failed to create '
+        'NodeFeature object \\"gpu-3-x\\": nodefeatures.nfd.k8s-sigs.io \\"gpu-3-x\\" is forbidden: '
+        "cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set "
+        'finalizers on: , <nil>"\n'
+    )
+    report = diagnose_texts(ruleset, {"nfd-worker.log": log})
+    primary = report.primary
+    assert primary.rule_id == "owner-reference-permission-missing"
+    assert "finalizers on the owner" in primary.title and "may not delete" not in primary.title
+
+
+def test_nvidias_chart_feature_discovery_refused_is_not_the_plugin_never_starting(ruleset):
+    events = (
+        "Warning  FailedCreate  1m  daemonset-controller  Error creating: pods "
+        '"nvdp-nvidia-device-plugin-gpu-feature-discovery-" is forbidden: violates PodSecurity '
+        '"baseline:latest": hostPath volumes (volumes "host-sys")\n'
+    )
+    assert verdict_of(ruleset, {"events.txt": events})[0] == (
+        "gpu-component-pods-forbidden-by-pod-security"
+    )
+
+
+def test_an_event_list_in_yaml_is_read_as_events_not_as_the_object_they_name(ruleset):
+    events = (
+        "apiVersion: v1\nitems:\n- apiVersion: v1\n  involvedObject:\n    kind: ReplicaSet\n"
+        "    name: hami-scheduler-5d8\n    namespace: kube-system\n  kind: Event\n"
+        '  message: \'Error creating: pods "hami-scheduler-5d8-" is forbidden: violates PodSecurity\n'
+        '    "restricted:latest": runAsNonRoot != true (pod or container "kube-scheduler" must\n'
+        "    set securityContext.runAsNonRoot=true)'\n"
+        '  reason: FailedCreate\n  type: Warning\nkind: List\nmetadata:\n  resourceVersion: ""\n'
+    )
+
+    report = diagnose_texts(ruleset, {"events.yaml": events})
+    assert [i.kind for i in report.inventory] == ["events"]
+    assert report.primary.rule_id == "gpu-component-pods-forbidden-by-pod-security"
+
+
+# ---- node autoscalers that add no GPU node -----------------------------------------------------------
+def test_a_gpu_group_scaled_to_zero_without_its_gpu_tag_is_the_autoscalers_template(ruleset):
+    describe = (
+        "Events:\n"
+        "  Type     Reason             Age   From                Message\n"
+        "  ----     ------             ----  ----                -------\n"
+        "  Warning  FailedScheduling   45s   default-scheduler   0/3 nodes are available: "
+        "3 Insufficient nvidia.com/gpu.\n"
+        "  Normal   NotTriggerScaleUp  40s   cluster-autoscaler  pod didn't trigger scale-up: "
+        "1 Insufficient nvidia.com/gpu, 2 node(s) didn't match Pod's node affinity/selector\n"
+    )
+    assert verdict_of(ruleset, {"describe.txt": describe}) == (
+        "node-autoscaler-cannot-add-a-gpu-node",
+        "scheduling-other",
+        "medium",
+    )
+
+
+def test_karpenter_with_no_gpu_instance_type_in_its_nodepool(ruleset):
+    log = (
+        '{"level":"ERROR","time":"2025-09-01T08:00:00.000Z","logger":"controller.provisioner",'
+        '"message":"Could not schedule pod, incompatible with nodepool \\"gpu\\", daemonset '
+        'overhead={\\"cpu\\":\\"200m\\"}, no instance type satisfied resources {\\"cpu\\":\\"4\\",'
+        '\\"nvidia.com/gpu\\":\\"2\\"} and requirements karpenter.k8s.aws/instance-family In [g4dn] '
+        '(no instance type has enough resources)"}\n'
+    )
+    report = diagnose_texts(ruleset, {"karpenter.log": log})
+    assert report.primary.rule_id == "node-autoscaler-cannot-add-a-gpu-node"
+    (finding,) = [f for f in report.nodes[0].findings if f.rule_id == report.primary.rule_id]
+    assert 'NodePool "gpu"' in finding.explanation
+
+
+def test_a_karpenter_node_that_never_advertised_its_gpus_has_no_plugin(ruleset):
+    log = (
+        "2025-03-01T10:00:00.000Z\tINFO\tcontroller.inflightchecks\tInflight check failed for node, "
+        'Expected resource "nvidia.com/gpu" didn\'t register on the node\t{"node": "ip-10-0-1-2"}\n'
+    )
+    assert verdict_of(ruleset, {"karpenter.log": log}) == (
+        "karpenter-gpu-node-without-plugin",
+        "no-device-plugin-pod",
+        "medium",
+    )
+
+
+def test_a_scale_up_that_happened_is_no_such_case(ruleset):
+    events = (
+        "  Normal  TriggeredScaleUp  2m  cluster-autoscaler  pod triggered scale-up: "
+        "[{gpu-nodes 0->1 (max: 4)}]\n"
+    )
+    assert "node-autoscaler-cannot-add-a-gpu-node" not in fired(
+        diagnose_texts(ruleset, {"events.txt": events})
+    )
+
+
+# ---- the kernel driver refusing a GPU it does not support ------------------------------------------
+def test_a_gpu_the_driver_release_does_not_support_is_the_drivers_fault(ruleset):
+    dmesg = (
+        "[  301.220011] NVRM: The NVIDIA GPU 0000:0b:00.0 (PCI ID: 10de:2bb5)\n"
+        "               NVRM: installed in this system is not supported by the\n"
+        "               NVRM: NVIDIA 535.183.01 driver release.\n"
+        "[  301.220090] NVRM: The NVIDIA probe routine failed for 1 device(s).\n"
+        "[  301.220091] NVRM: None of the NVIDIA devices were initialized.\n"
+    )
+    assert verdict_of(ruleset, {"dmesg.txt": dmesg})[0] == "driver-does-not-support-gpu"

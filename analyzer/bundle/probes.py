@@ -156,6 +156,7 @@ class ObjectStep:
     # its items, and an item's data may hold other objects' `kind:` lines (a scheduler config)
     _TOP_KIND = re.compile(r'(?m)^"?kind"?\s*:\s*"?([A-Za-z]+)"?\s*,?\s*$')
     _JSON_KIND = re.compile(r'"?\bkind"?\s*:\s*"?([A-Za-z]+)')
+    _ITEM_KIND = re.compile(r'(?m)^(?:- |  )"?kind"?\s*:\s*"?([A-Za-z]+)"?\s*,?\s*$')
 
     def attempt(self, text: Text, _sniff) -> Found | None:
         head = text.text
@@ -170,7 +171,10 @@ class ObjectStep:
             for item in self.list_items:
                 if item in self.by_k8s_kind and _list_item(item).search(head):
                     return self.by_k8s_kind[item], self.list_reason.format(k8s_kind=item)
-            first = next((k for k in kinds if k in self.by_k8s_kind), first)
+            # the items' own kind (kubectl indents an item's keys by two) before a kind they name
+            # (an Event's involvedObject, a template's owner)
+            items = [k for k in self._ITEM_KIND.findall(head) if k in self.by_k8s_kind]
+            first = next(iter(items), next((k for k in kinds if k in self.by_k8s_kind), first))
         kid = self.by_k8s_kind.get(first)
         if kid is None:
             return None

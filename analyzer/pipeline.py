@@ -124,7 +124,8 @@ def parse_files(
             said.update(news)
             warnings.extend(InputWarning("parse", w, a.file.name) for w in news)
         if kind.scanned:
-            if kind.k8s_kinds and a.text:  # an object's YAML: its folded strings on one line
+            # an object's YAML (or a part of one pasted as text): its folded strings on one line
+            if (kind.k8s_kinds or a.kind == "text") and a.text:
                 a = replace(a, text=unfold(a.text))
             out.logs.append(parse_log(a, matcher, catalogue.record_start))
     out.nodes, note = keep_nodes(out.nodes)

@@ -67,52 +67,6 @@ def test_rejoin_fixed_width_wraps():
     assert joins == 3
 
 
-def test_a_quoted_yaml_value_folded_by_kubectl_reads_as_one_line():
-    """`kubectl get -o yaml` folds a long quoted message over more-indented lines; YAML reads each
-    break as a space, and so does the join (the first line's number kept)."""
-    lines = [
-        "status:",
-        "  conditions:",
-        '  - message: \'pods "gpu-agent-7f9c-"',
-        "      is forbidden: unable to validate against any security context constraint: [provider",
-        "      restricted-v2: .spec.hostPID: Invalid value: true]'",
-        "    reason: FailedCreate",
-    ]
-    joined, numbers, joins = rejoin_hard_wraps(lines, by_width=False)
-    assert joined[2] == (
-        '  - message: \'pods "gpu-agent-7f9c-" is forbidden: unable to validate against any '
-        "security context constraint: [provider restricted-v2: .spec.hostPID: Invalid value: true]'"
-    )
-    assert numbers == [1, 2, 3, 6] and joins == 2
-
-
-def test_a_yaml_value_cut_by_the_paste_joins_up_to_its_last_line():
-    lines = ['    message: "pods are', "      forbidden: unable to", "[... ...]", "next"]
-    joined, numbers, _ = rejoin_hard_wraps(lines, by_width=False)
-    assert joined == ['    message: "pods are forbidden: unable to', "[... ...]", "next"]
-    assert numbers == [1, 3, 4]
-
-
-@pytest.mark.parametrize(
-    "lines",
-    [
-        ["  message: 'closed here'", "    indented: next key"],  # closed on its own line
-        ["  message: 'it''s", "  reason: x"],  # '' is a quote; the next line is no deeper
-        ['  message: "a \\" b', "  reason: x"],  # an escaped quote, and no continuation
-        ["I0101 00:00:00.000000 1 a.go:1] msg: 'x", "    y"],  # a log line is no mapping key
-    ],
-)
-def test_lines_that_are_no_folded_yaml_value_stay_apart(lines):
-    joined, _numbers, joins = rejoin_hard_wraps(lines, by_width=False)
-    assert joined == lines and joins == 0
-
-
-def test_a_fold_longer_than_any_message_is_left_as_it_is():
-    lines = ["  message: 'open", *(["    more words"] * 80)]
-    joined, _numbers, joins = rejoin_hard_wraps(lines, by_width=False)
-    assert joined == lines and joins == 0
-
-
 CASES = {
     "node": "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n",
     "node-json": '{\n  "apiVersion": "v1",\n  "kind": "Node",\n  "metadata": {"name": "n1"}\n}',

@@ -250,7 +250,6 @@ def rejoin_hard_wraps(
         if by_width
         else (lines, list(range(1, len(lines) + 1)), 0)
     )
-    lines, numbers, joins = _unfold_yaml_quotes(lines, numbers, joins)
     if not any(_OP_TAIL_RE.search(x) for x in lines):
         return lines, numbers, joins
     out: list[str] = []
@@ -263,77 +262,6 @@ def rejoin_hard_wraps(
         out.append(line)
         nums.append(n)
     return out, nums, joins
-
-
-# A YAML mapping value opened with a quote that its line does not close (`kubectl get -o yaml`
-# folds a long quoted string, a status condition's message, over indented lines)
-_YAML_QUOTE_OPEN_RE = re.compile(r"^(?P<indent>[ \t]*)(?:- )?[\w.-]+: (?P<q>['\"])(?P<rest>.*)$")
-_FOLD_MAX = 64  # continuation lines one value may span
-
-
-def _closes(quote: str, text: str) -> bool:
-    """Whether `text` (after a value's opening quote) holds its closing quote: in a single-quoted
-    YAML scalar '' is a quote, in a double-quoted one \\" is."""
-    if quote == "'":
-        return "'" in text.replace("''", "")
-    return '"' in re.sub(r"\\.", "", text)
-
-
-def _unfold_yaml_quotes(
-    lines: list[str], numbers: list[int], joins: int
-) -> tuple[list[str], list[int], int]:
-    """A quoted YAML value folded over more-indented lines, one line again (YAML reads each line
-    break there as a space), so a message's words meet as the component printed them. A value
-    is joined when a line closes its quote within _FOLD_MAX lines, or when the paste ends (or is
-    cut, `[... ...]`) inside it; a list item or a less-indented line before its quote closes
-    means it was no folded value (a Markdown list, a half-typed key), and it is left as it is.
-
-    >>> _unfold_yaml_quotes(["  - message: 'pods are", "      forbidden: x'", "next"], [1, 2, 3], 0)
-    (["  - message: 'pods are forbidden: x'", 'next'], [1, 3], 1)
-    >>> _unfold_yaml_quotes(['- Error: "no NVML', '  - after 10 s', "- next"], [1, 2, 3], 0)[2]
-    0
-    """
-    if not any("'" in x or '"' in x for x in lines):
-        return lines, numbers, joins
-    out: list[str] = []
-    nums: list[int] = []
-    i = 0
-    while i < len(lines):
-        m = _YAML_QUOTE_OPEN_RE.match(lines[i])
-        end = _folded_end(lines, i, m) if m is not None else None
-        if end is None:
-            out.append(lines[i])
-            nums.append(numbers[i])
-            i += 1
-            continue
-        out.append(" ".join([lines[i].rstrip(), *(x.strip() for x in lines[i + 1 : end])]))
-        nums.append(numbers[i])
-        joins += end - i - 1
-        i = end
-    return out, nums, joins
-
-
-def _folded_end(lines: list[str], i: int, m: re.Match[str]) -> int | None:
-    """Past the last line of the value that `m` (line i) opens, or None when it is no folded
-    value: closed on its own line, or followed by what a value cannot hold."""
-    if _closes(m["q"], m["rest"]):
-        return None
-    depth = len(m["indent"])
-    for end in range(i + 1, min(len(lines), i + 1 + _FOLD_MAX)):
-        line = lines[end]
-        body = line.lstrip()
-        if line.startswith(_CUT_MARKS):
-            return end if end > i + 1 else None  # the paste cut inside the value
-        if not body or len(line) - len(body) <= depth or body.startswith("- "):
-            return None
-        if _closes(m["q"], line):
-            return end + 1
-    if i + 1 + _FOLD_MAX >= len(lines) and len(lines) > i + 1:
-        return len(lines)  # the paste ends inside the value
-    return None
-
-
-_CUT_MARKS = ("[...", "[…", "...", "…")
 
 
 def _rejoin_width(

@@ -160,9 +160,11 @@ def _parse_small(
         containers.append(m.group("container") or artefact.container)
         rfcs.append(m.group("rfc"))
     is_log = artefact.kind.endswith("-log") or artefact.kind in ("klog", "text")
-    # fixed-width wraps only in logs; a YAML value kubectl folded, or an error broken before its
-    # errno, in any text
-    joined, numbers, joins = rejoin_hard_wraps(stripped, is_log, record_start)
+    joined, numbers, joins = (
+        rejoin_hard_wraps(stripped, is_log, record_start)
+        if is_log or artefact.kind == "issue-text"
+        else (stripped, list(range(1, len(stripped) + 1)), 0)
+    )
     if joins:
         idx = [n - 1 for n in numbers]
         raw_lines = [raw_lines[i] for i in idx]

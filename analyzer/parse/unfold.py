@@ -4,7 +4,9 @@ kubectl prints long strings folded over lines (go-yaml breaks them near 80 colum
 condition message "0/3 nodes are available: 1 node(s) had untolerated taint {...}, 2 Insufficient
 nvidia.com/gpu. preemption: ..." lands on three lines, and a signature read line by line saw only
 the first, its GPU reason out of sight. Each continuation is joined to the line its value starts
-on, with a space as YAML reads the break, and left blank, so every line keeps its number."""
+on, with a space as YAML reads the break, and left blank, so every line keeps its number. A quoted
+string the paste cuts (its text ends, or a `[... ...]` line stands where the rest was) is joined up
+to the cut: what was pasted of it is one message."""
 
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ def unfold(text: str) -> str:
     "  message: '0/3 nodes are available: 1 node(s) had taint {a: }, 2 Insufficient nvidia.com/gpu.'\\n\\n\\n  reason: Unschedulable"
     >>> unfold("  message: 0/3 nodes are available because the pod's request is more than\\n    any node has\\n  reason: x")
     "  message: 0/3 nodes are available because the pod's request is more than any node has\\n\\n  reason: x"
+    >>> unfold("    message: 'pods \\"mps-control-daemon-5e2b-\\" is forbidden: unable to validate\\n      against any security context constraint\\n[... ...]")
+    '    message: \\'pods "mps-control-daemon-5e2b-" is forbidden: unable to validate against any security context constraint\\n\\n[... ...]'
     """
     lines = text.split("\n")
     i = 0
@@ -45,12 +49,17 @@ def unfold(text: str) -> str:
                 i += 1
                 continue
             last = min(len(lines), i + 1 + FOLDED_MAX)
-            while end < last and not _closed(lines[end], quote):
+            while end < last and not _closed(lines[end], quote) and not _cut(lines[end]):
+                if not _deeper(lines[end], indent):  # a string goes on more indented than its key
+                    last = end
+                    break
                 end += 1
-            if end >= last:  # not closed: a cut paste, left as it is
-                i += 1
+            if end < last and not _cut(lines[end]):
+                end += 1  # past the line that closes it
+            elif end == i + 1 or (end == last and not _cut_at(lines, end)):
+                i += 1  # not closed, nor cut by the paste: no folded string, left as it is
                 continue
-            end += 1
+            # else: the paste is cut inside the string (its text ends, or a cut mark): joined
         else:
             while (
                 end < len(lines)
@@ -72,3 +81,17 @@ def _closed(part: str, quote: str) -> bool:
     if quote == "'":
         return part.replace("''", "").count("'") % 2 == 1
     return len(re.findall(r'(?<!\\)"', part)) % 2 == 1
+
+
+def _deeper(line: str, indent: int) -> bool:
+    return bool(line.strip()) and len(line) - len(line.lstrip(" ")) > indent
+
+
+def _cut_at(lines: list[str], at: int) -> bool:
+    """Whether the paste ends, or is cut, at line `at`."""
+    return at >= len(lines) or _cut(lines[at])
+
+
+def _cut(line: str) -> bool:
+    """A line that stands for what a paste left out (`[... ...]`, `...`), never a string's part."""
+    return line.lstrip().startswith(("[...", "[…", "...", "…"))

@@ -332,7 +332,7 @@ def test_karpenter_with_no_gpu_instance_type_in_its_nodepool(ruleset):
     report = diagnose_texts(ruleset, {"karpenter.log": log})
     assert report.primary.rule_id == "node-autoscaler-cannot-add-a-gpu-node"
     (finding,) = [f for f in report.nodes[0].findings if f.rule_id == report.primary.rule_id]
-    assert 'NodePool "gpu"' in finding.explanation
+    assert 'nodepool "gpu"' in finding.explanation  # quoted as Karpenter wrote it, unescaped
 
 
 def test_a_karpenter_node_that_never_advertised_its_gpus_has_no_plugin(ruleset):
@@ -367,3 +367,96 @@ def test_a_gpu_the_driver_release_does_not_support_is_the_drivers_fault(ruleset)
         "[  301.220091] NVRM: None of the NVIDIA devices were initialized.\n"
     )
     assert verdict_of(ruleset, {"dmesg.txt": dmesg})[0] == "driver-does-not-support-gpu"
+
+
+# ---- the GPU metrics exporter and containers started before the driver -------------------------------
+def test_dcgm_skipping_profiling_metrics_is_normal(ruleset):
+    log = (
+        'time=2025-02-03T10:00:00.100Z level=INFO msg="Not collecting DCP metrics: This request is '
+        'serviced by a module of DCGM that is not currently loaded"\n'
+        "time=2025-02-03T10:00:00.101Z level=WARN msg=\"Skipping line 19 ('DCGM_FI_PROF_DRAM_ACTIVE'): "
+        'metric not enabled"\n'
+    )
+    report = diagnose_texts(ruleset, {"dcgm-exporter.log": log})
+    assert "dcgm-profiling-metrics-unsupported-is-normal" in fired(report)
+    assert report.primary.category in ("healthy", "inconclusive")
+
+
+def test_dcgm_without_its_profiling_module_is_the_images_fault(ruleset):
+    log = (
+        "Failed to load module 8 - dlopen(libdcgmmoduleprofiling.so.4) returned: "
+        "libdcgmmoduleprofiling.so.4: cannot open shared object file: No such file or directory\n"
+        'time=2025-02-03T10:00:00.100Z level=INFO msg="Not collecting DCP metrics: This request is '
+        'serviced by a module of DCGM that is not currently loaded"\n'
+    )
+    assert verdict_of(ruleset, {"dcgm-exporter.log": log})[:2] == (
+        "dcgm-profiling-module-missing",
+        "runtime-other",
+    )
+
+
+def test_a_dcgm_api_version_mismatch(ruleset):
+    log = 'time="2023-03-01T09:00:00Z" level=fatal msg="Error getting device busid: API version mismatch"\n'
+    assert verdict_of(ruleset, {"dcgm-exporter.log": log})[0] == "dcgm-exporter-version-mismatch"
+
+
+def test_the_exporter_on_gke_is_not_read_as_a_missing_runtime_class(ruleset):
+    issue = (
+        "# dcgm-exporter on our GKE cluster cannot find NVML\n\n"
+        "```\n"
+        'time=2025-07-11T17:48:10.249Z level=ERROR msg="Cannot init NVML library; err: '
+        'ERROR_LIBRARY_NOT_FOUND"\n```\n'
+    )
+    assert issue_verdict(ruleset, issue)[:2] == (
+        "dcgm-exporter-cannot-load-nvml-on-gke",
+        "plugin-crash-nvml",
+    )
+
+
+def test_a_container_run_before_the_driver_was_loaded(ruleset):
+    log = (
+        "nvidia driver modules are not yet loaded, invoking /usr/local/bin/runc directly\n"
+        "Started host engine version 4.4.2 using port number: 5555\n"
+    )
+    assert verdict_of(ruleset, {"nv-hostengine.log": log}) == (
+        "container-started-before-the-driver",
+        "runtime-other",
+        "medium",
+    )
+
+
+def test_a_gpu_without_gsp_under_the_open_modules_as_dmesg_wraps_it(ruleset):
+    dmesg = (
+        "[    4.101122] NVRM: The NVIDIA GPU 0000:3b:00.0 (PCI ID: 10de:1db4)\n"
+        "               NVRM: installed in this system is not supported by open\n"
+        "               NVRM: nvidia.ko because it does not include the required GPU\n"
+        "               NVRM: System Processor (GSP).\n"
+    )
+    report = diagnose_texts(ruleset, {"dmesg.txt": dmesg})
+    assert report.primary.rule_id == "driver-does-not-support-gpu"
+    assert "without GSP" in report.primary.title
+
+
+def test_karpenter_refusing_for_a_taint_says_so(ruleset):
+    events = (
+        "  Warning  FailedScheduling  2m  karpenter  Failed to schedule pod, incompatible with "
+        'nodepool "gpu", daemonset overhead={"cpu":"200m"}, did not tolerate taint '
+        "(taint=nvidia.com/gpu=true:NoSchedule)\n"
+    )
+    report = diagnose_texts(ruleset, {"events.txt": events})
+    assert report.primary.rule_id == "node-autoscaler-cannot-add-a-gpu-node"
+    assert "taint" in report.primary.title
+
+
+def test_a_healthy_deployment_probing_for_the_nvml_error_is_no_such_error(ruleset):
+    """A liveness probe that greps for the error is not the error (Deployments' specs are not
+    searched for error lines)."""
+    deployment = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: trainer\nspec:\n  template:\n"
+        "    spec:\n      containers:\n      - name: cuda\n        livenessProbe:\n          exec:\n"
+        "            command: [sh, -c, 'nvidia-smi 2>&1 | grep -q \"Failed to initialize NVML: "
+        "Unknown Error\" && exit 1 || exit 0']\n"
+    )
+    assert "container-nvml-unknown-error" not in fired(
+        diagnose_texts(ruleset, {"deployment.yaml": deployment})
+    )

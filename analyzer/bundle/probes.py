@@ -156,7 +156,6 @@ class ObjectStep:
     # its items, and an item's data may hold other objects' `kind:` lines (a scheduler config)
     _TOP_KIND = re.compile(r'(?m)^"?kind"?\s*:\s*"?([A-Za-z]+)"?\s*,?\s*$')
     _JSON_KIND = re.compile(r'"?\bkind"?\s*:\s*"?([A-Za-z]+)')
-    _ITEM_KIND = re.compile(r'(?m)^(?:- |  )"?kind"?\s*:\s*"?([A-Za-z]+)"?\s*,?\s*$')
 
     def attempt(self, text: Text, _sniff) -> Found | None:
         head = text.text
@@ -167,18 +166,46 @@ class ObjectStep:
             return None
         top = self._TOP_KIND.search(head)
         first = top.group(1) if top else kinds[0]
+        if top is None and head.lstrip().startswith("{"):  # JSON: the least indented `kind`
+            at = [(len(indent), k) for indent, k in _JSON_KIND_AT.findall(head)]
+            first = min(at, key=lambda x: x[0])[1] if at else first
         if first == "List":
-            for item in self.list_items:
-                if item in self.by_k8s_kind and _list_item(item).search(head):
+            # the items' own kind before a kind they name (an Event's involvedObject, a static
+            # pod's owner, a template's): kubectl indents an item's keys by two in YAML, and in JSON
+            # they are the least indented `kind` inside the list
+            items = _item_kinds(head)
+            for item in (*self.list_items, *items):
+                listed = item in items if items else _list_item(item).search(head)
+                if item in self.by_k8s_kind and listed:
                     return self.by_k8s_kind[item], self.list_reason.format(k8s_kind=item)
-            # the items' own kind (kubectl indents an item's keys by two) before a kind they name
-            # (an Event's involvedObject, a template's owner)
-            items = [k for k in self._ITEM_KIND.findall(head) if k in self.by_k8s_kind]
-            first = next(iter(items), next((k for k in kinds if k in self.by_k8s_kind), first))
+            first = next((k for k in kinds if k in self.by_k8s_kind), first)
         kid = self.by_k8s_kind.get(first)
         if kid is None:
             return None
         return kid, self.reason.format(k8s_kind=first)
+
+
+_YAML_ITEM_KIND = re.compile(r"(?m)^(?:- |  )kind:\s*\"?([A-Za-z]+)\"?\s*$")
+_JSON_KIND_AT = re.compile(r'(?m)^(\s*)"kind"\s*:\s*"([A-Za-z]+)"')
+
+
+def _item_kinds(head: str) -> tuple[str, ...]:
+    r"""The kinds of a List's items, in order: YAML's at an item's own indentation, JSON's at the
+    least indentation below the List's own `kind` (empty when neither shows).
+
+    >>> _item_kinds("items:\n- involvedObject:\n    kind: Pod\n  kind: Event\nkind: List")
+    ('Event',)
+    >>> _item_kinds('{\n  "items": [\n    {\n      "involvedObject": {\n        "kind": "Node"\n      },\n      "kind": "Event"\n    }\n  ],\n  "kind": "List"\n}')
+    ('Event',)
+    """
+    found = tuple(dict.fromkeys(k for k in _YAML_ITEM_KIND.findall(head) if k != "List"))
+    if found:
+        return found
+    kinds = [(len(indent), k) for indent, k in _JSON_KIND_AT.findall(head) if k != "List"]
+    if not kinds:
+        return ()
+    least = min(n for n, _ in kinds)
+    return tuple(dict.fromkeys(k for n, k in kinds if n == least))
 
 
 @lru_cache(maxsize=64)

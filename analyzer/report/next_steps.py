@@ -88,7 +88,10 @@ def choose(
         # first the kinds that decide rules of the verdict's own link (the one under suspicion),
         # then the most rules: a component with many rules elsewhere does not push it down
         link = primary.rule.link if primary is not None else None
-        on_link = {k: sum(by_id[r].rule.link == link for r in ids) for k, ids in counts.items()}
+        on_link = {
+            k: sum(link is not None and by_id[r].rule.link == link for r in ids)
+            for k, ids in counts.items()
+        }
         for kind in sorted(counts, key=lambda k: (-on_link[k], -len(counts[k]), k)):
             want(
                 kind, f"lets {len(counts[kind])} more rule(s) decide: {', '.join(counts[kind][:4])}"

@@ -166,14 +166,14 @@ class ObjectStep:
             return None
         top = self._TOP_KIND.search(head)
         first = top.group(1) if top else kinds[0]
-        if top is None and head.lstrip().startswith("{"):  # JSON: the least indented `kind`
-            at = [(len(indent), k) for indent, k in _JSON_KIND_AT.findall(head)]
-            first = min(at, key=lambda x: x[0])[1] if at else first
+        json = _json_kinds(head) if top is None and head.lstrip().startswith("{") else []
+        if json:  # the object's own `kind` is the least indented one
+            first = min(json, key=lambda x: x[0])[1]
         if first == "List":
             # the items' own kind before a kind they name (an Event's involvedObject, a static
             # pod's owner, a template's): kubectl indents an item's keys by two in YAML, and in JSON
             # they are the least indented `kind` inside the list
-            items = _item_kinds(head)
+            items = _item_kinds(head, json)
             for item in (*self.list_items, *items):
                 listed = item in items if items else _list_item(item).search(head)
                 if item in self.by_k8s_kind and listed:
@@ -189,22 +189,27 @@ _YAML_ITEM_KIND = re.compile(r"(?m)^(?:- |  )kind:\s*\"?([A-Za-z]+)\"?\s*$")
 _JSON_KIND_AT = re.compile(r'(?m)^(\s*)"kind"\s*:\s*"([A-Za-z]+)"')
 
 
-def _item_kinds(head: str) -> tuple[str, ...]:
-    r"""The kinds of a List's items, in order: YAML's at an item's own indentation, JSON's at the
-    least indentation below the List's own `kind` (empty when neither shows).
+def _json_kinds(head: str) -> list[tuple[int, str]]:
+    """Each `"kind": "..."` line of a JSON text, with its indentation."""
+    return [(len(indent), k) for indent, k in _JSON_KIND_AT.findall(head)]
 
-    >>> _item_kinds("items:\n- involvedObject:\n    kind: Pod\n  kind: Event\nkind: List")
+
+def _item_kinds(head: str, json: list[tuple[int, str]]) -> tuple[str, ...]:
+    r"""The kinds of a List's items, in order: YAML's at an item's own indentation, else JSON's
+    (`json`: `_json_kinds`) at the least indentation below the List's own `kind` (empty when
+    neither shows).
+
+    >>> _item_kinds("items:\n- involvedObject:\n    kind: Pod\n  kind: Event\nkind: List", [])
     ('Event',)
-    >>> _item_kinds('{\n  "items": [\n    {\n      "involvedObject": {\n        "kind": "Node"\n      },\n      "kind": "Event"\n    }\n  ],\n  "kind": "List"\n}')
+    >>> text = '{\n  "items": [\n    {\n      "involvedObject": {\n        "kind": "Node"\n      },\n      "kind": "Event"\n    }\n  ],\n  "kind": "List"\n}'
+    >>> _item_kinds(text, _json_kinds(text))
     ('Event',)
     """
     found = tuple(dict.fromkeys(k for k in _YAML_ITEM_KIND.findall(head) if k != "List"))
     if found:
         return found
-    kinds = [(len(indent), k) for indent, k in _JSON_KIND_AT.findall(head) if k != "List"]
-    if not kinds:
-        return ()
-    least = min(n for n, _ in kinds)
+    kinds = [(n, k) for n, k in json if k != "List"]
+    least = min((n for n, _ in kinds), default=0)
     return tuple(dict.fromkeys(k for n, k in kinds if n == least))
 
 

@@ -48,23 +48,25 @@ def unfold(text: str) -> str:
             if _closed(m["value"], quote):
                 i += 1
                 continue
+            # a string goes on more indented than its key, up to the line that closes it
             last = min(len(lines), i + 1 + FOLDED_MAX)
-            while end < last and not _closed(lines[end], quote) and not _cut(lines[end]):
-                if not _deeper(lines[end], indent):  # a string goes on more indented than its key
-                    last = end
-                    break
+            while (
+                end < last
+                and not _closed(lines[end], quote)
+                and not _cut(lines[end])
+                and _deeper(lines[end], indent)
+            ):
                 end += 1
-            if end < last and not _cut(lines[end]):
+            if end < last and _closed(lines[end], quote) and not _cut(lines[end]):
                 end += 1  # past the line that closes it
-            elif end == i + 1 or (end == last and not _cut_at(lines, end)):
+            elif end == i + 1 or not _cut_at(lines, end):
                 i += 1  # not closed, nor cut by the paste: no folded string, left as it is
                 continue
             # else: the paste is cut inside the string (its text ends, or a cut mark): joined
         else:
             while (
                 end < len(lines)
-                and lines[end].strip()
-                and len(lines[end]) - len(lines[end].lstrip(" ")) > indent
+                and _deeper(lines[end], indent)
                 and not _STRUCTURE.match(lines[end])
             ):
                 end += 1
@@ -84,6 +86,7 @@ def _closed(part: str, quote: str) -> bool:
 
 
 def _deeper(line: str, indent: int) -> bool:
+    """Whether `line` holds text indented more than `indent` spaces."""
     return bool(line.strip()) and len(line) - len(line.lstrip(" ")) > indent
 
 

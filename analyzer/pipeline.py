@@ -20,6 +20,7 @@ from analyzer.parse.matcher import Matcher
 from analyzer.parse.node import NodeFacts, keep_nodes
 from analyzer.parse.registry import PARSERS, parse_artefact
 from analyzer.parse.unfold import unfold
+from analyzer.parse.unscanned import blank_blocks
 
 if TYPE_CHECKING:  # imported when a bundle holds their kinds (parse/registry.py)
     from analyzer.parse.configs import ConfigFacts
@@ -127,6 +128,8 @@ def parse_files(
             # an object's YAML (or a part of one pasted as text): its folded strings on one line
             if (kind.k8s_kinds or a.kind == "text") and a.text:
                 a = replace(a, text=unfold(a.text))
+            if kind.unscanned is not None and a.text:  # what it runs is not what happened
+                a = replace(a, text=blank_blocks(a.text, kind.unscanned))
             out.logs.append(parse_log(a, matcher, catalogue.record_start))
     out.nodes, note = keep_nodes(out.nodes)
     if note:

@@ -284,11 +284,11 @@ def test_a_plugin_socket_already_in_use(ruleset):
 def test_a_gpu_pod_manifest_pinning_its_node(ruleset):
     pod = (
         "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  nodeName: gpu-9\n  containers:\n"
-        "    - name: c\n      resources: {limits: {nvidia.com/gpu: 2}}\n"
+        "    - name: c\n      resources: {limits: {nvidia.com/gpu: 2, nvidia.com/gpumem: 8000}}\n"
     )
     p = diagnose_texts(ruleset, {"pod.yaml": pod}).primary
     assert (p.rule_id, p.category) == ("pod-pins-node-name", "scheduling-other")
-    cpu_only = pod.replace("nvidia.com/gpu: 2", "cpu: 1")
+    cpu_only = pod.replace("nvidia.com/gpu: 2, nvidia.com/gpumem: 8000", "cpu: 1")
     assert "pod-pins-node-name" not in fired(diagnose_texts(ruleset, {"pod.yaml": cpu_only}))
 
 

@@ -36,6 +36,7 @@ KIND_KEYS = {
     "per_node",
     "pod_templates",
     "record_start",
+    "unscanned",
 }
 LINE = "__line__"
 KEY_LINES = "__key_lines__"
@@ -96,6 +97,9 @@ class Kind:
     # a workload's pod template is read as a pod when one of its containers asks for a resource
     # this matches (an accelerator); None: its templates are not read
     pod_templates: regex.Pattern | None = None
+    # lines opening blocks of a scanned object that are not searched (what its containers run:
+    # a probe's grep for an error string is no error); None: every line is
+    unscanned: regex.Pattern | None = None
 
     @property
     def is_log(self) -> bool:
@@ -255,6 +259,9 @@ def load_catalogue(path: Path) -> Catalogue:
         starts += _patterns(
             spec.get("record_start"), f"{where}: kind {kid}: bad record_start", problems
         )
+        unscanned = _patterns(
+            spec.get("unscanned"), f"{where}: kind {kid}: bad unscanned", problems
+        )
         entries = spec.get("recognise") or []
         if not isinstance(entries, list):
             problems.append(f"{where}: kind {kid}: recognise: expected a list of entries")
@@ -280,6 +287,7 @@ def load_catalogue(path: Path) -> Catalogue:
             at=where,
             per_node=bool(spec.get("per_node", False)),
             pod_templates=regex.compile("|".join(templates)) if templates else None,
+            unscanned=regex.compile("|".join(unscanned)) if unscanned else None,
         )
     for k in kinds.values():
         for other in k.counts_as:

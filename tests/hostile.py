@@ -466,6 +466,20 @@ def yaml_lines_of_spaces(d: Path) -> Run:
     return Run(["analyze", str(root), "--format", "json"], [root])
 
 
+@bounded(_code(0, 1, 4))
+def pod_with_runs_of_blanks(d: Path) -> Run:
+    """A pod whose annotations hold runs of 40,000 blanks, beside a probe block: the search for
+    the blocks left unscanned (kinds.yaml `unscanned:`) tried its `[ \\t]*` from every position
+    of a run (10,000 blanks 5.7 s, 150,000 minutes)."""
+    blanks = "".join(f"    note-{i}: '{' ' * 40_000}x'\n" for i in range(4))
+    pod = (
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n" + blanks + "spec:\n"
+        "  containers:\n  - image: cuda\n    livenessProbe:\n      exec:\n"
+        "        command: [sh, -c, 'nvidia-smi']\n    name: c\n" + " " * 150_000 + "\n"
+    )
+    return Run(["analyze", str(_bundle(d, {"pod.yaml": pod})), "--format", "json"], [d])
+
+
 @bounded(_code(0, 1))
 def kubelet_lines_of_rpc_names(d: Path) -> Run:
     """A kubelet log of 100 lines of 9 KB, each a thousand "Allocate" and gRPC's size error

@@ -3,6 +3,8 @@ real cases and the classes they left, checked on made-up inputs (none copied fro
 
 from __future__ import annotations
 
+import pytest
+
 from conftest import diagnose_texts, fired
 
 PROBE = "nvidia-smi 2>&1 | grep -q 'Failed to initialize NVML: Unknown Error' && exit 1 || exit 0"
@@ -190,4 +192,75 @@ def test_an_operand_crashing_beside_a_toolkit_still_initialising_is_not_the_gpu(
     alone = pods.replace("Init:0/1   ", "Running    ").replace("0/1     Running", "1/1     Running")
     assert "gpu-operator-operand-crash-looping" in fired(
         diagnose_texts(ruleset, {"pods.txt": alone})
+    )
+
+
+# ---- a review's reproducers (a helper, read-only), each a class ----------------------------------
+def test_describe_prints_a_probes_script_over_lines_at_column_0(ruleset):
+    describe = (
+        "Name:         trainer-0\nNamespace:    ml\nStatus:       Running\nContainers:\n  cuda:\n"
+        "    State:          Running\n    Limits:\n      nvidia.com/gpu:  1\n"
+        "    Liveness:       exec [/bin/sh -c set -e\nout=$(nvidia-smi 2>&1 || true)\n"
+        'if echo "$out" | grep -q "Failed to initialize NVML: Unknown Error"; then exit 1; fi\n'
+        "] delay=10s timeout=5s period=30s #success=1 #failure=3\n    Environment:    <none>\n"
+        "    Mounts:\n      /var/run/secrets/kubernetes.io/serviceaccount from kube-api-access (ro)\n"
+        "Conditions:\n  Type              Status\n  Ready             True\n"
+        "QoS Class:                   BestEffort\nEvents:\n"
+        "  Type    Reason   Age  From     Message\n  ----    ------   ---  ----     -------\n"
+        "  Normal  Started  5m   kubelet  Started container cuda\n"
+    )
+    assert "container-nvml-unknown-error" not in fired(
+        diagnose_texts(ruleset, {"pod-describe.txt": describe})
+    )
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        "error creating device nodes: mount src=/dev/nvidiactl, dst=/run/containerd/io.containerd"
+        ".runtime.v2.task/k8s.io/4f1c/rootfs/dev/nvidiactl, dstFd=/proc/thread-self/fd/9, "
+        "flags=MS_BIND: no such file or directory: unknown",  # runc 1.2
+        "error creating device nodes: mknodat /run/containerd/io.containerd.runtime.v2.task/k8s.io"
+        "/4f1c/rootfs/dev/nvidia0: no such device or address: unknown",
+        "mount `/dev/nvidia-caps/nvidia-cap1` to `/dev/nvidia-caps/nvidia-cap1`: "
+        "No such file or directory",  # crun
+    ],
+)
+def test_the_runtimes_other_wordings_of_a_device_node_not_made(ruleset, error):
+    events = f"  Warning  Failed  25s  kubelet  Error: container create failed: {error}\n"
+    report = diagnose_texts(ruleset, {"events.txt": events})
+    assert report.primary.rule_id == "gpu-device-node-not-created-in-container"
+    assert "/dev/nvidia" in report.primary.title
+
+
+def test_a_pinned_pod_asking_a_share_of_gpu_memory_is_hamis(ruleset):
+    share = PINNED.replace(
+        "nvidia.com/gpu: 1\n", "nvidia.com/gpu: 1\n        nvidia.com/gpumem-percentage: 50\n"
+    )
+    assert diagnose_texts(ruleset, {"pod.yaml": share}).primary.rule_id == "pod-pins-node-name"
+
+
+def test_an_operand_crashing_beside_a_toolkit_that_cannot_pull_is_not_the_gpu(ruleset):
+    pods = (
+        "NAME                                       READY   STATUS             RESTARTS   AGE\n"
+        "gpu-feature-discovery-m22qg                0/1     CrashLoopBackOff   6          11m\n"
+        "nvidia-container-toolkit-daemonset-jxsjk   0/1     ImagePullBackOff   0          11m\n"
+    )
+    assert "gpu-operator-operand-crash-looping" not in fired(
+        diagnose_texts(ruleset, {"pods.txt": pods})
+    )
+
+
+def test_a_ready_validator_ends_an_old_back_off_and_the_namespace_is_the_lines(ruleset):
+    event = (
+        "  Warning  BackOff  20m (x5 over 25m)  kubelet  Back-off restarting failed container "
+        "driver-validation in pod nvidia-operator-validator-x7k2q_nvidia-gpu-operator(1f0c)\n"
+    )
+    report = diagnose_texts(ruleset, {"events.txt": event})
+    (finding,) = [f for f in report.nodes[0].findings if f.rule_id == report.primary.rule_id]
+    assert report.primary.rule_id == "gpu-operator-validation-failing"
+    assert all("-n nvidia-gpu-operator " in r.command for r in finding.remediation if r.command)
+    ready = "nvidia-operator-validator-x7k2q   1/1     Running   4 (7m ago)   21m\n"
+    assert "gpu-operator-validation-failing" not in fired(
+        diagnose_texts(ruleset, {"events.txt": event, "pods.txt": ready})
     )

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from analyzer.bundle.model import Artefact, BundleFile, InputWarning
 from analyzer.bundle.sniff import sniff
 from analyzer.bundle.text import clean, decode, looks_binary, toml_line, unframe
-from analyzer.catalogue.kinds import Catalogue
+from analyzer.catalogue.kinds import Catalogue, Kind
 from analyzer.structured import ELISION_RE, SHELL_PROMPT, loads_as_yaml
 
 SMALL_FILE = 16 << 20  # read whole and segment below this size; stream logs above it
@@ -144,6 +144,16 @@ def _yaml_tail(lines: list[str]) -> int | None:
     if tail is None or loads_as_yaml("\n".join(lines)):
         return None
     return tail if loads_as_yaml("\n".join(lines[:tail])) else None
+
+
+def _inside_unscanned(text: str, lines: list[str], at: int, kind: Kind | None) -> bool:
+    """Whether line `at` is inside a block the kind leaves unscanned (kinds.yaml `unscanned:`):
+    kubectl describe prints an exec probe's script with its own line breaks, at column 0, and
+    such a line is the object's, not a log pasted below it."""
+    if kind is None or kind.unscanned is None:
+        return False
+    offset = sum(len(x) + 1 for x in lines[:at])
+    return any(m.start() < offset < m.end() for m in kind.unscanned.finditer(text))
 
 
 def _explicit_segments(
@@ -283,6 +293,8 @@ def _split(f: BundleFile, text: str, catalogue: Catalogue) -> list[Artefact]:
     lines = text.split("\n")
     structured = _structured(whole_kind, catalogue)
     tail = _yaml_tail(lines) if structured else None
+    if tail is not None and _inside_unscanned(text, lines, tail, catalogue.get(whole_kind)):
+        tail = None  # a describe's probe script printed at column 0: the object goes on
     has_breaks = any(_FENCE_RE.match(x) or _DEFAULTED_RE.match(x) for x in lines[:20000]) or any(
         _DESCRIBE_START_RE.match(x) for x in lines[1:20000]
     )

@@ -287,7 +287,8 @@ def load_catalogue(path: Path) -> Catalogue:
             at=where,
             per_node=bool(spec.get("per_node", False)),
             pod_templates=regex.compile("|".join(templates)) if templates else None,
-            unscanned=regex.compile("|".join(unscanned)) if unscanned else None,
+            # tried where a line starts: a run of blanks is read once, not from each position
+            unscanned=regex.compile("(?m)^(?:" + "|".join(unscanned) + ")") if unscanned else None,
         )
     for k in kinds.values():
         for other in k.counts_as:

@@ -480,6 +480,17 @@ def pod_with_runs_of_blanks(d: Path) -> Run:
     return Run(["analyze", str(_bundle(d, {"pod.yaml": pod})), "--format", "json"], [d])
 
 
+@bounded(_code(0, 1, 4))
+def describe_of_unclosed_probes(d: Path) -> Run:
+    """A pod describe of 30,000 `Liveness: exec [` lines never closed by `] delay=`: the pattern
+    that follows a probe's script over lines searched the rest of the text for its end from each
+    of them (136 KB 8 s, 680 KB 191 s); it reads 16 lines at most."""
+    head = "Name:         p\nNamespace:    ml\nStatus:       Running\nContainers:\n  c:\n"
+    probes = "    Liveness:       exec [sh -c x\n" * 30_000
+    root = _bundle(d, {"pod-describe.txt": head + probes + "Events:          <none>\n"})
+    return Run(["analyze", str(root), "--format", "json"], [root])
+
+
 @bounded(_code(0, 1))
 def kubelet_lines_of_rpc_names(d: Path) -> Run:
     """A kubelet log of 100 lines of 9 KB, each a thousand "Allocate" and gRPC's size error

@@ -264,3 +264,44 @@ def test_a_ready_validator_ends_an_old_back_off_and_the_namespace_is_the_lines(r
     assert "gpu-operator-validation-failing" not in fired(
         diagnose_texts(ruleset, {"events.txt": event, "pods.txt": ready})
     )
+
+
+# ---- a second review's reproducers ---------------------------------------------------------------
+def test_a_log_pasted_right_below_a_describes_probe_script_is_read_as_the_log(ruleset):
+    describe = (
+        "Name:         trainer-0\nNamespace:    ml\nStatus:       Running\nContainers:\n  cuda:\n"
+        "    Liveness:       exec [/bin/sh -c set -e\nnvidia-smi -L\n"
+        "] delay=10s timeout=5s period=30s #success=1 #failure=3\n    Environment:    <none>\n"
+    )
+    log = (
+        "I0303 09:00:00.000001       1 main.go:155] Starting OS watcher.\n"
+        "E0303 09:00:00.000002       1 main.go:132] Failed to initialize NVML: could not load "
+        "NVML library.\n"
+    )
+    report = diagnose_texts(ruleset, {"paste.txt": describe + log})
+    kinds = {a.kind for a in report.inventory}
+    assert {"pod-describe", "device-plugin-log"} <= kinds
+
+
+def test_a_ready_validator_on_another_node_leaves_a_failing_one_reported(ruleset):
+    pods = (
+        "NAME                              READY   STATUS                  RESTARTS      AGE\n"
+        "nvidia-operator-validator-x7k2q   0/1     Init:CrashLoopBackOff   7 (90s ago)   14m\n"
+        "nvidia-operator-validator-m9p4z   1/1     Running                 0             14m\n"
+    )
+    assert "gpu-operator-validation-failing" in fired(diagnose_texts(ruleset, {"pods.txt": pods}))
+
+
+def test_a_refused_mknod_is_a_privilege_and_an_unmount_is_no_start_failure(ruleset):
+    eperm = (
+        "  Warning  Failed  9s  kubelet  Error: container create failed: mknod `/dev/nvidia0`: "
+        "Operation not permitted\n"
+    )
+    report = diagnose_texts(ruleset, {"events.txt": eperm})
+    (finding,) = [f for f in report.nodes[0].findings if f.rule_id == report.primary.rule_id]
+    assert report.primary.rule_id == "gpu-device-node-not-created-in-container"
+    assert "may not create device nodes" in finding.explanation
+    umount = "  Warning  FailedKillPod  9s  kubelet  error killing pod: crun: umount `/dev/nvidia0`: Device or resource busy\n"
+    assert "gpu-device-node-not-created-in-container" not in fired(
+        diagnose_texts(ruleset, {"events.txt": umount})
+    )

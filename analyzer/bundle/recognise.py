@@ -146,14 +146,27 @@ def _yaml_tail(lines: list[str]) -> int | None:
     return tail if loads_as_yaml("\n".join(lines[:tail])) else None
 
 
-def _inside_unscanned(text: str, lines: list[str], at: int, kind: Kind | None) -> bool:
-    """Whether line `at` is inside a block the kind leaves unscanned (kinds.yaml `unscanned:`):
-    kubectl describe prints an exec probe's script with its own line breaks, at column 0, and
-    such a line is the object's, not a log pasted below it."""
+def _past_unscanned(text: str, lines: list[str], tail: int, kind: Kind | None) -> int | None:
+    """Where a YAML object's tail starts (`_yaml_tail`) once the blocks the kind leaves
+    unscanned (kinds.yaml `unscanned:`) are skipped: kubectl describe prints an exec probe's
+    script with its own line breaks, at column 0, and such a line is the object's; the tail is
+    then the next column-0 line after the probe that the object cannot hold (a log pasted right
+    below it), or None."""
     if kind is None or kind.unscanned is None:
-        return False
-    offset = sum(len(x) + 1 for x in lines[:at])
-    return any(m.start() < offset < m.end() for m in kind.unscanned.finditer(text))
+        return tail
+    offset = sum(len(x) + 1 for x in lines[:tail])
+    for m in kind.unscanned.finditer(text):
+        if m.start() < offset < m.end():
+            after = text.count("\n", 0, m.end()) + 1  # the line after the probe's last
+            return next(
+                (
+                    i
+                    for i in range(after, len(lines))
+                    if lines[i][:1].strip() and not _YAML_COLUMN0_RE.match(lines[i])
+                ),
+                None,
+            )
+    return tail
 
 
 def _explicit_segments(
@@ -293,8 +306,8 @@ def _split(f: BundleFile, text: str, catalogue: Catalogue) -> list[Artefact]:
     lines = text.split("\n")
     structured = _structured(whole_kind, catalogue)
     tail = _yaml_tail(lines) if structured else None
-    if tail is not None and _inside_unscanned(text, lines, tail, catalogue.get(whole_kind)):
-        tail = None  # a describe's probe script printed at column 0: the object goes on
+    if tail is not None:  # a describe's probe script printed at column 0 is the object's
+        tail = _past_unscanned(text, lines, tail, catalogue.get(whole_kind))
     has_breaks = any(_FENCE_RE.match(x) or _DEFAULTED_RE.match(x) for x in lines[:20000]) or any(
         _DESCRIBE_START_RE.match(x) for x in lines[1:20000]
     )

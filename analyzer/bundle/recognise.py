@@ -133,14 +133,7 @@ def _yaml_tail(lines: list[str]) -> int | None:
     first = next((i for i, x in enumerate(lines) if x.strip() and not x.startswith("#")), None)
     if first is None or not _YAML_COLUMN0_RE.match(lines[first]):
         return None
-    tail = next(
-        (
-            i
-            for i in range(first + 1, len(lines))
-            if lines[i][:1].strip() and not _YAML_COLUMN0_RE.match(lines[i])
-        ),
-        None,
-    )
+    tail = _foreign_line(lines, first + 1)
     if tail is None or loads_as_yaml("\n".join(lines)):
         return None
     return tail if loads_as_yaml("\n".join(lines[:tail])) else None
@@ -157,16 +150,21 @@ def _past_unscanned(text: str, lines: list[str], tail: int, kind: Kind | None) -
     offset = sum(len(x) + 1 for x in lines[:tail])
     for m in kind.unscanned.finditer(text):
         if m.start() < offset < m.end():
-            after = text.count("\n", 0, m.end()) + 1  # the line after the probe's last
-            return next(
-                (
-                    i
-                    for i in range(after, len(lines))
-                    if lines[i][:1].strip() and not _YAML_COLUMN0_RE.match(lines[i])
-                ),
-                None,
-            )
+            return _foreign_line(lines, text.count("\n", 0, m.end()) + 1)  # after the probe
     return tail
+
+
+def _foreign_line(lines: list[str], start: int) -> int | None:
+    """The first line from `start` on at column 0 that neither a block mapping nor a sequence
+    can hold (a log line, a `[... ...]` marker), or None."""
+    return next(
+        (
+            i
+            for i in range(start, len(lines))
+            if lines[i][:1].strip() and not _YAML_COLUMN0_RE.match(lines[i])
+        ),
+        None,
+    )
 
 
 def _explicit_segments(
